@@ -1,0 +1,34 @@
+# Two commands on a fresh machine: `make dev` (local stack on :3000) and `make test`.
+SHELL := /bin/bash
+# pyenv machines need the version named; elsewhere the variable is ignored.
+export PYENV_VERSION ?= 3.13.0
+PYTHON ?= python3.13
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: dev test bench lint clean install
+
+$(STAMP): requirements-dev.txt layers/core/requirements.txt
+	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 13), "Python 3.13 is required"'
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
+	touch $(STAMP)
+
+install: $(STAMP)
+
+dev: $(STAMP)
+	$(BIN)/python -m local.stack
+
+test: $(STAMP)
+	$(BIN)/cfn-lint template.yaml
+	$(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(BIN)/python -m bench.run
+
+lint: $(STAMP)
+	$(BIN)/cfn-lint template.yaml
+
+clean:
+	rm -rf $(VENV) .pytest_cache .hypothesis .aws-sam

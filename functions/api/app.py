@@ -1,0 +1,18 @@
+"""`api` function: CRUD routes for agents, workspaces, sessions, runs and usage (never imports the model SDK)."""
+
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from engram.api.http import build_app
+from engram.api.routes_agents import router as agents
+from engram.api.routes_sessions import router as sessions
+from engram.observability import logger, metrics, tracer
+
+app = build_app(agents, sessions)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics(capture_cold_start_metric=True)
+def lambda_handler(event: dict, context: LambdaContext) -> dict:
+    return app.resolve(event, context)

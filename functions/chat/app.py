@@ -1,0 +1,31 @@
+"""`chat` function: sync turns and signed webhooks over HTTP, and the FIFO turn-queue consumer."""
+
+from aws_lambda_powertools.logging import correlation_paths
+from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from engram.api.http import build_app
+from engram.api.routes_chat import router as chat
+from engram.deps import get_deps
+from engram.observability import logger, metrics, tracer
+from engram.turns import process_turn_job
+
+app = build_app(chat)
+# A failed turn holds back the rest of its session's group; other sessions carry on.
+processor = SqsFifoPartialProcessor(skip_group_on_error=True)
+
+
+def handle_turn_record(record: SQSRecord) -> None:
+    job = record.json_body
+    logger.append_keys(run_id=job.get("runId"))
+    process_turn_job(get_deps(), job)
+
+
+@logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)
+@tracer.capture_lambda_handler
+@metrics.log_metrics(capture_cold_start_metric=True)
+def lambda_handler(event: dict, context: LambdaContext) -> dict:
+    if "Records" in event:
+        return process_partial_response(event=event, record_handler=handle_turn_record, processor=processor, context=context)
+    return app.resolve(event, context)

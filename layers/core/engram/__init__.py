@@ -1,0 +1,1 @@
+"""Engram core: the domain, stores, memory, agent loop and model providers shared by every function."""

@@ -1,0 +1,1 @@
+"""The agent: prompt composition, the tool registry and the tool loop."""

@@ -1,0 +1,72 @@
+"""Domain errors. The HTTP layer maps them to status codes in one place (api/errors.py)."""
+
+from __future__ import annotations
+
+
+class EngramError(Exception):
+    status = 500
+    code = "internal_error"
+
+    def __init__(self, message: str, *, field: str | None = None, code: str | None = None):
+        super().__init__(message)
+        self.message = message
+        self.field = field
+        if code:
+            self.code = code
+
+
+class BadRequest(EngramError):
+    status = 400
+    code = "bad_request"
+
+
+class Unauthorized(EngramError):
+    status = 401
+    code = "unauthorized"
+
+
+class NotFound(EngramError):
+    status = 404
+    code = "not_found"
+
+
+class Conflict(EngramError):
+    status = 409
+    code = "conflict"
+
+
+class PayloadTooLarge(EngramError):
+    status = 413
+    code = "payload_too_large"
+
+
+class SessionBusy(Conflict):
+    code = "session_busy"
+
+
+class TurnFailed(EngramError):
+    """A chat turn failed; history is untouched and the run is recorded as failed."""
+
+    status = 502
+    code = "turn_failed"
+
+    def __init__(self, message: str, *, run_id: str, code: str | None = None, status: int | None = None):
+        super().__init__(message, code=code)
+        self.run_id = run_id
+        if status:
+            self.status = status
+
+
+class ProviderError(EngramError):
+    status = 502
+    code = "model_error"
+
+
+class TurnTimeout(EngramError):
+    status = 504
+    code = "turn_timeout"
+
+
+class ToolCrashed(EngramError):
+    status = 500
+    code = "tool_failed"

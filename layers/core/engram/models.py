@@ -1,0 +1,186 @@
+"""Pydantic models: request bodies (strict, unknown fields rejected) and public resources (camelCase)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.alias_generators import to_camel
+
+from .ids import ID_PATTERN
+
+Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
+ModelName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:-]{1,100}$")]
+# EventBridge Scheduler expressions; the heartbeat that fires them is a later feature.
+Schedule = Annotated[str, StringConstraints(pattern=r"^(rate\(\d+ (minute|minutes|hour|hours|day|days)\)|cron\([^()]{9,200}\))$")]
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Body(BaseModel):
+    """Request bodies: camelCase on the wire, unknown fields are an error, not silently dropped."""
+
+    model_config = ConfigDict(alias_generator=to_camel, validate_by_alias=True, validate_by_name=False, extra="forbid", str_strip_whitespace=True)
+
+
+class Resource(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    id: str
+    created_at: str
+    updated_at: str
+
+    def public(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")
+
+
+# --- workspaces -----------------------------------------------------------------------------
+class WorkspaceCreate(Body):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=100)]
+    description: Annotated[str, StringConstraints(max_length=2000)] = ""
+
+
+class WorkspaceUpdate(Body):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=100)] | None = None
+    description: Annotated[str, StringConstraints(max_length=2000)] | None = None
+
+
+class Workspace(Resource):
+    name: str
+    description: str = ""
+
+
+# --- agents ---------------------------------------------------------------------------------
+class AgentFields(Body):
+    persona: Annotated[str, StringConstraints(max_length=8000)] = ""
+    model: ModelName | None = None
+    workspace_id: Id | None = None
+    agent_memory: bool = False
+    active_memory: bool = False
+    review_decisions: bool = False
+    default_prompt: Annotated[str, StringConstraints(max_length=8000)] = ""
+    schedule: Schedule | None = None
+    card_type: Id | None = None
+    team: Annotated[list[Id], Field(max_length=10)] = []
+
+
+class AgentCreate(AgentFields):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=100)]
+
+
+class AgentUpdate(Body):
+    name: Annotated[str, StringConstraints(min_length=1, max_length=100)] | None = None
+    persona: Annotated[str, StringConstraints(max_length=8000)] | None = None
+    model: ModelName | None = None
+    workspace_id: Id | None = None
+    agent_memory: bool | None = None
+    active_memory: bool | None = None
+    review_decisions: bool | None = None
+    default_prompt: Annotated[str, StringConstraints(max_length=8000)] | None = None
+    schedule: Schedule | None = None
+    card_type: Id | None = None
+    team: Annotated[list[Id], Field(max_length=10)] | None = None
+
+
+class Agent(Resource):
+    name: str
+    persona: str = ""
+    model: str
+    workspace_id: str | None = None
+    agent_memory: bool = False
+    active_memory: bool = False
+    review_decisions: bool = False
+    default_prompt: str = ""
+    schedule: str | None = None
+    card_type: str | None = None
+    team: list[str] = []
+
+
+# --- sessions -------------------------------------------------------------------------------
+class SessionCreate(Body):
+    id: Id | None = None
+    title: Annotated[str, StringConstraints(max_length=200)] = ""
+
+
+class Session(Resource):
+    agent_id: str
+    title: str = ""
+    message_count: int = 0
+    revision: int = 0
+
+
+class MessageIn(Body):
+    message: Annotated[str, StringConstraints(min_length=1)]
+
+
+class WebhookIn(Body):
+    message: Annotated[str, StringConstraints(min_length=1)]
+    session_id: Id = "dashboard"
+
+    # DESIGN §5 names this webhook field in snake_case.
+    model_config = ConfigDict(alias_generator=None, extra="forbid", str_strip_whitespace=True)
+
+
+# --- runs and usage -------------------------------------------------------------------------
+RunKind = Literal["chat", "heartbeat", "manual", "reexamination", "council_member"]
+RunStatus = Literal["queued", "running", "succeeded", "failed"]
+
+
+class Usage(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cost_usd=round(self.cost_usd + other.cost_usd, 8),
+        )
+
+
+class Run(Resource):
+    agent_id: str
+    kind: RunKind = "chat"
+    trigger: str = "api"
+    status: RunStatus = "queued"
+    prompt: str = ""
+    session_id: str | None = None
+    session_revision_before: int | None = None
+    session_revision_after: int | None = None
+    parent_run_id: str | None = None
+    result: Any = None
+    usage: Usage = Usage()
+    error: dict[str, Any] | None = None
+    resolution_status: str | None = None
+    latest_conviction: int | None = None
+    model: str | None = None
+    tool_calls: list[dict[str, Any]] = []
+
+
+class UsageRow(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    id: str
+    created_at: str
+    agent_id: str
+    session_key: str
+    run_id: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def public(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")

@@ -1,0 +1,38 @@
+"""The provider interface the agent loop talks to."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+
+@dataclass(frozen=True)
+class TokenCounts:
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class ModelResponse:
+    content: list[dict[str, Any]]  # Anthropic content blocks as plain dicts
+    stop_reason: str
+    model: str
+    tokens: TokenCounts = field(default_factory=TokenCounts)
+
+
+class ModelProvider(Protocol):
+    name: str
+
+    def complete(
+        self,
+        *,
+        model: str,
+        system: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        max_tokens: int,
+        timeout: float,
+        tool_choice: dict[str, Any] | None = None,
+    ) -> ModelResponse: ...

@@ -1,0 +1,111 @@
+"""A deterministic stand-in for Claude, for the local stack and tests when no key is set.
+
+It answers from the conversation it is given (so history is visibly carried between turns) and
+calls registered tools whose `offline_intent` recognises the user's words, so memory features
+can be shown without a key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from typing import Any, Callable
+
+from .base import ModelResponse, TokenCounts
+
+Intents = Callable[[], dict[str, Callable[[str], dict[str, Any] | None]]]
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content or [] if b.get("type") == "text")
+
+
+def _is_tool_result(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+
+
+def _estimate_tokens(payload: Any) -> int:
+    return max(1, len(json.dumps(payload, ensure_ascii=False)) // 4)
+
+
+class OfflineProvider:
+    name = "offline"
+
+    def __init__(self, intents: Intents | None = None):
+        self._intents = intents or (lambda: {})
+
+    def complete(
+        self,
+        *,
+        model: str,
+        system: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        max_tokens: int,
+        timeout: float,
+        tool_choice: dict[str, Any] | None = None,
+    ) -> ModelResponse:
+        last = messages[-1]
+        if _is_tool_result(last):
+            content, stop = [{"type": "text", "text": self._summarise_results(messages)}], "end_turn"
+        else:
+            text = _text_of(last)
+            call = None if (tool_choice or {}).get("type") == "none" else self._pick_tool(text, tools)
+            if call:
+                name, tool_input = call
+                digest = hashlib.sha256(f"{len(messages)}:{name}:{text}".encode()).hexdigest()[:20]
+                content = [
+                    {"type": "text", "text": f"Let me use {name}."},
+                    {"type": "tool_use", "id": f"toolu_offline_{digest}", "name": name, "input": tool_input},
+                ]
+                stop = "tool_use"
+            else:
+                content, stop = [{"type": "text", "text": self._reply(text, messages)}], "end_turn"
+        return ModelResponse(
+            content=content,
+            stop_reason=stop,
+            model="offline",
+            tokens=TokenCounts(input_tokens=_estimate_tokens([system, tools, messages]), output_tokens=_estimate_tokens(content)),
+        )
+
+    def _pick_tool(self, text: str, tools: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+        intents = self._intents()
+        for spec in tools:
+            intent = intents.get(spec["name"])
+            if intent is None:
+                continue
+            tool_input = intent(text)
+            if tool_input is not None:
+                return spec["name"], tool_input
+        return None
+
+    @staticmethod
+    def _summarise_results(messages: list[dict[str, Any]]) -> str:
+        names = {}
+        for message in messages:
+            for block in message.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    names[block["id"]] = block["name"]
+        parts = []
+        for block in messages[-1]["content"]:
+            if block.get("type") != "tool_result":
+                continue
+            result = block.get("content")
+            shown = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+            prefix = "failed" if block.get("is_error") else "returned"
+            parts.append(f"{names.get(block.get('tool_use_id'), 'the tool')} {prefix}: {shown[:600]}")
+        return "Done. " + " ".join(parts)
+
+    @staticmethod
+    def _reply(text: str, messages: list[dict[str, Any]]) -> str:
+        earlier = [_text_of(m) for m in messages[:-1] if m.get("role") == "user" and not _is_tool_result(m)]
+        reply = f'(offline model) You said: "{text[:300]}".'
+        if earlier:
+            reply += f' This session has {len(earlier)} earlier message(s) from you; the first was: "{earlier[0][:200]}".'
+        else:
+            reply += " This is the first message of this session."
+        return reply

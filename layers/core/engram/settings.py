@@ -1,0 +1,52 @@
+"""One settings model, read from the environment once and passed down."""
+
+from __future__ import annotations
+
+import os
+from functools import lru_cache
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore")
+
+    table_name: str = Field("engram", alias="TABLE_NAME")
+    bucket_name: str = Field("engram-state", alias="BUCKET_NAME")
+    turn_queue_url: str = Field("", alias="TURN_QUEUE_URL")
+    extract_queue_url: str = Field("", alias="EXTRACT_QUEUE_URL")
+
+    model_provider: Literal["anthropic", "bedrock", "offline"] = Field("offline", alias="MODEL_PROVIDER")
+    chat_model: str = Field("claude-sonnet-4-6", alias="CHAT_MODEL")
+    extract_model: str = Field("claude-haiku-4-5-20251001", alias="EXTRACT_MODEL")
+    bedrock_model_prefix: str = Field("us.anthropic.", alias="BEDROCK_MODEL_PREFIX")
+    anthropic_secret_arn: str = Field("", alias="ANTHROPIC_SECRET_ARN")
+    # Local runs may pass the key directly; deployed stacks read it from Secrets Manager.
+    anthropic_api_key: str = Field("", alias="ANTHROPIC_API_KEY", repr=False)
+    anthropic_base_url: str = Field("", alias="ANTHROPIC_BASE_URL")
+
+    history_cap: int = Field(50, ge=4, le=500, alias="HISTORY_CAP")
+    max_output_tokens: int = Field(4096, ge=256, le=64000, alias="MAX_OUTPUT_TOKENS")
+    max_tool_rounds: int = Field(12, ge=1, le=50, alias="MAX_TOOL_ROUNDS")
+    # API Gateway cuts an HTTP integration at 30 s; the sync turn must answer before that.
+    sync_turn_budget_s: float = Field(25.0, gt=0, le=29, alias="SYNC_TURN_BUDGET_SECONDS")
+    async_turn_budget_s: float = Field(100.0, gt=0, le=900, alias="ASYNC_TURN_BUDGET_SECONDS")
+    model_timeout_s: float = Field(60.0, gt=0, alias="MODEL_TIMEOUT_SECONDS")
+    model_max_retries: int = Field(3, ge=0, le=10, alias="MODEL_MAX_RETRIES")
+    # How long a second sync turn on the same session waits for the first before a 409.
+    session_wait_s: float = Field(8.0, ge=0, le=25, alias="SESSION_WAIT_SECONDS")
+
+    message_max_chars: int = Field(32_000, ge=1, alias="MESSAGE_MAX_CHARS")
+    webhook_tolerance_s: int = Field(300, ge=1, alias="WEBHOOK_TOLERANCE_SECONDS")
+
+    @classmethod
+    def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
+        source = os.environ if env is None else env
+        return cls.model_validate({k: v for k, v in source.items() if v != ""})
+
+
+@lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """Validated once per container; tests call `get_settings.cache_clear()` after changing env."""
+    return Settings.from_env()

@@ -1,0 +1,33 @@
+"""SQS: the FIFO turn queue (one message group per session) and the extraction queue."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+
+class Queues:
+    def __init__(self, turn_queue_url: str, extract_queue_url: str, client: Any = None):
+        self.turn_queue_url = turn_queue_url
+        self.extract_queue_url = extract_queue_url
+        self._client = client
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import boto3
+
+            self._client = boto3.client("sqs")
+        return self._client
+
+    def enqueue_turn(self, job: dict[str, Any], *, group: str, dedup_id: str) -> None:
+        """Turns of one session share a message group, so SQS hands them out one at a time, in order."""
+        self.client.send_message(
+            QueueUrl=self.turn_queue_url,
+            MessageBody=json.dumps(job, separators=(",", ":")),
+            MessageGroupId=group,
+            MessageDeduplicationId=dedup_id,
+        )
+
+    def enqueue_extraction(self, job: dict[str, Any]) -> None:
+        self.client.send_message(QueueUrl=self.extract_queue_url, MessageBody=json.dumps(job, separators=(",", ":")))

@@ -1,0 +1,459 @@
+"""The single DynamoDB table: agents, workspaces, sessions, runs and usage rows of every tenant."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from botocore.exceptions import ClientError
+
+from ..errors import Conflict, NotFound, SessionBusy
+from ..models import Agent, Run, Session, UsageRow, Workspace, now_iso
+from . import keys
+from .dynamo import (
+    cancellation_codes,
+    chunks,
+    condition_failed,
+    decode_token,
+    deserialize,
+    encode_token,
+    serialize,
+)
+
+
+
+class TableStore:
+    def __init__(self, table_name: str, client: Any = None):
+        self.name = table_name
+        self._client = client
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import boto3
+
+            self._client = boto3.client("dynamodb")
+        return self._client
+
+    # --- primitives ---------------------------------------------------------------------------
+    def _get(self, pk: str, sk: str) -> dict[str, Any] | None:
+        out = self.client.get_item(TableName=self.name, Key=serialize({"PK": pk, "SK": sk}), ConsistentRead=True)
+        return deserialize(out["Item"]) if "Item" in out else None
+
+    def _query(
+        self,
+        pk: str,
+        *,
+        sk_prefix: str | None = None,
+        index: str | None = None,
+        limit: int | None = None,
+        token: str | None = None,
+        newest_first: bool = False,
+        projection: str | None = None,
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        pk_attr = f"{index}PK" if index else "PK"
+        sk_attr = f"{index}SK" if index else "SK"
+        expr = "#pk = :pk"
+        names = {"#pk": pk_attr}
+        values: dict[str, Any] = {":pk": pk}
+        if sk_prefix:
+            expr += " AND begins_with(#sk, :sk)"
+            names["#sk"] = sk_attr
+            values[":sk"] = sk_prefix
+        args: dict[str, Any] = {
+            "TableName": self.name,
+            "KeyConditionExpression": expr,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": serialize(values),
+            "ScanIndexForward": not newest_first,
+        }
+        if index:
+            args["IndexName"] = index
+        if limit:
+            args["Limit"] = limit
+        if projection:
+            args["ProjectionExpression"] = projection
+        start = decode_token(token, partition_attr=pk_attr, partition_value=pk)
+        if start:
+            args["ExclusiveStartKey"] = start
+        out = self.client.query(**args)
+        return [deserialize(i) for i in out.get("Items", [])], encode_token(out.get("LastEvaluatedKey"))
+
+    def _query_all(self, pk: str, **kw: Any) -> list[dict[str, Any]]:
+        items, token = self._query(pk, **kw)
+        while token:
+            more, token = self._query(pk, token=token, **kw)
+            items.extend(more)
+        return items
+
+    def _delete_keys(self, key_pairs: list[tuple[str, str]]) -> None:
+        for batch in chunks(key_pairs, 25):
+            request = {self.name: [{"DeleteRequest": {"Key": serialize({"PK": pk, "SK": sk})}} for pk, sk in batch]}
+            for attempt in range(8):
+                out = self.client.batch_write_item(RequestItems=request)
+                request = out.get("UnprocessedItems") or {}
+                if not request:
+                    break
+                time.sleep(min(0.05 * 2**attempt, 1.0))
+
+    def _update(self, pk: str, sk: str, changes: dict[str, Any], *, what: str, field: str) -> dict[str, Any]:
+        sets, removes, names, values = [], [], {}, {}
+        for i, (attr, value) in enumerate(changes.items()):
+            names[f"#a{i}"] = attr
+            if value is None:
+                removes.append(f"#a{i}")
+            else:
+                sets.append(f"#a{i} = :v{i}")
+                values[f":v{i}"] = value
+        expr = ("SET " + ", ".join(sets) if sets else "") + (" REMOVE " + ", ".join(removes) if removes else "")
+        args: dict[str, Any] = {
+            "TableName": self.name,
+            "Key": serialize({"PK": pk, "SK": sk}),
+            "UpdateExpression": expr.strip(),
+            "ConditionExpression": "attribute_exists(PK)",
+            "ExpressionAttributeNames": names,
+            "ReturnValues": "ALL_NEW",
+        }
+        if values:
+            args["ExpressionAttributeValues"] = serialize(values)
+        try:
+            out = self.client.update_item(**args)
+        except ClientError as err:
+            if condition_failed(err):
+                raise NotFound(f"{what} not found", field=field) from None
+            raise
+        return deserialize(out["Attributes"])
+
+    # --- workspaces ---------------------------------------------------------------------------
+    def put_workspace(self, t: str, ws: Workspace) -> None:
+        item = {"PK": keys.tenant_pk(t), "SK": keys.workspace_sk(ws.id), **ws.model_dump(by_alias=True)}
+        self.client.put_item(TableName=self.name, Item=serialize(item), ConditionExpression="attribute_not_exists(PK)")
+
+    def get_workspace(self, t: str, workspace_id: str) -> Workspace | None:
+        item = self._get(keys.tenant_pk(t), keys.workspace_sk(workspace_id))
+        return Workspace.model_validate(item) if item else None
+
+    def list_workspaces(self, t: str, *, limit: int, token: str | None) -> tuple[list[Workspace], str | None]:
+        items, nxt = self._query(keys.tenant_pk(t), sk_prefix="WS#", limit=limit, token=token)
+        return [Workspace.model_validate(i) for i in items], nxt
+
+    def update_workspace(self, t: str, workspace_id: str, changes: dict[str, Any]) -> Workspace:
+        item = self._update(keys.tenant_pk(t), keys.workspace_sk(workspace_id), changes, what="workspace", field="workspaceId")
+        return Workspace.model_validate(item)
+
+    def delete_workspace(self, t: str, workspace_id: str) -> None:
+        try:
+            self.client.delete_item(
+                TableName=self.name,
+                Key=serialize({"PK": keys.tenant_pk(t), "SK": keys.workspace_sk(workspace_id)}),
+                ConditionExpression="attribute_exists(PK)",
+            )
+        except ClientError as err:
+            if condition_failed(err):
+                raise NotFound("workspace not found", field="workspaceId") from None
+            raise
+
+    # --- agents -------------------------------------------------------------------------------
+    def _agent_item(self, t: str, agent: Agent) -> dict[str, Any]:
+        return {
+            "PK": keys.tenant_pk(t),
+            "SK": keys.agent_sk(agent.id),
+            "GSI2PK": keys.agent_lookup(agent.id),
+            "GSI2SK": t,
+            "tenant": t,
+            **agent.model_dump(by_alias=True),
+        }
+
+    def create_agent(self, t: str, agent: Agent, *, webhook_secret: str, dashboard: Session) -> None:
+        """Agent, its `dashboard` session and the workspace check commit together or not at all."""
+        items: list[dict[str, Any]] = [
+            {
+                "Put": {
+                    "TableName": self.name,
+                    "Item": serialize({**self._agent_item(t, agent), "webhookSecret": webhook_secret}),
+                    "ConditionExpression": "attribute_not_exists(PK)",
+                }
+            },
+            {"Put": {"TableName": self.name, "Item": serialize(self._session_item(t, dashboard))}},
+        ]
+        if agent.workspace_id:
+            items.append(self._workspace_check(t, agent.workspace_id))
+        self._transact(items, reasons={2: NotFound("workspace not found", field="workspaceId")})
+
+    def _workspace_check(self, t: str, workspace_id: str) -> dict[str, Any]:
+        return {
+            "ConditionCheck": {
+                "TableName": self.name,
+                "Key": serialize({"PK": keys.tenant_pk(t), "SK": keys.workspace_sk(workspace_id)}),
+                "ConditionExpression": "attribute_exists(PK)",
+            }
+        }
+
+    def _transact(self, items: list[dict[str, Any]], *, reasons: dict[int, Exception]) -> None:
+        try:
+            self.client.transact_write_items(TransactItems=items)
+        except ClientError as err:
+            codes = cancellation_codes(err)
+            for index, exc in reasons.items():
+                if index < len(codes) and codes[index] == "ConditionalCheckFailed":
+                    raise exc from None
+            raise
+
+    def get_agent(self, t: str, agent_id: str) -> Agent | None:
+        item = self._get(keys.tenant_pk(t), keys.agent_sk(agent_id))
+        return Agent.model_validate(item) if item else None
+
+    def get_agent_secret(self, t: str, agent_id: str) -> str | None:
+        item = self._get(keys.tenant_pk(t), keys.agent_sk(agent_id))
+        return item.get("webhookSecret") if item else None
+
+    def tenant_of_agent(self, agent_id: str) -> str | None:
+        items, _ = self._query(keys.agent_lookup(agent_id), index="GSI2", limit=1)
+        return items[0]["GSI2SK"] if items else None
+
+    def list_agents(self, t: str, *, limit: int, token: str | None) -> tuple[list[Agent], str | None]:
+        items, nxt = self._query(keys.tenant_pk(t), sk_prefix="AGENT#", limit=limit, token=token)
+        return [Agent.model_validate(i) for i in items], nxt
+
+    def agents_in_workspace(self, t: str, workspace_id: str) -> list[str]:
+        items = self._query_all(keys.tenant_pk(t), sk_prefix="AGENT#", projection="id, workspaceId")
+        return [i["id"] for i in items if i.get("workspaceId") == workspace_id]
+
+    def update_agent(self, t: str, agent_id: str, changes: dict[str, Any]) -> Agent:
+        if changes.get("workspaceId"):
+            # The workspace must exist at the moment the agent moves into it.
+            names = {f"#a{i}": k for i, k in enumerate(changes)}
+            sets = [f"#a{i} = :v{i}" for i, (k, v) in enumerate(changes.items()) if v is not None]
+            removes = [f"#a{i}" for i, (k, v) in enumerate(changes.items()) if v is None]
+            values = {f":v{i}": v for i, (k, v) in enumerate(changes.items()) if v is not None}
+            expr = "SET " + ", ".join(sets) + (" REMOVE " + ", ".join(removes) if removes else "")
+            self._transact(
+                [
+                    {
+                        "Update": {
+                            "TableName": self.name,
+                            "Key": serialize({"PK": keys.tenant_pk(t), "SK": keys.agent_sk(agent_id)}),
+                            "UpdateExpression": expr,
+                            "ConditionExpression": "attribute_exists(PK)",
+                            "ExpressionAttributeNames": names,
+                            "ExpressionAttributeValues": serialize(values),
+                        }
+                    },
+                    self._workspace_check(t, changes["workspaceId"]),
+                ],
+                reasons={
+                    0: NotFound("agent not found", field="agentId"),
+                    1: NotFound("workspace not found", field="workspaceId"),
+                },
+            )
+            agent = self.get_agent(t, agent_id)
+            assert agent is not None
+            return agent
+        item = self._update(keys.tenant_pk(t), keys.agent_sk(agent_id), changes, what="agent", field="agentId")
+        return Agent.model_validate(item)
+
+    def delete_agent_cascade(self, t: str, agent_id: str) -> list[str]:
+        """Deletes the agent's runs, sessions and (last) the agent row; returns the session ids.
+
+        Children go first so that a retry after a partial failure finishes the job.
+        """
+        runs = self._query_all(keys.runs_by_agent(t, agent_id), index="GSI1", projection="PK, SK")
+        children = self._query_all(keys.agent_pk(t, agent_id), projection="PK, SK")
+        session_ids = [c["SK"].split("#", 1)[1] for c in children if c["SK"].startswith("SESSION#")]
+        self._delete_keys([(r["PK"], r["SK"]) for r in runs] + [(c["PK"], c["SK"]) for c in children])
+        self.client.delete_item(TableName=self.name, Key=serialize({"PK": keys.tenant_pk(t), "SK": keys.agent_sk(agent_id)}))
+        return session_ids
+
+    # --- sessions -----------------------------------------------------------------------------
+    def _session_item(self, t: str, session: Session) -> dict[str, Any]:
+        return {"PK": keys.agent_pk(t, session.agent_id), "SK": keys.session_sk(session.id), **session.model_dump(by_alias=True)}
+
+    def create_session(self, t: str, session: Session, *, if_absent_ok: bool = False) -> bool:
+        """Creates a session of an existing agent; False when it already existed and if_absent_ok."""
+        try:
+            self._transact(
+                [
+                    {
+                        "Put": {
+                            "TableName": self.name,
+                            "Item": serialize(self._session_item(t, session)),
+                            "ConditionExpression": "attribute_not_exists(PK)",
+                        }
+                    },
+                    {
+                        "ConditionCheck": {
+                            "TableName": self.name,
+                            "Key": serialize({"PK": keys.tenant_pk(t), "SK": keys.agent_sk(session.agent_id)}),
+                            "ConditionExpression": "attribute_exists(PK)",
+                        }
+                    },
+                ],
+                reasons={
+                    1: NotFound("agent not found", field="agentId"),
+                    0: Conflict(f"session {session.id} already exists", field="id", code="session_exists"),
+                },
+            )
+        except Conflict:
+            if if_absent_ok:
+                return False
+            raise
+        return True
+
+    def get_session(self, t: str, agent_id: str, session_id: str) -> dict[str, Any] | None:
+        return self._get(keys.agent_pk(t, agent_id), keys.session_sk(session_id))
+
+    def list_sessions(self, t: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Session], str | None]:
+        items, nxt = self._query(keys.agent_pk(t, agent_id), sk_prefix="SESSION#", limit=limit, token=token)
+        return [Session.model_validate(i) for i in items], nxt
+
+    def delete_session(self, t: str, agent_id: str, session_id: str) -> None:
+        """Refused while a turn holds the session, so a running turn cannot resurrect it."""
+        try:
+            self.client.delete_item(
+                TableName=self.name,
+                Key=serialize({"PK": keys.agent_pk(t, agent_id), "SK": keys.session_sk(session_id)}),
+                ConditionExpression="attribute_exists(PK) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)",
+                ExpressionAttributeValues=serialize({":now": int(time.time())}),
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as err:
+            if condition_failed(err):
+                if err.response.get("Item"):
+                    raise SessionBusy("a turn is running on this session; try again when it ends", field="sessionId") from None
+                raise NotFound("session not found", field="sessionId") from None
+            raise
+
+    def acquire_lease(self, t: str, agent_id: str, session_id: str, run_id: str, ttl_s: float) -> dict[str, Any]:
+        """Takes the session for one turn: turns of a session are serialised by this lease."""
+        now = int(time.time())
+        try:
+            out = self.client.update_item(
+                TableName=self.name,
+                Key=serialize({"PK": keys.agent_pk(t, agent_id), "SK": keys.session_sk(session_id)}),
+                UpdateExpression="SET leaseOwner = :run, leaseUntil = :until",
+                ConditionExpression="attribute_exists(PK) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)",
+                ExpressionAttributeValues=serialize({":run": run_id, ":until": now + int(ttl_s) + 1, ":now": now}),
+                ReturnValues="ALL_NEW",
+                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            )
+        except ClientError as err:
+            if condition_failed(err):
+                if err.response.get("Item"):
+                    raise SessionBusy("another turn is running on this session", field="sessionId") from None
+                raise NotFound("session not found", field="sessionId") from None
+            raise
+        return deserialize(out["Attributes"])
+
+    def release_lease(self, t: str, agent_id: str, session_id: str, run_id: str) -> None:
+        try:
+            self.client.update_item(
+                TableName=self.name,
+                Key=serialize({"PK": keys.agent_pk(t, agent_id), "SK": keys.session_sk(session_id)}),
+                UpdateExpression="REMOVE leaseOwner, leaseUntil",
+                ConditionExpression="leaseOwner = :run",
+                ExpressionAttributeValues=serialize({":run": run_id}),
+            )
+        except ClientError as err:
+            if not condition_failed(err):
+                raise
+
+    # --- runs and usage -----------------------------------------------------------------------
+    def _run_item(self, t: str, run: Run) -> dict[str, Any]:
+        return {
+            "PK": keys.tenant_pk(t),
+            "SK": keys.run_sk(run.id),
+            "GSI1PK": keys.runs_by_agent(t, run.agent_id),
+            "GSI1SK": run.id,
+            **run.model_dump(by_alias=True, mode="json"),
+        }
+
+    def _usage_item(self, t: str, row: UsageRow) -> dict[str, Any]:
+        return {
+            "PK": keys.usage_pk(t),
+            "SK": f"{row.created_at}#{row.id}",
+            "GSI1PK": keys.usage_by_agent(t, row.agent_id),
+            "GSI1SK": f"{row.session_key}#{row.created_at}#{row.id}",
+            **row.model_dump(by_alias=True),
+        }
+
+    def put_run(self, t: str, run: Run, *, only_if_new: bool = False) -> None:
+        extra = {"ConditionExpression": "attribute_not_exists(PK)"} if only_if_new else {}
+        try:
+            self.client.put_item(TableName=self.name, Item=serialize(self._run_item(t, run)), **extra)
+        except ClientError as err:
+            if not (only_if_new and condition_failed(err)):
+                raise
+
+    def get_run(self, t: str, run_id: str) -> Run | None:
+        item = self._get(keys.tenant_pk(t), keys.run_sk(run_id))
+        return Run.model_validate(item) if item else None
+
+    def list_runs(self, t: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Run], str | None]:
+        items, nxt = self._query(keys.runs_by_agent(t, agent_id), index="GSI1", limit=limit, token=token, newest_first=True)
+        return [Run.model_validate(i) for i in items], nxt
+
+    def finish_turn(
+        self,
+        t: str,
+        *,
+        run: Run,
+        usage_rows: list[UsageRow],
+        session_changes: dict[str, Any] | None,
+    ) -> None:
+        """Ends a turn in one transaction: the run record, its usage, and the session's lease.
+
+        `session_changes` (successful turns) bumps the revision and counters in the same write;
+        a run can only be finished once (a redelivered job cannot double-count).
+        """
+        assert run.session_id is not None
+        session_key = {"PK": keys.agent_pk(t, run.agent_id), "SK": keys.session_sk(run.session_id)}
+        sets = ["updatedAt = :now"] if session_changes else []
+        values: dict[str, Any] = {":run": run.id}
+        if session_changes:
+            values[":now"] = run.updated_at
+            for i, (attr, value) in enumerate(session_changes.items()):
+                sets.append(f"{attr} = :s{i}")
+                values[f":s{i}"] = value
+        update = {
+            "TableName": self.name,
+            "Key": serialize(session_key),
+            "UpdateExpression": ("SET " + ", ".join(sets) + " " if sets else "") + "REMOVE leaseOwner, leaseUntil",
+            "ConditionExpression": "leaseOwner = :run",
+            "ExpressionAttributeValues": serialize(values),
+        }
+        items: list[dict[str, Any]] = [
+            {"Update": update},
+            {
+                "Put": {
+                    "TableName": self.name,
+                    "Item": serialize(self._run_item(t, run)),
+                    "ConditionExpression": "attribute_not_exists(PK) OR #s IN (:queued, :running)",
+                    "ExpressionAttributeNames": {"#s": "status"},
+                    "ExpressionAttributeValues": serialize({":queued": "queued", ":running": "running"}),
+                }
+            },
+        ]
+        items += [{"Put": {"TableName": self.name, "Item": serialize(self._usage_item(t, row))}} for row in usage_rows]
+        self._transact(
+            items,
+            reasons={
+                0: SessionBusy("the session lease was lost before the turn finished", field="sessionId"),
+                1: Conflict("this run has already finished", field="runId", code="run_finished"),
+            },
+        )
+
+    def list_usage(
+        self, t: str, *, agent_id: str | None, session_key: str | None, limit: int, token: str | None
+    ) -> tuple[list[UsageRow], str | None]:
+        if agent_id:
+            items, nxt = self._query(
+                keys.usage_by_agent(t, agent_id),
+                index="GSI1",
+                sk_prefix=f"{session_key}#" if session_key else None,
+                limit=limit,
+                token=token,
+                newest_first=not session_key,
+            )
+        else:
+            items, nxt = self._query(keys.usage_pk(t), limit=limit, token=token, newest_first=True)
+        return [UsageRow.model_validate(i) for i in items], nxt

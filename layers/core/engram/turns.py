@@ -1,0 +1,308 @@
+"""A chat turn, applied atomically: history, run record and usage change together or not at all.
+
+Hot path (DESIGN §6): agent read and session lease in parallel (2 DynamoDB calls), one S3 GET,
+the model, one conditional S3 PUT, one DynamoDB transaction (session + run + usage), then the
+extraction job (one SQS send) after the reply is settled.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from .agent.loop import LoopResult, run_loop
+from .agent.prompt import build_system
+from .agent.tools import ToolContext
+from .deps import Deps
+from .errors import EngramError, NotFound, PayloadTooLarge, SessionBusy, TurnFailed
+from .ids import new_id
+from .memory.trim import sequence_problems, trim_history
+from .models import Agent, Run, Session, Usage, UsageRow, now_iso
+from .observability import MetricUnit, logger, metrics
+
+_LEASE_MARGIN_S = 5
+_EXTRACT_JOB_MAX_BYTES = 200_000  # SQS allows 256 KiB; keep room for the envelope
+
+
+@dataclass
+class TurnRequest:
+    tenant: str
+    agent_id: str
+    session_id: str
+    message: str
+    run_id: str | None = None
+    kind: str = "chat"
+    trigger: str = "api"
+    created_at: str | None = None
+    budget_s: float | None = None
+    wait_s: float | None = None
+
+
+@dataclass
+class TurnResult:
+    run: Run
+    reply: str
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "runId": self.run.id,
+            "sessionId": self.run.session_id,
+            "reply": self.reply,
+            "toolCalls": [{"name": c["name"], "input": c["input"], "result": c["result"]} for c in self.tool_calls],
+            "usage": self.run.usage.model_dump(by_alias=True),
+        }
+
+
+def user_message(text: str) -> dict[str, Any]:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def check_message(deps: Deps, message: str) -> None:
+    limit = deps.settings.message_max_chars
+    if len(message) > limit:
+        raise PayloadTooLarge(f"message is {len(message)} characters; the limit is {limit}", field="message", code="message_too_long")
+
+
+def _acquire(deps: Deps, req: TurnRequest, run_id: str, budget: float, wait: float) -> dict[str, Any]:
+    give_up = time.monotonic() + wait
+    pause = 0.05
+    while True:
+        try:
+            return deps.table.acquire_lease(req.tenant, req.agent_id, req.session_id, run_id, budget + _LEASE_MARGIN_S)
+        except SessionBusy:
+            if time.monotonic() + pause > give_up:
+                raise SessionBusy(
+                    "another turn is running on this session; retry when it finishes or use ?async=true",
+                    field="sessionId",
+                ) from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+
+
+def _usage_rows(run: Run, loop: LoopResult) -> list[UsageRow]:
+    rows = []
+    for i, (model, usage) in enumerate(sorted(loop.usage_by_model.items())):
+        rows.append(
+            UsageRow(
+                id=f"{run.id}-{i}",
+                created_at=run.updated_at,
+                agent_id=run.agent_id,
+                session_key=run.session_id or "",
+                run_id=run.id,
+                model=model,
+                **usage.model_dump(),
+            )
+        )
+    return rows
+
+
+def run_turn(deps: Deps, req: TurnRequest) -> TurnResult:
+    settings = deps.settings
+    started = time.monotonic()
+    budget = req.budget_s or settings.sync_turn_budget_s
+    deadline = started + budget
+    run_id = req.run_id or new_id("run")
+    check_message(deps, req.message)
+
+    agent_future = deps.executor.submit(deps.table.get_agent, req.tenant, req.agent_id)
+    try:
+        session = _acquire(deps, req, run_id, budget, settings.session_wait_s if req.wait_s is None else req.wait_s)
+    except NotFound:
+        if agent_future.result() is None:
+            raise NotFound("agent not found", field="agentId") from None
+        raise
+    agent: Agent | None = agent_future.result()
+    if agent is None:
+        deps.table.release_lease(req.tenant, req.agent_id, req.session_id, run_id)
+        raise NotFound("agent not found", field="agentId")
+
+    revision_before = int(session.get("revision", 0))
+    run = Run(
+        id=run_id,
+        created_at=req.created_at or now_iso(),
+        updated_at=now_iso(),
+        agent_id=agent.id,
+        kind=req.kind,  # type: ignore[arg-type]
+        trigger=req.trigger,
+        status="running",
+        prompt=req.message,
+        session_id=req.session_id,
+        session_revision_before=revision_before,
+        model=agent.model,
+    )
+    loop = LoopResult()
+    try:
+        history = deps.history.load(req.tenant, agent.id, req.session_id)
+        incoming = user_message(req.message)
+        sent = trim_history(history.messages + [incoming], settings.history_cap).kept
+        problems = sequence_problems(sent)
+        if problems:
+            # Never send an invalid sequence; start from this message alone rather than fail.
+            logger.error("stored history is not a valid sequence", extra={"problems": problems[:5], "run_id": run_id})
+            sent = [incoming]
+        ctx = ToolContext(tenant=req.tenant, agent=agent, session_id=req.session_id, run_id=run_id, deps=deps)
+        system = build_system(agent, deps.sections, ctx, on_error=_section_failed)
+        run_loop(
+            provider=deps.provider,
+            registry=deps.registry,
+            ctx=ctx,
+            model=agent.model,
+            system=system,
+            messages=sent,
+            max_tokens=settings.max_output_tokens,
+            max_rounds=settings.max_tool_rounds,
+            deadline=deadline,
+            model_timeout=settings.model_timeout_s,
+            result=loop,
+        )
+        trimmed = trim_history(history.messages + [incoming] + loop.new_messages, settings.history_cap)
+        new_etag = deps.history.save(req.tenant, agent.id, req.session_id, trimmed.kept, etag=history.etag)
+    except Exception as err:
+        _fail(deps, req, run, loop, err)
+        raise _as_turn_failure(err, run_id) from err
+
+    run = run.model_copy(
+        update={
+            "status": "succeeded",
+            "updated_at": now_iso(),
+            "session_revision_after": revision_before + 1,
+            "result": {"reply": loop.reply},
+            "usage": loop.usage,
+            "tool_calls": loop.tool_calls,
+        }
+    )
+    changes: dict[str, Any] = {"revision": revision_before + 1, "messageCount": len(trimmed.kept), "lastRunId": run_id}
+    if not session.get("title"):
+        changes["title"] = req.message[:60]
+    try:
+        deps.table.finish_turn(req.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes)
+    except Exception as err:
+        # The transcript is already written: put the previous one back so the turn stays all-or-nothing.
+        deps.history.restore(req.tenant, agent.id, req.session_id, history, written_etag=new_etag)
+        _fail(deps, req, run, loop, err)
+        raise _as_turn_failure(err, run_id) from err
+    _record_metrics(run, loop, started, ok=True)
+    _enqueue_extraction(deps, req, agent, run, [incoming] + loop.new_messages)
+    return TurnResult(run=run, reply=loop.reply, tool_calls=loop.tool_calls)
+
+
+def _section_failed(name: str, err: Exception) -> None:
+    logger.warning("prompt section left out", extra={"section": name, "error": repr(err)})
+    metrics.add_metric(name="PromptSectionFailed", unit=MetricUnit.Count, value=1)
+
+
+def _fail(deps: Deps, req: TurnRequest, run: Run, loop: LoopResult, err: Exception) -> None:
+    """Records the failed run (and the tokens it spent) and frees the session; history is untouched."""
+    code = err.code if isinstance(err, EngramError) else "internal_error"
+    message = err.message if isinstance(err, EngramError) else f"{type(err).__name__}: {err}"
+    failed = run.model_copy(
+        update={
+            "status": "failed",
+            "updated_at": now_iso(),
+            "session_revision_after": run.session_revision_before,
+            "usage": loop.usage,
+            "tool_calls": loop.tool_calls,
+            "error": {"code": code, "message": message},
+        }
+    )
+    logger.warning("turn failed", extra={"run_id": run.id, "code": code, "error": message})
+    try:
+        deps.table.finish_turn(req.tenant, run=failed, usage_rows=_usage_rows(failed, loop), session_changes=None)
+    except Exception:  # the lease expires on its own; the original error is what the caller needs
+        logger.exception("could not record the failed run", extra={"run_id": run.id})
+    _record_metrics(failed, loop, None, ok=False)
+
+
+def _as_turn_failure(err: Exception, run_id: str) -> TurnFailed:
+    if isinstance(err, EngramError):
+        return TurnFailed(err.message, run_id=run_id, code=err.code, status=err.status)
+    return TurnFailed("the turn failed unexpectedly", run_id=run_id, code="internal_error", status=500)
+
+
+def _record_metrics(run: Run, loop: LoopResult, started: float | None, *, ok: bool) -> None:
+    metrics.add_metric(name="TurnSucceeded" if ok else "TurnFailed", unit=MetricUnit.Count, value=1)
+    if started is not None:
+        metrics.add_metric(name="TurnLatency", unit=MetricUnit.Milliseconds, value=(time.monotonic() - started) * 1000)
+    usage: Usage = loop.usage
+    metrics.add_metric(name="InputTokens", unit=MetricUnit.Count, value=usage.input_tokens)
+    metrics.add_metric(name="OutputTokens", unit=MetricUnit.Count, value=usage.output_tokens)
+    metrics.add_metric(name="CacheReadTokens", unit=MetricUnit.Count, value=usage.cache_read_tokens)
+    metrics.add_metric(name="CostUsd", unit=MetricUnit.NoUnit, value=usage.cost_usd)
+
+
+def _enqueue_extraction(deps: Deps, req: TurnRequest, agent: Agent, run: Run, transcript: list[dict[str, Any]]) -> None:
+    """Best-effort and after the turn is committed: extraction must never fail or change a turn."""
+    import json
+
+    job: dict[str, Any] = {
+        "runId": run.id,
+        "tenant": req.tenant,
+        "agentId": agent.id,
+        "sessionId": req.session_id,
+        "workspaceId": agent.workspace_id,
+        "kind": run.kind,
+        "messages": transcript,
+    }
+    if len(json.dumps(job, ensure_ascii=False).encode()) > _EXTRACT_JOB_MAX_BYTES:
+        job["messages"] = None  # the worker reads the session instead
+        job["truncated"] = True
+    try:
+        deps.queues.enqueue_extraction(job)
+    except Exception:
+        logger.exception("could not enqueue extraction", extra={"run_id": run.id})
+        metrics.add_metric(name="ExtractionEnqueueFailed", unit=MetricUnit.Count, value=1)
+
+
+# --- asynchronous turns (?async=true, webhooks) ------------------------------------------------
+def enqueue_turn(deps: Deps, *, tenant: str, agent_id: str, session_id: str, message: str, trigger: str) -> Run:
+    """Queues a turn on the session's FIFO group and records a `queued` run the caller can poll."""
+    check_message(deps, message)
+    if deps.table.get_session(tenant, agent_id, session_id) is None:
+        if deps.table.get_agent(tenant, agent_id) is None:
+            raise NotFound("agent not found", field="agentId")
+        raise NotFound("session not found", field="sessionId")
+    now = now_iso()
+    run = Run(
+        id=new_id("run"), created_at=now, updated_at=now, agent_id=agent_id, kind="chat", trigger=trigger, status="queued",
+        prompt=message, session_id=session_id,
+    )
+    job = {"runId": run.id, "tenant": tenant, "agentId": agent_id, "sessionId": session_id, "message": message,
+           "kind": "chat", "trigger": trigger, "createdAt": now}
+    deps.table.put_run(tenant, run, only_if_new=True)
+    deps.queues.enqueue_turn(job, group=f"{tenant}#{agent_id}#{session_id}", dedup_id=run.id)
+    return run
+
+
+def ensure_session(deps: Deps, tenant: str, agent_id: str, session_id: str) -> None:
+    """Webhooks may name a new session: it is created on first use."""
+    now = now_iso()
+    deps.table.create_session(tenant, Session(id=session_id, agent_id=agent_id, created_at=now, updated_at=now), if_absent_ok=True)
+
+
+def process_turn_job(deps: Deps, job: dict[str, Any]) -> None:
+    """One queued turn. Raises only when it should be retried (the session is busy)."""
+    tenant, run_id = job["tenant"], job["runId"]
+    existing = deps.table.get_run(tenant, run_id)
+    if existing is not None and existing.status in ("succeeded", "failed"):
+        logger.info("turn already finished; redelivery ignored", extra={"run_id": run_id})
+        return
+    req = TurnRequest(
+        tenant=tenant, agent_id=job["agentId"], session_id=job["sessionId"], message=job["message"], run_id=run_id,
+        kind=job.get("kind", "chat"), trigger=job.get("trigger", "async"), created_at=job.get("createdAt"),
+        budget_s=deps.settings.async_turn_budget_s, wait_s=0,
+    )
+    try:
+        run_turn(deps, req)
+    except SessionBusy:
+        raise  # SQS redelivers; the FIFO group keeps later turns of this session behind it
+    except NotFound as err:
+        now = now_iso()
+        deps.table.put_run(tenant, Run(
+            id=run_id, created_at=job.get("createdAt") or now, updated_at=now, agent_id=job["agentId"], kind="chat",
+            status="failed", prompt=job["message"], session_id=job["sessionId"],
+            error={"code": err.code, "message": err.message},
+        ))
+    except TurnFailed:
+        pass  # recorded as a failed run; a retry would be a new turn the user did not ask for

@@ -1,0 +1,188 @@
+"""(Re)generate events/: one sample event per trigger in template.yaml, built by the local stack's
+own builders, so the samples match what the handlers get locally and in Lambda.
+
+    python -m local.gen_events          # write events/*.json
+    python -m local.gen_events --check  # exit 1 when events/ is out of date
+
+Files: `<function>-<method>-<name>.json` per HTTP route (name: the last literal segment, or the
+resource named by a trailing `{xId}` parameter), `sqs-<queue>.json` per (non-DLQ) queue.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from .apigw import API_ID, build_http_event
+from .resources import ACCOUNT_ID, kebab, physical_name
+from .template import ROOT, HttpRoute, Template, load_template
+from .workers import sqs_record
+
+EVENTS_DIR = ROOT / "events"
+REGION = "us-east-1"
+FIXED_TIME = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
+SAMPLE_USER = "alice"
+
+SAMPLE_PATH_VALUES = {"agentId": "a1", "workspaceId": "w1", "sessionId": "dashboard", "runId": "r1"}
+SAMPLE_BODIES: dict[str, Any] = {
+    "POST /api/agents": {"name": "Scout", "persona": "A concise research assistant."},
+    "PATCH /api/agents/{agentId}": {"persona": "A concise research assistant who cites sources."},
+    "POST /api/workspaces": {"name": "Research", "description": "Market research agents"},
+    "PATCH /api/workspaces/{workspaceId}": {"description": "Market and competitor research"},
+    "POST /api/agents/{agentId}/sessions": {"id": "planning", "title": "Planning"},
+    "POST /api/agents/{agentId}/sessions/{sessionId}/messages": {"message": "hi"},
+    "POST /api/agents/{agentId}/webhook": {"message": "hi", "session_id": "dashboard"},
+}
+# Webhook requests are signed by the caller; the sample carries placeholders.
+WEBHOOK_HEADERS = {
+    "x-engram-timestamp": "1735732800",
+    "x-engram-signature": "sha256=<hex HMAC-SHA256 of '<timestamp>.<raw body>' with the agent's webhookSecret>",
+}
+SAMPLE_SQS: dict[str, dict[str, Any]] = {
+    "TurnQueue": {
+        "body": {"runId": "r1", "tenant": "t", "agentId": "a1", "sessionId": "dashboard", "message": "hi", "kind": "chat"},
+        "group": "t#a1#dashboard",
+        "dedup": "r1",
+    },
+    "ExtractQueue": {"body": {"runId": "r1", "tenant": "t", "agentId": "a1", "sessionId": "dashboard"}},
+}
+
+
+def route_file_name(spec_short: str, route: HttpRoute) -> str:
+    segments = [s for s in route.path.strip("/").split("/") if s and s != "api"]
+    last = segments[-1] if segments else "root"
+    if last.startswith("{"):
+        name = kebab(last.strip("{}+").removesuffix("Id"))
+    else:
+        name = last
+    return f"{spec_short}-{route.method.lower()}-{name}.json"
+
+
+def http_event(route: HttpRoute) -> dict[str, Any]:
+    path = route.path
+    params = {}
+    for segment in route.path.strip("/").split("/"):
+        if segment.startswith("{"):
+            key = segment.strip("{}+")
+            params[key] = SAMPLE_PATH_VALUES.get(key, "x1")
+            path = path.replace(segment, params[key])
+    body = SAMPLE_BODIES.get(route.route_key)
+    raw = json.dumps(body, separators=(",", ":")).encode() if body is not None else None
+    headers: dict[str, str] = {
+        "accept": "application/json",
+        "host": f"{API_ID}.execute-api.{REGION}.amazonaws.com",
+        "user-agent": "curl/8.5.0",
+        "x-amzn-trace-id": "Root=1-67752e40-0123456789abcdef01234567",
+        "x-forwarded-for": "203.0.113.10",
+        "x-forwarded-port": "443",
+        "x-forwarded-proto": "https",
+    }
+    if raw is not None:
+        headers["content-length"] = str(len(raw))
+        headers["content-type"] = "application/json"
+    claims = None
+    if route.path.endswith("/webhook"):
+        headers.update(WEBHOOK_HEADERS)
+    if not route.auth_none:
+        headers["authorization"] = f"Bearer dev-{SAMPLE_USER}"
+        claims = {"sub": SAMPLE_USER, "iss": "engram-local", "token_use": "access"}
+    return build_http_event(
+        route.route_key,
+        route.method,
+        path,
+        headers=dict(sorted(headers.items())),
+        body=raw,
+        path_params=params or None,
+        claims=claims,
+        source_ip="203.0.113.10",
+        request_id="AbCdEfGhIjKlMnO=",
+        now=FIXED_TIME,
+    )
+
+
+def dead_letter_queues(template: Template) -> set[str]:
+    found = set()
+    for res in template.queues().values():
+        target = (res.get("Properties", {}).get("RedrivePolicy") or {}).get("deadLetterTargetArn")
+        if isinstance(target, dict) and "Fn::GetAtt" in target:
+            found.add(target["Fn::GetAtt"][0])
+    return found
+
+
+def sqs_event(template: Template, queue_id: str) -> dict[str, Any]:
+    props = template.resources[queue_id].get("Properties", {})
+    fifo = bool(props.get("FifoQueue"))
+    sample = SAMPLE_SQS.get(queue_id, {"body": {}})
+    body = json.dumps(sample["body"], separators=(",", ":"))
+    sent = str(int(FIXED_TIME.timestamp() * 1000))
+    attributes = {
+        "ApproximateReceiveCount": "1",
+        "SentTimestamp": sent,
+        "SenderId": "AROAEXAMPLEROLEID:engram-ChatFunction",
+        "ApproximateFirstReceiveTimestamp": str(int(sent) + 12),
+    }
+    if fifo:
+        attributes |= {
+            "SequenceNumber": "18891234567890123456",
+            "MessageGroupId": sample.get("group", "g1"),
+            "MessageDeduplicationId": sample.get("dedup", "d1"),
+        }
+    name = physical_name("engram", queue_id) + (".fifo" if fifo else "")
+    message = {
+        "MessageId": "059f36b4-87a3-44ab-83d2-661975830a7d",
+        "ReceiptHandle": "AQEBwJnKyrHigUMZj6rYigCgxlaS3SLy0a-sample-receipt-handle",
+        "MD5OfBody": hashlib.md5(body.encode(), usedforsecurity=False).hexdigest(),
+        "Body": body,
+        "Attributes": attributes,
+    }
+    return {"Records": [sqs_record(message, f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:{name}", REGION)]}
+
+
+def generate(template: Template) -> dict[str, dict[str, Any]]:
+    events: dict[str, dict[str, Any]] = {}
+    for spec in template.functions():
+        for route in spec.routes:
+            name = route_file_name(spec.short_name, route)
+            if name in events:
+                raise ValueError(f"two routes would both write events/{name}; extend route_file_name")
+            events[name] = http_event(route)
+    for queue_id in template.queues():
+        if queue_id not in dead_letter_queues(template):
+            events[f"sqs-{kebab(queue_id.removesuffix('Queue'))}.json"] = sqs_event(template, queue_id)
+    return events
+
+
+def render(event: dict[str, Any]) -> str:
+    return json.dumps(event, indent=2, ensure_ascii=False) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m local.gen_events", description="regenerate events/ from template.yaml")
+    parser.add_argument("--check", action="store_true", help="only report whether events/ is up to date")
+    parser.add_argument("--out", type=Path, default=EVENTS_DIR)
+    args = parser.parse_args(argv)
+    events = generate(load_template())
+    stale = []
+    for name, event in events.items():
+        path = args.out / name
+        current = path.read_text(encoding="utf-8") if path.exists() else None
+        if current != render(event):
+            stale.append(name)
+            if not args.check:
+                args.out.mkdir(parents=True, exist_ok=True)
+                path.write_text(render(event), encoding="utf-8")
+    if args.check:
+        for name in stale:
+            print(f"out of date: events/{name}", file=sys.stderr)
+        return 1 if stale else 0
+    print(f"wrote {len(stale)} of {len(events)} event(s) to {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

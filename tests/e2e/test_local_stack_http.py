@@ -1,0 +1,122 @@
+"""The whole local stack over real HTTP on loopback: what a user of `make dev` sees."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
+
+import pytest
+
+from engram.webhooks import sign
+from local.stack import start_stack
+
+
+@pytest.fixture(scope="module")
+def stack_url():
+    handle = start_stack(port=0, model_provider="offline", retry_delay=1)
+    try:
+        yield handle.url.rstrip("/")
+    finally:
+        handle.stop()
+
+
+def http(url: str, method: str, path: str, *, user: str | None = "alice", body=None, raw: bytes | None = None, headers=None):
+    data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+    request = urllib.request.Request(url + path, data=data, method=method)
+    request.add_header("content-type", "application/json")
+    if user:
+        request.add_header("authorization", f"Bearer dev-{user}")
+    for k, v in (headers or {}).items():
+        request.add_header(k, v)
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            return response.status, json.loads(response.read() or b"{}")
+    except urllib.error.HTTPError as err:
+        return err.code, json.loads(err.read() or b"{}")
+
+
+def wait_for_run(url: str, run_id: str, user: str = "alice", attempts: int = 200) -> dict:
+    for _ in range(attempts):
+        status, body = http(url, "GET", f"/api/runs/{run_id}", user=user)
+        if body["data"]["status"] in ("succeeded", "failed"):
+            return body["data"]
+        time.sleep(0.1)
+    raise AssertionError(f"run {run_id} did not finish: {body}")
+
+
+def new_agent(url: str, user: str = "alice") -> dict:
+    status, body = http(url, "POST", "/api/agents", user=user, body={"name": "Ada", "persona": "You help."})
+    assert status == 201, body
+    return body["data"]
+
+
+def test_two_turn_conversation(stack_url):
+    agent = new_agent(stack_url)
+    path = f"/api/agents/{agent['id']}/sessions/dashboard/messages"
+    status, first = http(stack_url, "POST", path, body={"message": "my favourite colour is teal"})
+    assert status == 200 and first["data"]["runId"]
+    status, second = http(stack_url, "POST", path, body={"message": "what did I tell you?"})
+    assert status == 200 and "my favourite colour is teal" in second["data"]["reply"]
+    status, session = http(stack_url, "GET", f"/api/agents/{agent['id']}/sessions/dashboard")
+    assert session["data"]["messageCount"] == 4
+    assert [m["role"] for m in session["data"]["messages"]] == ["user", "assistant", "user", "assistant"]
+
+
+def test_two_concurrent_turns_on_one_session_keep_both_messages(stack_url):
+    agent = new_agent(stack_url)
+    path = f"/api/agents/{agent['id']}/sessions/dashboard/messages"
+    results: dict[str, tuple[int, dict]] = {}
+
+    def send(text: str) -> None:
+        results[text] = http(stack_url, "POST", path, body={"message": text})
+
+    threads = [threading.Thread(target=send, args=(t,)) for t in ("from tab one", "from tab two")]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    statuses = sorted(status for status, _ in results.values())
+    # the loser waits for the lease; were it to give up, it would say so (409), never lose a message silently
+    assert all(s in (200, 409) for s in statuses)
+    _, session = http(stack_url, "GET", f"/api/agents/{agent['id']}/sessions/dashboard")
+    texts = [b["text"] for m in session["data"]["messages"] if m["role"] == "user" for b in m["content"]]
+    for text, (status, _) in results.items():
+        assert (text in texts) == (status == 200)
+    assert statuses == [200, 200]
+
+
+def test_async_turn_through_the_queue(stack_url):
+    agent = new_agent(stack_url)
+    status, body = http(stack_url, "POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages?async=true", body={"message": "do it later"})
+    assert status == 202 and body["data"]["status"] == "queued"
+    run = wait_for_run(stack_url, body["data"]["runId"])
+    assert run["status"] == "succeeded" and "do it later" in run["result"]["reply"]
+
+
+def test_webhook_bad_signature_then_good(stack_url):
+    agent = new_agent(stack_url)
+    raw = json.dumps({"message": "deploy finished", "session_id": "ops"}).encode()
+    ts = str(int(time.time()))
+    status, body = http(stack_url, "POST", f"/api/agents/{agent['id']}/webhook", user=None, raw=raw,
+                        headers={"x-engram-timestamp": ts, "x-engram-signature": "sha256=" + "0" * 64})
+    assert status == 401 and body["error"]["code"] == "invalid_signature"
+    status, body = http(stack_url, "POST", f"/api/agents/{agent['id']}/webhook", user=None, raw=raw,
+                        headers={"x-engram-timestamp": ts, "x-engram-signature": sign(agent["webhookSecret"], ts, raw.decode())})
+    assert status == 202
+    run = wait_for_run(stack_url, body["data"]["runId"])
+    assert run["status"] == "succeeded" and run["sessionId"] == "ops"
+    _, session = http(stack_url, "GET", f"/api/agents/{agent['id']}/sessions/ops")
+    assert session["data"]["messages"][0]["content"][0]["text"] == "deploy finished"
+
+
+def test_auth_and_isolation_over_http(stack_url):
+    agent = new_agent(stack_url, user="carol")
+    status, body = http(stack_url, "GET", "/api/agents", user=None)
+    assert status == 401
+    status, body = http(stack_url, "GET", "/api/agents", headers={"authorization": "Bearer not-a-dev-token"}, user=None)
+    assert status == 401
+    status, body = http(stack_url, "GET", f"/api/agents/{agent['id']}", user="dave")
+    assert status == 404 and body["error"]["field"] == "agentId"

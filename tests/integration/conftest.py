@@ -1,0 +1,114 @@
+"""Handlers against moto, with the table, bucket and queues created from template.yaml itself."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import boto3
+import pytest
+from moto import mock_aws
+
+from engram.deps import Deps, set_deps
+from engram.settings import get_settings
+from engram.webhooks import sign
+from local.apigw import invoke_http, load_functions
+from local.resources import create_resources
+from local.template import load_template
+
+ROOT = Path(__file__).resolve().parents[2]
+TEMPLATE = load_template(ROOT / "template.yaml")
+_FUNCTIONS: list[Any] = []  # handler modules load once per test session
+
+
+@dataclass
+class Reply:
+    status: int
+    body: dict[str, Any]
+    headers: dict[str, str]
+
+    @property
+    def data(self) -> Any:
+        return self.body.get("data")
+
+    @property
+    def error(self) -> dict[str, Any]:
+        return self.body.get("error") or {}
+
+
+class Stack:
+    def __init__(self, resources: Any, deps: Deps):
+        self.resources = resources
+        self.deps = deps
+        if not _FUNCTIONS:
+            _FUNCTIONS.append(load_functions(TEMPLATE, ROOT))
+        self.functions = _FUNCTIONS[0]
+        self.s3 = boto3.client("s3")
+        self.sqs = boto3.client("sqs")
+
+    def call(self, method: str, path: str, *, user: str | None = "alice", body: Any = None, raw: str | None = None,
+             query: dict[str, str] | None = None, headers: dict[str, str] | None = None) -> Reply:
+        hdrs = {"content-type": "application/json", **(headers or {})}
+        if user:
+            hdrs["authorization"] = f"Bearer dev-{user}"
+        payload = raw if raw is not None else (json.dumps(body) if body is not None else None)
+        status, out_headers, out_body = invoke_http(self.functions, method, path, body=payload, headers=hdrs, query=query)
+        parsed = json.loads(out_body) if out_body else {}
+        return Reply(status, parsed, dict(out_headers))
+
+    # conveniences -------------------------------------------------------------------------
+    def agent(self, user: str = "alice", **fields: Any) -> dict[str, Any]:
+        r = self.call("POST", "/api/agents", user=user, body={"name": "Ada", "persona": "You help.", **fields})
+        assert r.status == 201, r.body
+        return r.data
+
+    def say(self, agent_id: str, message: str, *, session: str = "dashboard", user: str = "alice") -> Reply:
+        return self.call("POST", f"/api/agents/{agent_id}/sessions/{session}/messages", user=user, body={"message": message})
+
+    def transcript_bytes(self, user: str, agent_id: str, session: str = "dashboard") -> bytes | None:
+        from engram.ids import tenant_key
+        from engram.stores.keys import session_object
+
+        try:
+            obj = self.s3.get_object(Bucket=self.deps.settings.bucket_name, Key=session_object(tenant_key(user), agent_id, session))
+        except self.s3.exceptions.NoSuchKey:
+            return None
+        return obj["Body"].read()
+
+    def queue_messages(self, url: str) -> list[dict[str, Any]]:
+        out = self.sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=10, WaitTimeSeconds=0)
+        return [json.loads(m["Body"]) for m in out.get("Messages", [])]
+
+    def drain_turns(self) -> None:
+        """Feeds the FIFO turn queue to the chat function until it is empty."""
+        from local.workers import Workers
+
+        Workers(self.functions, self.resources, retry_delay=0).drain("TurnQueue", timeout=30)
+
+    def webhook(self, agent_id: str, secret: str, body: Any, *, timestamp: int | None = None, signature: str | None = None) -> Reply:
+        raw = json.dumps(body)
+        ts = str(timestamp if timestamp is not None else int(time.time()))
+        sig = signature or sign(secret, ts, raw)
+        return self.call("POST", f"/api/agents/{agent_id}/webhook", user=None, raw=raw,
+                         headers={"x-engram-timestamp": ts, "x-engram-signature": sig})
+
+
+@pytest.fixture
+def stack(monkeypatch: pytest.MonkeyPatch):
+    with mock_aws():
+        resources = create_resources(TEMPLATE)
+        for key, value in resources.env().items():
+            monkeypatch.setenv(key, value)
+        monkeypatch.setenv("MODEL_PROVIDER", "offline")
+        monkeypatch.setenv("SESSION_WAIT_SECONDS", "0")
+        get_settings.cache_clear()
+        deps = Deps.from_settings(get_settings())
+        set_deps(deps)
+        try:
+            yield Stack(resources, deps)
+        finally:
+            set_deps(None)
+            get_settings.cache_clear()

@@ -1,0 +1,309 @@
+"""docs/openapi.yaml is checked against the code, so the two cannot drift.
+
+Routes (the powertools routers and template.yaml's HttpApi events), query parameters, success
+statuses, request bodies (fields, required, limits) and resource fields (the pydantic models),
+plus the document's own structure ($refs resolve, path parameters declared).
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+import typing
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+import yaml
+from pydantic import BaseModel
+
+from engram import models, turns, webhooks
+from engram.api import routes_agents, routes_chat, routes_sessions
+
+ROOT = Path(__file__).resolve().parents[2]
+DOC: dict[str, Any] = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text(encoding="utf-8"))
+ROUTERS = (routes_agents.router, routes_sessions.router, routes_chat.router)
+HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
+WEBHOOK = ("POST", "/api/agents/{agentId}/webhook")
+# The webhook reads its raw body itself (the HMAC covers the exact bytes), so no route parameter names its model.
+RAW_BODY_MODELS = {WEBHOOK: models.WebhookIn}
+RESOURCE_SCHEMAS = {
+    "Agent": models.Agent,
+    "Workspace": models.Workspace,
+    "Session": models.Session,
+    "Run": models.Run,
+    "UsageRow": models.UsageRow,
+    "Usage": models.Usage,
+}
+
+
+# --- helpers --------------------------------------------------------------------------------
+def to_openapi_path(rule: str) -> str:
+    return re.sub(r"<(\w+)>", r"{\1}", rule)
+
+
+def code_routes() -> dict[tuple[str, str], Any]:
+    """(METHOD, /path/{param}) -> handler, from the routers' `_routes` ((rule, methods, ...) -> func)."""
+    routes: dict[tuple[str, str], Any] = {}
+    for router in ROUTERS:
+        for key, func in router._routes.items():
+            rule, methods = key[0], key[1]
+            for method in (methods,) if isinstance(methods, str) else methods:
+                routes[(method.upper(), to_openapi_path(rule))] = func
+    return routes
+
+
+def resolve(node: Any) -> Any:
+    seen = 0
+    while isinstance(node, dict) and "$ref" in node:
+        ref = node["$ref"]
+        assert ref.startswith("#/"), f"only local $refs are used: {ref}"
+        node = DOC
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            assert isinstance(node, dict) and part in node, f"unresolved $ref {ref}"
+            node = node[part]
+        seen += 1
+        assert seen < 20, f"$ref cycle at {ref}"
+    return node
+
+
+def operations() -> Iterator[tuple[str, str, dict[str, Any], dict[str, Any]]]:
+    for path, item in DOC["paths"].items():
+        for method, op in item.items():
+            if method in HTTP_METHODS:
+                yield method.upper(), path, item, op
+
+
+def parameters(item: dict[str, Any], op: dict[str, Any]) -> list[dict[str, Any]]:
+    merged = {}
+    for p in [resolve(p) for p in item.get("parameters", [])] + [resolve(p) for p in op.get("parameters", [])]:
+        merged[(p["name"], p["in"])] = p  # operation-level overrides path-level
+    return list(merged.values())
+
+
+def by_alias(model: type[BaseModel]) -> set[str]:
+    return {f.alias or name for name, f in model.model_fields.items()}
+
+
+def required_by_alias(model: type[BaseModel]) -> set[str]:
+    return {f.alias or name for name, f in model.model_fields.items() if f.is_required()}
+
+
+def schema_properties(schema: dict[str, Any]) -> dict[str, Any]:
+    schema = resolve(schema)
+    props = dict(schema.get("properties", {}))
+    for part in schema.get("allOf", []):
+        props.update(schema_properties(part))
+    return props
+
+
+LIMIT_KEYS = ("minLength", "maxLength", "pattern", "minItems", "maxItems")
+
+
+def limits(prop: dict[str, Any]) -> dict[str, Any]:
+    """The constraints of a property, whether written flat (the doc) or as anyOf [X, null] (pydantic)."""
+    prop = resolve(prop)
+    branches = [b for b in prop.get("anyOf", [prop]) if b.get("type") != "null"]
+    out: dict[str, Any] = {}
+    for b in branches:
+        out.update({k: b[k] for k in LIMIT_KEYS if k in b})
+        if "items" in b:
+            out["items"] = limits(b["items"])
+    return out
+
+
+def query_params_of(func: Any, path: str) -> set[str]:
+    path_params = set(re.findall(r"{(\w+)}", path))
+    hints = typing.get_type_hints(func, include_extras=True)
+    names = set()
+    for name in inspect.signature(func).parameters:
+        hint = hints.get(name)
+        if name in path_params or (isinstance(hint, type) and issubclass(hint, BaseModel)):
+            continue
+        alias = next((getattr(m, "alias", None) for m in typing.get_args(hint)[1:] if getattr(m, "alias", None)), None)
+        names.add(alias or name)
+    return names
+
+
+def body_model_of(key: tuple[str, str], func: Any) -> type[BaseModel] | None:
+    hints = typing.get_type_hints(func)
+    found = [h for h in hints.values() if isinstance(h, type) and issubclass(h, BaseModel)]
+    return found[0] if found else RAW_BODY_MODELS.get(key)
+
+
+def success_statuses(func: Any) -> set[str]:
+    statuses = set()
+    for line in inspect.getsource(func).splitlines():
+        line = line.strip()
+        if line.startswith("return ok("):
+            m = re.search(r", (\d{3})\)$", line)
+            statuses.add(m.group(1) if m else "200")
+    return statuses
+
+
+# --- routes ---------------------------------------------------------------------------------
+def test_doc_routes_equal_router_routes():
+    documented = {(m, p) for m, p, _, _ in operations()}
+    assert documented == set(code_routes())
+
+
+class _CfnLoader(yaml.SafeLoader):
+    """Accepts CloudFormation short tags (!Ref, !GetAtt, !Sub, !If ...) as plain values."""
+
+
+def _any_tag(loader: yaml.SafeLoader, _suffix: str, node: yaml.Node) -> Any:
+    if isinstance(node, yaml.ScalarNode):
+        return loader.construct_scalar(node)
+    if isinstance(node, yaml.SequenceNode):
+        return loader.construct_sequence(node, deep=True)
+    return loader.construct_mapping(node, deep=True)
+
+
+_CfnLoader.add_multi_constructor("!", _any_tag)
+
+
+def test_doc_routes_equal_template_http_api_events():
+    template_path = ROOT / "template.yaml"
+    if not template_path.exists():
+        pytest.skip("template.yaml is not there yet")
+    template = yaml.load(template_path.read_text(encoding="utf-8"), Loader=_CfnLoader)
+    events, open_routes = set(), set()
+    for resource in (template.get("Resources") or {}).values():
+        if resource.get("Type") != "AWS::Serverless::Function":
+            continue
+        for event in ((resource.get("Properties") or {}).get("Events") or {}).values():
+            if event.get("Type") == "HttpApi":
+                props = event.get("Properties") or {}
+                route = (str(props.get("Method", "")).upper(), props.get("Path"))
+                events.add(route)
+                if (props.get("Auth") or {}).get("Authorizer") == "NONE":
+                    open_routes.add(route)
+    assert events == {(m, p) for m, p, _, _ in operations()}
+    # The doc's `security: []` (webhook only) is the template's `Authorizer: NONE`.
+    assert open_routes == {(m, p) for m, p, _, op in operations() if op.get("security") == []}
+
+
+def test_query_parameters_match_handlers():
+    routes = code_routes()
+    for method, path, item, op in operations():
+        documented = {p["name"] for p in parameters(item, op) if p["in"] == "query"}
+        assert documented == query_params_of(routes[(method, path)], path), f"{method} {path}"
+
+
+def test_success_statuses_match_handlers():
+    routes = code_routes()
+    for method, path, _, op in operations():
+        documented = {code for code in op["responses"] if str(code).startswith("2")}
+        assert documented == success_statuses(routes[(method, path)]), f"{method} {path}"
+
+
+def test_security_bearer_everywhere_but_the_signed_webhook():
+    assert DOC["security"] == [{"bearerAuth": []}]
+    assert DOC["components"]["securitySchemes"]["bearerAuth"] == {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+    for method, path, item, op in operations():
+        if (method, path) == WEBHOOK:
+            assert op["security"] == []
+            headers = {p["name"]: p for p in parameters(item, op) if p["in"] == "header"}
+            assert set(headers) == {"X-Engram-Timestamp", "X-Engram-Signature"}
+            assert all(h["required"] for h in headers.values())
+            signature = webhooks.sign("secret", "1700000000", '{"message":"hi"}')
+            assert re.fullmatch(headers["X-Engram-Signature"]["schema"]["pattern"], signature)
+            assert "401" in op["responses"]
+        else:
+            assert op.get("security", DOC["security"]) == [{"bearerAuth": []}], f"{method} {path}"
+            assert "401" in op["responses"], f"{method} {path}"
+
+
+# --- request bodies -------------------------------------------------------------------------
+def test_request_bodies_match_models():
+    checked = set()
+    for key, func in code_routes().items():
+        method, path = key
+        op = DOC["paths"][path][method.lower()]
+        model = body_model_of(key, func)
+        if model is None:
+            assert "requestBody" not in op, f"{method} {path} takes no body"
+            continue
+        checked.add(model)
+        schema = resolve(op["requestBody"]["content"]["application/json"]["schema"])
+        props = schema["properties"]
+        assert set(props) == by_alias(model), f"{method} {path} ({model.__name__})"
+        assert set(schema.get("required", [])) == required_by_alias(model), f"{method} {path}"
+        assert schema.get("additionalProperties") is False, f"{method} {path}"
+        code_props = model.model_json_schema(by_alias=True)["properties"]
+        for name, prop in props.items():
+            assert limits(prop) == limits(code_props[name]), f"{model.__name__}.{name}"
+    expected = {models.AgentCreate, models.AgentUpdate, models.WorkspaceCreate, models.WorkspaceUpdate,
+                models.SessionCreate, models.MessageIn, models.WebhookIn}
+    assert checked == expected
+
+
+# --- responses ------------------------------------------------------------------------------
+@pytest.mark.parametrize("name", sorted(RESOURCE_SCHEMAS))
+def test_resource_schemas_list_the_model_fields(name):
+    model = RESOURCE_SCHEMAS[name]
+    schema = DOC["components"]["schemas"][name]
+    assert set(schema["properties"]) == by_alias(model)
+    assert set(schema["required"]) == by_alias(model)  # model_dump always writes every field
+
+
+def test_webhook_secret_only_in_the_create_response():
+    created = schema_properties(DOC["components"]["schemas"]["AgentCreated"])
+    assert set(created) == by_alias(models.Agent) | {"webhookSecret"}
+    holders = [n for n, s in DOC["components"]["schemas"].items() if "webhookSecret" in s.get("properties", {})]
+    assert holders == []  # it lives only in AgentCreated's allOf part
+
+
+def test_turn_result_schema_matches_public():
+    run = models.Run(id="run_1", created_at="t", updated_at="t", agent_id="ag_1", session_id="dashboard")
+    public = turns.TurnResult(run=run, reply="hi", tool_calls=[{"name": "x", "input": {}, "result": 1, "isError": False}]).public()
+    schemas = DOC["components"]["schemas"]
+    assert set(schemas["TurnResult"]["properties"]) == set(public)
+    assert set(schemas["ToolCall"]["properties"]) == set(public["toolCalls"][0])
+    assert set(schemas["Usage"]["properties"]) == set(public["usage"])
+
+
+def test_pages_and_envelope():
+    schemas = DOC["components"]["schemas"]
+    for page in ("AgentPage", "WorkspacePage", "SessionPage", "RunPage"):
+        assert set(schemas[page]["properties"]) == {"items", "nextToken"}
+    assert set(schemas["UsagePage"]["properties"]) == {"items", "nextToken", "totals"}
+    assert set(schemas["Success"]["properties"]) == {"success", "data"}
+    assert set(schemas["ErrorEnvelope"]["properties"]) == {"success", "error"}
+    assert {"code", "message", "field"} <= set(schemas["Error"]["properties"])
+
+
+# --- structure ------------------------------------------------------------------------------
+def _walk_refs(node: Any, where: str = "#") -> Iterator[tuple[str, str]]:
+    if isinstance(node, dict):
+        if "$ref" in node:
+            yield where, node["$ref"]
+        for k, v in node.items():
+            yield from _walk_refs(v, f"{where}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from _walk_refs(v, f"{where}/{i}")
+
+
+def test_document_structure():
+    assert str(DOC["openapi"]).startswith("3.1")
+    refs = list(_walk_refs(DOC))
+    assert refs
+    for where, ref in refs:
+        assert resolve({"$ref": ref}) is not None, where
+    op_ids = [op["operationId"] for _, _, _, op in operations()]
+    assert len(op_ids) == len(set(op_ids))
+    for method, path, item, op in operations():
+        declared = {p["name"]: p for p in parameters(item, op) if p["in"] == "path"}
+        assert set(declared) == set(re.findall(r"{(\w+)}", path)), f"{method} {path}"
+        assert all(p.get("required") is True for p in declared.values()), f"{method} {path}"
+        assert op["responses"], f"{method} {path}"
+
+
+def test_document_validates_as_openapi_3_1():
+    validator = pytest.importorskip("openapi_spec_validator")  # installed with moto[server]
+    try:
+        validator.validate(DOC)
+    except Exception as err:  # the error's repr embeds the whole document
+        pytest.fail(f"{type(err).__name__}: {str(err)[:400]}")
