@@ -175,3 +175,8 @@ def test_deleting_an_agent_removes_sessions_transcripts_and_runs(stack):
     # the other agent is untouched
     assert stack.transcript_bytes("alice", other["id"]) is not None
     assert stack.call("GET", f"/api/agents/{other['id']}/sessions/dashboard").data["messageCount"] == 2
+
+
+def test_snake_case_field_names_are_unknown_fields(stack):
+    r = stack.call("POST", "/api/agents", body={"name": "a", "agent_memory": True})
+    assert r.status == 400 and r.error["field"] == "agent_memory"

@@ -1,0 +1,1 @@
+"""Benchmarks (`make bench`): figures printed, never asserted."""

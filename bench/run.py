@@ -1,0 +1,178 @@
+"""`make bench`: chat-turn cost in our code, AWS calls per turn, and handler import times.
+
+Turns run with the offline model against the local emulator (moto's server over loopback, as
+`make dev` uses); the time spent inside the model call is subtracted, so the figures are our
+code plus the AWS round trips.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "layers" / "core"), str(ROOT)]
+
+
+def _percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    index = min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))
+    return ordered[index]
+
+
+class AwsCallCounter:
+    """Counts every AWS API call made through boto3's default session, by service and operation."""
+
+    def __init__(self) -> None:
+        import boto3
+
+        boto3.setup_default_session()
+        self.calls: Counter[str] = Counter()
+        self.seconds = 0.0  # wall time with at least one AWS call in flight (parallel calls counted once)
+        self._lock = threading.Lock()
+        self._in_flight = 0
+        self._since = 0.0
+        boto3.DEFAULT_SESSION.events.register("before-call", self._on_call)
+        boto3.DEFAULT_SESSION.events.register("after-call", self._on_done)
+        boto3.DEFAULT_SESSION.events.register("after-call-error", self._on_done)
+
+    def _on_call(self, model, **_kwargs) -> None:
+        with self._lock:
+            self.calls[f"{model.service_model.service_name}:{model.name}"] += 1
+            if self._in_flight == 0:
+                self._since = time.perf_counter()
+            self._in_flight += 1
+
+    def _on_done(self, **_kwargs) -> None:
+        with self._lock:
+            self._in_flight -= 1
+            if self._in_flight == 0:
+                self.seconds += time.perf_counter() - self._since
+
+    def take(self) -> tuple[Counter[str], float]:
+        with self._lock:
+            out, seconds, self.calls, self.seconds = self.calls, self.seconds, Counter(), 0.0
+        return out, seconds
+
+
+def bench_turns(turns_per_session: int, sessions: int) -> dict:
+    from local.apigw import invoke_http
+    from local.stack import start_stack
+
+    counter = AwsCallCounter()
+    handle = start_stack(port=0, model_provider="offline", workers=False)
+    try:
+        from engram.deps import get_deps
+
+        deps = get_deps()
+        model_seconds = [0.0]
+        inner = deps.provider
+
+        class TimedProvider:
+            name = "timed-offline"
+
+            def complete(self, **kwargs):
+                start = time.perf_counter()
+                try:
+                    return inner.complete(**kwargs)
+                finally:
+                    model_seconds[0] += time.perf_counter() - start
+
+        deps.provider_override = TimedProvider()
+        per_turn_ms: list[float] = []
+        cpu_ms: list[float] = []
+        per_turn_calls: list[Counter[str]] = []
+        for s in range(sessions):
+            status, _, body = invoke_http(handle.functions, "POST", "/api/agents", body={"name": f"bench-{s}", "persona": "Benchmark agent."}, user="bench")
+            agent_id = json.loads(body)["data"]["id"]
+            for i in range(turns_per_session):
+                text = "what time is it?" if i % 5 == 4 else f"message {i}: tell me something about benchmarks"
+                counter.take()
+                model_seconds[0] = 0.0
+                start = time.perf_counter()
+                status, _, body = invoke_http(handle.functions, "POST", f"/api/agents/{agent_id}/sessions/dashboard/messages", body={"message": text}, user="bench")
+                elapsed = time.perf_counter() - start
+                if status != 200:
+                    raise RuntimeError(f"turn failed: {status} {body[:300]!r}")
+                calls, aws_seconds = counter.take()
+                per_turn_ms.append((elapsed - model_seconds[0]) * 1000)
+                cpu_ms.append(max(0.0, elapsed - model_seconds[0] - aws_seconds) * 1000)
+                per_turn_calls.append(calls)
+    finally:
+        handle.stop()
+
+    by_op: Counter[str] = Counter()
+    for calls in per_turn_calls:
+        by_op.update(calls)
+    n = len(per_turn_calls)
+    return {
+        "turns": n,
+        "median_ms": statistics.median(per_turn_ms),
+        "p95_ms": _percentile(per_turn_ms, 95),
+        "own_median_ms": statistics.median(cpu_ms),
+        "own_p95_ms": _percentile(cpu_ms, 95),
+        "calls_per_turn": {op: count / n for op, count in sorted(by_op.items())},
+        "total_calls_per_turn": sum(by_op.values()) / n,
+        "before_reply_calls_per_turn": sum(c for op, c in by_op.items() if op != "sqs:SendMessage") / n,
+    }
+
+
+_IMPORT_PROBE = """
+import importlib.util, sys, time
+sys.path[:0] = [{layer!r}]
+start = time.perf_counter()
+spec = importlib.util.spec_from_file_location("handler", {path!r})
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+elapsed = time.perf_counter() - start
+print(elapsed, "anthropic" in sys.modules)
+"""
+
+
+def bench_imports(repeats: int) -> dict:
+    results = {}
+    for fn in sorted(p.name for p in (ROOT / "functions").iterdir() if (p / "app.py").exists()):
+        times, anthropic_loaded = [], False
+        for _ in range(repeats):
+            code = _IMPORT_PROBE.format(layer=str(ROOT / "layers" / "core"), path=str(ROOT / "functions" / fn / "app.py"))
+            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                                 env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true"})
+            seconds, loaded = out.stdout.split()
+            times.append(float(seconds) * 1000)
+            anthropic_loaded = anthropic_loaded or loaded == "True"
+        results[fn] = {"median_ms": statistics.median(times), "imports_anthropic": anthropic_loaded}
+    return results
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--turns", type=int, default=40, help="turns per session")
+    parser.add_argument("--sessions", type=int, default=5)
+    parser.add_argument("--import-repeats", type=int, default=5)
+    args = parser.parse_args(argv)
+
+    print("== chat turns (offline model, local emulator; model time excluded)")
+    turns = bench_turns(args.turns, args.sessions)
+    print(f"turns measured          {turns['turns']}")
+    print(f"our code per turn       median {turns['median_ms']:.1f} ms   p95 {turns['p95_ms']:.1f} ms   (with the emulator's AWS round trips)")
+    print(f"  without AWS calls     median {turns['own_median_ms']:.1f} ms   p95 {turns['own_p95_ms']:.1f} ms   (Python only: handler, prompt, loop, trim)")
+    print(f"AWS calls per turn      {turns['total_calls_per_turn']:.2f} in all, {turns['before_reply_calls_per_turn']:.2f} before the reply (extraction enqueue aside)")
+    for op, count in turns["calls_per_turn"].items():
+        print(f"  {op:<34} {count:.2f}")
+
+    print("\n== handler import time (cold, fresh interpreter)")
+    for fn, result in bench_imports(args.import_repeats).items():
+        flag = "imports the anthropic SDK" if result["imports_anthropic"] else "does not import the anthropic SDK"
+        print(f"  {fn:<10} median {result['median_ms']:.0f} ms   {flag}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,50 @@
+"""Every sample event in events/ drives its handler to a real answer (what `sam local invoke` sees)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from engram.ids import tenant_key
+
+EVENTS = Path(__file__).resolve().parents[2] / "events"
+HTTP_EVENTS = sorted(p.name for p in EVENTS.glob("*.json") if not p.name.startswith("sqs-"))
+
+
+def _function_for(name: str) -> str:
+    return "ChatFunction" if name.startswith("chat-") else "ApiFunction"
+
+
+@pytest.mark.parametrize("name", HTTP_EVENTS)
+def test_http_sample_event_gets_an_enveloped_answer(stack, name):
+    event = json.loads((EVENTS / name).read_text())
+    result = stack.functions[_function_for(name)].invoke(event)
+    body = json.loads(result["body"])
+    assert result["statusCode"] < 500, body
+    assert set(body) >= {"success"} and (body["success"] is True or body["error"]["code"])
+
+
+def test_sample_agent_event_reaches_the_agent_of_its_user(stack):
+    # events use agent id "a1" and user "alice": create that agent's row the way the API would
+    agent = stack.agent()
+    event = json.loads((EVENTS / "api-get-agent.json").read_text())
+    event["rawPath"] = event["requestContext"]["http"]["path"] = f"/api/agents/{agent['id']}"
+    event["pathParameters"] = {"agentId": agent["id"]}
+    result = stack.functions["ApiFunction"].invoke(event)
+    assert result["statusCode"] == 200 and json.loads(result["body"])["data"]["id"] == agent["id"]
+
+
+def test_sqs_turn_sample_event_runs_the_turn(stack):
+    agent = stack.agent()
+    event = json.loads((EVENTS / "sqs-turn.json").read_text())
+    record = event["Records"][0]
+    job = json.loads(record["body"])
+    job.update(tenant=tenant_key("alice"), agentId=agent["id"])
+    record["body"] = json.dumps(job)
+    result = stack.functions["ChatFunction"].invoke(event)
+    assert result == {"batchItemFailures": []}
+    run = stack.call("GET", f"/api/runs/{job['runId']}").data
+    assert run["status"] == "succeeded"
+    assert stack.call("GET", f"/api/agents/{agent['id']}/sessions/dashboard").data["messageCount"] == 2
