@@ -8,6 +8,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from .aws import make_client
 from ..errors import SessionBusy
 from . import keys
 
@@ -26,9 +27,7 @@ class HistoryStore:
     @property
     def client(self) -> Any:
         if self._client is None:
-            import boto3
-
-            self._client = boto3.client("s3")
+            self._client = make_client("s3")
         return self._client
 
     def load(self, t: str, agent_id: str, session_id: str) -> History:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from .aws import make_client
+
 
 class Queues:
     def __init__(self, turn_queue_url: str, extract_queue_url: str, client: Any = None):
@@ -15,9 +17,7 @@ class Queues:
     @property
     def client(self) -> Any:
         if self._client is None:
-            import boto3
-
-            self._client = boto3.client("sqs")
+            self._client = make_client("sqs")
         return self._client
 
     def enqueue_turn(self, job: dict[str, Any], *, group: str, dedup_id: str) -> None:

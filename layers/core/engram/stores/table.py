@@ -7,6 +7,7 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from .aws import make_client
 from ..errors import Conflict, NotFound, SessionBusy
 from ..models import Agent, Run, Session, UsageRow, Workspace, now_iso
 from . import keys
@@ -30,9 +31,7 @@ class TableStore:
     @property
     def client(self) -> Any:
         if self._client is None:
-            import boto3
-
-            self._client = boto3.client("dynamodb")
+            self._client = make_client("dynamodb")
         return self._client
 
     # --- primitives ---------------------------------------------------------------------------

@@ -1,0 +1,17 @@
+"""boto3 clients for the stores: created lazily, once, with bounded timeouts and standard retries.
+
+Standard retry mode backs off on throttling (ProvisionedThroughputExceeded, SlowDown, ...) and
+transient 5xx; the short timeouts keep a stuck connection from eating a turn's budget.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+def make_client(service: str) -> Any:
+    import boto3
+    from botocore.config import Config
+
+    config = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=3, read_timeout=10, max_pool_connections=16)
+    return boto3.client(service, config=config)
