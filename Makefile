@@ -26,6 +26,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.memory_sections
 
 lint: $(STAMP)
 	$(BIN)/cfn-lint template.yaml

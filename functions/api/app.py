@@ -1,14 +1,15 @@
-"""`api` function: CRUD routes for agents, workspaces, sessions, runs and usage (never imports the model SDK)."""
+"""`api` function: CRUD routes for agents, workspaces, sessions, runs, usage, memories and facts (never imports the model SDK)."""
 
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from engram.api.http import build_app
 from engram.api.routes_agents import router as agents
+from engram.api.routes_memory import router as memory
 from engram.api.routes_sessions import router as sessions
 from engram.observability import logger, metrics, tracer
 
-app = build_app(agents, sessions)
+app = build_app(agents, sessions, memory)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP)

@@ -120,3 +120,18 @@ def test_auth_and_isolation_over_http(stack_url):
     assert status == 401
     status, body = http(stack_url, "GET", f"/api/agents/{agent['id']}", user="dave")
     assert status == 404 and body["error"]["field"] == "agentId"
+
+
+def test_offline_model_remembers_the_user_across_sessions_over_http(stack_url):
+    agent = new_agent(stack_url, user="erin")
+    base = f"/api/agents/{agent['id']}/sessions"
+    status, said = http(stack_url, "POST", f"{base}/dashboard/messages", user="erin", body={"message": "remember that I only drink green tea"})
+    assert status == 200 and said["data"]["toolCalls"][0]["name"] == "remember"
+    http(stack_url, "POST", base, user="erin", body={"id": "monday"})
+    status, answer = http(stack_url, "POST", f"{base}/monday/messages", user="erin", body={"message": "what do you know about me?"})
+    assert status == 200 and "I only drink green tea" in answer["data"]["reply"]
+    status, facts = http(stack_url, "GET", "/api/me/facts", user="erin")
+    assert [f["fact"] for f in facts["data"]["items"]] == ["I only drink green tea"]
+    # nobody else sees it
+    status, others = http(stack_url, "GET", "/api/me/facts", user="frank")
+    assert others["data"]["items"] == []

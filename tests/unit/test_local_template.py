@@ -14,27 +14,26 @@ from local.resources import Resolver, Unresolvable, physical_name
 from local.template import HttpRoute, load_template, load_yaml
 from local.workers import failed_message_ids, sqs_record
 
-EXPECTED_ROUTES = {
-    ("ApiFunction", "POST /api/agents"),
-    ("ApiFunction", "GET /api/agents"),
-    ("ApiFunction", "GET /api/agents/{agentId}"),
-    ("ApiFunction", "PATCH /api/agents/{agentId}"),
-    ("ApiFunction", "DELETE /api/agents/{agentId}"),
-    ("ApiFunction", "POST /api/workspaces"),
-    ("ApiFunction", "GET /api/workspaces"),
-    ("ApiFunction", "GET /api/workspaces/{workspaceId}"),
-    ("ApiFunction", "PATCH /api/workspaces/{workspaceId}"),
-    ("ApiFunction", "DELETE /api/workspaces/{workspaceId}"),
-    ("ApiFunction", "GET /api/agents/{agentId}/sessions"),
-    ("ApiFunction", "POST /api/agents/{agentId}/sessions"),
-    ("ApiFunction", "GET /api/agents/{agentId}/sessions/{sessionId}"),
-    ("ApiFunction", "DELETE /api/agents/{agentId}/sessions/{sessionId}"),
-    ("ApiFunction", "GET /api/agents/{agentId}/runs"),
-    ("ApiFunction", "GET /api/runs/{runId}"),
-    ("ApiFunction", "GET /api/usage"),
-    ("ChatFunction", "POST /api/agents/{agentId}/sessions/{sessionId}/messages"),
-    ("ChatFunction", "POST /api/agents/{agentId}/webhook"),
-}
+def _routes_of(function_id: str, *routers) -> set[tuple[str, str]]:
+    """(function, "METHOD /path") for every route of the routers that function serves."""
+    out = set()
+    for router in routers:
+        for key in router._routes:
+            rule, methods = key[0], key[1]
+            path = rule.replace("<", "{").replace(">", "}")
+            out |= {(function_id, f"{m.upper()} {path}") for m in methods}
+    return out
+
+
+def _expected_routes() -> set[tuple[str, str]]:
+    from engram.api import routes_agents, routes_chat, routes_memory, routes_sessions
+
+    return _routes_of("ApiFunction", routes_agents.router, routes_sessions.router, routes_memory.router) | _routes_of(
+        "ChatFunction", routes_chat.router
+    )
+
+
+EXPECTED_ROUTES = _expected_routes()
 
 
 @pytest.fixture(scope="module")

@@ -1,8 +1,9 @@
 """docs/openapi.yaml is checked against the code, so the two cannot drift.
 
 Routes (the powertools routers and template.yaml's HttpApi events), query parameters, success
-statuses, request bodies (fields, required, limits) and resource fields (the pydantic models),
-plus the document's own structure ($refs resolve, path parameters declared).
+statuses, request bodies (fields, required, limits, and the Settings limits the use cases check),
+resource fields (the pydantic models), the export and account-deletion shapes, plus the
+document's own structure ($refs resolve, path parameters declared).
 """
 
 from __future__ import annotations
@@ -11,18 +12,20 @@ import inspect
 import re
 import typing
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any, Iterator
 
 import pytest
 import yaml
 from pydantic import BaseModel
 
-from engram import models, turns, webhooks
-from engram.api import routes_agents, routes_chat, routes_sessions
+from engram import account, models, turns, webhooks
+from engram.api import routes_agents, routes_chat, routes_memory, routes_sessions
+from engram.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC: dict[str, Any] = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text(encoding="utf-8"))
-ROUTERS = (routes_agents.router, routes_sessions.router, routes_chat.router)
+ROUTERS = (routes_agents.router, routes_sessions.router, routes_chat.router, routes_memory.router)
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 WEBHOOK = ("POST", "/api/agents/{agentId}/webhook")
 # The webhook reads its raw body itself (the HMAC covers the exact bytes), so no route parameter names its model.
@@ -34,6 +37,19 @@ RESOURCE_SCHEMAS = {
     "Run": models.Run,
     "UsageRow": models.UsageRow,
     "Usage": models.Usage,
+    "Memory": models.Memory,
+    "Fact": models.Fact,
+}
+# Text limits the use cases check against Settings (so REST, tools and extraction agree); the
+# document states them in the field's description as "<ENV_NAME> (default <n>)".
+SETTINGS_LIMITS = {
+    ("MessageIn", "message"): ("message_max_chars",),
+    ("WebhookIn", "message"): ("message_max_chars",),
+    ("MemoryCreate", "key"): ("memory_key_max_chars",),
+    ("MemoryCreate", "value"): ("memory_value_max_chars",),
+    ("MemoryUpdate", "value"): ("memory_value_max_chars",),
+    ("FactCreate", "fact"): ("fact_min_chars", "fact_max_chars"),
+    ("FactUpdate", "fact"): ("fact_min_chars", "fact_max_chars"),
 }
 
 
@@ -133,12 +149,16 @@ def body_model_of(key: tuple[str, str], func: Any) -> type[BaseModel] | None:
 
 
 def success_statuses(func: Any) -> set[str]:
-    statuses = set()
+    """`return ok(x)` is 200, `return ok(x, 201)` 201, `return ok(x, 201 if c else 200)` both;
+    `return _helper(...)` counts the statuses of that module-level helper."""
+    statuses: set[str] = set()
     for line in inspect.getsource(func).splitlines():
         line = line.strip()
         if line.startswith("return ok("):
-            m = re.search(r", (\d{3})\)$", line)
-            statuses.add(m.group(1) if m else "200")
+            m = re.search(r", (\d{3})(?: if .+ else (\d{3}))?\)$", line)
+            statuses |= {s for s in m.groups() if s} if m else {"200"}
+        elif helper := re.match(r"return (_\w+)\(", line):
+            statuses |= success_statuses(func.__globals__[helper.group(1)])
     return statuses
 
 
@@ -235,8 +255,17 @@ def test_request_bodies_match_models():
         for name, prop in props.items():
             assert limits(prop) == limits(code_props[name]), f"{model.__name__}.{name}"
     expected = {models.AgentCreate, models.AgentUpdate, models.WorkspaceCreate, models.WorkspaceUpdate,
-                models.SessionCreate, models.MessageIn, models.WebhookIn}
+                models.SessionCreate, models.MessageIn, models.WebhookIn, models.MemoryCreate, models.MemoryUpdate,
+                models.PinBody, models.FactCreate, models.FactUpdate}
     assert checked == expected
+
+
+@pytest.mark.parametrize("schema_name, field", sorted(SETTINGS_LIMITS))
+def test_settings_limits_are_stated(schema_name, field):
+    description = DOC["components"]["schemas"][schema_name]["properties"][field]["description"]
+    for name in SETTINGS_LIMITS[(schema_name, field)]:
+        setting = Settings.model_fields[name]
+        assert f"{setting.alias} (default {setting.default})" in description, f"{schema_name}.{field}: {name}"
 
 
 # --- responses ------------------------------------------------------------------------------
@@ -266,12 +295,96 @@ def test_turn_result_schema_matches_public():
 
 def test_pages_and_envelope():
     schemas = DOC["components"]["schemas"]
-    for page in ("AgentPage", "WorkspacePage", "SessionPage", "RunPage"):
+    for page in ("AgentPage", "WorkspacePage", "SessionPage", "RunPage", "MemoryPage", "FactPage"):
         assert set(schemas[page]["properties"]) == {"items", "nextToken"}
     assert set(schemas["UsagePage"]["properties"]) == {"items", "nextToken", "totals"}
     assert set(schemas["Success"]["properties"]) == {"success", "data"}
     assert set(schemas["ErrorEnvelope"]["properties"]) == {"success", "error"}
     assert {"code", "message", "field"} <= set(schemas["Error"]["properties"])
+
+
+class _FakeStore:
+    """Just enough of the stores for account.export / account.delete_everything: one of everything."""
+
+    def __init__(self):
+        stamp = {"created_at": "t", "updated_at": "t"}
+        self.agent = models.Agent(id="ag_1", name="a", model="m", **stamp)
+        self.workspace = models.Workspace(id="ws_1", name="w", **stamp)
+        self.session = models.Session(id="dashboard", agent_id="ag_1", **stamp)
+        self.run = models.Run(id="run_1", agent_id="ag_1", **stamp)
+        self.memory = models.Memory(id="m_1", key="k", value="v", scope="agent", **stamp)
+        self.fact = models.Fact(id="f_1", fact="likes tea", **stamp)
+
+    def list_agents(self, t, *, limit, token):
+        return [self.agent], None
+
+    def list_workspaces(self, t, *, limit, token):
+        return [self.workspace], None
+
+    def list_sessions(self, t, agent_id, *, limit, token):
+        return [self.session], None
+
+    def list_runs(self, t, agent_id, *, limit, token):
+        return [self.run], None
+
+    def list_memories(self, t, scope, owner_id):
+        return [self.memory]
+
+    def list_facts(self, t):
+        return [self.fact]
+
+    def load(self, t, agent_id, session_id):
+        return SimpleNamespace(messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
+
+    def _query_all(self, pk, **kw):
+        row = models.UsageRow(id="u_1", created_at="t", agent_id="ag_1", session_key="dashboard", run_id="run_1", model="m")
+        return [{"PK": pk, "SK": "s", "GSI1PK": "g", "GSI1SK": "g", **row.model_dump(by_alias=True)}]
+
+    def _delete_keys(self, pairs):
+        pass
+
+    def delete_agent(self, t, agent_id):
+        return 1
+
+    def delete_agent_cascade(self, t, agent_id):
+        return ["dashboard"]
+
+    def delete_owner(self, t, scope, owner_id):
+        return 1
+
+    def delete_workspace(self, t, workspace_id):
+        pass
+
+    def delete_all_facts(self, t):
+        return 1
+
+
+def _fake_deps() -> Any:
+    store = _FakeStore()
+    return SimpleNamespace(table=store, memories=store, history=store)
+
+
+def test_export_schema_matches_account_export():
+    out = account.export(_fake_deps(), "t1")
+    schemas = DOC["components"]["schemas"]
+    export = schemas["Export"]
+    assert set(export["properties"]) == set(out) == set(export["required"])
+    assert set(schema_properties(export["properties"]["agents"]["items"])) == set(out["agents"][0])
+    assert set(schema_properties(export["properties"]["workspaces"]["items"])) == set(out["workspaces"][0])
+    agent_item = schema_properties(export["properties"]["agents"]["items"])
+    assert set(schema_properties(agent_item["sessions"]["items"])) == set(out["agents"][0]["sessions"][0])
+    for name, item_schema in (("facts", "Fact"), ("runs", "Run"), ("usage", "UsageRow")):
+        assert export["properties"][name]["items"] == {"$ref": f"#/components/schemas/{item_schema}"}
+        assert set(schemas[item_schema]["properties"]) == set(out[name][0]), name
+    for holder in (agent_item, schema_properties(export["properties"]["workspaces"]["items"])):
+        assert holder["memories"]["items"] == {"$ref": "#/components/schemas/Memory"}
+
+
+def test_account_deleted_schema_matches_delete_everything():
+    counts = account.delete_everything(_fake_deps(), "t1")
+    deleted = DOC["components"]["schemas"]["AccountDeleted"]
+    assert set(deleted["properties"]) == set(deleted["required"]) == {"deleted"}
+    assert set(deleted["properties"]["deleted"]["properties"]) == set(counts) == set(deleted["properties"]["deleted"]["required"])
 
 
 # --- structure ------------------------------------------------------------------------------

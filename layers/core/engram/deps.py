@@ -14,6 +14,7 @@ from .agent.prompt import PromptSection
 from .agent.tools import ToolRegistry, default_registry
 from .settings import Settings, get_settings
 from .stores.history import HistoryStore
+from .stores.memories import MemoryStore
 from .stores.queues import Queues
 from .stores.table import TableStore
 
@@ -27,11 +28,20 @@ class Deps:
     table: TableStore
     history: HistoryStore
     queues: Queues
-    registry: ToolRegistry = field(default_factory=default_registry)
-    sections: list[PromptSection] = field(default_factory=list)
+    memories: MemoryStore = None  # type: ignore[assignment]  # set from `table` when not given
+    registry: ToolRegistry = field(default_factory=lambda: all_tools())
+    sections: list[PromptSection] = None  # type: ignore[assignment]  # the memory sections when not given
     provider_override: Any = None
     _provider: Any = None
     _executor: ThreadPoolExecutor | None = None
+
+    def __post_init__(self) -> None:
+        if self.memories is None:
+            self.memories = MemoryStore(self.table)
+        if self.sections is None:
+            from .memory.inject import memory_sections
+
+            self.sections = memory_sections(self.settings.agent_memory_token_budget)
 
     @property
     def provider(self) -> "ModelProvider":
@@ -58,6 +68,15 @@ class Deps:
             queues=overrides.pop("queues", None) or Queues(settings.turn_queue_url, settings.extract_queue_url),
             **overrides,
         )
+
+
+def all_tools() -> ToolRegistry:
+    """Every tool the agent loop offers: built-ins, then long-term memory."""
+    from .memory.tools import register_tools as memory_tools
+
+    registry = default_registry()
+    memory_tools(registry)
+    return registry
 
 
 _deps: Deps | None = None

@@ -184,3 +184,81 @@ class UsageRow(BaseModel):
 
     def public(self) -> dict[str, Any]:
         return self.model_dump(by_alias=True, mode="json")
+
+
+# --- long-term memory and user facts ----------------------------------------------------------
+MemoryScope = Literal["agent", "workspace", "user"]
+MemorySource = Literal["manual", "auto", "director", "chat", "profile"]
+MemoryCategory = Literal["core", "daily", "conversation"]
+Confidence = Literal["asserted", "inferred"]
+ArchivedReason = Literal["user_deleted", "user_corrected", "agent_forget", "superseded"]
+Topic = Annotated[str, StringConstraints(min_length=1, max_length=40)]
+
+
+class MemoryCreate(Body):
+    """POST upserts by key. Lengths are checked against Settings (one place for the limits)."""
+
+    key: str
+    value: str
+    source: Literal["manual"] = "manual"
+    pinned: bool = False
+    importance: Annotated[int, Field(ge=0, le=100)] = 0
+    category: MemoryCategory = "core"
+    confidence: Confidence = "asserted"
+    topic: Topic | None = None
+
+
+class MemoryUpdate(Body):
+    value: str | None = None
+    pinned: bool | None = None
+    importance: Annotated[int, Field(ge=0, le=100)] | None = None
+    category: MemoryCategory | None = None
+    confidence: Confidence | None = None
+    topic: Topic | None = None
+
+
+class PinBody(Body):
+    pinned: bool
+
+
+class Memory(Resource):
+    key: str
+    value: str
+    scope: MemoryScope
+    source: MemorySource = "manual"
+    category: MemoryCategory = "core"
+    pinned: bool = False
+    importance: int = 0
+    confidence: Confidence = "asserted"
+    topic: str | None = None
+    last_referenced_at: str | None = None
+    archived_at: str | None = None
+    archived_reason: str | None = None
+    session_id: str | None = None  # conversation-category rows belong to one session
+    expires_at: int | None = None  # daily rows: epoch seconds, DynamoDB TTL
+    origin: dict[str, Any] | None = None  # the run/session that wrote it
+
+
+class FactCreate(Body):
+    fact: str
+    topic: Topic | None = None
+    confidence: Confidence = "asserted"
+
+
+class FactUpdate(Body):
+    fact: str | None = None
+    topic: Topic | None = None
+    confidence: Confidence | None = None
+    archived: bool | None = None
+    archived_reason: Literal["user_deleted", "user_corrected"] | None = None
+
+
+class Fact(Resource):
+    fact: str
+    source: Literal["chat", "profile", "inferred"] = "chat"
+    confidence: Confidence = "inferred"
+    topic: str | None = None
+    last_referenced_at: str | None = None
+    archived_at: str | None = None
+    archived_reason: str | None = None
+    origin: dict[str, Any] | None = None

@@ -74,6 +74,7 @@ def delete_workspace(deps: Deps, t: str, workspace_id: str) -> None:
             field="workspaceId",
             code="workspace_in_use",
         )
+    deps.memories.delete_owner(t, "workspace", workspace_id)
     deps.table.delete_workspace(t, workspace_id)
 
 
@@ -155,6 +156,7 @@ def delete_session(deps: Deps, t: str, agent_id: str, session_id: str) -> dict[s
         raise NotFound("session not found", field="sessionId")
     deps.table.delete_session(t, agent_id, session_id)  # refused while a turn holds it
     deps.history.delete(t, agent_id, session_id)
+    deps.memories.delete_session_memories(t, agent_id, session_id)
     if session_id == DASHBOARD:
         now = now_iso()
         deps.table.create_session(

@@ -38,6 +38,16 @@ class Settings(BaseModel):
     session_wait_s: float = Field(8.0, ge=0, le=25, alias="SESSION_WAIT_SECONDS")
 
     message_max_chars: int = Field(32_000, ge=1, alias="MESSAGE_MAX_CHARS")
+
+    # Long-term memory limits (LT2, UF1, LT4, UF2): one place, so REST, tools and injection agree.
+    memory_key_max_chars: int = Field(255, ge=1, alias="MEMORY_KEY_MAX_CHARS")
+    memory_value_max_chars: int = Field(2000, ge=1, alias="MEMORY_VALUE_MAX_CHARS")
+    fact_min_chars: int = Field(4, ge=1, alias="FACT_MIN_CHARS")
+    fact_max_chars: int = Field(500, ge=1, alias="FACT_MAX_CHARS")
+    workspace_memory_rows: int = Field(30, ge=0, le=200, alias="WORKSPACE_MEMORY_ROWS")
+    user_fact_rows: int = Field(10, ge=0, le=100, alias="USER_FACT_ROWS")
+    agent_memory_token_budget: int = Field(1500, ge=0, le=20000, alias="AGENT_MEMORY_TOKEN_BUDGET")
+    daily_memory_ttl_days: int = Field(7, ge=1, le=365, alias="DAILY_MEMORY_TTL_DAYS")
     webhook_tolerance_s: int = Field(300, ge=1, alias="WEBHOOK_TOLERANCE_SECONDS")
 
     @classmethod

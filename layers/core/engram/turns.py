@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .agent.loop import LoopResult, run_loop
-from .agent.prompt import build_system
+from .agent.prompt import build_system, start_sections
 from .agent.tools import ToolContext
 from .deps import Deps
 from .errors import EngramError, NotFound, PayloadTooLarge, SessionBusy, TurnFailed
@@ -20,6 +20,7 @@ from .ids import new_id
 from .memory.trim import sequence_problems, trim_history
 from .models import Agent, Run, Session, Usage, UsageRow, now_iso
 from .observability import MetricUnit, logger, metrics
+from .stores.archive import ArchiveStore
 
 _LEASE_MARGIN_S = 5
 _EXTRACT_JOB_MAX_BYTES = 200_000  # SQS allows 256 KiB; keep room for the envelope
@@ -133,6 +134,9 @@ def run_turn(deps: Deps, req: TurnRequest) -> TurnResult:
         model=agent.model,
     )
     loop = LoopResult()
+    ctx = ToolContext(tenant=req.tenant, agent=agent, session_id=req.session_id, run_id=run_id, deps=deps)
+    # Memory sections read in parallel with the transcript GET; each is best-effort.
+    loaded = start_sections(deps.sections, ctx, deps.executor)
     try:
         history = deps.history.load(req.tenant, agent.id, req.session_id)
         incoming = user_message(req.message)
@@ -142,8 +146,7 @@ def run_turn(deps: Deps, req: TurnRequest) -> TurnResult:
             # Never send an invalid sequence; start from this message alone rather than fail.
             logger.error("stored history is not a valid sequence", extra={"problems": problems[:5], "run_id": run_id})
             sent = [incoming]
-        ctx = ToolContext(tenant=req.tenant, agent=agent, session_id=req.session_id, run_id=run_id, deps=deps)
-        system = build_system(agent, deps.sections, ctx, on_error=_section_failed)
+        system = build_system(agent, deps.sections, loaded, on_error=_section_failed)
         run_loop(
             provider=deps.provider,
             registry=deps.registry,
@@ -161,6 +164,7 @@ def run_turn(deps: Deps, req: TurnRequest) -> TurnResult:
         new_etag = deps.history.save(req.tenant, agent.id, req.session_id, trimmed.kept, etag=history.etag)
     except Exception as err:
         _fail(deps, req, run, loop, err)
+        _await_background(ctx)
         raise _as_turn_failure(err, run_id) from err
 
     run = run.model_copy(
@@ -177,15 +181,28 @@ def run_turn(deps: Deps, req: TurnRequest) -> TurnResult:
     if not session.get("title"):
         changes["title"] = req.message[:60]
     try:
-        deps.table.finish_turn(req.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes)
+        # The turn's messages join the conversation archive in the same transaction (no extra call).
+        archive = getattr(deps, "archive", None) or ArchiveStore(deps.table)
+        archived = archive.items_for_turn(req.tenant, agent.id, req.session_id, run_id, [incoming] + loop.new_messages, run.updated_at)
+        deps.table.finish_turn(req.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes, extra_items=archived)
     except Exception as err:
         # The transcript is already written: put the previous one back so the turn stays all-or-nothing.
         deps.history.restore(req.tenant, agent.id, req.session_id, history, written_etag=new_etag)
         _fail(deps, req, run, loop, err)
         raise _as_turn_failure(err, run_id) from err
+    _await_background(ctx)
     _record_metrics(run, loop, started, ok=True)
     _enqueue_extraction(deps, req, agent, run, [incoming] + loop.new_messages)
     return TurnResult(run=run, reply=loop.reply, tool_calls=loop.tool_calls)
+
+
+def _await_background(ctx: ToolContext) -> None:
+    """Lambda may freeze the container once we return: let best-effort writes finish first."""
+    for future in ctx.background:
+        try:
+            future.result(timeout=5)
+        except Exception:
+            logger.exception("a background write of the turn failed")
 
 
 def _section_failed(name: str, err: Exception) -> None:

@@ -9,6 +9,7 @@ failing the turn.
 from __future__ import annotations
 
 import copy
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -19,11 +20,18 @@ CACHE = {"type": "ephemeral"}
 
 @dataclass(frozen=True)
 class PromptSection:
-    """A named section provider; `order` fixes the position so the cached prefix is stable."""
+    """A named section: `load` does the I/O (run in parallel with the turn's other reads),
+    `render` turns what it loaded into text. `order` fixes the position so the cached prefix is
+    stable."""
 
     name: str
     order: int
+    load: Callable[[Any], Any]
     render: Callable[[Any], str | None]
+
+
+def start_sections(sections: list[PromptSection], ctx: Any, executor: Executor) -> dict[str, Future]:
+    return {s.name: executor.submit(s.load, ctx) for s in sections}
 
 
 def persona_block(agent: Agent) -> str:
@@ -38,12 +46,19 @@ def persona_block(agent: Agent) -> str:
     return "\n".join(lines)
 
 
-def build_system(agent: Agent, sections: list[PromptSection], ctx: Any, on_error: Callable[[str, Exception], None]) -> list[dict[str, Any]]:
+def build_system(
+    agent: Agent,
+    sections: list[PromptSection],
+    loaded: dict[str, Future],
+    on_error: Callable[[str, Exception], None],
+    *,
+    timeout: float = 5.0,
+) -> list[dict[str, Any]]:
     blocks: list[dict[str, Any]] = [{"type": "text", "text": persona_block(agent), "cache_control": CACHE}]
     rendered: list[str] = []
     for section in sorted(sections, key=lambda s: (s.order, s.name)):
         try:
-            text = section.render(ctx)
+            text = section.render(loaded[section.name].result(timeout=timeout))
         except Exception as err:  # best-effort: omit the section, keep the turn
             on_error(section.name, err)
             continue

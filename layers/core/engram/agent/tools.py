@@ -12,7 +12,7 @@ from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
-from ..errors import ToolCrashed
+from ..errors import EngramError, ToolCrashed
 
 
 @dataclass
@@ -24,6 +24,8 @@ class ToolContext:
     session_id: str
     run_id: str
     deps: Any = None
+    # Best-effort writes started during the turn (e.g. reference bumps); awaited before it returns.
+    background: list[Any] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -72,6 +74,10 @@ class ToolRegistry:
             return ToolOutcome(f"invalid input for {name}: {problems}", is_error=True)
         try:
             result = tool.handler(ctx, parsed)
+        except EngramError as err:
+            if err.status >= 500:
+                raise ToolCrashed(f"tool {name} failed: {err.message}") from err
+            return ToolOutcome(err.message, is_error=True)  # the model's mistake: it can correct it
         except Exception as err:  # a crashing tool fails the turn; the caller keeps history intact
             raise ToolCrashed(f"tool {name} failed: {type(err).__name__}: {err}") from err
         if isinstance(result, ToolOutcome):

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from typing import Any, Callable
 
 from .base import ModelResponse, TokenCounts
@@ -26,6 +27,22 @@ def _text_of(message: dict[str, Any]) -> str:
 def _is_tool_result(message: dict[str, Any]) -> bool:
     content = message.get("content")
     return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+
+
+_ABOUT_ME = re.compile(r"what do you (?:know|remember) about me", re.I)
+
+
+def _fenced(system: list[dict[str, Any]], scope: str) -> list[str]:
+    """The entries of a memory fence in the system prompt (how the offline model 'reads' memory)."""
+    text = "\n".join(b.get("text", "") for b in system)
+    match = re.search(rf'<memory scope="{scope}">\n(.*?)\n</memory>', text, re.S)
+    if not match:
+        return []
+    lines = []
+    for line in match.group(1).splitlines():
+        quoted = re.search(r'"((?:[^"\\]|\\.)*)"', line)
+        lines.append("- " + (json.loads(f'"{quoted.group(1)}"') if quoted else line.lstrip("- ")))
+    return lines
 
 
 def _estimate_tokens(payload: Any) -> int:
@@ -64,7 +81,7 @@ class OfflineProvider:
                 ]
                 stop = "tool_use"
             else:
-                content, stop = [{"type": "text", "text": self._reply(text, messages)}], "end_turn"
+                content, stop = [{"type": "text", "text": self._reply(text, messages, system)}], "end_turn"
         return ModelResponse(
             content=content,
             stop_reason=stop,
@@ -101,7 +118,12 @@ class OfflineProvider:
         return "Done. " + " ".join(parts)
 
     @staticmethod
-    def _reply(text: str, messages: list[dict[str, Any]]) -> str:
+    def _reply(text: str, messages: list[dict[str, Any]], system: list[dict[str, Any]]) -> str:
+        if _ABOUT_ME.search(text):
+            facts = _fenced(system, "user")
+            if not facts:
+                return "(offline model) I don't know anything about you yet. Tell me, e.g. \"remember that I prefer tea\"."
+            return "(offline model) Here is what I know about you:\n" + "\n".join(facts)
         earlier = [_text_of(m) for m in messages[:-1] if m.get("role") == "user" and not _is_tool_result(m)]
         reply = f'(offline model) You said: "{text[:300]}".'
         if earlier:

@@ -58,3 +58,78 @@ def session_object(t: str, agent_id: str, session_id: str) -> str:
 
 def session_prefix(t: str, agent_id: str) -> str:
     return f"state/sessions/{t}/{check_id('agentId', agent_id)}/"
+
+
+# --- long-term memory and user facts ----------------------------------------------------------
+def workspace_pk(t: str, workspace_id: str) -> str:
+    """The partition holding a workspace's shared memory."""
+    return f"{t}#W#{check_id('workspaceId', workspace_id)}"
+
+
+def user_pk(t: str) -> str:
+    """The partition holding the principal's own facts."""
+    return f"{t}#U"
+
+
+def memory_sk(memory_id: str) -> str:
+    return f"MEM#{check_id('memoryId', memory_id)}"
+
+
+def fact_sk(fact_id: str) -> str:
+    return f"FACT#{check_id('factId', fact_id)}"
+
+
+def memory_rank_pk(owner_pk: str) -> str:
+    """GSI2 partition of an owner's active memories, sorted for injection (sparse: active rows only)."""
+    return f"{owner_pk}#MEMRANK"
+
+
+def fact_rank_pk(t: str) -> str:
+    return f"{t}#U#FACTRANK"
+
+
+# --- conversation archive (stores/archive.py) ---------------------------------------------------
+# Items live in the agent partition (so the agent cascade removes them) under
+#   SK     ARCH#<sessionId>#<createdAt>#<runId>#<seq>    (a session's archive is one begins_with Query)
+#   GSI1PK <t>#A#<agentId>#ARCH
+#   GSI1SK <archivedAt>#<sessionId>#<runId>#<seq>        (a cache fetches only what is newer than it holds)
+# A deleted session leaves a short-lived tombstone in the same GSI1 partition so that warm caches
+# in other containers drop its turns: SK ARCHDEL#<sessionId>#<deletedAt>, GSI1SK <deletedAt>#~del#<sessionId>.
+_STAMP_CHARS = frozenset("0123456789-:.TZ+")
+
+
+def check_stamp(field: str, value: object) -> str:
+    """An ISO-8601 timestamp as this project writes them: sortable, and never carrying a key separator."""
+    from ..errors import BadRequest
+
+    if not isinstance(value, str) or not 10 <= len(value) <= 40 or not set(value) <= _STAMP_CHARS:
+        raise BadRequest(f"{field} must be an ISO-8601 timestamp", field=field, code="invalid_timestamp")
+    return value
+
+
+def archive_prefix() -> str:
+    return "ARCH#"
+
+
+def archive_session_prefix(session_id: str) -> str:
+    return f"ARCH#{check_id('sessionId', session_id)}#"
+
+
+def archive_sk(session_id: str, created_at: str, run_id: str, seq: int) -> str:
+    return f"{archive_session_prefix(session_id)}{check_stamp('createdAt', created_at)}#{check_id('runId', run_id)}#{int(seq):04d}"
+
+
+def archive_by_agent(t: str, agent_id: str) -> str:
+    return f"{t}#A#{check_id('agentId', agent_id)}#ARCH"
+
+
+def archive_gsi_sk(archived_at: str, session_id: str, run_id: str, seq: int) -> str:
+    return f"{check_stamp('archivedAt', archived_at)}#{check_id('sessionId', session_id)}#{check_id('runId', run_id)}#{int(seq):04d}"
+
+
+def archive_tombstone_sk(session_id: str, deleted_at: str) -> str:
+    return f"ARCHDEL#{check_id('sessionId', session_id)}#{check_stamp('deletedAt', deleted_at)}"
+
+
+def archive_tombstone_gsi_sk(deleted_at: str, session_id: str) -> str:
+    return f"{check_stamp('deletedAt', deleted_at)}#~del#{check_id('sessionId', session_id)}"

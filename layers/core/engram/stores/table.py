@@ -398,11 +398,15 @@ class TableStore:
         run: Run,
         usage_rows: list[UsageRow],
         session_changes: dict[str, Any] | None,
+        extra_items: list[dict[str, Any]] | None = None,
     ) -> None:
         """Ends a turn in one transaction: the run record, its usage, and the session's lease.
 
         `session_changes` (successful turns) bumps the revision and counters in the same write;
         a run can only be finished once (a redelivered job cannot double-count).
+        `extra_items` (plain attribute dicts with their keys, e.g. the turn's archived messages)
+        are Puts of the same transaction, up to 90 items in all (DynamoDB allows
+        100); any overflow is written after the transaction commits, with BatchWriteItem.
         """
         assert run.session_id is not None
         session_key = {"PK": keys.agent_pk(t, run.agent_id), "SK": keys.session_sk(run.session_id)}
@@ -433,6 +437,9 @@ class TableStore:
             },
         ]
         items += [{"Put": {"TableName": self.name, "Item": serialize(self._usage_item(t, row))}} for row in usage_rows]
+        extra = list(extra_items or [])
+        room = max(0, 90 - len(items))  # TransactWriteItems takes at most 100 items
+        items += [{"Put": {"TableName": self.name, "Item": serialize(item)}} for item in extra[:room]]
         self._transact(
             items,
             reasons={
@@ -440,6 +447,22 @@ class TableStore:
                 1: Conflict("this run has already finished", field="runId", code="run_finished"),
             },
         )
+        overflow = extra[room:]
+        if overflow:
+            # Only a turn with very many long messages gets here; the turn itself is committed, so
+            # these are written best-effort with BatchWriteItem (retrying unprocessed items).
+            try:
+                for batch in chunks(overflow, 25):
+                    request = {self.name: [{"PutRequest": {"Item": serialize(item)}} for item in batch]}
+                    for attempt in range(8):
+                        request = self.client.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
+                        if not request:
+                            break
+                        time.sleep(min(0.05 * 2**attempt, 1.0))
+            except Exception:
+                from ..observability import logger
+
+                logger.exception("could not write the items that overflowed the turn transaction", extra={"run_id": run.id, "count": len(overflow)})
 
     def list_usage(
         self, t: str, *, agent_id: str | None, session_key: str | None, limit: int, token: str | None

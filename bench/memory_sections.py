@@ -1,0 +1,87 @@
+"""Injected context with 10, 1,000 and 10,000 stored memories: tokens of the memory sections of
+the system prompt, and the time to load and build them (moto in-process; the figures show the
+shape — bounded reads and bounded text — not AWS latency)."""
+
+from __future__ import annotations
+
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [str(ROOT / "layers" / "core"), str(ROOT)]
+for key, value in {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
+                   "POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}.items():
+    os.environ.setdefault(key, value)
+os.environ.pop("AWS_ENDPOINT_URL", None)
+
+
+def main() -> int:
+    from moto import mock_aws
+
+    from engram.agent.prompt import build_system, start_sections
+    from engram.agent.tools import ToolContext
+    from engram.deps import Deps
+    from engram.ids import tenant_key
+    from engram.memory.inject import estimate_tokens
+    from engram.models import Agent, Fact, Memory, Workspace, now_iso
+    from engram.settings import Settings
+    from engram.stores.dynamo import chunks, serialize
+    from local.resources import create_resources
+    from local.template import load_template
+
+    print("== memory sections of the prompt (agent memory on, a workspace, user facts)")
+    print("rows read = items DynamoDB returned for the three sections (one bounded Query each);")
+    print("build = rendering the sections once loaded (the reads themselves are AWS latency: moto scans its")
+    print("indexes linearly, real DynamoDB reads a Limit-ed page of a sorted index)")
+    print(f"{'stored rows':>12} {'rows read':>10} {'section tokens':>15} {'build median':>15}")
+    for n in (10, 1_000, 10_000):
+        with mock_aws():
+            resources = create_resources(load_template(ROOT / "template.yaml"))
+            settings = Settings.from_env(resources.env())
+            deps = Deps.from_settings(settings)
+            t = tenant_key("bench")
+            now = now_iso()
+            ws = Workspace(id="ws_bench", created_at=now, updated_at=now, name="bench")
+            deps.table.put_workspace(t, ws)
+            agent = Agent(id="ag_bench", created_at=now, updated_at=now, name="bench", model="offline", workspace_id=ws.id, agent_memory=True)
+            items = []
+            for i in range(n):
+                for scope, owner in (("agent", agent.id), ("workspace", ws.id)):
+                    m = Memory(id=f"m_{scope}{i}", created_at=now, updated_at=now, key=f"{scope}-fact-{i}", scope=scope,
+                               value=f"{scope} fact number {i}: the service on host {i} answers on port {8000 + i % 1000}", importance=i % 101)
+                    items.append(deps.memories._memory_item(t, m, owner))
+                items.append(deps.memories._fact_item(t, Fact(id=f"f_{i}", created_at=now, updated_at=now, fact=f"user fact number {i} about preferences", last_referenced_at=now)))
+            for batch in chunks(items, 25):
+                request = {deps.table.name: [{"PutRequest": {"Item": serialize(item)}} for item in batch]}
+                while request:
+                    request = deps.table.client.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
+            rows_read = [0]
+
+            def count_rows(parsed=None, **_kwargs):
+                if isinstance(parsed, dict) and "Items" in parsed:
+                    rows_read[0] += len(parsed["Items"])
+
+            deps.table.client.meta.events.register("after-call.dynamodb.Query", count_rows)
+            render_ms, reads, tokens = [], 0, 0
+            for _ in range(5):
+                ctx = ToolContext(tenant=t, agent=agent, session_id="dashboard", run_id="run_bench", deps=deps)
+                rows_read[0] = 0
+                loaded = start_sections(deps.sections, ctx, deps.executor)
+                for future in loaded.values():
+                    future.result()
+                reads = rows_read[0]
+                start = time.perf_counter()
+                blocks = build_system(agent, deps.sections, loaded, on_error=lambda name, err: print("section failed:", name, err))
+                render_ms.append((time.perf_counter() - start) * 1000)
+                for f in ctx.background:
+                    f.result()
+                tokens = estimate_tokens(blocks[1]["text"]) if len(blocks) > 1 else 0
+            print(f"{n:>12,} {reads:>10,} {tokens:>15,} {statistics.median(render_ms):>12.2f} ms")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

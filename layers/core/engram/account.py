@@ -1,0 +1,83 @@
+"""The caller's whole account: export everything stored about them, or delete all of it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from .deps import Deps
+from .models import now_iso
+from .stores import keys
+
+
+def _all_agents(deps: Deps, t: str) -> list[Any]:
+    agents, token = deps.table.list_agents(t, limit=100, token=None)
+    while token:
+        more, token = deps.table.list_agents(t, limit=100, token=token)
+        agents += more
+    return agents
+
+
+def _all_workspaces(deps: Deps, t: str) -> list[Any]:
+    spaces, token = deps.table.list_workspaces(t, limit=100, token=None)
+    while token:
+        more, token = deps.table.list_workspaces(t, limit=100, token=token)
+        spaces += more
+    return spaces
+
+
+def export(deps: Deps, t: str) -> dict[str, Any]:
+    """Everything stored for the caller, as JSON (webhook secrets excluded)."""
+    agents_out = []
+    runs_out: list[dict[str, Any]] = []
+    for agent in _all_agents(deps, t):
+        sessions, token = deps.table.list_sessions(t, agent.id, limit=100, token=None)
+        while token:
+            more, token = deps.table.list_sessions(t, agent.id, limit=100, token=token)
+            sessions += more
+        runs, token = deps.table.list_runs(t, agent.id, limit=100, token=None)
+        while token:
+            more, token = deps.table.list_runs(t, agent.id, limit=100, token=token)
+            runs += more
+        runs_out += [r.public() for r in runs]
+        agents_out.append(
+            {
+                **agent.public(),
+                "sessions": [{**s.public(), "messages": deps.history.load(t, agent.id, s.id).messages} for s in sessions],
+                "memories": [m.public() for m in deps.memories.list_memories(t, "agent", agent.id)],
+            }
+        )
+    workspaces_out = [
+        {**ws.public(), "memories": [m.public() for m in deps.memories.list_memories(t, "workspace", ws.id)]}
+        for ws in _all_workspaces(deps, t)
+    ]
+    usage = deps.table._query_all(keys.usage_pk(t))
+    return {
+        "exportedAt": now_iso(),
+        "agents": agents_out,
+        "workspaces": workspaces_out,
+        "facts": [f.public() for f in deps.memories.list_facts(t)],
+        "runs": runs_out,
+        "usage": [{k: v for k, v in row.items() if not k.startswith(("PK", "SK", "GSI"))} for row in usage],
+    }
+
+
+def delete_everything(deps: Deps, t: str) -> dict[str, int]:
+    """Removes every row and object of the caller: agents (sessions, transcripts, memories, runs),
+    workspaces and their memory, facts and usage rows."""
+    counts = {"agents": 0, "workspaces": 0, "facts": 0, "usageRows": 0, "transcripts": 0}
+    for agent in _all_agents(deps, t):
+        counts["transcripts"] += deps.history.delete_agent(t, agent.id)
+        deps.table.delete_agent_cascade(t, agent.id)
+        counts["agents"] += 1
+    for ws in _all_workspaces(deps, t):
+        deps.memories.delete_owner(t, "workspace", ws.id)
+        deps.table.delete_workspace(t, ws.id)
+        counts["workspaces"] += 1
+    counts["facts"] = deps.memories.delete_all_facts(t)
+    usage = deps.table._query_all(keys.usage_pk(t), projection="PK, SK")
+    deps.table._delete_keys([(u["PK"], u["SK"]) for u in usage])
+    counts["usageRows"] = len(usage)
+    # Anything left in the tenant partition (e.g. runs whose agent row was already gone).
+    rest = deps.table._query_all(keys.tenant_pk(t), projection="PK, SK")
+    deps.table._delete_keys([(r["PK"], r["SK"]) for r in rest])
+    return counts
