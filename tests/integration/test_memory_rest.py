@@ -224,3 +224,9 @@ def test_export_and_delete_me(stack):
     assert stack.transcript_bytes("alice", agent["id"]) is None
     # bob is untouched
     assert stack.call("GET", f"/api/agents/{bob_agent['id']}/sessions/dashboard", user="bob").data["messageCount"] == 2
+
+
+def test_upsert_keeps_fields_the_body_leaves_out(stack, agent_path):
+    mem(stack, agent_path, key="k", value="v1", pinned=True, importance=80, topic="ops")
+    again = mem(stack, agent_path, key="k", value="v2").data
+    assert (again["value"], again["pinned"], again["importance"], again["topic"]) == ("v2", True, 80, "ops")
