@@ -27,6 +27,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.memory_sections
+	$(BIN)/python -m bench.extraction
 
 lint: $(STAMP)
 	$(BIN)/cfn-lint template.yaml

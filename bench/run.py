@@ -171,6 +171,10 @@ def main(argv: list[str] | None = None) -> int:
     for fn, result in bench_imports(args.import_repeats).items():
         flag = "imports the anthropic SDK" if result["imports_anthropic"] else "does not import the anthropic SDK"
         print(f"  {fn:<10} median {result['median_ms']:.0f} ms   {flag}")
+
+    from bench.locomo import main as locomo_main  # conversation_search recall (LoCoMo)
+
+    locomo_main([])
     return 0
 
 

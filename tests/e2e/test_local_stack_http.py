@@ -135,3 +135,24 @@ def test_offline_model_remembers_the_user_across_sessions_over_http(stack_url):
     # nobody else sees it
     status, others = http(stack_url, "GET", "/api/me/facts", user="frank")
     assert others["data"]["items"] == []
+
+
+def test_a_conversation_leaves_auto_memories_and_their_cost(stack_url):
+    # the background workers feed the extraction queue to ExtractFunction, as Lambda would
+    _, ws = http(stack_url, "POST", "/api/workspaces", user="gina", body={"name": "Billing"})
+    _, created = http(stack_url, "POST", "/api/agents", user="gina",
+                      body={"name": "Ada", "workspaceId": ws["data"]["id"], "agentMemory": True})
+    agent = created["data"]
+    status, said = http(stack_url, "POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages", user="gina",
+                        body={"message": "For the billing service we use Postgres 16 and FastAPI. I prefer short answers with code."})
+    assert status == 200
+    for _ in range(200):
+        _, mems = http(stack_url, "GET", f"/api/workspaces/{ws['data']['id']}/memories", user="gina")
+        if mems["data"]["items"]:
+            break
+        time.sleep(0.05)
+    assert [(m["key"], m["source"]) for m in mems["data"]["items"]] == [("auto:uses-postgres-16-and-fastapi", "auto")]
+    _, mine = http(stack_url, "GET", f"/api/agents/{agent['id']}/memories", user="gina")
+    assert [m["key"] for m in mine["data"]["items"]] == ["auto:preference-short-answers-with-code"]
+    _, spent = http(stack_url, "GET", f"/api/usage?agentId={agent['id']}&sessionId=memory-extract:dashboard", user="gina")
+    assert [u["runId"] for u in spent["data"]["items"]] == [said["data"]["runId"]]

@@ -62,7 +62,7 @@ def lambda_handler(event, context):
 
 
 def _write_stubs(root: Path) -> Path:
-    for folder, code in (("functions/api", STUB_API), ("functions/chat", STUB_CHAT)):
+    for folder, code in (("functions/api", STUB_API), ("functions/chat", STUB_CHAT), ("functions/extract", STUB_CHAT)):
         (root / folder).mkdir(parents=True, exist_ok=True)
         (root / folder / "app.py").write_text(textwrap.dedent(code))
     return root
@@ -321,7 +321,7 @@ def test_background_workers_start_and_stop(resources, functions):
         workers.stop()
     assert [json.loads(r["body"]) for e in _calls(functions, "ChatFunction") for r in e["Records"]] == [{"n": 1}]
     with pytest.raises(ValueError):
-        workers.drain("ExtractQueue", timeout=1)  # nothing consumes it yet
+        workers.drain("ExtractDLQ", timeout=1)  # nothing consumes a DLQ
 
 
 # --------------------------------------------------------------------------- the whole stack (loopback only)

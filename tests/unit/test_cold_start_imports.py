@@ -31,3 +31,7 @@ def test_api_handler_does_not_import_the_model_sdk():
 
 def test_chat_handler_defers_the_model_sdk_until_a_model_is_called():
     assert _loaded("chat") == "[]"
+
+
+def test_extract_handler_defers_the_model_sdk_until_a_model_is_called():
+    assert _loaded("extract") == "[]"

@@ -80,6 +80,7 @@ def upsert_memory(
         updated_at=now,
         archived_at=None,
         archived_reason=None,
+        superseded_by=None,
         session_id=session_id if category == "conversation" else None,
         expires_at=int(time.time()) + s.daily_memory_ttl_days * 86400 if category == "daily" else None,
         origin=origin or (existing.origin if existing else None),

@@ -237,6 +237,7 @@ class Memory(Resource):
     session_id: str | None = None  # conversation-category rows belong to one session
     expires_at: int | None = None  # daily rows: epoch seconds, DynamoDB TTL
     origin: dict[str, Any] | None = None  # the run/session that wrote it
+    superseded_by: str | None = None  # archived as `superseded`: the id of the row that replaced it
 
 
 class FactCreate(Body):

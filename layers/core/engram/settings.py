@@ -50,6 +50,10 @@ class Settings(BaseModel):
     daily_memory_ttl_days: int = Field(7, ge=1, le=365, alias="DAILY_MEMORY_TTL_DAYS")
     webhook_tolerance_s: int = Field(300, ge=1, alias="WEBHOOK_TOLERANCE_SECONDS")
 
+    # Automatic extraction (EX2): one model call per finished run, bounded in time and in cost.
+    extract_timeout_s: float = Field(20.0, gt=0, le=300, alias="EXTRACT_TIMEOUT_SECONDS")
+    extract_budget_usd: float = Field(0.03, gt=0, le=1, alias="EXTRACT_BUDGET_USD")
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
         source = os.environ if env is None else env

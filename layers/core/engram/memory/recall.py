@@ -12,10 +12,12 @@ entry's last read (one GSI1 Query, ``ArchiveStore.load_since``), so a search rig
 sees that turn. Bounds:
 
 - ``MAX_AGENTS`` = 32 agents per container, least recently searched evicted first;
-- ``MAX_TURNS_PER_AGENT`` = 5,000 archived messages per agent, the newest kept (older ones are
-  still stored and come back if the newer ones are deleted);
-- ``MAX_CACHED_CHARS`` = 24,000,000 characters of text over all agents (roughly 100-150 MB with the
-  index; the chat function has 1 GB); the least recently searched agents go first;
+- ``MAX_TURNS_PER_AGENT`` = 5,000 archived messages per agent, the newest kept (older ones stay
+  stored but are not searched);
+- ``MAX_CACHED_CHARS`` = 8,000,000 characters of text over all agents: measured, the index costs
+  ~9-11 bytes per character of text plus the held items (~1 KB per message with its text), so about
+  100 MB of the chat function's 1 GB at the worst; the least recently searched agents go first,
+  and one agent alone keeps only its newest messages within it;
 - ``MAX_AGE_S`` = 900: an entry older than 15 minutes is rebuilt from scratch (this also picks up
   backfilled items written with an old timestamp);
 - incremental reads start ``OVERLAP_S`` = 120 s before the previous read began (GSI replication
@@ -44,7 +46,7 @@ from .search import Params, SearchIndex
 
 MAX_AGENTS = 32
 MAX_TURNS_PER_AGENT = 5000
-MAX_CACHED_CHARS = 24_000_000
+MAX_CACHED_CHARS = 8_000_000
 MAX_AGE_S = 900.0
 OVERLAP_S = 120
 TOOL_TEXT_CHARS = 600  # text of one hit as the tool shows it to the model
@@ -78,8 +80,13 @@ class _Entry:
         )
 
 
+_INTERNAL = ("SK", "archivedAt", "kind")
+
+
 def _public(item: dict[str, Any]) -> dict[str, Any]:
+    """What the cache holds of an item: the hit fields plus what it needs itself (``_INTERNAL``)."""
     out = {
+        "kind": item.get("kind"),
         "sessionId": item.get("sessionId"),
         "role": item.get("role"),
         "text": item.get("text", ""),
@@ -130,66 +137,71 @@ class RecallCache:
             allowed = None
             if session_id is not None:
                 allowed = lambda d: entry.items[d]["sessionId"] == session_id  # noqa: E731
-            ranked = entry.index.search(query, limit=limit, allowed=allowed, today=date.today().toordinal())
+            ranked = entry.index.search(query, limit=limit, allowed=allowed, today=datetime.now(timezone.utc).date().toordinal())
             return [{**entry.items[d], "score": round(score, 4)} for d, score in ranked]
 
     # --- loading ------------------------------------------------------------------------------
-    def _build(self, archive: ArchiveStore, tenant: str, agent_id: str, *, items: list[dict[str, Any]] | None = None) -> _Entry:
+    def _build(self, archive: ArchiveStore, tenant: str, agent_id: str) -> _Entry:
         started = time.time()
-        if items is None:
-            items = archive.load_since(tenant, agent_id, None, limit=MAX_TURNS_PER_AGENT)
+        items = archive.load_since(tenant, agent_id, None, limit=MAX_TURNS_PER_AGENT)
         entry = _Entry(index=SearchIndex(PARAMS), built_at=time.monotonic(), read_from=_iso(started - OVERLAP_S))
-        self._apply(entry, items)
+        self._ingest(entry, items)
         return entry
 
     def _refresh(self, entry: _Entry, archive: ArchiveStore, tenant: str, agent_id: str) -> None:
         started = time.time()
         fresh = archive.load_since(tenant, agent_id, entry.read_from)
         entry.read_from = _iso(started - OVERLAP_S)
-        if not fresh:
-            return
-        tombstones = [i for i in fresh if i.get("kind") == KIND_TOMBSTONE]
-        for t in tombstones:
-            if t.get("archivedAt", "") > entry.tombstones.get(t["sessionId"], ""):
-                entry.tombstones[t["sessionId"]] = t["archivedAt"]
-        if tombstones and entry.holds_dropped():
-            # rare: rebuild from what is still held plus the new items
-            kept = [i for i in entry.items if not self._dropped(entry, i)]
-            rebuilt = _Entry(index=SearchIndex(PARAMS), built_at=entry.built_at, read_from=entry.read_from,
-                             tombstones=dict(entry.tombstones))
-            self._apply(rebuilt, kept + fresh)
-            entry.__dict__.update(rebuilt.__dict__)
-            return
-        self._apply(entry, fresh)
-        if len(entry.items) > MAX_TURNS_PER_AGENT * 1.1:
-            kept = entry.items[-MAX_TURNS_PER_AGENT:]
-            rebuilt = _Entry(index=SearchIndex(PARAMS), built_at=entry.built_at, read_from=entry.read_from,
-                             tombstones=dict(entry.tombstones))
-            self._apply(rebuilt, kept)
-            entry.__dict__.update(rebuilt.__dict__)
+        if fresh:
+            self._ingest(entry, fresh)
+
+    def _ingest(self, entry: _Entry, items: list[dict[str, Any]]) -> None:
+        """Tombstones first (they may arrive after, or even before, the turns they delete), then turns."""
+        dropped_some = False
+        for item in items:
+            if item.get("kind") == KIND_TOMBSTONE:
+                sid = item.get("sessionId", "")
+                if item.get("archivedAt", "") > entry.tombstones.get(sid, ""):
+                    entry.tombstones[sid] = item["archivedAt"]
+                    dropped_some = True
+        if dropped_some and entry.holds_dropped():
+            # rare: rebuild from what is still held (the index is append-only)
+            self._rebuild(entry, [i for i in entry.items if not self._dropped(entry, i)])
+        for item in items:
+            if item.get("kind") != KIND_MESSAGE or item.get("SK") in entry.seen or self._dropped(entry, item):
+                continue
+            self._hold(entry, _public(item))
+        if len(entry.items) > MAX_TURNS_PER_AGENT * 1.1 or entry.chars > MAX_CACHED_CHARS:
+            held, chars = [], 0
+            for public in reversed(entry.items[-MAX_TURNS_PER_AGENT:]):  # the newest are kept
+                chars += len(public["text"])
+                if chars > MAX_CACHED_CHARS:
+                    break
+                held.append(public)
+            self._rebuild(entry, held[::-1])
+
+    @staticmethod
+    def _hold(entry: _Entry, public: dict[str, Any]) -> None:
+        entry.index.add(public["text"], speaker=public.get("speaker"), group=public["sessionId"], when=public["createdAt"])
+        entry.items.append(public)
+        entry.seen.add(public["SK"])
+        entry.chars += len(public["text"])
+
+    def _rebuild(self, entry: _Entry, held: list[dict[str, Any]]) -> None:
+        entry.index, entry.items, entry.seen, entry.chars = SearchIndex(PARAMS), [], set(), 0
+        for public in held:
+            self._hold(entry, public)
 
     @staticmethod
     def _dropped(entry: _Entry, item: dict[str, Any]) -> bool:
         deleted_at = entry.tombstones.get(item.get("sessionId", ""))
         return deleted_at is not None and item.get("archivedAt", "") <= deleted_at
 
-    def _apply(self, entry: _Entry, items: list[dict[str, Any]]) -> None:
-        for item in items:
-            kind = item.get("kind")
-            if kind == KIND_TOMBSTONE:
-                sid = item.get("sessionId", "")
-                if item.get("archivedAt", "") > entry.tombstones.get(sid, ""):
-                    entry.tombstones[sid] = item["archivedAt"]
-                continue
-            if kind != KIND_MESSAGE or item.get("SK") in entry.seen or self._dropped(entry, item):
-                continue
-            public = _public(item)
-            entry.index.add(public["text"], speaker=public.get("speaker"), group=public["sessionId"], when=public["createdAt"])
-            entry.items.append(public)
-            entry.seen.add(public["SK"])
-            entry.chars += len(public["text"])
-
     def _evict(self) -> None:
+        # expired entries go too (e.g. of an agent deleted meanwhile: nothing would refresh them)
+        now = time.monotonic()
+        for key in [k for k, e in list(self._entries.items())[:-1] if now - e.built_at > MAX_AGE_S]:
+            del self._entries[key]
         while len(self._entries) > MAX_AGENTS:
             self._entries.popitem(last=False)
         while len(self._entries) > 1 and sum(e.chars for e in self._entries.values()) > MAX_CACHED_CHARS:
@@ -216,8 +228,8 @@ def conversation_search(
         return []
     hits = _cache.search(archive_of(deps), tenant, agent_id, query, limit=limit, session_id=session_id)
     for hit in hits:
-        hit.pop("SK", None)
-        hit.pop("archivedAt", None)
+        for name in _INTERNAL:
+            hit.pop(name, None)
     return hits
 
 
@@ -288,7 +300,7 @@ def _tool(ctx: Any, args: ConversationSearchInput) -> Any:
 
 
 _INTENTS = [
-    re.compile(r"\bsearch\s+(?:(?:our|my|the|all|past|previous|earlier|old)\s+)*(?:conversations?|chats?|history|messages)\s+(?:for|about)\s+(?P<q>.+)", re.I),
+    re.compile(r"\bsearch\s+(?:(?:our|my|the|all|past|previous|earlier|old)\s+)*(?:(?:conversations?|chats?|history|messages?)\s+)+(?:for|about)\s+(?P<q>.+)", re.I),
     re.compile(r"\b(?:did|have)\s+(?:we|i|you)\s+(?:ever\s+)?(?:talk|talked|speak|spoken|spoke|chat|chatted|discuss|discussed)\s+(?:about\s+)?(?P<q>.+)", re.I),
     re.compile(r"\bwhat\s+did\s+(?:i|you|we)\s+(?:say|tell\s+you|mention|write)\s+about\s+(?P<q>.+)", re.I),
     re.compile(r"\bdid\s+(?:i|we)\s+(?:ever\s+)?mention\s+(?P<q>.+)", re.I),

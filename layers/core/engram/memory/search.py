@@ -10,7 +10,8 @@ Pure Python, no dependencies, built incrementally (``SearchIndex.add`` appends o
   0.4 / 0.2 before and 0.25 / 0.125 after: an answer such as "Yes, we did it yesterday!" is found
   through the question before it), and ``speaker`` (the speaker's label: "what did Maria say about
   X" prefers Maria's turns; a query word naming a speaker matches through this field only, since
-  in a dialogue a name inside the text is mostly the other person addressing them).
+  in a dialogue a name inside the text is mostly the other person addressing them, and it re-ranks
+  the turns the other query words found instead of adding every turn of that speaker).
 - Session prior: each session is also a document (plain BM25); a turn gains 0.2 x the best turn's
   score x its session's score relative to the best session's.
 - Answer type: a question asking *when* / *how long* / *what year* gives turns that contain a time
@@ -70,8 +71,12 @@ def words(text: str) -> list[str]:
 
 def analyze(text: str, *, stemming: bool = True) -> list[str]:
     """Index terms in text order: stop words dropped, contractions cut to their word, Porter-stemmed."""
+    return terms_of(words(text), stemming=stemming)
+
+
+def terms_of(raw_words: Iterable[str], *, stemming: bool = True) -> list[str]:
     out = []
-    for w in words(text):
+    for w in raw_words:
         if w in STOP_WORDS:
             continue
         if "'" in w:
@@ -206,7 +211,6 @@ _TIME_WORDS = frozenset(
     spring summer autumn fall winter christmas birthday anniversary
     """.split()
 )
-_YEAR = re.compile(r"^(19|20)\d\d$")
 _WHEN_QUESTION = re.compile(
     r"^\s*(when\b|how long\b|what (year|month|day|date|time)\b|which (year|month|day|date)\b|since when\b)|\bhow long ago\b",
     re.IGNORECASE,
@@ -214,7 +218,10 @@ _WHEN_QUESTION = re.compile(
 
 
 def has_time_expression(raw_words: Iterable[str]) -> bool:
-    return any(w in _TIME_WORDS or _YEAR.match(w) for w in raw_words)
+    for w in raw_words:
+        if w in _TIME_WORDS or (len(w) == 4 and w[:2] in ("19", "20") and w.isdigit()):
+            return True
+    return False
 
 
 def asks_when(query: str) -> bool:
@@ -288,12 +295,12 @@ class SearchIndex:
         that day or the days its relative expressions name ("yesterday", "last Friday", ...).
         """
         p = self.params
-        terms = self.analyze(text)
+        raw = words(text)
+        terms = terms_of(raw, stemming=p.stemming)
         tf: dict[str, int] = {}
         for term in terms:
             tf[term] = tf.get(term, 0) + 1
         n = len(self.docs)
-        raw = words(text)
         doc = _Doc(
             group=group,
             text_tf=tf,
@@ -476,11 +483,15 @@ class SearchIndex:
                 weights[term] = weights.get(term, 0.0) + 1.0
         if not weights and dq is None:
             return []
+        # A query word naming a speaker (matched through the speaker field only) marks half of a
+        # dialogue's turns: it re-ranks the turns the other words found rather than adding them all.
+        by_speaker = {t: w for t, w in weights.items() if p.speaker_text <= 0 and t in self._spk_df}
         scores: dict[int, float] = {}
         get = scores.get
         for term, weight in weights.items():
-            for d, v in self._term_scores(term).items():
-                scores[d] = get(d, 0.0) + weight * v
+            if term not in by_speaker:
+                for d, v in self._term_scores(term).items():
+                    scores[d] = get(d, 0.0) + weight * v
         if allowed is not None:
             scores = {d: v for d, v in scores.items() if allowed(d)}
         self._session_prior(weights, scores)
@@ -488,4 +499,13 @@ class SearchIndex:
             self._time_bonus(scores)
         if dq is not None:
             self._date_bonus(dq, scores, allowed)
-        return heapq.nsmallest(limit, scores.items(), key=lambda kv: (-kv[1], -kv[0]))
+        for term, weight in by_speaker.items():
+            contribution = self._term_scores(term)
+            if scores:
+                for d in scores:
+                    v = contribution.get(d)
+                    if v:
+                        scores[d] += weight * v
+            else:  # the query names only a speaker
+                scores = {d: weight * v for d, v in contribution.items() if allowed is None or allowed(d)}
+        return [(d, v) for v, d in heapq.nlargest(limit, ((v, d) for d, v in scores.items()))]

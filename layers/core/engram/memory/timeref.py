@@ -46,24 +46,29 @@ _BEFORE = re.compile(r"\b(before|by|until|as of|prior to)\s*$", re.I)
 _AFTER = re.compile(r"\b(after|since)\s*$", re.I)
 
 _NUM_RE = r"(\d+|a couple of|a couple|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
-_RELATIVE: list[tuple[re.Pattern[str], object]] = [
-    (re.compile(r"\b(yesterday|last night)\b", re.I), -1),
-    (re.compile(r"\b(today|tonight|this (?:morning|afternoon|evening)|earlier today)\b", re.I), 0),
-    (re.compile(r"\btomorrow\b", re.I), 1),
-    (re.compile(r"\b(?:last|this past|past) weekend\b", re.I), "last_weekend"),
-    (re.compile(r"\bnext weekend\b", re.I), "next_weekend"),
-    (re.compile(r"\b(?:last|this past|past) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I), "last_wd"),
-    (re.compile(r"\bnext (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I), "next_wd"),
-    (re.compile(r"\b(?:on|this) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I), "last_wd"),
-    (re.compile(r"\b(?:last|past|previous) week\b", re.I), -7),
-    (re.compile(r"\bnext week\b", re.I), 7),
-    (re.compile(r"\b(?:last|past|previous) month\b", re.I), -30),
-    (re.compile(r"\bnext month\b", re.I), 30),
-    (re.compile(r"\blast year\b", re.I), -365),
-    (re.compile(r"\bnext year\b", re.I), 365),
-    (re.compile(rf"\b{_NUM_RE}\s+(day|week|month|year)s?\s+ago\b", re.I), "ago"),
-    (re.compile(rf"\bin\s+{_NUM_RE}\s+(day|week|month|year)s?\b", re.I), "in"),
+_WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+# (words one of which must be in the lowercased text, pattern, what it resolves to); the words are a
+# cheap filter so that most turns never run most patterns
+_RELATIVE: list[tuple[tuple[str, ...], re.Pattern[str], object]] = [
+    (("yesterday", "last night"), re.compile(r"\b(yesterday|last night)\b", re.I), -1),
+    (("today", "tonight", "this morning", "this afternoon", "this evening"),
+     re.compile(r"\b(today|tonight|this (?:morning|afternoon|evening)|earlier today)\b", re.I), 0),
+    (("tomorrow",), re.compile(r"\btomorrow\b", re.I), 1),
+    (("weekend",), re.compile(r"\b(?:last|this past|past) weekend\b", re.I), "last_weekend"),
+    (("weekend",), re.compile(r"\bnext weekend\b", re.I), "next_weekend"),
+    (_WEEKDAY_NAMES, re.compile(r"\b(?:last|this past|past) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I), "last_wd"),
+    (_WEEKDAY_NAMES, re.compile(r"\bnext (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I), "next_wd"),
+    (_WEEKDAY_NAMES, re.compile(r"\b(?:on|this) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I), "last_wd"),
+    (("week",), re.compile(r"\b(?:last|past|previous) week\b", re.I), -7),
+    (("week",), re.compile(r"\bnext week\b", re.I), 7),
+    (("month",), re.compile(r"\b(?:last|past|previous) month\b", re.I), -30),
+    (("month",), re.compile(r"\bnext month\b", re.I), 30),
+    (("year",), re.compile(r"\blast year\b", re.I), -365),
+    (("year",), re.compile(r"\bnext year\b", re.I), 365),
+    (("ago",), re.compile(rf"\b{_NUM_RE}\s+(day|week|month|year)s?\s+ago\b", re.I), "ago"),
+    (("day", "week", "month", "year"), re.compile(rf"\bin\s+{_NUM_RE}\s+(day|week|month|year)s?\b", re.I), "in"),
 ]
+_DIGIT = re.compile(r"\d")
 
 
 def day_of(value: str | None) -> int | None:
@@ -163,14 +168,18 @@ def turn_dates(text: str, said_on: int | None) -> tuple[int, ...]:
     days: set[int] = set()
     if said_on is not None:
         days.add(said_on)
-        for rx, kind in _RELATIVE:
+        lowered = text.lower()
+        for needles, rx, kind in _RELATIVE:
+            if not any(n in lowered for n in needles):
+                continue
             for m in rx.finditer(text):
                 resolved = _relative(kind, m, said_on)
                 if resolved is not None:
                     days.add(resolved)
-    for start, end, precision, _ in explicit_dates(text):
-        if precision == "day":
-            days.add(start)
+    if _DIGIT.search(text):
+        for start, _end, precision, _span in explicit_dates(text):
+            if precision == "day":
+                days.add(start)
     return tuple(sorted(days))
 
 
@@ -211,7 +220,7 @@ def query_dates(query: str, today: int | None = None) -> DateQuery | None:
             start, end = end, end + (14 if precision == "day" else 45)
         return DateQuery(start, end, precision, tuple(spans))
     if today is not None:
-        for rx, kind in _RELATIVE:
+        for _needles, rx, kind in _RELATIVE:
             m = rx.search(query)
             if m is None:
                 continue

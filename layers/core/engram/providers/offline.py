@@ -66,6 +66,16 @@ class OfflineProvider:
         timeout: float,
         tool_choice: dict[str, Any] | None = None,
     ) -> ModelResponse:
+        if (tool_choice or {}).get("type") == "tool" and tool_choice.get("name") == EXTRACTION_TOOL:  # type: ignore[union-attr]
+            tool_input = extract_offline(_text_of(messages[-1]), tools)
+            digest = hashlib.sha256(json.dumps(tool_input, sort_keys=True).encode()).hexdigest()[:20]
+            content = [{"type": "tool_use", "id": f"toolu_offline_{digest}", "name": EXTRACTION_TOOL, "input": tool_input}]
+            return ModelResponse(
+                content=content,
+                stop_reason="tool_use",
+                model="offline",
+                tokens=TokenCounts(input_tokens=_estimate_tokens([system, tools, messages]), output_tokens=_estimate_tokens(content)),
+            )
         last = messages[-1]
         if _is_tool_result(last):
             content, stop = [{"type": "text", "text": self._summarise_results(messages)}], "end_turn"
@@ -131,3 +141,96 @@ class OfflineProvider:
         else:
             reply += " This is the first message of this session."
         return reply
+
+
+# --- memory extraction ------------------------------------------------------------------------
+# The extraction worker forces this tool (engram/extraction.py); offline, facts come from a few
+# explicit phrasings of the user, so the local stack shows `auto:` rows without a key.
+EXTRACTION_TOOL = "record_memories"
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|;\s*|,\s+(?:and|but|so)\s+", re.I)  # one fact per clause
+_CLAUSE = r"[^.!?;\n]"
+_FACT_PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], tuple[str, str]], str, float]] = [
+    (
+        re.compile(rf"\bI (?:really |much |strongly |usually |always )?prefer (?P<x>{_CLAUSE}{{2,160}})", re.I),
+        lambda m: ("preference-" + " ".join(m["x"].split()[:4]), f"The user prefers {m['x'].strip()}."),
+        "agent",
+        0.9,
+    ),
+    (
+        re.compile(rf"\bwe(?: now| always| mostly)? (?:use|are using|'re using|rely on) (?P<x>{_CLAUSE}{{2,160}})", re.I),
+        lambda m: ("uses " + " ".join(m["x"].split()[:4]), f"The team uses {m['x'].strip()}."),
+        "workspace",
+        0.85,
+    ),
+    (
+        re.compile(rf"\bour (?P<a>[\w' -]{{2,40}}?) (?P<verb>is|are) (?P<b>{_CLAUSE}{{1,160}})", re.I),
+        lambda m: (m["a"], f"Our {m['a'].strip()} {m['verb'].lower()} {m['b'].strip()}."),
+        "workspace",
+        0.85,
+    ),
+    (
+        re.compile(rf"\bmy (?P<a>[\w' -]{{2,40}}?) is (?P<b>{_CLAUSE}{{1,160}})", re.I),
+        lambda m: ("user " + m["a"], f"The user's {m['a'].strip()} is {m['b'].strip()}."),
+        "agent",
+        0.9,
+    ),
+]
+
+
+def _between(text: str, tag: str) -> str:
+    match = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", text, re.S)
+    return match.group(1) if match else ""
+
+
+def _user_chunks(transcript: str) -> list[str]:
+    """The user's own messages in a rendered transcript (continuation lines included)."""
+    chunks: list[list[str]] = []
+    current: list[str] | None = None
+    for line in transcript.splitlines():
+        if line.startswith("User: "):
+            current = [line[len("User: ") :]]
+            chunks.append(current)
+        elif line.startswith(("Assistant", "Tool result", "Tool error", "User called ", "[... ")):
+            current = None
+        elif current is not None:
+            current.append(line)
+    return ["\n".join(c) for c in chunks]
+
+
+def extract_offline(prompt: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """Deterministic facts from "I prefer ...", "we use ...", "our ... is/are ...", "my ... is ..."
+    in the user's own lines; a fact whose key already holds a different value supersedes it."""
+    existing: dict[str, str] = {}
+    for line in _between(prompt, "existing").splitlines():
+        try:
+            row = json.loads(line)
+            existing[row["key"]] = row["value"]
+        except (ValueError, KeyError, TypeError):
+            continue
+    scopes = ["agent"]
+    for spec in tools:
+        if spec.get("name") == EXTRACTION_TOOL:
+            item = spec["input_schema"]["properties"]["facts"]["items"]
+            scopes = item["properties"]["scope"].get("enum", scopes)
+    facts: dict[str, dict[str, Any]] = {}  # by slug: a later statement wins
+    for chunk in _user_chunks(_between(prompt, "transcript")):
+        for sentence in _SENTENCE.split(chunk):
+            for pattern, shape, scope, confidence in _FACT_PATTERNS:
+                match = pattern.search(sentence)
+                if not match:
+                    continue
+                slug, value = shape(match)
+                slug = re.sub(r"[^a-z0-9]+", "-", slug.lower()).strip("-")[:60].strip("-")
+                key = f"auto:{slug}"
+                old = existing.get(key)
+                supersedes = key if old is not None and old.strip().lower() != value.strip().lower() else None
+                facts.pop(slug, None)
+                facts[slug] = {
+                    "slug": slug,
+                    "value": value,
+                    "scope": scope if scope in scopes else scopes[0],
+                    "confidence": confidence,
+                    "supersedes": supersedes,
+                }
+                break
+    return {"facts": list(facts.values())[-5:]}

@@ -133,3 +133,9 @@ def archive_tombstone_sk(session_id: str, deleted_at: str) -> str:
 
 def archive_tombstone_gsi_sk(deleted_at: str, session_id: str) -> str:
     return f"{check_stamp('deletedAt', deleted_at)}#~del#{check_id('sessionId', session_id)}"
+
+
+# --- automatic extraction (stores/extraction.py) ----------------------------------------------
+def extract_marker_sk(run_id: str) -> str:
+    """The once-per-run marker of an extraction job, in the agent partition (the cascade removes it)."""
+    return f"EXTRACT#{check_id('runId', run_id)}"
