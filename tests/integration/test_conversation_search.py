@@ -100,7 +100,6 @@ def test_other_agents_and_other_users_never_appear(stack):
     assert _search(stack, "bob", mine["id"], "periwinkle") == []
     assert _search(stack, "alice", theirs["id"], "periwinkle") == []
     # and through the tool: bob's agent cannot recall alice's words
-    register_tools(stack.deps.registry)
     r = stack.say(theirs["id"], "did we talk about periwinkle?", user="bob")
     results = r.data["toolCalls"][0]["result"]
     assert results and all("bob says" in hit["text"] for hit in results)
@@ -113,8 +112,7 @@ def test_deleting_a_session_deletes_its_archive_but_not_the_others(stack):
     stack.say(agent["id"], "the vault code is tangerine", session="scratch")
     stack.say(agent["id"], "tangerine is my favourite fruit")
     assert {h["sessionId"] for h in _search(stack, "alice", agent["id"], "tangerine", limit=10)} == {"scratch", "dashboard"}
-    assert stack.call("DELETE", f"/api/agents/{agent['id']}/sessions/scratch").status == 200
-    assert delete_session_archive(stack.deps, t, agent["id"], "scratch") == 2
+    assert stack.call("DELETE", f"/api/agents/{agent['id']}/sessions/scratch").status == 200  # deletes its archive
     assert _archive(stack).session_items(t, agent["id"], "scratch") == []
     assert {h["sessionId"] for h in _search(stack, "alice", agent["id"], "tangerine", limit=10)} == {"dashboard"}
 
@@ -174,7 +172,6 @@ def test_finish_turn_puts_many_archive_items_past_the_transaction_limit(stack):
 
 
 def test_the_tool_through_the_offline_model(stack):
-    register_tools(stack.deps.registry)
     agent = stack.agent()
     stack.say(agent["id"], "my cat is called Marzipan")
     stack.call("POST", f"/api/agents/{agent['id']}/sessions", body={"id": "later"})

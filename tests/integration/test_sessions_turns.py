@@ -137,7 +137,7 @@ def test_runs_and_usage_are_recorded(stack):
 
 
 def test_a_finished_turn_enqueues_an_extraction_job(stack):
-    agent = stack.agent()
+    agent = stack.agent(agentMemory=True)
     run_id = stack.say(agent["id"], "I prefer tea").data["runId"]
     jobs = stack.queue_messages(stack.deps.settings.extract_queue_url)
     assert [j["runId"] for j in jobs] == [run_id]
@@ -285,3 +285,9 @@ def test_webhook_signatures(stack):
 
     default = stack.webhook(agent["id"], secret, {"message": "to the dashboard"})
     assert default.data["sessionId"] == "dashboard"
+
+
+def test_no_extraction_job_when_there_is_nowhere_to_store(stack):
+    agent = stack.agent()  # no workspace, agentMemory off: extraction could store nothing
+    assert stack.say(agent["id"], "I prefer tea").status == 200
+    assert stack.queue_messages(stack.deps.settings.extract_queue_url) == []

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from .agent.prompt import PromptSection
 from .agent.tools import ToolRegistry, default_registry
 from .settings import Settings, get_settings
+from .stores.archive import ArchiveStore
 from .stores.history import HistoryStore
 from .stores.memories import MemoryStore
 from .stores.queues import Queues
@@ -29,6 +30,7 @@ class Deps:
     history: HistoryStore
     queues: Queues
     memories: MemoryStore = None  # type: ignore[assignment]  # set from `table` when not given
+    archive: ArchiveStore = None  # type: ignore[assignment]  # set from `table` when not given
     registry: ToolRegistry = field(default_factory=lambda: all_tools())
     sections: list[PromptSection] = None  # type: ignore[assignment]  # the memory sections when not given
     provider_override: Any = None
@@ -38,6 +40,8 @@ class Deps:
     def __post_init__(self) -> None:
         if self.memories is None:
             self.memories = MemoryStore(self.table)
+        if self.archive is None:
+            self.archive = ArchiveStore(self.table)
         if self.sections is None:
             from .memory.inject import memory_sections
 
@@ -71,11 +75,13 @@ class Deps:
 
 
 def all_tools() -> ToolRegistry:
-    """Every tool the agent loop offers: built-ins, then long-term memory."""
+    """Every tool the agent loop offers: built-ins, long-term memory, conversation search."""
+    from .memory.recall import register_tools as recall_tools
     from .memory.tools import register_tools as memory_tools
 
     registry = default_registry()
     memory_tools(registry)
+    recall_tools(registry)
     return registry
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from .deps import Deps
 from .errors import BadRequest, Conflict, NotFound
 from .ids import check_id, new_id
+from .memory.recall import delete_session_archive
 from .models import (
     Agent,
     AgentCreate,
@@ -156,6 +157,7 @@ def delete_session(deps: Deps, t: str, agent_id: str, session_id: str) -> dict[s
         raise NotFound("session not found", field="sessionId")
     deps.table.delete_session(t, agent_id, session_id)  # refused while a turn holds it
     deps.history.delete(t, agent_id, session_id)
+    delete_session_archive(deps, t, agent_id, session_id)  # before dashboard is re-created
     deps.memories.delete_session_memories(t, agent_id, session_id)
     if session_id == DASHBOARD:
         now = now_iso()

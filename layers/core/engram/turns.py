@@ -253,6 +253,9 @@ def _enqueue_extraction(deps: Deps, req: TurnRequest, agent: Agent, run: Run, tr
     """Best-effort and after the turn is committed: extraction must never fail or change a turn."""
     import json
 
+    if not agent.workspace_id and not agent.agent_memory:
+        return  # extraction could store nothing (EX3): no job, no SQS call
+
     job: dict[str, Any] = {
         "runId": run.id,
         "tenant": req.tenant,

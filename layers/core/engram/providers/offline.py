@@ -84,7 +84,9 @@ class OfflineProvider:
             call = None if (tool_choice or {}).get("type") == "none" else self._pick_tool(text, tools)
             if call:
                 name, tool_input = call
-                digest = hashlib.sha256(f"{len(messages)}:{name}:{text}".encode()).hexdigest()[:20]
+                # Deterministic, yet unique within the conversation it is sent in.
+                seen = json.dumps(messages, sort_keys=True, ensure_ascii=False)
+                digest = hashlib.sha256(f"{seen}:{name}".encode()).hexdigest()[:20]
                 content = [
                     {"type": "text", "text": f"Let me use {name}."},
                     {"type": "tool_use", "id": f"toolu_offline_{digest}", "name": name, "input": tool_input},
