@@ -8,7 +8,7 @@ import pytest
 from engram.errors import ProviderError
 from engram.ids import tenant_key
 from engram.memory import recall
-from engram.memory.recall import conversation_search, delete_session_archive, register_tools
+from engram.memory.recall import conversation_search, delete_session_archive
 from engram.models import Run, Session, now_iso
 from engram.stores.archive import ArchiveStore
 

@@ -5,10 +5,10 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from .cards import recent_decisions, require_card_type
 from .deps import Deps
 from .errors import BadRequest, Conflict, NotFound
 from .ids import check_id, new_id
-from .memory.recall import delete_session_archive
 from .models import (
     Agent,
     AgentCreate,
@@ -81,6 +81,7 @@ def delete_workspace(deps: Deps, t: str, workspace_id: str) -> None:
 
 # --- agents ---------------------------------------------------------------------------------
 def create_agent(deps: Deps, t: str, body: AgentCreate) -> dict[str, Any]:
+    require_card_type(deps, t, body.card_type)
     now = now_iso()
     fields = body.model_dump()
     fields["model"] = fields["model"] or deps.settings.chat_model
@@ -105,6 +106,7 @@ def list_agents(deps: Deps, t: str, limit: int, token: str | None) -> dict[str, 
 
 def update_agent(deps: Deps, t: str, agent_id: str, body: AgentUpdate) -> Agent:
     changes = _changes(body, nullable=_NULLABLE_AGENT_FIELDS)
+    require_card_type(deps, t, changes.get("cardType"))
     if "model" in changes and changes["model"] is None:
         changes["model"] = deps.settings.chat_model  # null means "back to the default model"
     changes["updatedAt"] = now_iso()
@@ -157,6 +159,8 @@ def delete_session(deps: Deps, t: str, agent_id: str, session_id: str) -> dict[s
         raise NotFound("session not found", field="sessionId")
     deps.table.delete_session(t, agent_id, session_id)  # refused while a turn holds it
     deps.history.delete(t, agent_id, session_id)
+    from .memory.recall import delete_session_archive  # the search index stays off the import path
+
     delete_session_archive(deps, t, agent_id, session_id)  # before dashboard is re-created
     deps.memories.delete_session_memories(t, agent_id, session_id)
     if session_id == DASHBOARD:
@@ -178,6 +182,12 @@ def get_run(deps: Deps, t: str, run_id: str) -> Run:
 def list_runs(deps: Deps, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, Any]:
     get_agent(deps, t, agent_id)
     return _page(*deps.table.list_runs(t, agent_id, limit=limit, token=token))
+
+
+def list_decisions(deps: Deps, t: str, agent_id: str, limit: int) -> dict[str, Any]:
+    """The agent's last result cards, newest first, as get_my_decisions shows them (plus the cards)."""
+    get_agent(deps, t, agent_id)
+    return _page(recent_decisions(deps, t, agent_id, limit=limit), None)
 
 
 def list_usage(deps: Deps, t: str, agent_id: str | None, session_id: str | None, limit: int, token: str | None) -> dict[str, Any]:
