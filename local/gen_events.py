@@ -28,7 +28,7 @@ REGION = "us-east-1"
 FIXED_TIME = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 SAMPLE_USER = "alice"
 
-SAMPLE_PATH_VALUES = {"agentId": "a1", "workspaceId": "w1", "sessionId": "dashboard", "runId": "r1", "memoryId": "m1", "factId": "f1"}
+SAMPLE_PATH_VALUES = {"agentId": "a1", "workspaceId": "w1", "sessionId": "dashboard", "runId": "r1", "memoryId": "m1", "factId": "f1", "name": "release-call"}
 SAMPLE_BODIES: dict[str, Any] = {
     "POST /api/agents": {"name": "Scout", "persona": "A concise research assistant."},
     "PATCH /api/agents/{agentId}": {"persona": "A concise research assistant who cites sources."},
@@ -45,6 +45,17 @@ SAMPLE_BODIES: dict[str, Any] = {
     "PATCH /api/workspaces/{workspaceId}/memories/{memoryId}/pin": {"pinned": False},
     "POST /api/me/facts": {"fact": "I only drink green tea", "topic": "preference"},
     "PATCH /api/me/facts/{factId}": {"confidence": "asserted"},
+    "PUT /api/card-types/{name}": {
+        "description": "A release call.",
+        "fields": {
+            "verdict": {"type": "enum", "required": True, "enum": ["SHIP", "HOLD"]},
+            "why": {"type": "string", "required": True, "maxLength": 120},
+            "risk": {"type": "integer", "min": 0, "max": 10},
+        },
+        "reExaminable": True,
+        "reExamineActions": ["KEEP", "REVERT"],
+        "summaryFields": ["why"],
+    },
 }
 # Webhook requests are signed by the caller; the sample carries placeholders.
 WEBHOOK_HEADERS = {
@@ -64,7 +75,9 @@ SAMPLE_SQS: dict[str, dict[str, Any]] = {
 def route_file_name(spec_short: str, route: HttpRoute) -> str:
     segments = [s for s in route.path.strip("/").split("/") if s and s != "api"]
     last = segments[-1] if segments else "root"
-    if last.startswith("{"):
+    if last.startswith("{") and not last.strip("{}+").endswith("Id") and len(segments) > 1:
+        name = segments[-2].removesuffix("s")  # /card-types/{name} -> card-type
+    elif last.startswith("{"):
         name = kebab(last.strip("{}+").removesuffix("Id"))
     else:
         name = last

@@ -156,3 +156,33 @@ def test_a_conversation_leaves_auto_memories_and_their_cost(stack_url):
     assert [m["key"] for m in mine["data"]["items"]] == ["auto:preference-short-answers-with-code"]
     _, spent = http(stack_url, "GET", f"/api/usage?agentId={agent['id']}&sessionId=memory-extract:dashboard", user="gina")
     assert [u["runId"] for u in spent["data"]["items"]] == [said["data"]["runId"]]
+
+
+def test_decision_cards_with_the_offline_model(stack_url):
+    """An agent with a trade-decision card and reviewDecisions: each run ends with a card, and the
+    second run reviewed the first card before deciding (AM5, AM7), all without a key."""
+    status, types = http(stack_url, "GET", "/api/card-types")
+    assert status == 200 and {"decision", "trade-decision"} <= {c["name"] for c in types["data"]["items"]}
+    status, body = http(stack_url, "POST", "/api/agents", body={"name": "Trader", "cardType": "trade-decision", "reviewDecisions": True})
+    assert status == 201, body
+    agent = body["data"]
+    path = f"/api/agents/{agent['id']}/sessions/dashboard/messages"
+
+    status, first = http(stack_url, "POST", path, body={"message": "analyze BTC"})
+    assert status == 200, first
+    assert [c["name"] for c in first["data"]["toolCalls"]] == ["get_my_decisions", "submit_result"]
+    _, run = http(stack_url, "GET", f"/api/runs/{first['data']['runId']}")
+    assert run["data"]["result"]["cardType"] == "trade-decision"
+    card = run["data"]["result"]["card"]
+    assert card["decision"] == "WAIT" and card["asset"] == "ANALYZE" and 0 <= card["confidence"] <= 100
+
+    status, second = http(stack_url, "POST", path, body={"message": "analyze BTC again"})
+    assert status == 200, second
+    review = second["data"]["toolCalls"][0]
+    assert review["name"] == "get_my_decisions"
+    assert review["result"]["decisions"] == [f"just now · WAIT · {card['summary']}"]
+
+    status, decisions = http(stack_url, "GET", f"/api/agents/{agent['id']}/decisions")
+    assert status == 200
+    assert [d["runId"] for d in decisions["data"]["items"]] == [second["data"]["runId"], first["data"]["runId"]]
+    assert http(stack_url, "GET", f"/api/agents/{agent['id']}/decisions", user="bob")[0] == 404

@@ -20,12 +20,12 @@ import yaml
 from pydantic import BaseModel
 
 from engram import account, models, turns, webhooks
-from engram.api import routes_agents, routes_chat, routes_memory, routes_sessions
+from engram.api import routes_agents, routes_cards, routes_chat, routes_memory, routes_sessions
 from engram.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC: dict[str, Any] = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text(encoding="utf-8"))
-ROUTERS = (routes_agents.router, routes_sessions.router, routes_chat.router, routes_memory.router)
+ROUTERS = (routes_agents.router, routes_sessions.router, routes_chat.router, routes_memory.router, routes_cards.router)
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 WEBHOOK = ("POST", "/api/agents/{agentId}/webhook")
 # The webhook reads its raw body itself (the HMAC covers the exact bytes), so no route parameter names its model.
@@ -39,6 +39,8 @@ RESOURCE_SCHEMAS = {
     "Usage": models.Usage,
     "Memory": models.Memory,
     "Fact": models.Fact,
+    "CardType": models.CardType,
+    "Decision": models.Decision,
 }
 # Text limits the use cases check against Settings (so REST, tools and extraction agree); the
 # document states them in the field's description as "<ENV_NAME> (default <n>)".
@@ -256,7 +258,7 @@ def test_request_bodies_match_models():
             assert limits(prop) == limits(code_props[name]), f"{model.__name__}.{name}"
     expected = {models.AgentCreate, models.AgentUpdate, models.WorkspaceCreate, models.WorkspaceUpdate,
                 models.SessionCreate, models.MessageIn, models.WebhookIn, models.MemoryCreate, models.MemoryUpdate,
-                models.PinBody, models.FactCreate, models.FactUpdate}
+                models.PinBody, models.FactCreate, models.FactUpdate, models.CardTypeBody}
     assert checked == expected
 
 
@@ -295,7 +297,7 @@ def test_turn_result_schema_matches_public():
 
 def test_pages_and_envelope():
     schemas = DOC["components"]["schemas"]
-    for page in ("AgentPage", "WorkspacePage", "SessionPage", "RunPage", "MemoryPage", "FactPage"):
+    for page in ("AgentPage", "WorkspacePage", "SessionPage", "RunPage", "MemoryPage", "FactPage", "CardTypePage", "DecisionPage"):
         assert set(schemas[page]["properties"]) == {"items", "nextToken"}
     assert set(schemas["UsagePage"]["properties"]) == {"items", "nextToken", "totals"}
     assert set(schemas["Success"]["properties"]) == {"success", "data"}
@@ -332,6 +334,9 @@ class _FakeStore:
 
     def list_facts(self, t):
         return [self.fact]
+
+    def list_card_types(self, t, *, limit, token):
+        return [models.CardType(id="c", name="c", created_at="t", updated_at="t", fields={"x": {"type": "string"}})], None
 
     def load(self, t, agent_id, session_id):
         return SimpleNamespace(messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
@@ -373,7 +378,7 @@ def test_export_schema_matches_account_export():
     assert set(schema_properties(export["properties"]["workspaces"]["items"])) == set(out["workspaces"][0])
     agent_item = schema_properties(export["properties"]["agents"]["items"])
     assert set(schema_properties(agent_item["sessions"]["items"])) == set(out["agents"][0]["sessions"][0])
-    for name, item_schema in (("facts", "Fact"), ("runs", "Run"), ("usage", "UsageRow")):
+    for name, item_schema in (("facts", "Fact"), ("runs", "Run"), ("usage", "UsageRow"), ("cardTypes", "CardType")):
         assert export["properties"][name]["items"] == {"$ref": f"#/components/schemas/{item_schema}"}
         assert set(schemas[item_schema]["properties"]) == set(out[name][0]), name
     for holder in (agent_item, schema_properties(export["properties"]["workspaces"]["items"])):

@@ -51,6 +51,10 @@ def export(deps: Deps, t: str) -> dict[str, Any]:
         for ws in _all_workspaces(deps, t)
     ]
     usage = deps.table._query_all(keys.usage_pk(t))
+    card_types, token = deps.table.list_card_types(t, limit=100, token=None)
+    while token:
+        more, token = deps.table.list_card_types(t, limit=100, token=token)
+        card_types += more
     return {
         "exportedAt": now_iso(),
         "agents": agents_out,
@@ -58,6 +62,7 @@ def export(deps: Deps, t: str) -> dict[str, Any]:
         "facts": [f.public() for f in deps.memories.list_facts(t)],
         "runs": runs_out,
         "usage": [{k: v for k, v in row.items() if not k.startswith(("PK", "SK", "GSI"))} for row in usage],
+        "cardTypes": [c.public() for c in card_types],
     }
 
 
@@ -77,7 +82,7 @@ def delete_everything(deps: Deps, t: str) -> dict[str, int]:
     usage = deps.table._query_all(keys.usage_pk(t), projection="PK, SK")
     deps.table._delete_keys([(u["PK"], u["SK"]) for u in usage])
     counts["usageRows"] = len(usage)
-    # Anything left in the tenant partition (e.g. runs whose agent row was already gone).
+    # Anything left in the tenant partition: custom card types, runs whose agent row was already gone.
     rest = deps.table._query_all(keys.tenant_pk(t), projection="PK, SK")
     deps.table._delete_keys([(r["PK"], r["SK"]) for r in rest])
     return counts

@@ -75,13 +75,15 @@ class Deps:
 
 
 def all_tools() -> ToolRegistry:
-    """Every tool the agent loop offers: built-ins, long-term memory, conversation search."""
+    """Every tool the agent loop offers: built-ins, long-term memory, conversation search, decisions."""
     from .memory.recall import register_tools as recall_tools
+    from .agent.decision_tools import register_tools as decision_tools
     from .memory.tools import register_tools as memory_tools
 
     registry = default_registry()
     memory_tools(registry)
     recall_tools(registry)
+    decision_tools(registry)
     return registry
 
 

@@ -14,6 +14,7 @@ from typing import Any
 from .agent.loop import LoopResult, run_loop
 from .agent.prompt import build_system, start_sections
 from .agent.tools import ToolContext
+from .cards import find_card_type
 from .deps import Deps
 from .errors import EngramError, NotFound, PayloadTooLarge, SessionBusy, TurnFailed
 from .ids import new_id
@@ -137,8 +138,14 @@ def run_turn(deps: Deps, req: TurnRequest) -> TurnResult:
     ctx = ToolContext(tenant=req.tenant, agent=agent, session_id=req.session_id, run_id=run_id, deps=deps)
     # Memory sections read in parallel with the transcript GET; each is best-effort.
     loaded = start_sections(deps.sections, ctx, deps.executor)
+    # A custom card type is one GetItem, beside the transcript GET; built-ins cost nothing.
+    card_type_future = deps.executor.submit(find_card_type, deps, req.tenant, agent.card_type) if agent.card_type else None
     try:
         history = deps.history.load(req.tenant, agent.id, req.session_id)
+        if card_type_future is not None:
+            ctx.card_type = card_type_future.result()
+            if ctx.card_type is None:
+                logger.warning("the agent's card type no longer exists; no submit_result this run", extra={"card_type": agent.card_type})
         incoming = user_message(req.message)
         sent = trim_history(history.messages + [incoming], settings.history_cap).kept
         problems = sequence_problems(sent)
@@ -172,7 +179,7 @@ def run_turn(deps: Deps, req: TurnRequest) -> TurnResult:
             "status": "succeeded",
             "updated_at": now_iso(),
             "session_revision_after": revision_before + 1,
-            "result": {"reply": loop.reply},
+            "result": _result(agent, ctx, loop),
             "usage": loop.usage,
             "tool_calls": loop.tool_calls,
         }
@@ -194,6 +201,13 @@ def run_turn(deps: Deps, req: TurnRequest) -> TurnResult:
     _record_metrics(run, loop, started, ok=True)
     _enqueue_extraction(deps, req, agent, run, [incoming] + loop.new_messages)
     return TurnResult(run=run, reply=loop.reply, tool_calls=loop.tool_calls)
+
+
+def _result(agent: Agent, ctx: ToolContext, loop: LoopResult) -> dict[str, Any]:
+    """A chat turn's result: the reply, and for an agent with a card type the card it submitted."""
+    if not agent.card_type:
+        return {"reply": loop.reply}
+    return {"reply": loop.reply, "card": ctx.card, "cardType": agent.card_type}
 
 
 def _await_background(ctx: ToolContext) -> None:

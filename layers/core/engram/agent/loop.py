@@ -55,7 +55,7 @@ def run_loop(
     """Runs until the model stops asking for tools. `result` is filled as it goes, so a caller
     that catches a failure still knows the tokens already spent."""
     out = result if result is not None else LoopResult()
-    tools = registry.specs()
+    tools = registry.specs(ctx=ctx)
     convo = list(messages)
     for round_no in range(max_rounds):
         remaining = deadline - time.monotonic()

@@ -26,6 +26,9 @@ class ToolContext:
     deps: Any = None
     # Best-effort writes started during the turn (e.g. reference bumps); awaited before it returns.
     background: list[Any] = field(default_factory=list)
+    # The agent's card type (when it has one) and the valid card submit_result accepted.
+    card_type: Any = None
+    card: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -42,10 +45,20 @@ class Tool:
     handler: Callable[[ToolContext, Any], Any]
     # The offline model's way to call this tool: user text -> tool input, or None.
     offline_intent: Callable[[str], dict[str, Any] | None] | None = None
+    # Tools only some agents get (e.g. submit_result for agents with a card type): None = always.
+    enabled: Callable[[ToolContext], bool] | None = None
+    # An input schema built for the turn (e.g. from the agent's card type) instead of input_model's.
+    schema_for: Callable[[ToolContext], dict[str, Any]] | None = None
 
-    def spec(self) -> dict[str, Any]:
-        schema = self.input_model.model_json_schema()
-        schema.pop("title", None)
+    def available(self, ctx: ToolContext | None) -> bool:
+        return self.enabled is None or (ctx is not None and self.enabled(ctx))
+
+    def spec(self, ctx: ToolContext | None = None) -> dict[str, Any]:
+        if self.schema_for is not None and ctx is not None:
+            schema = self.schema_for(ctx)
+        else:
+            schema = self.input_model.model_json_schema()
+            schema.pop("title", None)
         return {"name": self.name, "description": self.description, "input_schema": schema}
 
 
@@ -57,15 +70,16 @@ class ToolRegistry:
         self.tools[tool.name] = tool
         return tool
 
-    def specs(self, enabled: Callable[[Tool], bool] | None = None) -> list[dict[str, Any]]:
-        return [t.spec() for t in self.tools.values() if enabled is None or enabled(t)]
+    def specs(self, enabled: Callable[[Tool], bool] | None = None, *, ctx: ToolContext | None = None) -> list[dict[str, Any]]:
+        """The tools offered to the model; with `ctx`, only those this agent gets, in their turn's shape."""
+        return [t.spec(ctx) for t in self.tools.values() if (enabled is None or enabled(t)) and t.available(ctx)]
 
     def offline_intents(self) -> dict[str, Callable[[str], dict[str, Any] | None]]:
         return {name: t.offline_intent for name, t in self.tools.items() if t.offline_intent}
 
     def call(self, name: str, raw_input: Any, ctx: ToolContext) -> ToolOutcome:
         tool = self.tools.get(name)
-        if tool is None:
+        if tool is None or not tool.available(ctx):
             return ToolOutcome(f"unknown tool {name!r}", is_error=True)
         try:
             parsed = tool.input_model.model_validate(raw_input if isinstance(raw_input, dict) else {})

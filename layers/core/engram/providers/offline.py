@@ -77,11 +77,14 @@ class OfflineProvider:
                 tokens=TokenCounts(input_tokens=_estimate_tokens([system, tools, messages]), output_tokens=_estimate_tokens(content)),
             )
         last = messages[-1]
-        if _is_tool_result(last):
+        may_call = (tool_choice or {}).get("type") != "none"
+        # Decision tools: get_my_decisions first, submit_result before the final answer (DESIGN AM5).
+        first, final = _decision_calls(tools, messages) if may_call else (None, None)
+        if _is_tool_result(last) and not final:
             content, stop = [{"type": "text", "text": self._summarise_results(messages)}], "end_turn"
         else:
-            text = _text_of(last)
-            call = None if (tool_choice or {}).get("type") == "none" else self._pick_tool(text, tools)
+            text = _text_of(last) if not _is_tool_result(last) else ""
+            call = first or (self._pick_tool(text, tools) if may_call and text else None) or final
             if call:
                 name, tool_input = call
                 # Deterministic, yet unique within the conversation it is sent in.
@@ -143,6 +146,66 @@ class OfflineProvider:
         else:
             reply += " This is the first message of this session."
         return reply
+
+
+# --- decision tools -------------------------------------------------------------------------------
+from ..agent.decision_tools import GET_MY_DECISIONS, SUBMIT_RESULT  # noqa: E402  (names shared with the tools)
+
+
+def _this_turn(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The user's message that opened this turn and everything after it."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m.get("role") == "user" and not _is_tool_result(m):
+            return _text_of(m), messages[i + 1 :]
+    return "", list(messages)
+
+
+def _calls_in(turn: list[dict[str, Any]], name: str) -> tuple[int, bool]:
+    """How often `name` was called this turn, and whether one of its calls succeeded."""
+    ids = {b["id"] for m in turn for b in m.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == name}
+    ok = any(
+        b.get("tool_use_id") in ids and not b.get("is_error")
+        for m in turn for b in m.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_result"
+    )
+    return len(ids), ok
+
+
+def _decision_calls(tools: list[dict[str, Any]], messages: list[dict[str, Any]]) -> tuple[Any, Any]:
+    """(call to make before anything else, call to make before answering) for this turn."""
+    names = {t["name"]: t for t in tools}
+    text, turn = _this_turn(messages)
+    first = final = None
+    if GET_MY_DECISIONS in names and _calls_in(turn, GET_MY_DECISIONS)[0] == 0:
+        first = (GET_MY_DECISIONS, {})
+    if SUBMIT_RESULT in names:
+        tries, done = _calls_in(turn, SUBMIT_RESULT)
+        if not done and tries < 2:
+            final = (SUBMIT_RESULT, offline_card(names[SUBMIT_RESULT]["input_schema"], text))
+    return first, final
+
+
+def offline_card(schema: dict[str, Any], text: str) -> dict[str, Any]:
+    """A deterministic card that satisfies a submit_result schema: the first enum value, the
+    midpoint of numeric bounds, and short strings taken from the user's message."""
+    words = re.findall(r"[A-Za-z0-9]+", text) or ["offline"]
+    card: dict[str, Any] = {}
+    for name in schema.get("required", []):
+        prop = schema.get("properties", {}).get(name, {})
+        kind = prop.get("type")
+        if "enum" in prop:
+            card[name] = prop["enum"][0]
+        elif kind in ("number", "integer"):
+            low, high = prop.get("minimum"), prop.get("maximum")
+            value = (low + high) / 2 if low is not None and high is not None else (low if low is not None else (high if high is not None else 0))
+            card[name] = int(value) if kind == "integer" else value
+        elif kind == "boolean":
+            card[name] = False
+        else:
+            limit = int(prop.get("maxLength", 200))
+            value = words[0].upper() if limit <= 40 else "offline: " + " ".join(words)
+            card[name] = value[:limit]
+    return card
 
 
 # --- memory extraction ------------------------------------------------------------------------

@@ -139,3 +139,9 @@ def archive_tombstone_gsi_sk(deleted_at: str, session_id: str) -> str:
 def extract_marker_sk(run_id: str) -> str:
     """The once-per-run marker of an extraction job, in the agent partition (the cascade removes it)."""
     return f"EXTRACT#{check_id('runId', run_id)}"
+
+
+# --- card types (cards.py) --------------------------------------------------------------------
+def card_type_sk(name: str) -> str:
+    """A custom card type of the tenant, in the tenant partition (built-ins are not stored)."""
+    return f"CARDTYPE#{check_id('name', name)}"

@@ -9,7 +9,7 @@ from botocore.exceptions import ClientError
 
 from .aws import make_client
 from ..errors import Conflict, NotFound, SessionBusy
-from ..models import Agent, Run, Session, UsageRow, Workspace, now_iso
+from ..models import Agent, CardType, Run, Session, UsageRow, Workspace, now_iso
 from . import keys
 from .dynamo import (
     cancellation_codes,
@@ -463,6 +463,36 @@ class TableStore:
                 from ..observability import logger
 
                 logger.exception("could not write the items that overflowed the turn transaction", extra={"run_id": run.id, "count": len(overflow)})
+
+    def recent_runs_with_cards(self, t: str, agent_id: str, *, limit: int, page: int = 25, max_pages: int = 4) -> list[Run]:
+        """The agent's newest runs whose result holds a card: its runs through GSI1 newest first,
+        a bounded number of small pages (at most `page * max_pages` runs are read)."""
+        found: list[Run] = []
+        token = None
+        for _ in range(max_pages):
+            items, token = self._query(keys.runs_by_agent(t, agent_id), index="GSI1", limit=page, token=token, newest_first=True)
+            for item in items:
+                result = item.get("result")
+                if item.get("status") == "succeeded" and isinstance(result, dict) and isinstance(result.get("card"), dict):
+                    found.append(Run.model_validate(item))
+                    if len(found) >= limit:
+                        return found
+            if not token:
+                break
+        return found
+
+    # --- card types ---------------------------------------------------------------------------
+    def put_card_type(self, t: str, card_type: CardType) -> None:
+        item = {"PK": keys.tenant_pk(t), "SK": keys.card_type_sk(card_type.name), **card_type.model_dump(by_alias=True, mode="json")}
+        self.client.put_item(TableName=self.name, Item=serialize(item))
+
+    def get_card_type(self, t: str, name: str) -> CardType | None:
+        item = self._get(keys.tenant_pk(t), keys.card_type_sk(name))
+        return CardType.model_validate(item) if item else None
+
+    def list_card_types(self, t: str, *, limit: int, token: str | None) -> tuple[list[CardType], str | None]:
+        items, nxt = self._query(keys.tenant_pk(t), sk_prefix="CARDTYPE#", limit=limit, token=token)
+        return [CardType.model_validate(i) for i in items], nxt
 
     def list_usage(
         self, t: str, *, agent_id: str | None, session_key: str | None, limit: int, token: str | None

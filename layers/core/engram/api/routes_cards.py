@@ -1,0 +1,39 @@
+"""Card types (result schemas as data) and an agent's past decisions."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from .. import cards, services
+from ..deps import get_deps
+from ..models import CardTypeBody
+from .http import ok, tenant
+
+router = Router()
+
+Limit = Annotated[int, Query(ge=1, le=100)]
+Token = Annotated[str | None, Query(max_length=2048)]
+
+
+@router.get("/api/card-types")
+def list_card_types(limit: Limit = 50, nextToken: Token = None):
+    return ok(cards.list_card_types(get_deps(), tenant(router), limit, nextToken))
+
+
+@router.get("/api/card-types/<name>")
+def get_card_type(name: str):
+    return ok(cards.get_card_type(get_deps(), tenant(router), name).public())
+
+
+@router.put("/api/card-types/<name>")
+def put_card_type(name: str, body: CardTypeBody):
+    card_type, created = cards.put_card_type(get_deps(), tenant(router), name, body)
+    return ok(card_type.public(), 201 if created else 200)
+
+
+@router.get("/api/agents/<agentId>/decisions")
+def list_decisions(agentId: str, limit: Annotated[int, Query(ge=1, le=20)] = 5):
+    return ok(services.list_decisions(get_deps(), tenant(router), agentId, limit))
