@@ -101,7 +101,7 @@ def _event(job: dict[str, Any], queue_arn: str) -> dict[str, Any]:
 
 
 def bench_jobs(conversations: list[list[list[dict[str, Any]]]], limit: int | None) -> dict[str, Any]:
-    from bench.run import AwsCallCounter
+    from bench.run import AwsCallCounter, TimedProvider
     from local.apigw import invoke_http
     from local.stack import start_stack
 
@@ -112,20 +112,9 @@ def bench_jobs(conversations: list[list[list[dict[str, Any]]]], limit: int | Non
         from engram.ids import tenant_key
 
         deps = get_deps()
-        inner = deps.provider
-        model_seconds = [0.0]
-
-        class TimedProvider:
-            name = "offline"
-
-            def complete(self, **kwargs):
-                start = time.perf_counter()
-                try:
-                    return inner.complete(**kwargs)
-                finally:
-                    model_seconds[0] += time.perf_counter() - start
-
-        deps.provider_override = TimedProvider()
+        timed = TimedProvider(deps.provider)
+        model_seconds = timed.seconds
+        deps.provider_override = timed
         fn = handle.functions["ExtractFunction"]
         fn.handler()  # the cold import is not a job's cost
         queue_arn = handle.resources.queue_arn("ExtractQueue")

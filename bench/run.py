@@ -62,6 +62,23 @@ class AwsCallCounter:
         return out, seconds
 
 
+class TimedProvider:
+    """Wraps a provider and adds the time spent inside it to `seconds[0]` (so it can be excluded)."""
+
+    name = "timed"
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.seconds = [0.0]
+
+    def complete(self, **kwargs):
+        start = time.perf_counter()
+        try:
+            return self.inner.complete(**kwargs)
+        finally:
+            self.seconds[0] += time.perf_counter() - start
+
+
 def bench_turns(turns_per_session: int, sessions: int) -> dict:
     from local.apigw import invoke_http
     from local.stack import start_stack
@@ -72,20 +89,9 @@ def bench_turns(turns_per_session: int, sessions: int) -> dict:
         from engram.deps import get_deps
 
         deps = get_deps()
-        model_seconds = [0.0]
-        inner = deps.provider
-
-        class TimedProvider:
-            name = "timed-offline"
-
-            def complete(self, **kwargs):
-                start = time.perf_counter()
-                try:
-                    return inner.complete(**kwargs)
-                finally:
-                    model_seconds[0] += time.perf_counter() - start
-
-        deps.provider_override = TimedProvider()
+        timed = TimedProvider(deps.provider)
+        model_seconds = timed.seconds
+        deps.provider_override = timed
         per_turn_ms: list[float] = []
         cpu_ms: list[float] = []
         per_turn_calls: list[Counter[str]] = []

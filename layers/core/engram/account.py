@@ -2,27 +2,27 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from .deps import Deps
 from .models import now_iso
 from .stores import keys
 
 
-def _all_agents(deps: Deps, t: str) -> list[Any]:
-    agents, token = deps.table.list_agents(t, limit=100, token=None)
+def _every_page(fetch: Callable[..., tuple[list[Any], str | None]]) -> list[Any]:
+    items, token = fetch(limit=100, token=None)
     while token:
-        more, token = deps.table.list_agents(t, limit=100, token=token)
-        agents += more
-    return agents
+        more, token = fetch(limit=100, token=token)
+        items += more
+    return items
+
+
+def _all_agents(deps: Deps, t: str) -> list[Any]:
+    return _every_page(lambda **page: deps.table.list_agents(t, **page))
 
 
 def _all_workspaces(deps: Deps, t: str) -> list[Any]:
-    spaces, token = deps.table.list_workspaces(t, limit=100, token=None)
-    while token:
-        more, token = deps.table.list_workspaces(t, limit=100, token=token)
-        spaces += more
-    return spaces
+    return _every_page(lambda **page: deps.table.list_workspaces(t, **page))
 
 
 def export(deps: Deps, t: str) -> dict[str, Any]:
@@ -30,14 +30,8 @@ def export(deps: Deps, t: str) -> dict[str, Any]:
     agents_out = []
     runs_out: list[dict[str, Any]] = []
     for agent in _all_agents(deps, t):
-        sessions, token = deps.table.list_sessions(t, agent.id, limit=100, token=None)
-        while token:
-            more, token = deps.table.list_sessions(t, agent.id, limit=100, token=token)
-            sessions += more
-        runs, token = deps.table.list_runs(t, agent.id, limit=100, token=None)
-        while token:
-            more, token = deps.table.list_runs(t, agent.id, limit=100, token=token)
-            runs += more
+        sessions = _every_page(lambda **page: deps.table.list_sessions(t, agent.id, **page))
+        runs = _every_page(lambda **page: deps.table.list_runs(t, agent.id, **page))
         runs_out += [r.public() for r in runs]
         agents_out.append(
             {
