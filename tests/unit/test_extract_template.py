@@ -48,8 +48,11 @@ def test_extract_function_policy_is_least_privilege():
     assert by_sid["Transcripts"][1]["Action"] == "s3:GetObject"
     assert not any("sqs:" in a for s in statements for a in json.dumps(s).split('"') if a.startswith("sqs:"))
     chat = {s["Fn::If"][1]["Sid"]: s["Fn::If"] for s in _props("ChatFunction")["Policies"][0]["Statement"] if "Fn::If" in s}
-    assert by_sid["AnthropicKey"][0] == chat["AnthropicKey"][0] == "UseAnthropic"
-    assert by_sid["AnthropicKey"][1]["Resource"] == chat["AnthropicKey"][1]["Resource"]
+    # the key's secret: the one the stack created, or the one the owner named (never both, never *)
+    assert by_sid["AnthropicKey"][0] == chat["AnthropicKey"][0] == "CreateAnthropicSecret"
+    assert by_sid["AnthropicKey"][1]["Resource"] == chat["AnthropicKey"][1]["Resource"] == {"Ref": "AnthropicApiKey"}
+    assert by_sid["GivenAnthropicKey"][0] == chat["GivenAnthropicKey"][0] == "UseGivenAnthropicSecret"
+    assert by_sid["GivenAnthropicKey"][1]["Resource"] == chat["GivenAnthropicKey"][1]["Resource"] == {"Ref": "AnthropicSecretArn"}
     assert by_sid["Bedrock"][0] == chat["Bedrock"][0] == "UseBedrock"
     assert by_sid["Bedrock"][1]["Action"] == "bedrock:InvokeModel"
     assert by_sid["Bedrock"][1]["Resource"] == chat["Bedrock"][1]["Resource"]

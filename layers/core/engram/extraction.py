@@ -46,7 +46,7 @@ from .ids import ID_PATTERN
 from .memories import refuse_secrets
 from .models import Agent, Memory, Usage, UsageRow, now_iso
 from .observability import MetricUnit, logger, metrics
-from .pricing import priced_usage, prices_for
+from .pricing import prices_for, usage_of
 from .stores.extraction import AlreadyExtracted, Claim, ExtractionBusy, ExtractionStore, LeaseLost, RowsChanged, RowWrite
 from .stores.memories import memory_id
 
@@ -648,14 +648,7 @@ def _extract(
         timeout=timeout,
         tool_choice={"type": "tool", "name": EXTRACTION_TOOL},
     )
-    t = response.tokens
-    usage = priced_usage(
-        response.model,
-        input_tokens=t.input_tokens,
-        output_tokens=t.output_tokens,
-        cache_read_tokens=t.cache_read_tokens,
-        cache_write_tokens=t.cache_write_tokens,
-    )
+    usage = usage_of(response)
     outcome.usage = usage
     _count("ExtractInputTokens", usage.input_tokens)
     _count("ExtractOutputTokens", usage.output_tokens)

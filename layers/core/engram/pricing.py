@@ -4,7 +4,12 @@ from __future__ import annotations
 
 import re
 
+from typing import TYPE_CHECKING
+
 from .models import Usage
+
+if TYPE_CHECKING:
+    from .providers.base import ModelResponse
 
 # (input, output, cache write, cache read) per million tokens.
 _PRICES: list[tuple[str, tuple[float, float, float, float]]] = [
@@ -60,4 +65,16 @@ def priced_usage(model: str, *, input_tokens: int, output_tokens: int, cache_rea
             cache_read_tokens=cache_read_tokens,
             cache_write_tokens=cache_write_tokens,
         ),
+    )
+
+
+def usage_of(response: "ModelResponse") -> Usage:
+    """The priced usage of one model call."""
+    t = response.tokens
+    return priced_usage(
+        response.model,
+        input_tokens=t.input_tokens,
+        output_tokens=t.output_tokens,
+        cache_read_tokens=t.cache_read_tokens,
+        cache_write_tokens=t.cache_write_tokens,
     )

@@ -9,7 +9,7 @@ from typing import Any
 
 from ..errors import TurnTimeout
 from ..models import Usage
-from ..pricing import priced_usage
+from ..pricing import usage_of
 from ..providers.base import ModelProvider
 from .prompt import with_history_breakpoint
 from .tools import ToolContext, ToolRegistry
@@ -73,14 +73,7 @@ def run_loop(
             tool_choice={"type": "none"} if (last_round and tools) else None,
         )
         out.model_calls += 1
-        tokens = response.tokens
-        usage = priced_usage(
-            response.model,
-            input_tokens=tokens.input_tokens,
-            output_tokens=tokens.output_tokens,
-            cache_read_tokens=tokens.cache_read_tokens,
-            cache_write_tokens=tokens.cache_write_tokens,
-        )
+        usage = usage_of(response)
         out.usage_by_model[response.model] = out.usage_by_model.get(response.model, Usage()) + usage
 
         content = list(response.content)
