@@ -28,6 +28,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.memory_sections
 	$(BIN)/python -m bench.extraction
+	$(BIN)/python -m bench.runs
 
 lint: $(STAMP)
 	$(BIN)/cfn-lint template.yaml

@@ -5,7 +5,9 @@ own builders, so the samples match what the handlers get locally and in Lambda.
     python -m local.gen_events --check  # exit 1 when events/ is out of date
 
 Files: `<function>-<method>-<name>.json` per HTTP route (name: the last literal segment, or the
-resource named by a trailing `{xId}` parameter), `sqs-<queue>.json` per (non-DLQ) queue.
+resource named by a trailing `{xId}` parameter), `sqs-<queue>.json` per queue a function consumes,
+`<function>-schedule.json` per EventBridge Scheduler target (the Input of a schedule as the
+function receives it, context attributes filled in).
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from .apigw import API_ID, build_http_event
 from .resources import ACCOUNT_ID, kebab, physical_name
+from .schedules import fill_input
 from .template import ROOT, HttpRoute, Template, load_template
 from .workers import sqs_record
 
@@ -44,6 +47,8 @@ SAMPLE_BODIES: dict[str, Any] = {
     "PATCH /api/workspaces/{workspaceId}/memories/{memoryId}": {"importance": 70},
     "PATCH /api/workspaces/{workspaceId}/memories/{memoryId}/pin": {"pinned": False},
     "POST /api/me/facts": {"fact": "I only drink green tea", "topic": "preference"},
+    "POST /api/agents/{agentId}/runs": {"prompt": "Check the release board and report blockers.", "inputs": {"ticker": "ACME"}},
+    "PATCH /api/runs/{runId}": {"resolutionStatus": "resolved"},
     "PATCH /api/me/facts/{factId}": {"confidence": "asserted"},
     "PUT /api/card-types/{name}": {
         "description": "A release call.",
@@ -69,7 +74,21 @@ SAMPLE_SQS: dict[str, dict[str, Any]] = {
         "dedup": "r1",
     },
     "ExtractQueue": {"body": {"runId": "r1", "tenant": "t", "agentId": "a1", "sessionId": "dashboard"}},
+    "RunQueue": {"body": {"tenant": "t", "runId": "r1", "agentId": "a1", "kind": "manual"}, "sender": "ApiFunction"},
 }
+# The Input of each function's schedules (engram/stores/schedules.py writes it), before Scheduler
+# fills in its context attributes.
+SAMPLE_SCHEDULE_INPUTS: dict[str, dict[str, Any]] = {
+    "HeartbeatFunction": {
+        "source": "engram.schedule",
+        "tenant": "t",
+        "agentId": "a1",
+        "scheduledTime": "<aws.scheduler.scheduled-time>",
+        "executionId": "<aws.scheduler.execution-id>",
+        "attempt": "<aws.scheduler.attempt-number>",
+    }
+}
+SAMPLE_EXECUTION_ID = "d32c5kddcf5bb8c3"
 
 
 def route_file_name(spec_short: str, route: HttpRoute) -> str:
@@ -83,7 +102,7 @@ def route_file_name(spec_short: str, route: HttpRoute) -> str:
         name = last
     # Nested resources (an agent's or a workspace's memories) are named after their owner too.
     literals = [s for s in segments if not s.startswith("{")]
-    if len(literals) > 1 and literals[0] in ("agents", "workspaces") and literals[1] not in ("sessions", "runs", "webhook"):
+    if len(literals) > 1 and literals[0] in ("agents", "workspaces", "runs") and literals[1] not in ("sessions", "runs", "webhook"):
         name = f"{literals[0].removesuffix('s')}-{'-'.join(literals[1:])}" if not last.startswith("{") else f"{literals[0].removesuffix('s')}-{name}"
     return f"{spec_short}-{route.method.lower()}-{name}.json"
 
@@ -148,7 +167,7 @@ def sqs_event(template: Template, queue_id: str) -> dict[str, Any]:
     attributes = {
         "ApproximateReceiveCount": "1",
         "SentTimestamp": sent,
-        "SenderId": "AROAEXAMPLEROLEID:engram-ChatFunction",
+        "SenderId": f"AROAEXAMPLEROLEID:engram-{sample.get('sender', 'ChatFunction')}",
         "ApproximateFirstReceiveTimestamp": str(int(sent) + 12),
     }
     if fifo:
@@ -168,6 +187,17 @@ def sqs_event(template: Template, queue_id: str) -> dict[str, Any]:
     return {"Records": [sqs_record(message, f"arn:aws:sqs:{REGION}:{ACCOUNT_ID}:{name}", REGION)]}
 
 
+def schedule_event(function_id: str) -> Any:
+    """What a function gets when one of its schedules fires at FIXED_TIME."""
+    group = physical_name("engram", "ScheduleGroup")
+    return fill_input(
+        json.dumps(SAMPLE_SCHEDULE_INPUTS[function_id], separators=(",", ":")),
+        scheduled=FIXED_TIME,
+        schedule_arn=f"arn:aws:scheduler:{REGION}:{ACCOUNT_ID}:schedule/{group}/a1",
+        execution_id=SAMPLE_EXECUTION_ID,
+    )
+
+
 def generate(template: Template) -> dict[str, dict[str, Any]]:
     events: dict[str, dict[str, Any]] = {}
     for spec in template.functions():
@@ -176,9 +206,13 @@ def generate(template: Template) -> dict[str, dict[str, Any]]:
             if name in events:
                 raise ValueError(f"two routes would both write events/{name}; extend route_file_name")
             events[name] = http_event(route)
+    consumed = {source.queue_id for source in template.sqs_sources()}
     for queue_id in template.queues():
-        if queue_id not in dead_letter_queues(template):
+        if queue_id in consumed and queue_id not in dead_letter_queues(template):
             events[f"sqs-{kebab(queue_id.removesuffix('Queue'))}.json"] = sqs_event(template, queue_id)
+    for spec in template.functions():
+        if spec.logical_id in SAMPLE_SCHEDULE_INPUTS:
+            events[f"{spec.short_name}-schedule.json"] = schedule_event(spec.logical_id)
     return events
 
 

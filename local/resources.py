@@ -1,4 +1,4 @@
-"""Create the template's table, bucket and queues with boto3 against the current endpoint.
+"""Create the template's table, bucket, queues and schedule group with boto3 against the current endpoint.
 
 Everything comes from the resources' own Properties in template.yaml (key schema, GSIs, TTL,
 FIFO, redrive...), so the local stack and the tests cannot drift from what is deployed. The
@@ -24,7 +24,15 @@ from .template import Template
 ACCOUNT_ID = "123456789012"  # moto's default account
 LOCAL_MODEL_PROVIDER = "offline"
 # Environment values that name cloud-only resources; locally they have a fixed value instead.
-LOCAL_ENV_OVERRIDES: dict[str, str] = {"ANTHROPIC_SECRET_ARN": ""}
+# The heartbeat ARN is what local/schedules.py maps back to HeartbeatFunction when a schedule fires;
+# the scheduler role is only stored on the schedules (moto neither checks nor assumes it).
+LOCAL_HEARTBEAT_FUNCTION_ARN = f"arn:aws:lambda:us-east-1:{ACCOUNT_ID}:function:engram-local-heartbeat-function"
+LOCAL_SCHEDULER_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/engram-local-scheduler-role"
+LOCAL_ENV_OVERRIDES: dict[str, str] = {
+    "ANTHROPIC_SECRET_ARN": "",
+    "HEARTBEAT_FUNCTION_ARN": LOCAL_HEARTBEAT_FUNCTION_ARN,
+    "SCHEDULER_ROLE_ARN": LOCAL_SCHEDULER_ROLE_ARN,
+}
 
 
 class Unresolvable(LookupError):
@@ -296,11 +304,22 @@ def _create_queue(ctx: CreateContext, logical_id: str, name: str, props: dict[st
     return Physical("AWS::SQS::Queue", url, {"Arn": arn, "QueueName": queue_name, "QueueUrl": url})
 
 
+def _create_schedule_group(ctx: CreateContext, logical_id: str, name: str, props: dict[str, Any]) -> Physical:
+    # moto's CreateSchedule fails on a group that does not exist, so the group must be there first.
+    group = props.get("Name") or name
+    kwargs: dict[str, Any] = {"Name": group}
+    if props.get("Tags"):
+        kwargs["Tags"] = props["Tags"]
+    arn = ctx.client("scheduler").create_schedule_group(**kwargs)["ScheduleGroupArn"]
+    return Physical("AWS::Scheduler::ScheduleGroup", group, {"Arn": arn})
+
+
 Creator = Callable[[CreateContext, str, str, dict[str, Any]], Physical]
 CREATORS: dict[str, Creator] = {
     "AWS::DynamoDB::Table": _create_table,
     "AWS::S3::Bucket": _create_bucket,
     "AWS::SQS::Queue": _create_queue,
+    "AWS::Scheduler::ScheduleGroup": _create_schedule_group,
 }
 
 
@@ -342,6 +361,9 @@ class Resources:
 
     def queues(self) -> dict[str, Physical]:
         return {lid: p for lid, p in self.physical.items() if p.type == "AWS::SQS::Queue"}
+
+    def schedule_group(self, logical_id: str = "ScheduleGroup") -> str:
+        return self._get(logical_id, "AWS::Scheduler::ScheduleGroup").ref
 
     def resolver(self, parameters: Mapping[str, Any] | None = None) -> Resolver:
         return Resolver(self.template, self.physical, region=self.region, parameters=parameters, stack_name=self.prefix)

@@ -1,9 +1,10 @@
 """The whole stack on 127.0.0.1: `python -m local.stack` (make dev), or `start_stack()` from tests.
 
-moto's server stands in for DynamoDB, S3 and SQS; the table, bucket and queues are created from
-template.yaml; the functions' environment is what the template gives them (with local names);
-an HTTP front builds API Gateway v2 events for the same handlers; background workers feed the
-queue consumers. Everything listens on loopback only.
+moto's server stands in for DynamoDB, S3, SQS and EventBridge Scheduler; the table, bucket,
+queues and schedule group are created from template.yaml; the functions' environment is what the
+template gives them (with local names); an HTTP front builds API Gateway v2 events for the same
+handlers; background workers feed the queue consumers and fire the agents' schedules. Everything
+listens on loopback only.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import urllib.request
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
@@ -28,6 +30,7 @@ from typing import Any
 
 from .apigw import Functions, HttpRequest, dispatch, load_functions
 from .resources import Resources, create_resources, references
+from .schedules import ScheduleLoop
 from .template import ROOT, Template, load_template
 from .workers import Workers
 
@@ -165,9 +168,16 @@ class StackHandle:
     _moto: Any
     _restore: list[Any] = field(default_factory=list)
     _stopped: bool = False
+    schedule_loop: ScheduleLoop | None = None
 
     def drain(self, queue_id: str = "TurnQueue", timeout: float = 30.0) -> int:
         return self.workers.drain(queue_id, timeout)
+
+    def fire_schedules(self, now: datetime | None = None) -> list[dict[str, Any]]:
+        """Fire the schedules due at `now` (default: the clock) in the calling thread; returns the events."""
+        if self.schedule_loop is None:
+            raise RuntimeError("this stack has no schedule loop")
+        return self.schedule_loop.tick(now)
 
     def stop(self) -> None:
         if self._stopped:
@@ -176,6 +186,8 @@ class StackHandle:
         self._server.shutdown()
         self._server.server_close()
         self.workers.stop()
+        if self.schedule_loop is not None:
+            self.schedule_loop.stop()
         _reset_moto(self.moto_url)
         self._moto.stop()
         for undo in reversed(self._restore):
@@ -256,11 +268,12 @@ def start_stack(
     retry_delay: int = 2,
     preload: bool = True,
 ) -> StackHandle:
-    """Start moto, create the resources, load the handlers, start the queue workers and the HTTP
-    front. `port=0` (and `moto_port=0`) pick free ports; `handle.url` says where it listens.
-    `model_provider`: offline | anthropic (default: anthropic when ANTHROPIC_API_KEY is set).
-    `workers=False` leaves the queues to `handle.drain()`. Changes os.environ, sys.path and the
-    layer modules in sys.modules until `stop()`."""
+    """Start moto, create the resources, load the handlers, start the queue workers, the schedule
+    loop and the HTTP front. `port=0` (and `moto_port=0`) pick free ports; `handle.url` says where
+    it listens. `model_provider`: offline | anthropic (default: anthropic when ANTHROPIC_API_KEY is
+    set). `workers=False` leaves the queues to `handle.drain()` and the schedules to
+    `handle.fire_schedules()`. Changes os.environ, sys.path and the layer modules in sys.modules
+    until `stop()`."""
     from moto.server import (
         ThreadedMotoServer,  # the server part of moto is only needed here
     )
@@ -306,14 +319,17 @@ def start_stack(
         if preload:
             functions.preload()
         pool = Workers(functions, resources, retry_delay=retry_delay)
+        schedule_loop = ScheduleLoop(functions, resources)
         if workers:
             pool.start()
+            schedule_loop.start()
         handler = type("StackHttpHandler", (_HttpHandler,), {"functions": functions})
         server_cls = type("_HttpServer6", (_HttpServer,), {"address_family": socket.AF_INET6}) if ":" in host else _HttpServer
         try:
             server = server_cls((host, port), handler)
         except OSError as err:
             pool.stop()
+            schedule_loop.stop()
             raise OSError(f"cannot listen on {host}:{port} ({err.strerror}); set PORT or --port") from err
         threading.Thread(target=server.serve_forever, name="engram-http", daemon=True).start()
         bound = server.server_address[1]
@@ -336,6 +352,7 @@ def start_stack(
         _server=server,
         _moto=moto,
         _restore=restore,
+        schedule_loop=schedule_loop,
     )
 
 
@@ -364,6 +381,8 @@ def quickstart(handle: StackHandle) -> str:
             f"  curl -s -X POST {url}/api/agents/$AGENT/sessions/dashboard/messages {auth} {json_h} \\",
             '       -d \'{"message":"remember that I prefer short answers"}\'',
             f"  curl -s {url}/api/agents/$AGENT/sessions/dashboard {auth}",
+            "",
+            'Schedules: an agent created with "schedule":"rate(1 minute)" runs its heartbeat every minute.',
             "",
             "Ctrl-C stops the stack (all data is in memory and goes with it).",
             "",

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 import threading
 import time
 import urllib.error
 import urllib.request
 
+import boto3
 import pytest
 
 from engram.webhooks import sign
@@ -15,12 +17,17 @@ from local.stack import start_stack
 
 
 @pytest.fixture(scope="module")
-def stack_url():
+def live():
     handle = start_stack(port=0, model_provider="offline", retry_delay=1)
     try:
-        yield handle.url.rstrip("/")
+        yield handle
     finally:
         handle.stop()
+
+
+@pytest.fixture(scope="module")
+def stack_url(live):
+    return live.url.rstrip("/")
 
 
 def http(url: str, method: str, path: str, *, user: str | None = "alice", body=None, raw: bytes | None = None, headers=None):
@@ -186,3 +193,49 @@ def test_decision_cards_with_the_offline_model(stack_url):
     assert status == 200
     assert [d["runId"] for d in decisions["data"]["items"]] == [second["data"]["runId"], first["data"]["runId"]]
     assert http(stack_url, "GET", f"/api/agents/{agent['id']}/decisions", user="bob")[0] == 404
+
+
+# --- heartbeats: the schedule loop over the emulator's EventBridge Scheduler, runs via the run queue
+def test_a_rate_one_minute_agent_runs_on_its_schedule(live):
+    url = live.url.rstrip("/")
+    status, created = http(url, "POST", "/api/agents", body={
+        "name": "Watcher", "schedule": "rate(1 minute)", "defaultPrompt": "Check the queue depth.", "cardType": "decision"})
+    assert status == 201, created
+    agent_id = created["data"]["id"]
+    scheduler = boto3.client("scheduler", endpoint_url=live.moto_url, region_name="us-east-1")
+    schedule = scheduler.get_schedule(Name=agent_id, GroupName=live.env["SCHEDULE_GROUP"])
+    assert schedule["ScheduleExpression"] == "rate(1 minute)"
+
+    assert live.fire_schedules(datetime.now(timezone.utc) + timedelta(seconds=30)) == []  # not due yet
+    fired = live.fire_schedules(schedule["CreationDate"] + timedelta(seconds=61))
+    assert len(fired) == 1 and fired[0]["agentId"] == agent_id
+    runs = http(url, "GET", f"/api/agents/{agent_id}/runs")[1]["data"]["items"]
+    assert [(r["kind"], r["trigger"], r["status"]) for r in runs] == [("heartbeat", "schedule", "succeeded")]
+    assert runs[0]["prompt"].startswith("Check the queue depth.") and runs[0]["result"]["card"]["decision"]
+    assert live.fire_schedules(schedule["CreationDate"] + timedelta(seconds=62)) == []  # that minute already ran
+
+    status, _ = http(url, "PATCH", f"/api/agents/{agent_id}", body={"schedule": None})
+    assert status == 200
+    assert live.fire_schedules(schedule["CreationDate"] + timedelta(seconds=200)) == []
+
+
+def test_reexamination_over_http(live):
+    url = live.url.rstrip("/")
+    agent_id = http(url, "POST", "/api/agents", body={
+        "name": "Trader", "cardType": "trade-decision", "defaultPrompt": "Analyse BTC.", "reviewDecisions": True})[1]["data"]["id"]
+    status, started = http(url, "POST", f"/api/agents/{agent_id}/runs", body={})
+    assert status == 202 and started["data"]["status"] == "queued"
+    parent = wait_for_run(url, started["data"]["runId"])
+    assert parent["status"] == "succeeded" and parent["result"]["card"]["decision"] == "WAIT"
+
+    status, child = http(url, "POST", f"/api/runs/{parent['id']}/re-examine")
+    assert status == 202 and child["data"]["parentRunId"] == parent["id"]
+    child = wait_for_run(url, child["data"]["runId"])
+    assert child["status"] == "succeeded" and child["result"]["card"]["suggested_action"] in ("HOLD", "CLOSE", "SCALE")
+    history = http(url, "GET", f"/api/runs/{parent['id']}/re-examinations")[1]["data"]["items"]
+    assert [r["id"] for r in history] == [child["id"]]
+    assert http(url, "GET", f"/api/runs/{parent['id']}")[1]["data"]["latestConviction"] == child["result"]["card"]["conviction_score"]
+
+    assert http(url, "PATCH", f"/api/runs/{parent['id']}", body={"resolutionStatus": "resolved"})[0] == 200
+    status, refused = http(url, "POST", f"/api/runs/{parent['id']}/re-examine")
+    assert status == 409 and refused["error"]["code"] == "decision_resolved"

@@ -88,6 +88,39 @@ class Stack:
 
         Workers(self.functions, self.resources, retry_delay=0).drain("TurnQueue", timeout=30)
 
+    # runs (heartbeats, manual runs, re-examinations) ------------------------------------------
+    def drain_runs(self) -> None:
+        """Feeds the run queue to the heartbeat function until it is empty."""
+        from local.workers import Workers
+
+        Workers(self.functions, self.resources, retry_delay=0).drain("RunQueue", timeout=30)
+
+    def fire(self, agent_id: str, when: str | None = None, user: str = "alice") -> Any:
+        """One EventBridge Scheduler firing, as the schedule's Target Input delivers it (`when`:
+        the scheduled time, default now; see `at`)."""
+        from engram.ids import tenant_key
+
+        when = when or at(0)
+        event = {"source": "engram.schedule", "tenant": tenant_key(user), "agentId": agent_id, "scheduledTime": when,
+                 "executionId": "local", "attempt": "1"}
+        return self.functions["HeartbeatFunction"].invoke(event)
+
+    @staticmethod
+    def at(seconds: float) -> str:
+        return at(seconds)
+
+    def runs(self, agent_id: str, user: str = "alice") -> list[dict[str, Any]]:
+        r = self.call("GET", f"/api/agents/{agent_id}/runs", user=user)
+        assert r.status == 200, r.body
+        return r.data["items"]
+
+    def run_now(self, agent_id: str, user: str = "alice", **body: Any) -> dict[str, Any]:
+        """POST /runs, then the heartbeat function takes the job; returns the finished run."""
+        r = self.call("POST", f"/api/agents/{agent_id}/runs", user=user, body=body)
+        assert r.status == 202, r.body
+        self.drain_runs()
+        return self.call("GET", f"/api/runs/{r.data['runId']}", user=user).data
+
     def webhook(self, agent_id: str, secret: str, body: Any, *, timestamp: int | None = None, signature: str | None = None) -> Reply:
         raw = json.dumps(body)
         ts = str(timestamp if timestamp is not None else int(time.time()))
@@ -96,11 +129,21 @@ class Stack:
                          headers={"x-engram-timestamp": ts, "x-engram-signature": sig})
 
 
+def at(seconds: float) -> str:
+    """A scheduled time `seconds` from now, as EventBridge Scheduler writes it (whole seconds,
+    rounded up, so it sorts after anything that happened before the call)."""
+    from datetime import datetime, timedelta, timezone
+
+    return (datetime.now(timezone.utc) + timedelta(seconds=seconds + 1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
 @pytest.fixture
 def stack(monkeypatch: pytest.MonkeyPatch):
     with mock_aws():
         resources = create_resources(TEMPLATE)
-        for key, value in resources.env().items():
+        # Globals, plus ApiFunction's own variables (the schedule group, the scheduler role and
+        # target) so that the API creates schedules against moto.
+        for key, value in {**resources.env(), **resources.env("ApiFunction")}.items():
             monkeypatch.setenv(key, value)
         monkeypatch.setenv("MODEL_PROVIDER", "offline")
         monkeypatch.setenv("SESSION_WAIT_SECONDS", "0")

@@ -10,7 +10,7 @@ import pytest
 from engram.ids import tenant_key
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
-HTTP_EVENTS = sorted(p.name for p in EVENTS.glob("*.json") if not p.name.startswith("sqs-"))
+HTTP_EVENTS = sorted(p.name for p in EVENTS.glob("*.json") if p.name.startswith(("api-", "chat-")))
 
 
 def _function_for(name: str) -> str:

@@ -26,9 +26,11 @@ def _routes_of(function_id: str, *routers) -> set[tuple[str, str]]:
 
 
 def _expected_routes() -> set[tuple[str, str]]:
-    from engram.api import routes_agents, routes_cards, routes_chat, routes_memory, routes_sessions
+    from engram.api import routes_agents, routes_cards, routes_chat, routes_memory, routes_runs, routes_sessions
 
-    return _routes_of("ApiFunction", routes_agents.router, routes_sessions.router, routes_memory.router, routes_cards.router) | _routes_of(
+    return _routes_of(
+        "ApiFunction", routes_agents.router, routes_sessions.router, routes_memory.router, routes_cards.router, routes_runs.router
+    ) | _routes_of(
         "ChatFunction", routes_chat.router
     )
 

@@ -2,13 +2,14 @@
 
 Routes (the powertools routers and template.yaml's HttpApi events), query parameters, success
 statuses, request bodies (fields, required, limits, and the Settings limits the use cases check),
-resource fields (the pydantic models), the export and account-deletion shapes, plus the
-document's own structure ($refs resolve, path parameters declared).
+resource fields (the pydantic models), the started-run, run-memory, export and account-deletion
+shapes, plus the document's own structure ($refs resolve, path parameters declared).
 """
 
 from __future__ import annotations
 
 import inspect
+import json
 import re
 import typing
 from pathlib import Path
@@ -19,13 +20,14 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from engram import account, models, turns, webhooks
-from engram.api import routes_agents, routes_cards, routes_chat, routes_memory, routes_sessions
+from engram import account, models, run_memory, services, turns, webhooks
+from engram.api import routes_agents, routes_cards, routes_chat, routes_memory, routes_runs, routes_sessions
 from engram.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC: dict[str, Any] = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text(encoding="utf-8"))
-ROUTERS = (routes_agents.router, routes_sessions.router, routes_chat.router, routes_memory.router, routes_cards.router)
+ROUTERS = (routes_agents.router, routes_sessions.router, routes_chat.router, routes_memory.router, routes_cards.router,
+           routes_runs.router)
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 WEBHOOK = ("POST", "/api/agents/{agentId}/webhook")
 # The webhook reads its raw body itself (the HMAC covers the exact bytes), so no route parameter names its model.
@@ -41,9 +43,12 @@ RESOURCE_SCHEMAS = {
     "Fact": models.Fact,
     "CardType": models.CardType,
     "Decision": models.Decision,
+    "ActiveMemory": models.ActiveMemoryStatus,
+    "RunMemoryEntry": run_memory.RunMemoryEntry,
 }
-# Text limits the use cases check against Settings (so REST, tools and extraction agree); the
-# document states them in the field's description as "<ENV_NAME> (default <n>)".
+# Limits the use cases check against Settings (so REST, tools and extraction agree), and the
+# thresholds responses report against; the document states them in the field's description as
+# "<ENV_NAME> (default <n>)".
 SETTINGS_LIMITS = {
     ("MessageIn", "message"): ("message_max_chars",),
     ("WebhookIn", "message"): ("message_max_chars",),
@@ -52,6 +57,8 @@ SETTINGS_LIMITS = {
     ("MemoryUpdate", "value"): ("memory_value_max_chars",),
     ("FactCreate", "fact"): ("fact_min_chars", "fact_max_chars"),
     ("FactUpdate", "fact"): ("fact_min_chars", "fact_max_chars"),
+    ("RunCreate", "inputs"): ("run_memory_value_max_bytes",),
+    ("ActiveMemory", "warning"): ("active_memory_warn_runs",),
 }
 
 
@@ -258,7 +265,8 @@ def test_request_bodies_match_models():
             assert limits(prop) == limits(code_props[name]), f"{model.__name__}.{name}"
     expected = {models.AgentCreate, models.AgentUpdate, models.WorkspaceCreate, models.WorkspaceUpdate,
                 models.SessionCreate, models.MessageIn, models.WebhookIn, models.MemoryCreate, models.MemoryUpdate,
-                models.PinBody, models.FactCreate, models.FactUpdate, models.CardTypeBody}
+                models.PinBody, models.FactCreate, models.FactUpdate, models.CardTypeBody,
+                models.RunCreate, models.RunUpdate}
     assert checked == expected
 
 
@@ -293,6 +301,41 @@ def test_turn_result_schema_matches_public():
     assert set(schemas["TurnResult"]["properties"]) == set(public)
     assert set(schemas["ToolCall"]["properties"]) == set(public["toolCalls"][0])
     assert set(schemas["Usage"]["properties"]) == set(public["usage"])
+
+
+def test_run_started_schema_matches_the_accepted_response():
+    run = models.Run(id="run_2", created_at="t", updated_at="t", agent_id="ag_1", kind="reexamination",
+                     trigger="reexamine", parent_run_id="run_1")
+    response = routes_runs._accepted(run)
+    assert response.status_code == 202
+    data = json.loads(response.body)["data"]
+    started = DOC["components"]["schemas"]["RunStarted"]
+    assert set(started["properties"]) == set(started["required"]) == set(data)
+    assert data["kind"] in started["properties"]["kind"]["enum"]
+
+
+def test_run_memory_schema_matches_the_listing(monkeypatch):
+    entry = run_memory.RunMemoryEntry(key="input:ticker", kind="input", value="ACME", created_at="t", updated_at="t", value_bytes=6)
+    monkeypatch.setattr(run_memory, "run_memory_listing", lambda deps, t, agent_id, run_id: [entry.public()])
+    run = models.Run(id="run_1", created_at="t", updated_at="t", agent_id="ag_1", kind="manual")
+    deps = SimpleNamespace(table=SimpleNamespace(get_run=lambda t, run_id: run))
+    out = services.run_memory(deps, "t1", "run_1")
+    schema = DOC["components"]["schemas"]["RunMemory"]
+    assert set(schema["properties"]) == set(schema["required"]) == set(out)
+    assert schema["properties"]["items"]["items"] == {"$ref": "#/components/schemas/RunMemoryEntry"}
+    assert set(DOC["components"]["schemas"]["RunMemoryEntry"]["properties"]) == set(out["items"][0])
+    # A council member's run answers with its council's (the lead's) run memory, as documented.
+    lead = models.Run(id="run_lead", created_at="t", updated_at="t", agent_id="ag_lead", kind="manual")
+    member = models.Run(id="run_m", created_at="t", updated_at="t", agent_id="ag_1", kind="council_member", council_run_id="run_lead")
+    deps = SimpleNamespace(table=SimpleNamespace(get_run=lambda t, run_id: {"run_m": member, "run_lead": lead}[run_id]))
+    assert services.run_memory(deps, "t1", "run_m")["runId"] == "run_lead"
+
+
+def test_run_enums_match_the_model():
+    run = DOC["components"]["schemas"]["Run"]["properties"]
+    assert set(run["kind"]["enum"]) == set(typing.get_args(models.RunKind))
+    assert set(run["status"]["enum"]) == set(typing.get_args(models.RunStatus))
+    assert set(run["resolutionStatus"]["enum"]) - {None} == set(typing.get_args(models.RunUpdate.model_fields["resolution_status"].annotation))
 
 
 def test_pages_and_envelope():

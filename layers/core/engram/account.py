@@ -65,6 +65,8 @@ def delete_everything(deps: Deps, t: str) -> dict[str, int]:
     workspaces and their memory, facts and usage rows."""
     counts = {"agents": 0, "workspaces": 0, "facts": 0, "usageRows": 0, "transcripts": 0}
     for agent in _all_agents(deps, t):
+        if agent.schedule:
+            deps.schedules.delete(agent.id)
         counts["transcripts"] += deps.history.delete_agent(t, agent.id)
         deps.table.delete_agent_cascade(t, agent.id)
         counts["agents"] += 1

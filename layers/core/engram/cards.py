@@ -52,6 +52,30 @@ BUILT_IN_CARD_TYPES: dict[str, dict[str, Any]] = {
 }
 
 
+_SENTENCE_BREAK = re.compile(r"[.!?]\s+[A-Z]")
+REEXAMINATION = "re-examination"
+
+
+def reexamination_card_type(parent_type: CardType) -> CardType:
+    """The card every re-examination ends with (AM6); suggested_action comes from the parent's card
+    type's reExamineActions, else any short uppercase word. Built here, so any card type that opts
+    in with reExaminable is re-examinable without code."""
+    actions = list(parent_type.re_examine_actions)
+    action: dict[str, Any] = {"type": "enum", "required": True, "enum": actions} if actions else {
+        "type": "string", "required": True, "maxLength": 30, "pattern": r"[A-Z][A-Z0-9_]{0,29}",
+        "patternHint": "one short UPPERCASE word, e.g. HOLD"}
+    action["description"] = "Advisory: what the user might do about the original decision."
+    fields = {
+        "conviction_score": {"type": "integer", "required": True, "min": 0, "max": 100,
+                             "description": "0 = the original conclusion is fully invalidated, 100 = fully confirmed."},
+        "notes": {"type": "string", "required": True, "maxLength": 300, "oneSentence": True,
+                  "description": "One sentence on what changed since the original decision."},
+        "suggested_action": action,
+    }
+    return CardType(id=REEXAMINATION, name=REEXAMINATION, created_at=_EPOCH, updated_at=_EPOCH, built_in=True,
+                    description=f"Re-examination of a {parent_type.name} card.", fields=fields, summary_fields=["notes"])
+
+
 def _built_in(name: str) -> CardType:
     spec = BUILT_IN_CARD_TYPES[name]
     return CardType.model_validate({"id": name, "name": name, "createdAt": _EPOCH, "updatedAt": _EPOCH, "builtIn": True, **spec})
@@ -107,6 +131,8 @@ def put_card_type(deps: Any, t: str, name: str, body: CardTypeBody) -> tuple[Car
 
 
 def find_card_type(deps: Any, t: str, name: str) -> CardType | None:
+    if not name:
+        return None
     if name in BUILT_IN_CARD_TYPES:
         return _built_in(name)
     return deps.table.get_card_type(t, check_id("cardType", name))
@@ -148,6 +174,8 @@ def input_schema(card_type: CardType) -> dict[str, Any]:
             prop["maximum"] = spec["max"]
         if "maxLength" in spec:
             prop["maxLength"] = spec["maxLength"]
+        if "pattern" in spec:
+            prop["pattern"] = spec["pattern"]
         if spec.get("description"):
             prop["description"] = spec["description"]
         props[name] = prop
@@ -177,6 +205,10 @@ def card_problems(card_type: CardType, card: Any) -> list[str]:
                 problems.append(f"{name}: must be one of {', '.join(spec['enum'])}")
             elif "maxLength" in spec and len(value) > spec["maxLength"]:
                 problems.append(f"{name}: at most {spec['maxLength']} characters (got {len(value)})")
+            elif "pattern" in spec and not re.fullmatch(spec["pattern"], value.strip()):
+                problems.append(f"{name}: {spec.get('patternHint') or 'must match ' + spec['pattern']}")
+            elif spec.get("oneSentence") and (("\n" in value.strip()) or _SENTENCE_BREAK.search(value.strip())):
+                problems.append(f"{name}: one sentence only")
         elif kind == "boolean":
             if not isinstance(value, bool):
                 problems.append(f"{name}: must be true or false")

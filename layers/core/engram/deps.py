@@ -34,7 +34,9 @@ class Deps:
     registry: ToolRegistry = field(default_factory=lambda: all_tools())
     sections: list[PromptSection] = None  # type: ignore[assignment]  # the memory sections when not given
     provider_override: Any = None
+    schedules_override: Any = None
     _provider: Any = None
+    _schedules: Any = None
     _executor: ThreadPoolExecutor | None = None
 
     def __post_init__(self) -> None:
@@ -58,6 +60,17 @@ class Deps:
         return self._provider
 
     @property
+    def schedules(self) -> Any:
+        """EventBridge Scheduler (stores/schedules.py), created on first use."""
+        if self.schedules_override is not None:
+            return self.schedules_override
+        if self._schedules is None:
+            from .stores.schedules import ScheduleStore
+
+            self._schedules = ScheduleStore(self.settings)
+        return self._schedules
+
+    @property
     def executor(self) -> ThreadPoolExecutor:
         if self._executor is None:
             self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="engram-io")
@@ -69,21 +82,23 @@ class Deps:
             settings=settings,
             table=overrides.pop("table", None) or TableStore(settings.table_name),
             history=overrides.pop("history", None) or HistoryStore(settings.bucket_name),
-            queues=overrides.pop("queues", None) or Queues(settings.turn_queue_url, settings.extract_queue_url),
+            queues=overrides.pop("queues", None) or Queues(settings.turn_queue_url, settings.extract_queue_url, run_queue_url=settings.run_queue_url),
             **overrides,
         )
 
 
 def all_tools() -> ToolRegistry:
-    """Every tool the agent loop offers: built-ins, long-term memory, conversation search, decisions."""
+    """Every tool the agent loop offers: built-ins, long-term memory, conversation search, decisions, run memory."""
     from .memory.recall import register_tools as recall_tools
     from .agent.decision_tools import register_tools as decision_tools
     from .memory.tools import register_tools as memory_tools
+    from .agent.run_memory_tools import register_tools as run_memory_tools
 
     registry = default_registry()
     memory_tools(registry)
     recall_tools(registry)
     decision_tools(registry)
+    run_memory_tools(registry)
     return registry
 
 

@@ -70,3 +70,10 @@ class TurnTimeout(EngramError):
 class ToolCrashed(EngramError):
     status = 500
     code = "tool_failed"
+
+
+class NoCard(EngramError):
+    """A run whose purpose is its result card (a re-examination) ended without a valid one."""
+
+    status = 502
+    code = "no_card"

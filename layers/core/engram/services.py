@@ -14,6 +14,7 @@ from .models import (
     AgentCreate,
     AgentUpdate,
     Run,
+    RunUpdate,
     Session,
     SessionCreate,
     Workspace,
@@ -80,15 +81,44 @@ def delete_workspace(deps: Deps, t: str, workspace_id: str) -> None:
 
 
 # --- agents ---------------------------------------------------------------------------------
+def _check_schedule(schedule: str | None, default_prompt: str | None) -> None:
+    if schedule and not (default_prompt or "").strip():
+        raise BadRequest("a scheduled agent needs a defaultPrompt: it is what every heartbeat runs", field="defaultPrompt",
+                         code="missing_default_prompt")
+
+
+def _check_team(deps: Deps, t: str, agent_id: str | None, team: list[str] | None) -> None:
+    """A lead's specialists are the caller's own agents, named once, and not the lead itself."""
+    if not team:
+        return
+    if len(set(team)) != len(team):
+        raise BadRequest("team names an agent twice", field="team")
+    if agent_id in team:
+        raise BadRequest("an agent cannot be on its own team", field="team")
+    futures = [deps.executor.submit(deps.table.get_agent, t, member) for member in team]
+    for member, future in zip(team, futures):
+        if future.result() is None:
+            raise NotFound(f"team member {member} not found", field="team", code="team_member_not_found")
+
+
 def create_agent(deps: Deps, t: str, body: AgentCreate) -> dict[str, Any]:
     require_card_type(deps, t, body.card_type)
+    _check_schedule(body.schedule, body.default_prompt)
+    _check_team(deps, t, None, body.team)
     now = now_iso()
     fields = body.model_dump()
     fields["model"] = fields["model"] or deps.settings.chat_model
     agent = Agent(id=new_id("ag"), created_at=now, updated_at=now, **fields)
     secret = secrets.token_urlsafe(32)
     dashboard = Session(id=DASHBOARD, agent_id=agent.id, created_at=now, updated_at=now, title="Dashboard")
-    deps.table.create_agent(t, agent, webhook_secret=secret, dashboard=dashboard)
+    if agent.schedule:
+        deps.schedules.put(t, agent.id, agent.schedule)  # first: an invalid expression stores nothing
+    try:
+        deps.table.create_agent(t, agent, webhook_secret=secret, dashboard=dashboard)
+    except Exception:
+        if agent.schedule:
+            deps.schedules.delete(agent.id)
+        raise
     # The webhook secret is shown once, here; it is never returned again.
     return {**agent.public(), "webhookSecret": secret}
 
@@ -105,17 +135,44 @@ def list_agents(deps: Deps, t: str, limit: int, token: str | None) -> dict[str, 
 
 
 def update_agent(deps: Deps, t: str, agent_id: str, body: AgentUpdate) -> Agent:
+    """Changing, adding or clearing `schedule` updates, creates or deletes the agent's schedule;
+    turning activeMemory on is a reset (AM2): the shared session starts fresh."""
     changes = _changes(body, nullable=_NULLABLE_AGENT_FIELDS)
     require_card_type(deps, t, changes.get("cardType"))
+    before = get_agent(deps, t, check_id("agentId", agent_id))
+    _check_schedule(changes.get("schedule", before.schedule), changes.get("defaultPrompt", before.default_prompt))
+    _check_team(deps, t, agent_id, changes.get("team"))
     if "model" in changes and changes["model"] is None:
         changes["model"] = deps.settings.chat_model  # null means "back to the default model"
     changes["updatedAt"] = now_iso()
-    return deps.table.update_agent(t, check_id("agentId", agent_id), changes)
+    if changes.get("activeMemory") is True and not before.active_memory:
+        from .active_memory import reset
+
+        reset(deps, t, agent_id)  # enabling is a reset; done first, so a busy session changes nothing
+    schedule_changed = "schedule" in changes and changes["schedule"] != before.schedule
+    if schedule_changed:
+        _sync_schedule(deps, t, agent_id, changes["schedule"])
+    try:
+        agent = deps.table.update_agent(t, agent_id, changes)
+    except Exception:
+        if schedule_changed:  # put the schedule back as it was: nothing half-written
+            _sync_schedule(deps, t, agent_id, before.schedule)
+        raise
+    return agent
+
+
+def _sync_schedule(deps: Deps, t: str, agent_id: str, schedule: str | None) -> None:
+    if schedule:
+        deps.schedules.put(t, agent_id, schedule)
+    else:
+        deps.schedules.delete(agent_id)
 
 
 def delete_agent(deps: Deps, t: str, agent_id: str) -> dict[str, Any]:
     """Removes the agent and everything derived from it: sessions, transcripts and runs."""
-    get_agent(deps, t, agent_id)
+    agent = get_agent(deps, t, agent_id)
+    if agent.schedule:
+        deps.schedules.delete(agent_id)  # first, so no heartbeat fires into a half-deleted agent
     objects = deps.history.delete_agent(t, agent_id)
     sessions = deps.table.delete_agent_cascade(t, agent_id)
     return {"id": agent_id, "deleted": True, "sessionsDeleted": len(sessions), "transcriptsDeleted": objects}
@@ -182,6 +239,34 @@ def get_run(deps: Deps, t: str, run_id: str) -> Run:
 def list_runs(deps: Deps, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, Any]:
     get_agent(deps, t, agent_id)
     return _page(*deps.table.list_runs(t, agent_id, limit=limit, token=token))
+
+
+def update_run(deps: Deps, t: str, run_id: str, body: RunUpdate) -> Run:
+    """PATCH /api/runs/{runId}: the decision's lifetime (open, resolved, expired); the result itself
+    never changes."""
+    run = get_run(deps, t, check_id("runId", run_id))
+    if not (isinstance(run.result, dict) and isinstance(run.result.get("card"), dict)):
+        raise Conflict("only a run with a result card has a resolution status", field="runId", code="no_card")
+    return deps.table.set_resolution(t, run_id, body.resolution_status)
+
+
+def list_reexaminations(deps: Deps, t: str, run_id: str, limit: int, token: str | None) -> dict[str, Any]:
+    """GET /api/runs/{runId}/re-examinations: the parent's conviction history, oldest first."""
+    get_run(deps, t, check_id("runId", run_id))
+    return _page(*deps.table.list_reexaminations(t, run_id, limit=limit, token=token))
+
+
+def run_memory(deps: Deps, t: str, run_id: str) -> dict[str, Any]:
+    """GET /api/runs/{runId}/memory: the run's scratch store as it was left (RM1, persisted)."""
+    from .run_memory import run_memory_listing
+
+    run = get_run(deps, t, check_id("runId", run_id))
+    owner = run.agent_id
+    if run.kind == "council_member" and run.council_run_id:
+        lead_run = deps.table.get_run(t, run.council_run_id)
+        owner = lead_run.agent_id if lead_run else owner
+        run_id = run.council_run_id  # a member worked in its lead's run memory
+    return {"runId": run_id, "items": run_memory_listing(deps, t, owner, run_id)}
 
 
 def list_decisions(deps: Deps, t: str, agent_id: str, limit: int) -> dict[str, Any]:

@@ -16,6 +16,13 @@ class Settings(BaseModel):
     bucket_name: str = Field("engram-state", alias="BUCKET_NAME")
     turn_queue_url: str = Field("", alias="TURN_QUEUE_URL")
     extract_queue_url: str = Field("", alias="EXTRACT_QUEUE_URL")
+    # Heartbeats (issue 5): API-started runs go through the run queue; schedules live in their own
+    # group and fire the heartbeat function through a role that may only invoke it.
+    run_queue_url: str = Field("", alias="RUN_QUEUE_URL")
+    schedule_group: str = Field("engram", alias="SCHEDULE_GROUP")
+    scheduler_role_arn: str = Field("", alias="SCHEDULER_ROLE_ARN")
+    heartbeat_function_arn: str = Field("", alias="HEARTBEAT_FUNCTION_ARN")
+    scheduler_dlq_arn: str = Field("", alias="SCHEDULER_DLQ_ARN")
 
     model_provider: Literal["anthropic", "bedrock", "offline"] = Field("offline", alias="MODEL_PROVIDER")
     chat_model: str = Field("claude-sonnet-4-6", alias="CHAT_MODEL")
@@ -32,6 +39,8 @@ class Settings(BaseModel):
     # API Gateway cuts an HTTP integration at 30 s; the sync turn must answer before that.
     sync_turn_budget_s: float = Field(25.0, gt=0, le=29, alias="SYNC_TURN_BUDGET_SECONDS")
     async_turn_budget_s: float = Field(100.0, gt=0, le=900, alias="ASYNC_TURN_BUDGET_SECONDS")
+    # A heartbeat, manual, re-examination or council run (each agent of a council gets this budget).
+    run_budget_s: float = Field(240.0, gt=0, le=880, alias="RUN_BUDGET_SECONDS")
     model_timeout_s: float = Field(60.0, gt=0, alias="MODEL_TIMEOUT_SECONDS")
     model_max_retries: int = Field(3, ge=0, le=10, alias="MODEL_MAX_RETRIES")
     # How long a second sync turn on the same session waits for the first before a 409.
@@ -53,6 +62,14 @@ class Settings(BaseModel):
     # Automatic extraction (EX2): one model call per finished run, bounded in time and in cost.
     extract_timeout_s: float = Field(20.0, gt=0, le=300, alias="EXTRACT_TIMEOUT_SECONDS")
     extract_budget_usd: float = Field(0.03, gt=0, le=1, alias="EXTRACT_BUDGET_USD")
+
+    # Run memory (RM1-RM2): per-entry value size, entries per run, and memory_list's cap.
+    run_memory_value_max_bytes: int = Field(65_536, ge=1_024, le=350_000, alias="RUN_MEMORY_VALUE_MAX_BYTES")
+    run_memory_max_entries: int = Field(1_000, ge=10, le=10_000, alias="RUN_MEMORY_MAX_ENTRIES")
+    run_memory_list_cap: int = Field(200, ge=1, le=1_000, alias="RUN_MEMORY_LIST_CAP")
+    director_learnings_shown: int = Field(20, ge=0, le=100, alias="DIRECTOR_LEARNINGS_SHOWN")
+    # Active Memory (AM3): the panel warns past this many runs since the last reset.
+    active_memory_warn_runs: int = Field(20, ge=1, alias="ACTIVE_MEMORY_WARN_RUNS")
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> "Settings":

@@ -16,7 +16,7 @@ from .agent.prompt import build_system, start_sections
 from .agent.tools import ToolContext
 from .cards import find_card_type
 from .deps import Deps
-from .errors import EngramError, NotFound, PayloadTooLarge, SessionBusy, TurnFailed
+from .errors import EngramError, NoCard, NotFound, PayloadTooLarge, SessionBusy, TurnFailed
 from .ids import new_id
 from .memory.trim import sequence_problems, trim_history
 from .models import Agent, Run, Session, Usage, UsageRow, now_iso
@@ -31,7 +31,9 @@ _EXTRACT_JOB_MAX_BYTES = 200_000  # SQS allows 256 KiB; keep room for the envelo
 class TurnRequest:
     tenant: str
     agent_id: str
-    session_id: str
+    # None: a clean-slate run (heartbeats without Active Memory, council members, re-examinations):
+    # no session, no lease, no transcript read or written; the run record keeps what it did.
+    session_id: str | None
     message: str
     run_id: str | None = None
     kind: str = "chat"
@@ -39,6 +41,18 @@ class TurnRequest:
     created_at: str | None = None
     budget_s: float | None = None
     wait_s: float | None = None
+    # Runs (runs.py) pass what they already know or need beyond a chat turn.
+    agent: Agent | None = None
+    parent_run_id: str | None = None
+    council_run_id: str | None = None
+    extra_system: str | None = None  # run-specific instructions (team roster, learnings, ...)
+    card_type: Any = None  # overrides the agent's card type (re-examination cards)
+    require_card: bool = False  # a run whose purpose is its card fails without a valid one
+    run_memory: Any = None  # the run's scratch store (memory_list / memory_read / memory_write)
+    counts_for_active_memory: bool = False  # a heartbeat or manual run on the shared session
+    extraction: bool = True  # council members are extracted once, as the chain
+    chain_id: str | None = None  # a council run: one extraction over the chain, memory-extract:chain:<id8>
+    chain_messages: list[dict[str, Any]] = field(default_factory=list)  # the members' replies, for it
 
 
 @dataclass
@@ -84,6 +98,7 @@ def _acquire(deps: Deps, req: TurnRequest, run_id: str, budget: float, wait: flo
 
 
 def _usage_rows(run: Run, loop: LoopResult) -> list[UsageRow]:
+    """Usage of a session run is keyed by its session; a clean-slate run is its own session."""
     rows = []
     for i, (model, usage) in enumerate(sorted(loop.usage_by_model.items())):
         rows.append(
@@ -91,13 +106,42 @@ def _usage_rows(run: Run, loop: LoopResult) -> list[UsageRow]:
                 id=f"{run.id}-{i}",
                 created_at=run.updated_at,
                 agent_id=run.agent_id,
-                session_key=run.session_id or "",
+                session_key=run.session_id or run.id,
                 run_id=run.id,
                 model=model,
                 **usage.model_dump(),
             )
         )
     return rows
+
+
+def _load_agent_and_session(deps: Deps, req: TurnRequest, run_id: str, budget: float) -> tuple[Agent, dict[str, Any] | None]:
+    """The agent (one GetItem unless the caller has it) and, for a session run, the session lease
+    taken in parallel with it. A clean-slate run has no session."""
+    if req.session_id is None:
+        agent = req.agent or deps.table.get_agent(req.tenant, req.agent_id)
+        if agent is None:
+            raise NotFound("agent not found", field="agentId")
+        return agent, None
+    agent_future = None if req.agent else deps.executor.submit(deps.table.get_agent, req.tenant, req.agent_id)
+    try:
+        session = _acquire(deps, req, run_id, budget, deps.settings.session_wait_s if req.wait_s is None else req.wait_s)
+    except NotFound:
+        if (req.agent or agent_future.result()) is None:  # type: ignore[union-attr]
+            raise NotFound("agent not found", field="agentId") from None
+        raise
+    agent = req.agent or agent_future.result()  # type: ignore[union-attr]
+    if agent is None:
+        deps.table.release_lease(req.tenant, req.agent_id, req.session_id, run_id)
+        raise NotFound("agent not found", field="agentId")
+    return agent, session
+
+
+def _context_start(session: dict[str, Any] | None, stored: int) -> int:
+    """Active Memory reset (AM2): the model's context starts after the messages the session held
+    at the reset; they stay in the transcript (visible), but are not sent."""
+    start = int((session or {}).get("contextFrom", 0) or 0)
+    return min(max(start, 0), stored)
 
 
 def run_turn(deps: Deps, req: TurnRequest) -> TurnResult:
@@ -108,19 +152,8 @@ def run_turn(deps: Deps, req: TurnRequest) -> TurnResult:
     run_id = req.run_id or new_id("run")
     check_message(deps, req.message)
 
-    agent_future = deps.executor.submit(deps.table.get_agent, req.tenant, req.agent_id)
-    try:
-        session = _acquire(deps, req, run_id, budget, settings.session_wait_s if req.wait_s is None else req.wait_s)
-    except NotFound:
-        if agent_future.result() is None:
-            raise NotFound("agent not found", field="agentId") from None
-        raise
-    agent: Agent | None = agent_future.result()
-    if agent is None:
-        deps.table.release_lease(req.tenant, req.agent_id, req.session_id, run_id)
-        raise NotFound("agent not found", field="agentId")
-
-    revision_before = int(session.get("revision", 0))
+    agent, session = _load_agent_and_session(deps, req, run_id, budget)
+    revision_before = int(session.get("revision", 0)) if session is not None else None
     run = Run(
         id=run_id,
         created_at=req.created_at or now_iso(),
@@ -132,28 +165,41 @@ def run_turn(deps: Deps, req: TurnRequest) -> TurnResult:
         prompt=req.message,
         session_id=req.session_id,
         session_revision_before=revision_before,
+        parent_run_id=req.parent_run_id,
+        council_run_id=req.council_run_id,
         model=agent.model,
     )
     loop = LoopResult()
-    ctx = ToolContext(tenant=req.tenant, agent=agent, session_id=req.session_id, run_id=run_id, deps=deps)
+    ctx = ToolContext(tenant=req.tenant, agent=agent, session_id=req.session_id or "", run_id=run_id, deps=deps,
+                      run_memory=req.run_memory, run_kind=req.kind)
     # Memory sections read in parallel with the transcript GET; each is best-effort.
     loaded = start_sections(deps.sections, ctx, deps.executor)
     # A custom card type is one GetItem, beside the transcript GET; built-ins cost nothing.
-    card_type_future = deps.executor.submit(find_card_type, deps, req.tenant, agent.card_type) if agent.card_type else None
+    card_type_future = None
+    if req.card_type is not None:
+        ctx.card_type = req.card_type
+    elif agent.card_type:
+        card_type_future = deps.executor.submit(find_card_type, deps, req.tenant, agent.card_type)
+    history = None
+    context_from = 0
     try:
-        history = deps.history.load(req.tenant, agent.id, req.session_id)
+        if req.session_id is not None:
+            history = deps.history.load(req.tenant, agent.id, req.session_id)
+            context_from = _context_start(session, len(history.messages))
         if card_type_future is not None:
             ctx.card_type = card_type_future.result()
             if ctx.card_type is None:
                 logger.warning("the agent's card type no longer exists; no submit_result this run", extra={"card_type": agent.card_type})
         incoming = user_message(req.message)
-        sent = trim_history(history.messages + [incoming], settings.history_cap).kept
+        earlier = history.messages[context_from:] if history is not None else []
+        sent = trim_history(earlier + [incoming], settings.history_cap).kept
         problems = sequence_problems(sent)
         if problems:
             # Never send an invalid sequence; start from this message alone rather than fail.
             logger.error("stored history is not a valid sequence", extra={"problems": problems[:5], "run_id": run_id})
             sent = [incoming]
-        system = build_system(agent, deps.sections, loaded, on_error=_section_failed)
+        system = build_system(agent, deps.sections, loaded, on_error=_section_failed,
+                              card_type_name=ctx.card_type.name if ctx.card_type is not None else None, extra=req.extra_system)
         run_loop(
             provider=deps.provider,
             registry=deps.registry,
@@ -167,8 +213,13 @@ def run_turn(deps: Deps, req: TurnRequest) -> TurnResult:
             model_timeout=settings.model_timeout_s,
             result=loop,
         )
-        trimmed = trim_history(history.messages + [incoming] + loop.new_messages, settings.history_cap)
-        new_etag = deps.history.save(req.tenant, agent.id, req.session_id, trimmed.kept, etag=history.etag)
+        if req.require_card and ctx.card is None:
+            raise NoCard("the run ended without a valid result card (submit_result was not accepted)", field="card", code="no_card")
+        new_etag = None
+        if history is not None:
+            all_messages = history.messages + [incoming] + loop.new_messages
+            trimmed = trim_history(all_messages, settings.history_cap)
+            new_etag = deps.history.save(req.tenant, agent.id, req.session_id, trimmed.kept, etag=history.etag)
     except Exception as err:
         _fail(deps, req, run, loop, err)
         _await_background(ctx)
@@ -178,36 +229,48 @@ def run_turn(deps: Deps, req: TurnRequest) -> TurnResult:
         update={
             "status": "succeeded",
             "updated_at": now_iso(),
-            "session_revision_after": revision_before + 1,
+            "session_revision_after": revision_before + 1 if revision_before is not None else None,
             "result": _result(agent, ctx, loop),
             "usage": loop.usage,
             "tool_calls": loop.tool_calls,
         }
     )
-    changes: dict[str, Any] = {"revision": revision_before + 1, "messageCount": len(trimmed.kept), "lastRunId": run_id}
-    if not session.get("title"):
-        changes["title"] = req.message[:60]
-    try:
+    changes: dict[str, Any] | None = None
+    archived: list[dict[str, Any]] = []
+    if history is not None:
+        assert session is not None and revision_before is not None and req.session_id is not None
+        changes = {"revision": revision_before + 1, "messageCount": len(trimmed.kept), "lastRunId": run_id}
+        if context_from:
+            # Trimming drops the oldest messages; the context start moves with them.
+            changes["contextFrom"] = max(0, context_from - (len(all_messages) - len(trimmed.kept)))
+        if req.counts_for_active_memory:
+            changes["runsSinceReset"] = int(session.get("runsSinceReset", 0) or 0) + 1
+        if not session.get("title"):
+            changes["title"] = req.message[:60]
         # The turn's messages join the conversation archive in the same transaction (no extra call).
         archive = getattr(deps, "archive", None) or ArchiveStore(deps.table)
         archived = archive.items_for_turn(req.tenant, agent.id, req.session_id, run_id, [incoming] + loop.new_messages, run.updated_at)
+    try:
         deps.table.finish_turn(req.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes, extra_items=archived)
     except Exception as err:
-        # The transcript is already written: put the previous one back so the turn stays all-or-nothing.
-        deps.history.restore(req.tenant, agent.id, req.session_id, history, written_etag=new_etag)
+        if history is not None:
+            # The transcript is already written: put the previous one back so the turn stays all-or-nothing.
+            deps.history.restore(req.tenant, agent.id, req.session_id, history, written_etag=new_etag)
         _fail(deps, req, run, loop, err)
         raise _as_turn_failure(err, run_id) from err
     _await_background(ctx)
     _record_metrics(run, loop, started, ok=True)
-    _enqueue_extraction(deps, req, agent, run, [incoming] + loop.new_messages)
+    if req.extraction:
+        _enqueue_extraction(deps, req, agent, run, req.chain_messages + [incoming] + loop.new_messages, chain_id=req.chain_id)
     return TurnResult(run=run, reply=loop.reply, tool_calls=loop.tool_calls)
 
 
 def _result(agent: Agent, ctx: ToolContext, loop: LoopResult) -> dict[str, Any]:
-    """A chat turn's result: the reply, and for an agent with a card type the card it submitted."""
-    if not agent.card_type:
+    """A run's result: the reply, and when the run had a card type the card it submitted."""
+    if ctx.card_type is None and not agent.card_type:
         return {"reply": loop.reply}
-    return {"reply": loop.reply, "card": ctx.card, "cardType": agent.card_type}
+    name = ctx.card_type.name if ctx.card_type is not None else agent.card_type
+    return {"reply": loop.reply, "card": ctx.card, "cardType": name}
 
 
 def _await_background(ctx: ToolContext) -> None:
@@ -233,6 +296,7 @@ def _fail(deps: Deps, req: TurnRequest, run: Run, loop: LoopResult, err: Excepti
             "status": "failed",
             "updated_at": now_iso(),
             "session_revision_after": run.session_revision_before,
+            "result": {"reply": loop.reply} if loop.reply else None,
             "usage": loop.usage,
             "tool_calls": loop.tool_calls,
             "error": {"code": code, "message": message},
@@ -263,7 +327,8 @@ def _record_metrics(run: Run, loop: LoopResult, started: float | None, *, ok: bo
     metrics.add_metric(name="CostUsd", unit=MetricUnit.NoUnit, value=usage.cost_usd)
 
 
-def _enqueue_extraction(deps: Deps, req: TurnRequest, agent: Agent, run: Run, transcript: list[dict[str, Any]]) -> None:
+def _enqueue_extraction(deps: Deps, req: TurnRequest, agent: Agent, run: Run, transcript: list[dict[str, Any]],
+                        *, chain_id: str | None = None) -> None:
     """Best-effort and after the turn is committed: extraction must never fail or change a turn."""
     import json
 
@@ -274,14 +339,24 @@ def _enqueue_extraction(deps: Deps, req: TurnRequest, agent: Agent, run: Run, tr
         "runId": run.id,
         "tenant": req.tenant,
         "agentId": agent.id,
-        "sessionId": req.session_id,
+        # A clean-slate run is its own session: its cost lands under memory-extract:<runId>.
+        "sessionId": req.session_id or run.id,
         "workspaceId": agent.workspace_id,
         "kind": run.kind,
         "messages": transcript,
     }
-    if len(json.dumps(job, ensure_ascii=False).encode()) > _EXTRACT_JOB_MAX_BYTES:
-        job["messages"] = None  # the worker reads the session instead
+    if chain_id:
+        job["chainId"] = chain_id  # council runs: memory-extract:chain:<id8>
+    while len(json.dumps(job, ensure_ascii=False).encode()) > _EXTRACT_JOB_MAX_BYTES:
+        if req.session_id is not None:
+            job["messages"] = None  # the worker reads the session instead
+            job["truncated"] = True
+            break
+        # No session to read back: keep the end (extraction caps the transcript at its end anyway).
+        job["messages"] = job["messages"][len(job["messages"]) // 2 + 1:] or [transcript[-1]]
         job["truncated"] = True
+        if len(job["messages"]) == 1:
+            break
     try:
         deps.queues.enqueue_extraction(job)
     except Exception:

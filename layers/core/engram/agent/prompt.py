@@ -34,7 +34,7 @@ def start_sections(sections: list[PromptSection], ctx: Any, executor: Executor) 
     return {s.name: executor.submit(s.load, ctx) for s in sections}
 
 
-def persona_block(agent: Agent) -> str:
+def persona_block(agent: Agent, card_type_name: str | None = None) -> str:
     lines = [f"You are {agent.name}, an AI agent running on Engram, a runtime that gives agents memory."]
     if agent.persona:
         lines += ["", agent.persona.strip()]
@@ -49,10 +49,11 @@ def persona_block(agent: Agent) -> str:
             "Start every run by calling get_my_decisions: it shows your own last few decisions, so you can stay",
             "consistent with them or say why you change your mind.",
         ]
-    if agent.card_type:
+    card_type_name = card_type_name or agent.card_type
+    if card_type_name:
         lines += [
             "",
-            f"Finish every run by calling submit_result with a `{agent.card_type}` card (its fields are in the tool's",
+            f"Finish every run by calling submit_result with a `{card_type_name}` card (its fields are in the tool's",
             "input schema). If it answers with problems, fix them and call it again; then reply in one short line.",
         ]
     return "\n".join(lines)
@@ -65,8 +66,11 @@ def build_system(
     on_error: Callable[[str, Exception], None],
     *,
     timeout: float = 5.0,
+    card_type_name: str | None = None,
+    extra: str | None = None,
 ) -> list[dict[str, Any]]:
-    blocks: list[dict[str, Any]] = [{"type": "text", "text": persona_block(agent), "cache_control": CACHE}]
+    """`extra`: run-specific instructions (team roster, learnings, run memory), last, uncached."""
+    blocks: list[dict[str, Any]] = [{"type": "text", "text": persona_block(agent, card_type_name), "cache_control": CACHE}]
     rendered: list[str] = []
     for section in sorted(sections, key=lambda s: (s.order, s.name)):
         try:
@@ -78,6 +82,8 @@ def build_system(
             rendered.append(text.strip())
     if rendered:
         blocks.append({"type": "text", "text": "\n\n".join(rendered), "cache_control": CACHE})
+    if extra:
+        blocks.append({"type": "text", "text": extra.strip()})
     return blocks
 
 

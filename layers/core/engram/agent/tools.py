@@ -29,6 +29,11 @@ class ToolContext:
     # The agent's card type (when it has one) and the valid card submit_result accepted.
     card_type: Any = None
     card: dict[str, Any] | None = None
+    # The run's scratch store (run_memory.RunMemory) for heartbeat, manual, re-examination and
+    # council runs; None in chat turns. Enables memory_list / memory_read / memory_write.
+    run_memory: Any = None
+    # The kind of run (chat, heartbeat, manual, reexamination, council_member).
+    run_kind: str = "chat"
 
 
 @dataclass(frozen=True)

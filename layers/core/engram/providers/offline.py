@@ -80,11 +80,15 @@ class OfflineProvider:
         may_call = (tool_choice or {}).get("type") != "none"
         # Decision tools: get_my_decisions first, submit_result before the final answer (DESIGN AM5).
         first, final = _decision_calls(tools, messages) if may_call else (None, None)
-        if _is_tool_result(last) and not final:
+        # The tools the turn's opening message asks for, each once per turn (after get_my_decisions).
+        opening, turn = _this_turn(messages)
+        wanted = self._pick_tools(opening, tools) if may_call and opening else []
+        intent = next((call for call in wanted if not _calls_in(turn, call[0])[0]), None)
+        if _is_tool_result(last) and not final and not intent:
             content, stop = [{"type": "text", "text": self._summarise_results(messages)}], "end_turn"
         else:
             text = _text_of(last) if not _is_tool_result(last) else ""
-            call = first or (self._pick_tool(text, tools) if may_call and text else None) or final
+            call = first or intent or final
             if call:
                 name, tool_input = call
                 # Deterministic, yet unique within the conversation it is sent in.
@@ -104,16 +108,15 @@ class OfflineProvider:
             tokens=TokenCounts(input_tokens=_estimate_tokens([system, tools, messages]), output_tokens=_estimate_tokens(content)),
         )
 
-    def _pick_tool(self, text: str, tools: list[dict[str, Any]]) -> tuple[str, dict[str, Any]] | None:
+    def _pick_tools(self, text: str, tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
         intents = self._intents()
+        found = []
         for spec in tools:
             intent = intents.get(spec["name"])
-            if intent is None:
-                continue
-            tool_input = intent(text)
+            tool_input = intent(text) if intent is not None else None
             if tool_input is not None:
-                return spec["name"], tool_input
-        return None
+                found.append((spec["name"], tool_input))
+        return found
 
     @staticmethod
     def _summarise_results(messages: list[dict[str, Any]]) -> str:
@@ -201,6 +204,8 @@ def offline_card(schema: dict[str, Any], text: str) -> dict[str, Any]:
             card[name] = int(value) if kind == "integer" else value
         elif kind == "boolean":
             card[name] = False
+        elif "pattern" in prop:
+            card[name] = "HOLD"  # the offline model's one uppercase word (e.g. a re-examination's action)
         else:
             limit = int(prop.get("maxLength", 200))
             value = words[0].upper() if limit <= 40 else "offline: " + " ".join(words)

@@ -145,3 +145,32 @@ def extract_marker_sk(run_id: str) -> str:
 def card_type_sk(name: str) -> str:
     """A custom card type of the tenant, in the tenant partition (built-ins are not stored)."""
     return f"CARDTYPE#{check_id('name', name)}"
+
+
+# --- runs: re-examinations, run memory, director learnings (runs.py, stores/run_memory.py) ------
+def reexaminations_of(t: str, parent_run_id: str) -> str:
+    """GSI2 partition listing the re-examinations of one run (sparse: only those runs carry it)."""
+    return f"{t}#RUN#{check_id('runId', parent_run_id)}#REEXAM"
+
+
+RUN_MEMORY_KEY_PATTERN = r"^(input|step|task|shared):[A-Za-z0-9_.:-]{1,120}$"
+
+
+def run_memory_prefix(run_id: str) -> str:
+    """A run's memory lives in its (lead) agent's partition, so the agent cascade removes it."""
+    return f"RUNMEM#{check_id('runId', run_id)}#"
+
+
+def run_memory_sk(run_id: str, key: str) -> str:
+    import re
+
+    from ..errors import BadRequest
+
+    if not isinstance(key, str) or not re.match(RUN_MEMORY_KEY_PATTERN, key):
+        raise BadRequest("a run memory key is <input|step|task|shared>:<1-120 of A-Z a-z 0-9 _ . : ->", field="key", code="invalid_key")
+    return f"{run_memory_prefix(run_id)}{key}"
+
+
+def learnings_by_agent(t: str, agent_id: str) -> str:
+    """GSI1 partition of an agent's director learnings, newest last by createdAt."""
+    return f"{t}#A#{check_id('agentId', agent_id)}#LEARN"

@@ -47,6 +47,14 @@ def fact_rank(f: Fact) -> str:
     return f"{recency:013d}#{f.id}"
 
 
+LEARNING_KEY_PREFIX = "director:learning:"
+
+
+def is_director_learning(m: Memory) -> bool:
+    """An agent-scope row the director stored with store_learning (RM4)."""
+    return m.scope == "agent" and m.source == "director" and m.key.startswith(LEARNING_KEY_PREFIX)
+
+
 def is_live(m: Memory, now: float | None = None) -> bool:
     """Active and not past its daily expiry (DynamoDB TTL deletes lazily, so reads check too)."""
     if m.archived_at:
@@ -70,7 +78,11 @@ class MemoryStore:
     def _memory_item(self, t: str, m: Memory, owner_id: str) -> dict[str, Any]:
         pk = owner_pk(t, m.scope, owner_id)
         item = {"PK": pk, "SK": keys.memory_sk(m.id), "ownerId": owner_id, **m.model_dump(by_alias=True, mode="json")}
-        if m.archived_at is None:
+        if m.archived_at is None and is_director_learning(m):
+            # Shown in their own prompt section (learnings.py), newest first; not in the rank index.
+            item["GSI1PK"] = keys.learnings_by_agent(t, owner_id)
+            item["GSI1SK"] = f"{m.created_at}#{m.id}"
+        elif m.archived_at is None:
             item["GSI2PK"] = keys.memory_rank_pk(pk)
             item["GSI2SK"] = memory_rank(m)
         if m.expires_at:
@@ -117,6 +129,13 @@ class MemoryStore:
             if not token:
                 break
         return out
+
+    def recent_learnings(self, t: str, agent_id: str, *, limit: int) -> list[Memory]:
+        """An agent's `limit` newest active director learnings, newest first (one bounded Query)."""
+        if limit <= 0:
+            return []
+        items, _ = self.table._query(keys.learnings_by_agent(t, agent_id), index="GSI1", limit=limit, newest_first=True)
+        return [Memory.model_validate(i) for i in items]
 
     def delete_memory(self, t: str, scope: str, owner_id: str, mid: str) -> None:
         try:

@@ -1,4 +1,4 @@
-"""SQS: the FIFO turn queue (one message group per session) and the extraction queue."""
+"""SQS: the FIFO turn queue (one message group per session), the extraction queue and the run queue."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from .aws import make_client
 
 
 class Queues:
-    def __init__(self, turn_queue_url: str, extract_queue_url: str, client: Any = None):
+    def __init__(self, turn_queue_url: str, extract_queue_url: str, client: Any = None, run_queue_url: str = ""):
         self.turn_queue_url = turn_queue_url
         self.extract_queue_url = extract_queue_url
+        self.run_queue_url = run_queue_url
         self._client = client
 
     @property
@@ -31,3 +32,7 @@ class Queues:
 
     def enqueue_extraction(self, job: dict[str, Any]) -> None:
         self.client.send_message(QueueUrl=self.extract_queue_url, MessageBody=json.dumps(job, separators=(",", ":")))
+
+    def enqueue_run(self, job: dict[str, Any]) -> None:
+        """API-started runs (manual, re-examination) for the heartbeat function."""
+        self.client.send_message(QueueUrl=self.run_queue_url, MessageBody=json.dumps(job, separators=(",", ":")))

@@ -358,13 +358,114 @@ class TableStore:
 
     # --- runs and usage -----------------------------------------------------------------------
     def _run_item(self, t: str, run: Run) -> dict[str, Any]:
-        return {
+        item = {
             "PK": keys.tenant_pk(t),
             "SK": keys.run_sk(run.id),
             "GSI1PK": keys.runs_by_agent(t, run.agent_id),
             "GSI1SK": run.id,
-            **run.model_dump(by_alias=True, mode="json"),
+            **run.model_dump(by_alias=True, mode="json", exclude={"latest_conviction", "resolution_status"}),
         }
+        # Set by their own updates (re-examinations finishing, PATCH): a run's rewrite keeps them.
+        for attr, value in (("latestConviction", run.latest_conviction), ("resolutionStatus", run.resolution_status)):
+            if value is not None:
+                item[attr] = value
+        if run.kind == "reexamination" and run.parent_run_id:
+            # Sparse: GET /api/runs/{parent}/re-examinations is one Query, in creation order.
+            item["GSI2PK"] = keys.reexaminations_of(t, run.parent_run_id)
+            item["GSI2SK"] = f"{run.created_at}#{run.id}"
+        return item
+
+    def create_run(self, t: str, run: Run) -> bool:
+        """Records a queued run; False if a run with this id already exists (a redelivered firing)."""
+        try:
+            self.client.put_item(TableName=self.name, Item=serialize(self._run_item(t, run)), ConditionExpression="attribute_not_exists(PK)")
+        except ClientError as err:
+            if condition_failed(err):
+                return False
+            raise
+        return True
+
+    def start_run(self, t: str, run_id: str, *, claim_s: float) -> Run | None:
+        """Claims a queued run for one worker (status running, a claim that expires after `claim_s`,
+        so a crashed worker's run can be taken again). None: finished, or another worker has it."""
+        now = int(time.time())
+        try:
+            out = self.client.update_item(
+                TableName=self.name,
+                Key=serialize({"PK": keys.tenant_pk(t), "SK": keys.run_sk(run_id)}),
+                UpdateExpression="SET #s = :running, claimedUntil = :until, updatedAt = :at",
+                ConditionExpression="attribute_exists(PK) AND (#s = :queued OR (#s = :running AND claimedUntil < :now))",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=serialize(
+                    {":running": "running", ":queued": "queued", ":until": now + int(claim_s) + 1, ":now": now, ":at": now_iso()}
+                ),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as err:
+            if condition_failed(err):
+                return None
+            raise
+        return Run.model_validate(deserialize(out["Attributes"]))
+
+    def requeue_run(self, t: str, run_id: str) -> None:
+        """Gives a claimed run back (its session was busy): the retry claims it again."""
+        try:
+            self.client.update_item(
+                TableName=self.name,
+                Key=serialize({"PK": keys.tenant_pk(t), "SK": keys.run_sk(run_id)}),
+                UpdateExpression="SET #s = :queued REMOVE claimedUntil",
+                ConditionExpression="#s = :running",
+                ExpressionAttributeNames={"#s": "status"},
+                ExpressionAttributeValues=serialize({":queued": "queued", ":running": "running"}),
+            )
+        except ClientError as err:
+            if not condition_failed(err):
+                raise
+
+    def set_resolution(self, t: str, run_id: str, status: str) -> Run:
+        item = self._update(keys.tenant_pk(t), keys.run_sk(run_id), {"resolutionStatus": status, "updatedAt": now_iso()},
+                            what="run", field="runId")
+        return Run.model_validate(item)
+
+    def set_latest_conviction(self, t: str, parent_run_id: str, *, score: int, child_run_id: str, child_created_at: str) -> None:
+        """The parent run shows its newest re-examination's conviction; its result never changes.
+        An older re-examination finishing late does not overwrite a newer one."""
+        try:
+            self.client.update_item(
+                TableName=self.name,
+                Key=serialize({"PK": keys.tenant_pk(t), "SK": keys.run_sk(parent_run_id)}),
+                UpdateExpression="SET latestConviction = :score, latestReexaminationId = :child, latestConvictionAt = :at",
+                ConditionExpression="attribute_exists(PK) AND (attribute_not_exists(latestConvictionAt) OR latestConvictionAt <= :at)",
+                ExpressionAttributeValues=serialize({":score": score, ":child": child_run_id, ":at": f"{child_created_at}#{child_run_id}"}),
+            )
+        except ClientError as err:
+            if not condition_failed(err):
+                raise
+
+    def list_reexaminations(self, t: str, parent_run_id: str, *, limit: int, token: str | None) -> tuple[list[Run], str | None]:
+        items, nxt = self._query(keys.reexaminations_of(t, parent_run_id), index="GSI2", limit=limit, token=token)
+        return [Run.model_validate(i) for i in items], nxt
+
+    def reset_session_context(self, t: str, agent_id: str, session_id: str, token: str) -> dict[str, Any]:
+        """Active Memory reset (AM2), under the session lease `token` holds: the context starts after
+        the messages the session holds now (they stay in the transcript), the counter restarts."""
+        try:
+            out = self.client.update_item(
+                TableName=self.name,
+                Key=serialize({"PK": keys.agent_pk(t, agent_id), "SK": keys.session_sk(session_id)}),
+                UpdateExpression=(
+                    "SET contextFrom = if_not_exists(messageCount, :zero), revisionAtReset = if_not_exists(revision, :zero), "
+                    "runsSinceReset = :zero, lastResetAt = :now REMOVE leaseOwner, leaseUntil"
+                ),
+                ConditionExpression="leaseOwner = :token",
+                ExpressionAttributeValues=serialize({":zero": 0, ":now": now_iso(), ":token": token}),
+                ReturnValues="ALL_NEW",
+            )
+        except ClientError as err:
+            if condition_failed(err):
+                raise SessionBusy("the session lease was lost during the reset; retry", field="sessionId") from None
+            raise
+        return deserialize(out["Attributes"])
 
     def _usage_item(self, t: str, row: UsageRow) -> dict[str, Any]:
         return {
@@ -408,24 +509,29 @@ class TableStore:
         are Puts of the same transaction, up to 90 items in all (DynamoDB allows
         100); any overflow is written after the transaction commits, with BatchWriteItem.
         """
-        assert run.session_id is not None
-        session_key = {"PK": keys.agent_pk(t, run.agent_id), "SK": keys.session_sk(run.session_id)}
-        sets = ["updatedAt = :now"] if session_changes else []
-        values: dict[str, Any] = {":run": run.id}
-        if session_changes:
-            values[":now"] = run.updated_at
-            for i, (attr, value) in enumerate(session_changes.items()):
-                sets.append(f"{attr} = :s{i}")
-                values[f":s{i}"] = value
-        update = {
-            "TableName": self.name,
-            "Key": serialize(session_key),
-            "UpdateExpression": ("SET " + ", ".join(sets) + " " if sets else "") + "REMOVE leaseOwner, leaseUntil",
-            "ConditionExpression": "leaseOwner = :run",
-            "ExpressionAttributeValues": serialize(values),
-        }
-        items: list[dict[str, Any]] = [
-            {"Update": update},
+        items: list[dict[str, Any]] = []
+        reasons: dict[int, Exception] = {}
+        if run.session_id is not None:
+            session_key = {"PK": keys.agent_pk(t, run.agent_id), "SK": keys.session_sk(run.session_id)}
+            sets = ["updatedAt = :now"] if session_changes else []
+            values: dict[str, Any] = {":run": run.id}
+            if session_changes:
+                values[":now"] = run.updated_at
+                for i, (attr, value) in enumerate(session_changes.items()):
+                    sets.append(f"{attr} = :s{i}")
+                    values[f":s{i}"] = value
+            update = {
+                "TableName": self.name,
+                "Key": serialize(session_key),
+                "UpdateExpression": ("SET " + ", ".join(sets) + " " if sets else "") + "REMOVE leaseOwner, leaseUntil",
+                "ConditionExpression": "leaseOwner = :run",
+                "ExpressionAttributeValues": serialize(values),
+            }
+            reasons[len(items)] = SessionBusy("the session lease was lost before the turn finished", field="sessionId")
+            items.append({"Update": update})
+        # A clean-slate run (no session) has no lease: the run record's own status guards it.
+        reasons[len(items)] = Conflict("this run has already finished", field="runId", code="run_finished")
+        items.append(
             {
                 "Put": {
                     "TableName": self.name,
@@ -434,19 +540,13 @@ class TableStore:
                     "ExpressionAttributeNames": {"#s": "status"},
                     "ExpressionAttributeValues": serialize({":queued": "queued", ":running": "running"}),
                 }
-            },
-        ]
+            }
+        )
         items += [{"Put": {"TableName": self.name, "Item": serialize(self._usage_item(t, row))}} for row in usage_rows]
         extra = list(extra_items or [])
         room = max(0, 90 - len(items))  # TransactWriteItems takes at most 100 items
         items += [{"Put": {"TableName": self.name, "Item": serialize(item)}} for item in extra[:room]]
-        self._transact(
-            items,
-            reasons={
-                0: SessionBusy("the session lease was lost before the turn finished", field="sessionId"),
-                1: Conflict("this run has already finished", field="runId", code="run_finished"),
-            },
-        )
+        self._transact(items, reasons=reasons)
         overflow = extra[room:]
         if overflow:
             # Only a turn with very many long messages gets here; the turn itself is committed, so

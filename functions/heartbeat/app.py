@@ -1,0 +1,30 @@
+"""`heartbeat` function: EventBridge Scheduler's target (an agent's heartbeat) and the run-queue consumer (manual, re-examination and council runs)."""
+
+from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
+from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
+from aws_lambda_powertools.utilities.typing import LambdaContext
+
+from engram.deps import get_deps
+from engram.observability import logger, metrics, tracer
+from engram.runs import process_run_job, process_schedule_event
+
+# A failed job is reported alone and redelivered; after three receives SQS parks it in RunDLQ.
+processor = BatchProcessor(event_type=EventType.SQS)
+
+
+def handle_run_record(record: SQSRecord) -> None:
+    logger.remove_keys(["run_id"])  # a warm container must not log the previous job's id
+    job = record.json_body  # not JSON: raises, so the record fails and ends in the DLQ
+    logger.append_keys(run_id=job.get("runId") if isinstance(job, dict) else None)
+    process_run_job(get_deps(), job)
+
+
+@logger.inject_lambda_context
+@tracer.capture_lambda_handler
+@metrics.log_metrics(capture_cold_start_metric=True)
+def lambda_handler(event: dict, context: LambdaContext) -> dict:
+    if "Records" in event:
+        return process_partial_response(event=event, record_handler=handle_run_record, processor=processor, context=context)
+    # Anything else is a schedule firing (Scheduler invokes asynchronously; the result is for logs and tests).
+    logger.remove_keys(["run_id"])
+    return process_schedule_event(get_deps(), event)

@@ -1,0 +1,78 @@
+"""Active Memory (AM1-AM3): heartbeats and chat share the agent's main session when it is on.
+
+The shared context is the `dashboard` session. A reset (or enabling the toggle) moves the session's
+context start to its current end: the model's next run starts fresh while the messages stay in the
+transcript, visible to the user. The session item carries the panel's counters (`runsSinceReset`,
+`lastResetAt`, `revisionAtReset`), updated in the same transaction as each run.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from .deps import Deps
+from .errors import NotFound, SessionBusy
+from .ids import check_id, new_id
+from .models import ActiveMemoryStatus
+from .runs import MAIN_SESSION
+
+
+def _age_seconds(stamp: str | None) -> int | None:
+    if not stamp:
+        return None
+    try:
+        then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return max(0, int((datetime.now(timezone.utc) - then).total_seconds()))
+
+
+def status(deps: Deps, t: str, agent_id: str) -> ActiveMemoryStatus:
+    """GET /api/agents/{agentId}/active-memory: the panel's data (AM3)."""
+    agent_future = deps.executor.submit(deps.table.get_agent, t, check_id("agentId", agent_id))
+    session = deps.table.get_session(t, agent_id, MAIN_SESSION)
+    agent = agent_future.result()
+    if agent is None:
+        raise NotFound("agent not found", field="agentId")
+    session = session or {}
+    revision = int(session.get("revision", 0) or 0)
+    runs = int(session.get("runsSinceReset", 0) or 0)
+    limit = deps.settings.active_memory_warn_runs
+    warning = None
+    if runs > limit:
+        warning = (f"{runs} runs since the last reset (more than {limit}): the shared context keeps growing, "
+                   "which makes every run slower and costlier; reset it to start fresh")
+    return ActiveMemoryStatus(
+        agent_id=agent.id,
+        enabled=agent.active_memory,
+        status="carrying_context" if revision > int(session.get("revisionAtReset", 0) or 0) else "fresh",
+        runs_since_reset=runs,
+        session_age_seconds=_age_seconds(session.get("updatedAt")),
+        last_reset_at=session.get("lastResetAt"),
+        session_revision=revision,
+        warning=warning,
+    )
+
+
+def reset(deps: Deps, t: str, agent_id: str) -> ActiveMemoryStatus:
+    """POST .../active-memory/reset, and what enabling the toggle does (AM2). Waits for a run that
+    holds the session, like a chat turn would, so a reset is never lost under a finishing run."""
+    import time
+
+    check_id("agentId", agent_id)
+    if deps.table.get_agent(t, agent_id) is None:
+        raise NotFound("agent not found", field="agentId")
+    token = new_id("reset")
+    give_up = time.monotonic() + deps.settings.session_wait_s
+    pause = 0.05
+    while True:
+        try:
+            deps.table.acquire_lease(t, agent_id, MAIN_SESSION, token, 10)
+            break
+        except SessionBusy:
+            if time.monotonic() + pause > give_up:
+                raise SessionBusy("a run is using the agent's main session; retry the reset when it finishes", field="agentId") from None
+            time.sleep(pause)
+            pause = min(pause * 2, 0.5)
+    deps.table.reset_session_context(t, agent_id, MAIN_SESSION, token)
+    return status(deps, t, agent_id)
