@@ -288,6 +288,9 @@ def start_stack(
     moto_port = moto_port or _free_port()
     if not _port_is_free(moto_port):  # moto's thread would die on bind and start() would wait forever
         raise OSError(f"moto cannot listen on 127.0.0.1:{moto_port}: the port is in use")
+    from .emulator import serialize_dynamodb
+
+    serialize_dynamodb()  # moto's DynamoDB is not thread-safe; the service is
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
     moto.start()
     moto_url = f"http://127.0.0.1:{moto_port}"

@@ -12,3 +12,8 @@ os.environ.setdefault("POWERTOOLS_TRACE_DISABLED", "true")
 os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.pop("ANTHROPIC_API_KEY", None)
+
+# moto's DynamoDB is not thread-safe (the service is): council runs write from several threads.
+from local.emulator import serialize_dynamodb  # noqa: E402
+
+serialize_dynamodb()

@@ -241,3 +241,75 @@ def test_active_memory_endpoints_are_per_user(stack):
     assert stack.call("POST", f"/api/agents/{agent['id']}/active-memory/reset", user="bob").status == 404
     assert stack.call("GET", "/api/agents/..%2Fx/active-memory").status in (400, 404)
     assert stack.call("GET", "/api/agents/ag_missing/active-memory").status == 404
+
+
+def test_a_run_waits_for_a_busy_shared_session_then_is_sent_again(stack):
+    stack.deps.settings = stack.deps.settings.model_copy(update={"run_session_wait_s": 0})
+    agent = stack.agent(defaultPrompt=DEFAULT, activeMemory=True)
+    t = tenant_key("alice")
+    stack.deps.table.acquire_lease(t, agent["id"], "dashboard", "someone-else", 300)  # a long chat turn
+    r = stack.call("POST", f"/api/agents/{agent['id']}/runs", body={})
+    from engram.runs import process_run_job
+
+    (job,) = stack.queue_messages(stack.resources.queue_url("RunQueue"))
+    process_run_job(stack.deps, job)  # what the heartbeat function does with the message
+    run = stack.call("GET", f"/api/runs/{r.data['runId']}").data
+    assert run["status"] == "queued"  # given back, not failed and not run
+    attrs = stack.sqs.get_queue_attributes(QueueUrl=stack.resources.queue_url("RunQueue"),
+                                           AttributeNames=["ApproximateNumberOfMessagesDelayed"])["Attributes"]
+    assert attrs["ApproximateNumberOfMessagesDelayed"] == "1"  # sent again, with a delay
+
+    stack.deps.table.release_lease(t, agent["id"], "dashboard", "someone-else")
+    process_run_job(stack.deps, {"tenant": t, "runId": run["id"], "attempt": 2})
+    assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "succeeded"
+
+
+def test_a_run_that_never_gets_the_session_fails_cleanly(stack):
+    stack.deps.settings = stack.deps.settings.model_copy(update={"run_session_wait_s": 0})
+    agent = stack.agent(defaultPrompt=DEFAULT, activeMemory=True)
+    t = tenant_key("alice")
+    before = stack.transcript_bytes("alice", agent["id"])
+    stack.deps.table.acquire_lease(t, agent["id"], "dashboard", "someone-else", 300)
+    r = stack.call("POST", f"/api/agents/{agent['id']}/runs", body={})
+    from engram.runs import process_run_job
+
+    process_run_job(stack.deps, {"tenant": t, "runId": r.data["runId"], "attempt": 5})
+    run = stack.call("GET", f"/api/runs/{r.data['runId']}").data
+    assert run["status"] == "failed" and run["error"]["code"] == "session_busy"
+    assert stack.transcript_bytes("alice", agent["id"]) == before
+
+
+# --- extraction after runs -------------------------------------------------------------------------
+def _extract_jobs(stack):
+    return stack.queue_messages(stack.resources.queue_url("ExtractQueue"))
+
+
+def test_runs_get_extraction_jobs_like_chat_turns(stack):
+    ws = stack.call("POST", "/api/workspaces", body={"name": "Desk"}).data
+    agent = stack.agent(schedule="rate(1 hour)", defaultPrompt="We use Postgres 16 for billing; check it.", workspaceId=ws["id"])
+    fired = stack.fire(agent["id"])
+    (job,) = _extract_jobs(stack)
+    assert job["runId"] == fired["runId"] and job["kind"] == "heartbeat"
+    assert job["sessionId"] == fired["runId"]  # a clean-slate run is its own session (memory-extract:<runId>)
+    assert "Postgres 16" in json.dumps(job["messages"])
+
+    member = stack.agent(name="Analyst", workspaceId=ws["id"])
+    lead = stack.agent(name="Director", team=[member["id"]], defaultPrompt="Decide.", workspaceId=ws["id"])
+    run = stack.run_now(lead["id"])
+    jobs = _extract_jobs(stack)
+    assert [j["runId"] for j in jobs] == [run["id"]]  # one job for the whole council: members are not extracted alone
+    assert jobs[0]["chainId"] == run["id"][-8:] and "[Analyst" in json.dumps(jobs[0]["messages"])
+
+
+def test_a_chain_extraction_records_its_cost_under_the_chain(stack):
+    from local.workers import Workers
+
+    ws = stack.call("POST", "/api/workspaces", body={"name": "Desk"}).data
+    member = stack.agent(name="Analyst", workspaceId=ws["id"])
+    lead = stack.agent(name="Director", team=[member["id"]], workspaceId=ws["id"],
+                       defaultPrompt="Decide. For context: we use Kafka for the order events and our deploy command is make ship.")
+    run = stack.run_now(lead["id"])
+    Workers(stack.functions, stack.resources, retry_delay=0).drain("ExtractQueue", timeout=60)
+    key = f"memory-extract:chain:{run['id'][-8:]}"
+    rows = stack.call("GET", "/api/usage", query={"agentId": lead["id"], "sessionId": key}).data["items"]
+    assert [r["runId"] for r in rows] == [run["id"]]

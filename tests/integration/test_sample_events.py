@@ -48,3 +48,26 @@ def test_sqs_turn_sample_event_runs_the_turn(stack):
     run = stack.call("GET", f"/api/runs/{job['runId']}").data
     assert run["status"] == "succeeded"
     assert stack.call("GET", f"/api/agents/{agent['id']}/sessions/dashboard").data["messageCount"] == 2
+
+
+def test_scheduler_sample_event_runs_a_heartbeat(stack):
+    agent = stack.agent(schedule="rate(1 hour)", defaultPrompt="Check in.")
+    event = json.loads((EVENTS / "heartbeat-schedule.json").read_text())
+    event.update(tenant=tenant_key("alice"), agentId=agent["id"])
+    result = stack.functions["HeartbeatFunction"].invoke(event)
+    assert result["status"] == "succeeded"
+    run = stack.call("GET", f"/api/runs/{result['runId']}").data
+    assert run["kind"] == "heartbeat" and run["prompt"] == "Check in."
+    # The sample as shipped names an agent nobody has: nothing runs, nothing fails.
+    assert stack.functions["HeartbeatFunction"].invoke(json.loads((EVENTS / "heartbeat-schedule.json").read_text()))["status"] == "ignored"
+
+
+def test_sqs_run_sample_event_runs_the_queued_run(stack):
+    agent = stack.agent(defaultPrompt="Check in.")
+    queued = stack.call("POST", f"/api/agents/{agent['id']}/runs", body={}).data
+    event = json.loads((EVENTS / "sqs-run.json").read_text())
+    record = event["Records"][0]
+    record["body"] = json.dumps({**json.loads(record["body"]), "tenant": tenant_key("alice"), "runId": queued["runId"],
+                                 "agentId": agent["id"]})
+    assert stack.functions["HeartbeatFunction"].invoke(event) == {"batchItemFailures": []}
+    assert stack.call("GET", f"/api/runs/{queued['runId']}").data["status"] == "succeeded"

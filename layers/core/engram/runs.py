@@ -33,8 +33,6 @@ from .observability import MetricUnit, logger, metrics
 from .turns import TurnRequest, run_turn
 
 MAIN_SESSION = "dashboard"
-# How long a run waits for the shared session while a chat turn holds it.
-_SESSION_WAIT_S = 30.0
 _CLAIM_MARGIN_S = 60.0
 _ROSTER_PERSONA_CHARS = 120
 
@@ -98,11 +96,25 @@ def process_schedule_event(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
     return {"runId": run_id, "scheduledTime": scheduled, **outcome}
 
 
+_BUSY_RETRY_DELAY_S = 60  # SQS DelaySeconds of a run whose shared session was busy
+_BUSY_RETRIES = 5
+
+
 def process_run_job(deps: Deps, job: dict[str, Any]) -> None:
-    """One API-started run from the run queue. Raises only when SQS should redeliver it
-    (the shared session was busy); a failed run is recorded, not retried."""
+    """One API-started run from the run queue; a failed run is recorded, not retried. A run whose
+    shared session stayed busy is sent again with a delay (the queue's own redelivery would wait
+    for the hour-long visibility timeout), and recorded as failed after a few tries."""
     tenant, run_id = check_id("tenant", job.get("tenant")), check_id("runId", job.get("runId"))
-    execute_run(deps, tenant, run_id, inputs=job.get("inputs") or None)
+    try:
+        execute_run(deps, tenant, run_id, inputs=job.get("inputs") or None)
+    except SessionBusy as err:
+        attempt = int(job.get("attempt", 1) or 1)
+        if attempt >= _BUSY_RETRIES:
+            run = deps.table.start_run(tenant, run_id, claim_s=60)
+            if run is not None:
+                _record_failure(deps, tenant, run, err)
+            return
+        deps.queues.enqueue_run({**job, "attempt": attempt + 1}, delay_s=_BUSY_RETRY_DELAY_S)
 
 
 _FALLBACK_PROMPT = "Run your scheduled check and report what you find."
@@ -264,7 +276,7 @@ def _execute(deps: Deps, t: str, run: Run, agent: Agent, inputs: dict[str, Any] 
     result = run_turn(deps, TurnRequest(
         tenant=t, agent_id=agent.id, session_id=MAIN_SESSION if shared else None, message=message, run_id=run.id,
         kind=run.kind, trigger=run.trigger, created_at=run.created_at, budget_s=settings.run_budget_s,
-        wait_s=_SESSION_WAIT_S, agent=agent, parent_run_id=run.parent_run_id, extra_system="\n\n".join(extra),
+        wait_s=settings.run_session_wait_s, agent=agent, parent_run_id=run.parent_run_id, extra_system="\n\n".join(extra),
         card_type=card_type, require_card=card_type is not None, run_memory=memory, counts_for_active_memory=shared,
         chain_id=run.id[-8:] if agent.team else None, chain_messages=chain,
     ))

@@ -41,6 +41,8 @@ class Settings(BaseModel):
     async_turn_budget_s: float = Field(100.0, gt=0, le=900, alias="ASYNC_TURN_BUDGET_SECONDS")
     # A heartbeat, manual, re-examination or council run (each agent of a council gets this budget).
     run_budget_s: float = Field(240.0, gt=0, le=880, alias="RUN_BUDGET_SECONDS")
+    # How long a run waits for the shared session (Active Memory) while a chat turn holds it.
+    run_session_wait_s: float = Field(30.0, ge=0, le=120, alias="RUN_SESSION_WAIT_SECONDS")
     model_timeout_s: float = Field(60.0, gt=0, alias="MODEL_TIMEOUT_SECONDS")
     model_max_retries: int = Field(3, ge=0, le=10, alias="MODEL_MAX_RETRIES")
     # How long a second sync turn on the same session waits for the first before a 409.

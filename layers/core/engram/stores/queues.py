@@ -33,6 +33,7 @@ class Queues:
     def enqueue_extraction(self, job: dict[str, Any]) -> None:
         self.client.send_message(QueueUrl=self.extract_queue_url, MessageBody=json.dumps(job, separators=(",", ":")))
 
-    def enqueue_run(self, job: dict[str, Any]) -> None:
+    def enqueue_run(self, job: dict[str, Any], *, delay_s: int = 0) -> None:
         """API-started runs (manual, re-examination) for the heartbeat function."""
-        self.client.send_message(QueueUrl=self.run_queue_url, MessageBody=json.dumps(job, separators=(",", ":")))
+        extra = {"DelaySeconds": delay_s} if delay_s else {}
+        self.client.send_message(QueueUrl=self.run_queue_url, MessageBody=json.dumps(job, separators=(",", ":")), **extra)
