@@ -313,3 +313,15 @@ def test_a_chain_extraction_records_its_cost_under_the_chain(stack):
     key = f"memory-extract:chain:{run['id'][-8:]}"
     rows = stack.call("GET", "/api/usage", query={"agentId": lead["id"], "sessionId": key}).data["items"]
     assert [r["runId"] for r in rows] == [run["id"]]
+
+
+def test_a_refused_agent_leaves_no_schedule_behind(stack, scheduler):
+    r = stack.call("POST", "/api/agents", body={"name": "x", "schedule": "rate(1 hour)", "defaultPrompt": DEFAULT,
+                                                "workspaceId": "ws_missing"})
+    assert r.status == 404 and r.error["field"] == "workspaceId"
+    group = stack.deps.settings.schedule_group
+    assert scheduler.list_schedules(GroupName=group)["Schedules"] == []
+    agent = stack.agent()
+    r = stack.call("PATCH", f"/api/agents/{agent['id']}", body={"schedule": "rate(1 hour)", "defaultPrompt": DEFAULT,
+                                                                 "workspaceId": "ws_missing"})
+    assert r.status == 404 and _schedule(stack, scheduler, agent["id"]) is None

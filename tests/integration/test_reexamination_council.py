@@ -212,3 +212,22 @@ def test_team_must_be_the_callers_agents(stack):
     assert r.status == 400
     r = stack.call("POST", "/api/agents", body={"name": "L", "team": ["../x"]})
     assert r.status in (400, 422)
+
+
+def test_export_and_delete_me_cover_runs_schedules_and_run_memory(stack, model):
+    import boto3
+
+    member = stack.agent(name="Chartist")
+    lead = stack.agent(name="Director", team=[member["id"]], defaultPrompt="Decide.", schedule="rate(1 hour)")
+    run = stack.run_now(lead["id"], inputs={"asset": "BTC"})
+    exported = stack.call("GET", "/api/me/export").data
+    by_id = {a["id"]: a for a in exported["agents"]}
+    keys = {(e["runId"], e["key"]) for e in by_id[lead["id"]]["runMemory"]}
+    assert {(run["id"], "input:asset"), (run["id"], "task:" + member["id"])} <= keys
+    assert {r["kind"] for r in exported["runs"]} >= {"manual", "council_member"}
+
+    assert stack.call("DELETE", "/api/me").status == 200
+    scheduler = boto3.client("scheduler")
+    with pytest.raises(scheduler.exceptions.ResourceNotFoundException):
+        scheduler.get_schedule(Name=lead["id"], GroupName=stack.deps.settings.schedule_group)
+    assert stack.call("GET", "/api/me/export").data["agents"] == []

@@ -385,6 +385,9 @@ class _FakeStore:
         return SimpleNamespace(messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
 
     def _query_all(self, pk, **kw):
+        if kw.get("sk_prefix") == "RUNMEM#":
+            return [{"runId": "run_1", "key": "input:x", "kind": "input", "valueJson": "1", "valueBytes": 1,
+                     "createdAt": "t", "updatedAt": "t"}]
         row = models.UsageRow(id="u_1", created_at="t", agent_id="ag_1", session_key="dashboard", run_id="run_1", model="m")
         return [{"PK": pk, "SK": "s", "GSI1PK": "g", "GSI1SK": "g", **row.model_dump(by_alias=True)}]
 

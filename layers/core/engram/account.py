@@ -27,6 +27,9 @@ def _all_workspaces(deps: Deps, t: str) -> list[Any]:
 
 def export(deps: Deps, t: str) -> dict[str, Any]:
     """Everything stored for the caller, as JSON (webhook secrets excluded)."""
+    from .stores.run_memory import RunMemoryStore
+
+    run_memory = RunMemoryStore(deps.table)
     agents_out = []
     runs_out: list[dict[str, Any]] = []
     for agent in _all_agents(deps, t):
@@ -38,6 +41,7 @@ def export(deps: Deps, t: str) -> dict[str, Any]:
                 **agent.public(),
                 "sessions": [{**s.public(), "messages": deps.history.load(t, agent.id, s.id).messages} for s in sessions],
                 "memories": [m.public() for m in deps.memories.list_memories(t, "agent", agent.id)],
+                "runMemory": [{"runId": run_id, **entry.public()} for run_id, entry in run_memory.agent_entries(t, agent.id)],
             }
         )
     workspaces_out = [

@@ -83,6 +83,11 @@ class RunMemoryStore:
         items = self.table._query_all(keys.agent_pk(t, agent_id), sk_prefix=keys.run_memory_prefix(run_id))
         return sorted((_entry(i) for i in items), key=lambda e: (e.created_at, e.key))
 
+    def agent_entries(self, t: str, agent_id: str) -> list[tuple[str, RunMemoryEntry]]:
+        """(runId, entry) of every run memory held in the agent's partition (account export)."""
+        items = self.table._query_all(keys.agent_pk(t, agent_id), sk_prefix="RUNMEM#")
+        return [(str(i.get("runId", "")), _entry(i)) for i in items]
+
     def delete_run(self, t: str, agent_id: str, run_id: str) -> int:
         items = self.table._query_all(keys.agent_pk(t, agent_id), sk_prefix=keys.run_memory_prefix(run_id), projection="PK, SK")
         self.table._delete_keys([(i["PK"], i["SK"]) for i in items])
