@@ -16,10 +16,10 @@ The council's specialists run in threads: their model time is summed (the offlin
 are well under a millisecond each and, measured, do not overlap), and the AWS time counts parallel
 calls once, so a council's "Python only" is the wall time with no AWS call in flight in any thread:
 one specialist's Python while another waits on DynamoDB is not in it (the critical path, not the
-CPU summed over the threads). moto's server is not thread-safe everywhere: parallel
-TransactWriteItems can fail with a 500, which botocore retries after a random backoff of up to a
-second. Such errors are counted and shown rather than printed as tracebacks, and the backoff
-lands in the "with AWS" figure only.
+CPU summed over the threads). moto's DynamoDB is not thread-safe; the local stack serialises its
+requests (local/emulator.py). Should the emulator still answer a 500 (botocore retries it after a
+backoff), it is counted and shown rather than printed as a traceback: the backoff would land in
+the "with AWS" figure only.
 """
 
 from __future__ import annotations

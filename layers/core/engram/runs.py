@@ -244,6 +244,13 @@ def _execute(deps: Deps, t: str, run: Run, agent: Agent, inputs: dict[str, Any] 
     from .stores.run_memory import RunMemoryStore
 
     settings = deps.settings
+    card_type = None
+    if run.kind == "reexamination":  # checked first: a council is not run for a parent that is gone
+        parent = deps.table.get_run(t, run.parent_run_id or "")
+        parent_type = find_card_type(deps, t, (parent.result or {}).get("cardType") or "") if parent else None
+        if parent is None or parent_type is None:
+            raise NotFound("the run being re-examined no longer exists", field="parentRunId")
+        card_type = reexamination_card_type(parent_type)
     memory = RunMemory(RunMemoryStore(deps.table), t, agent.id, run.id, settings)
     if inputs:
         memory.seed_inputs(inputs)
@@ -266,13 +273,6 @@ def _execute(deps: Deps, t: str, run: Run, agent: Agent, inputs: dict[str, Any] 
     if declared:
         message += "\n\n# Required upstream memory (call `memory_read` with these keys):\n" + "\n".join(f"- {k} — {title}" for k, title in declared)
     shared = agent.active_memory and run.kind in ("heartbeat", "manual")
-    card_type = None
-    if run.kind == "reexamination":
-        parent = deps.table.get_run(t, run.parent_run_id or "")
-        parent_type = find_card_type(deps, t, (parent.result or {}).get("cardType") or "") if parent else None
-        if parent is None or parent_type is None:
-            raise NotFound("the run being re-examined no longer exists", field="parentRunId")
-        card_type = reexamination_card_type(parent_type)
     result = run_turn(deps, TurnRequest(
         tenant=t, agent_id=agent.id, session_id=MAIN_SESSION if shared else None, message=message, run_id=run.id,
         kind=run.kind, trigger=run.trigger, created_at=run.created_at, budget_s=settings.run_budget_s,
