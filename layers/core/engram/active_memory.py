@@ -11,7 +11,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from .deps import Deps
-from .errors import NotFound, SessionBusy
+from .errors import NotFound
 from .ids import check_id, new_id
 from .models import ActiveMemoryStatus
 from .runs import MAIN_SESSION
@@ -57,22 +57,13 @@ def status(deps: Deps, t: str, agent_id: str) -> ActiveMemoryStatus:
 def reset(deps: Deps, t: str, agent_id: str) -> ActiveMemoryStatus:
     """POST .../active-memory/reset, and what enabling the toggle does (AM2). Waits for a run that
     holds the session, like a chat turn would, so a reset is never lost under a finishing run."""
-    import time
+    from .turns import acquire_session
 
     check_id("agentId", agent_id)
     if deps.table.get_agent(t, agent_id) is None:
         raise NotFound("agent not found", field="agentId")
     token = new_id("reset")
-    give_up = time.monotonic() + deps.settings.session_wait_s
-    pause = 0.05
-    while True:
-        try:
-            deps.table.acquire_lease(t, agent_id, MAIN_SESSION, token, 10)
-            break
-        except SessionBusy:
-            if time.monotonic() + pause > give_up:
-                raise SessionBusy("a run is using the agent's main session; retry the reset when it finishes", field="agentId") from None
-            time.sleep(pause)
-            pause = min(pause * 2, 0.5)
+    acquire_session(deps, t, agent_id, MAIN_SESSION, token, 10, deps.settings.session_wait_s,
+                    "a run is using the agent's main session; retry the reset when it finishes")
     deps.table.reset_session_context(t, agent_id, MAIN_SESSION, token)
     return status(deps, t, agent_id)

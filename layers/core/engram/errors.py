@@ -15,6 +15,13 @@ class EngramError(Exception):
             self.code = code
 
 
+def error_of(err: Exception) -> dict[str, str]:
+    """The `{code, message}` a run record keeps for a failure: ours as raised, anything else as internal."""
+    if isinstance(err, EngramError):
+        return {"code": err.code, "message": err.message}
+    return {"code": "internal_error", "message": f"{type(err).__name__}: {err}"}
+
+
 class BadRequest(EngramError):
     status = 400
     code = "bad_request"

@@ -20,13 +20,16 @@ def check_id(field: str, value: object) -> str:
     return value
 
 
+def time_ordered_id(prefix: str, ms: int, tail: bytes) -> str:
+    """`<prefix>_` + 10 Crockford characters of the millisecond time + 16 of `tail` (10 bytes)."""
+    stamp = "".join(_CROCKFORD[(ms >> shift) & 31] for shift in range(45, -5, -5))
+    rand = int.from_bytes(tail, "big")
+    return prefix + "_" + stamp + "".join(_CROCKFORD[(rand >> shift) & 31] for shift in range(75, -5, -5))
+
+
 def new_id(prefix: str) -> str:
     """Time-ordered (ULID-like) so lists sort by creation without another index."""
-    ms = int(time.time() * 1000)
-    stamp = "".join(_CROCKFORD[(ms >> shift) & 31] for shift in range(45, -5, -5))
-    rand = int.from_bytes(os.urandom(10), "big")
-    tail = "".join(_CROCKFORD[(rand >> shift) & 31] for shift in range(75, -5, -5))
-    return f"{prefix}_{stamp}{tail}"
+    return time_ordered_id(prefix, int(time.time() * 1000), os.urandom(10))
 
 
 def tenant_key(sub: str) -> str:

@@ -26,8 +26,8 @@ from typing import Any
 
 from .cards import find_card_type, reexamination_card_type
 from .deps import Deps
-from .errors import BadRequest, Conflict, EngramError, NotFound, SessionBusy, TurnFailed
-from .ids import check_id, new_id
+from .errors import BadRequest, Conflict, EngramError, NotFound, SessionBusy, TurnFailed, error_of
+from .ids import check_id, new_id, time_ordered_id
 from .models import Agent, Run, RunCreate, now_iso
 from .observability import MetricUnit, logger, metrics
 from .turns import TurnRequest, run_turn
@@ -49,14 +49,9 @@ RUN_MEMORY_GUIDE = (
 def firing_run_id(agent_id: str, scheduled_time: str) -> str:
     """One run id per (agent, scheduled time): a redelivered firing finds its run already there.
     Shaped like every run id (time-ordered by the scheduled time), so run listings stay in order."""
-    from .ids import _CROCKFORD
-
     when = datetime.fromisoformat(scheduled_time.replace("Z", "+00:00"))
-    ms = int(when.timestamp() * 1000)
-    stamp = "".join(_CROCKFORD[(ms >> shift) & 31] for shift in range(45, -5, -5))
-    digest = int.from_bytes(hashlib.sha256(f"{agent_id}\x00{scheduled_time}".encode()).digest()[:10], "big")
-    tail = "".join(_CROCKFORD[(digest >> shift) & 31] for shift in range(75, -5, -5))
-    return f"run_{stamp}{tail}"
+    digest = hashlib.sha256(f"{agent_id}\x00{scheduled_time}".encode()).digest()[:10]
+    return time_ordered_id("run", int(when.timestamp() * 1000), digest)
 
 
 def _scheduled_time(value: Any) -> str | None:
@@ -233,9 +228,7 @@ def execute_run(deps: Deps, t: str, run_id: str, *, agent: Agent | None = None, 
 
 
 def _record_failure(deps: Deps, t: str, run: Run, err: Exception) -> None:
-    code = err.code if isinstance(err, EngramError) else "internal_error"
-    message = err.message if isinstance(err, EngramError) else f"{type(err).__name__}: {err}"
-    deps.table.put_run(t, run.model_copy(update={"status": "failed", "updated_at": now_iso(), "error": {"code": code, "message": message}}))
+    deps.table.put_run(t, run.model_copy(update={"status": "failed", "updated_at": now_iso(), "error": error_of(err)}))
 
 
 def _execute(deps: Deps, t: str, run: Run, agent: Agent, inputs: dict[str, Any] | None) -> str:
@@ -344,10 +337,9 @@ def _run_member(deps: Deps, t: str, lead_run: Run, lead: Agent, member_id: str, 
         memory.set(key, "task_result", value, source=member.id, title=title, description=f"{member.name}'s result")
         return key, title, result.reply
     except Exception as err:
-        code = err.code if isinstance(err, EngramError) else "internal_error"
-        text = err.message if isinstance(err, EngramError) else f"{type(err).__name__}: {err}"
-        logger.warning("a council member failed; the lead still runs", extra={"run_id": lead_run.id, "member": member_id, "error": text})
-        value = {"status": "failed", "error": {"code": code, "message": text}}
+        error = error_of(err)
+        logger.warning("a council member failed; the lead still runs", extra={"run_id": lead_run.id, "member": member_id, "error": error})
+        value = {"status": "failed", "error": error}
         if isinstance(err, TurnFailed):
             value["runId"] = err.run_id
         title = f"{member.name if member else member_id} (FAILED)"

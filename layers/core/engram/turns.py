@@ -16,7 +16,7 @@ from .agent.prompt import build_system, start_sections
 from .agent.tools import ToolContext
 from .cards import find_card_type
 from .deps import Deps
-from .errors import EngramError, NoCard, NotFound, PayloadTooLarge, SessionBusy, TurnFailed
+from .errors import EngramError, NoCard, NotFound, PayloadTooLarge, SessionBusy, TurnFailed, error_of
 from .ids import new_id
 from .memory.trim import sequence_problems, trim_history
 from .models import Agent, Run, Session, Usage, UsageRow, now_iso
@@ -81,18 +81,18 @@ def check_message(deps: Deps, message: str) -> None:
         raise PayloadTooLarge(f"message is {len(message)} characters; the limit is {limit}", field="message", code="message_too_long")
 
 
-def _acquire(deps: Deps, req: TurnRequest, run_id: str, budget: float, wait: float) -> dict[str, Any]:
-    give_up = time.monotonic() + wait
+def acquire_session(deps: Deps, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float, wait_s: float,
+                    busy_message: str) -> dict[str, Any]:
+    """Takes the session's lease for `owner`, waiting up to `wait_s` (with backoff) while another
+    turn, run or reset holds it; then SessionBusy with `busy_message`."""
+    give_up = time.monotonic() + wait_s
     pause = 0.05
     while True:
         try:
-            return deps.table.acquire_lease(req.tenant, req.agent_id, req.session_id, run_id, budget + _LEASE_MARGIN_S)
+            return deps.table.acquire_lease(t, agent_id, session_id, owner, ttl_s)
         except SessionBusy:
             if time.monotonic() + pause > give_up:
-                raise SessionBusy(
-                    "another turn is running on this session; retry when it finishes or use ?async=true",
-                    field="sessionId",
-                ) from None
+                raise SessionBusy(busy_message, field="sessionId") from None
             time.sleep(pause)
             pause = min(pause * 2, 0.5)
 
@@ -125,7 +125,11 @@ def _load_agent_and_session(deps: Deps, req: TurnRequest, run_id: str, budget: f
         return agent, None
     agent_future = None if req.agent else deps.executor.submit(deps.table.get_agent, req.tenant, req.agent_id)
     try:
-        session = _acquire(deps, req, run_id, budget, deps.settings.session_wait_s if req.wait_s is None else req.wait_s)
+        session = acquire_session(
+            deps, req.tenant, req.agent_id, req.session_id, run_id, budget + _LEASE_MARGIN_S,
+            deps.settings.session_wait_s if req.wait_s is None else req.wait_s,
+            "another turn is running on this session; retry when it finishes or use ?async=true",
+        )
     except NotFound:
         if (req.agent or agent_future.result()) is None:  # type: ignore[union-attr]
             raise NotFound("agent not found", field="agentId") from None
@@ -289,8 +293,8 @@ def _section_failed(name: str, err: Exception) -> None:
 
 def _fail(deps: Deps, req: TurnRequest, run: Run, loop: LoopResult, err: Exception) -> None:
     """Records the failed run (and the tokens it spent) and frees the session; history is untouched."""
-    code = err.code if isinstance(err, EngramError) else "internal_error"
-    message = err.message if isinstance(err, EngramError) else f"{type(err).__name__}: {err}"
+    error = error_of(err)
+    code, message = error["code"], error["message"]
     failed = run.model_copy(
         update={
             "status": "failed",
@@ -299,7 +303,7 @@ def _fail(deps: Deps, req: TurnRequest, run: Run, loop: LoopResult, err: Excepti
             "result": {"reply": loop.reply} if loop.reply else None,
             "usage": loop.usage,
             "tool_calls": loop.tool_calls,
-            "error": {"code": code, "message": message},
+            "error": error,
         }
     )
     logger.warning("turn failed", extra={"run_id": run.id, "code": code, "error": message})
