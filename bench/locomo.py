@@ -167,9 +167,11 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
         with mock_aws():
             from types import SimpleNamespace
 
-            from engram.memory import recall
-            from engram.models import Agent, Session, now_iso
-            from engram.stores.archive import ArchiveStore
+            from engram.recall import index as recall
+            from engram.agents.models import Agent
+            from engram.conversations.models import Session
+            from engram.kernel.model import now_iso
+            from engram.recall.archive import ArchiveStore
             from engram.stores.table import TableStore
             from local.resources import create_resources
             from local.template import load_template
@@ -230,7 +232,6 @@ def _ranker_times(conversations: list[dict[str, Any]], params: Any = None) -> tu
     """p50/p95 of the ranking alone (an index built the way the cache builds it, no I/O)."""
     from datetime import date
 
-    from engram.memory.search import SearchIndex
 
     times = []
     for conv in conversations:
@@ -243,7 +244,7 @@ def _ranker_times(conversations: list[dict[str, Any]], params: Any = None) -> tu
 
 
 def _index_for(conv: dict[str, Any], params: Any) -> Any:
-    from engram.memory.search import SearchIndex
+    from engram.recall.search import SearchIndex
 
     index = SearchIndex(params)
     index.refs = []  # type: ignore[attr-defined]
@@ -258,7 +259,7 @@ def ablation(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """The kept steps of the log, cumulatively, with the ranker alone (same index as the cache builds)."""
     from dataclasses import replace
 
-    from engram.memory.search import Params
+    from engram.recall.search import Params
 
     off = Params(stemming=False, ctx_window=0, speaker_weight=0.0, speaker_text=1.0, session_weight=0.0, time_weight=0.0,
                  date_weight=0.0)

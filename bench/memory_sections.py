@@ -21,14 +21,17 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 def main() -> int:
     from moto import mock_aws
 
-    from engram.agent.prompt import build_system, start_sections
-    from engram.agent.tools import ToolContext
+    from engram.engine.prompt import build_system, start_sections
+    from engram.engine.tools import ToolContext
     from engram.deps import Deps
-    from engram.ids import tenant_key
-    from engram.memory.inject import estimate_tokens
-    from engram.models import Agent, Fact, Memory, Workspace, now_iso
-    from engram.settings import Settings
-    from engram.stores.dynamo import chunks, serialize
+    from engram.kernel.ids import tenant_key
+    from engram.memory.section import estimate_tokens
+    from engram.agents.models import Agent, Workspace
+    from engram.facts.models import Fact
+    from engram.memory.models import Memory
+    from engram.kernel.model import now_iso
+    from engram.kernel.settings import Settings
+    from engram.aws.table import chunks, serialize
     from local.resources import create_resources
     from local.template import load_template
 

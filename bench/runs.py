@@ -126,7 +126,7 @@ def bench_runs(heartbeats: int, councils: int) -> dict[str, Any]:
     emulator = EmulatorErrors(boto3.DEFAULT_SESSION)  # after start_stack, which sets the werkzeug logger up
     try:
         from engram.deps import get_deps
-        from engram.ids import tenant_key
+        from engram.kernel.ids import tenant_key
 
         deps = get_deps()
         timed = TimedProvider(deps.provider)

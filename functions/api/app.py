@@ -3,15 +3,18 @@
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from engram.account.routes import router as account
+from engram.agents.routes import router as agents
 from engram.api.http import build_app
-from engram.api.routes_agents import router as agents
-from engram.api.routes_cards import router as cards
-from engram.api.routes_memory import router as memory
-from engram.api.routes_runs import router as runs
-from engram.api.routes_sessions import router as sessions
-from engram.observability import logger, metrics, tracer
+from engram.cards.routes import router as cards
+from engram.conversations.routes import router as sessions
+from engram.facts.routes import router as facts
+from engram.kernel.observability import logger, metrics, tracer
+from engram.memory.routes import router as memory
+from engram.runs.routes import router as runs
+from engram.usage.routes import router as usage
 
-app = build_app(agents, sessions, memory, cards, runs)
+app = build_app(agents, sessions, memory, facts, account, cards, runs, usage)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

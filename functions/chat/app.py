@@ -6,10 +6,10 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from engram.api.http import build_app
-from engram.api.routes_chat import router as chat
+from engram.conversations.chat_routes import router as chat
 from engram.deps import get_deps
-from engram.observability import logger, metrics, tracer
-from engram.turns import process_turn_job
+from engram.kernel.observability import logger, metrics, tracer
+from engram.conversations.chat import process_turn_job
 
 app = build_app(chat)
 # A failed turn holds back the rest of its session's group; other sessions carry on.

@@ -5,8 +5,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from engram.deps import get_deps
-from engram.extraction import process_extraction_job
-from engram.observability import logger, metrics, tracer
+from engram.extraction.service import process_extraction_job
+from engram.kernel.observability import logger, metrics, tracer
 
 # A failed job is reported alone and redelivered; after three receives SQS parks it in the DLQ.
 processor = BatchProcessor(event_type=EventType.SQS)

@@ -5,8 +5,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from engram.deps import get_deps
-from engram.observability import logger, metrics, tracer
-from engram.runs import process_run_job, process_schedule_event
+from engram.kernel.observability import logger, metrics, tracer
+from engram.runs.execution import process_run_job, process_schedule_event
 
 # A failed job is reported alone and redelivered; after three receives SQS parks it in RunDLQ.
 processor = BatchProcessor(event_type=EventType.SQS)

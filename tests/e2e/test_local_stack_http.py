@@ -12,7 +12,7 @@ import urllib.request
 import boto3
 import pytest
 
-from engram.webhooks import sign
+from engram.conversations.webhooks import sign
 from local.stack import start_stack
 
 

@@ -13,8 +13,8 @@ import pytest
 from moto import mock_aws
 
 from engram.deps import Deps, set_deps
-from engram.settings import get_settings
-from engram.webhooks import sign
+from engram.kernel.settings import get_settings
+from engram.conversations.webhooks import sign
 from local.apigw import invoke_http, load_functions
 from local.resources import create_resources
 from local.template import load_template
@@ -69,8 +69,8 @@ class Stack:
         return self.call("POST", f"/api/agents/{agent_id}/sessions/{session}/messages", user=user, body={"message": message})
 
     def transcript_bytes(self, user: str, agent_id: str, session: str = "dashboard") -> bytes | None:
-        from engram.ids import tenant_key
-        from engram.stores.keys import session_object
+        from engram.kernel.ids import tenant_key
+        from engram.aws.keys import session_object
 
         try:
             obj = self.s3.get_object(Bucket=self.deps.settings.bucket_name, Key=session_object(tenant_key(user), agent_id, session))
@@ -98,7 +98,7 @@ class Stack:
     def fire(self, agent_id: str, when: str | None = None, user: str = "alice") -> Any:
         """One EventBridge Scheduler firing, as the schedule's Target Input delivers it (`when`:
         the scheduled time, default now; see `at`)."""
-        from engram.ids import tenant_key
+        from engram.kernel.ids import tenant_key
 
         when = when or at(0)
         event = {"source": "engram.schedule", "tenant": tenant_key(user), "agentId": agent_id, "scheduledTime": when,

@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import pytest
 
-from engram.errors import ProviderError
-from engram.ids import tenant_key
-from engram.memory import recall
-from engram.memory.recall import conversation_search, delete_session_archive
-from engram.models import Run, Session, now_iso
-from engram.stores.archive import ArchiveStore
+from engram.kernel.errors import ProviderError
+from engram.kernel.ids import tenant_key
+from engram.recall import index as recall
+from engram.recall.index import conversation_search, delete_session_archive
+from engram.runs.models import Run
+from engram.conversations.models import Session
+from engram.kernel.model import now_iso
+from engram.recall.archive import ArchiveStore
 
 
 @pytest.fixture(autouse=True)

@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from engram.ids import tenant_key
-from engram.models import Run
-from engram.providers.base import ModelResponse, TokenCounts
+from engram.kernel.ids import tenant_key
+from engram.runs.models import Run
+from engram.engine.providers.base import ModelResponse, TokenCounts
 
 SIGNAL = {
     "description": "A release call.",

@@ -10,9 +10,9 @@ import boto3
 import httpx2
 import pytest
 
-from engram.extraction import EXTRACTION_TOOL, MAX_TRANSCRIPT_CHARS
-from engram.ids import tenant_key
-from engram.providers.anthropic_provider import AnthropicProvider
+from engram.extraction.service import EXTRACTION_TOOL, MAX_TRANSCRIPT_CHARS
+from engram.kernel.ids import tenant_key
+from engram.engine.providers.anthropic_provider import AnthropicProvider
 from local.workers import Workers
 
 HAIKU = "claude-haiku-4-5-20251001"
@@ -161,8 +161,8 @@ def test_the_injected_prompt_carries_the_extracted_rows(stack, team):
     use_claude(stack, Claude((200, answer([fact("tech-stack", "The billing service uses Postgres 16 and FastAPI.")]))))
     send(stack, job(agent))
     drain(stack)
-    from engram.agent.tools import ToolContext
-    from engram.memory.inject import load_workspace_memory, render_workspace_memory
+    from engram.engine.tools import ToolContext
+    from engram.memory.section import load_workspace_memory, render_workspace_memory
 
     ctx = ToolContext(tenant=tenant_key("alice"), agent=stack.deps.table.get_agent(tenant_key("alice"), agent["id"]),
                       session_id="dashboard", run_id="r", deps=stack.deps)
@@ -386,7 +386,7 @@ def test_a_forgotten_fact_is_not_brought_back(stack, team):
     send(stack, job(agent, run_id="run_1"))
     drain(stack)
     row = auto_rows(stack, agent_path)["auto:answer-style"]
-    from engram import memories
+    from engram.memory import service as memories
 
     memories.archive_memory(stack.deps, tenant_key("alice"), memories._get(stack.deps, tenant_key("alice"), "agent", agent["id"], row["id"]), agent["id"], "agent_forget")
     use_claude(stack, Claude((200, answer([fact("answer-style", "The user likes short answers that show code.", scope="agent")]))))

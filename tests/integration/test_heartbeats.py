@@ -9,7 +9,7 @@ import json
 import boto3
 import pytest
 
-from engram.ids import tenant_key
+from engram.kernel.ids import tenant_key
 
 DEFAULT = "Check BTC and report."
 
@@ -121,7 +121,7 @@ def test_manual_run_bad_input(stack):
 def test_a_redelivered_run_job_runs_nothing_twice(stack):
     agent = stack.agent(defaultPrompt=DEFAULT)
     run = stack.run_now(agent["id"])
-    from engram.runs import process_run_job
+    from engram.runs.execution import process_run_job
 
     process_run_job(stack.deps, {"tenant": tenant_key("alice"), "runId": run["id"]})
     assert len(stack.runs(agent["id"])) == 1
@@ -249,7 +249,7 @@ def test_a_run_waits_for_a_busy_shared_session_then_is_sent_again(stack):
     t = tenant_key("alice")
     stack.deps.table.acquire_lease(t, agent["id"], "dashboard", "someone-else", 300)  # a long chat turn
     r = stack.call("POST", f"/api/agents/{agent['id']}/runs", body={})
-    from engram.runs import process_run_job
+    from engram.runs.execution import process_run_job
 
     (job,) = stack.queue_messages(stack.resources.queue_url("RunQueue"))
     process_run_job(stack.deps, job)  # what the heartbeat function does with the message
@@ -271,7 +271,7 @@ def test_a_run_that_never_gets_the_session_fails_cleanly(stack):
     before = stack.transcript_bytes("alice", agent["id"])
     stack.deps.table.acquire_lease(t, agent["id"], "dashboard", "someone-else", 300)
     r = stack.call("POST", f"/api/agents/{agent['id']}/runs", body={})
-    from engram.runs import process_run_job
+    from engram.runs.execution import process_run_job
 
     process_run_job(stack.deps, {"tenant": t, "runId": r.data["runId"], "attempt": 5})
     run = stack.call("GET", f"/api/runs/{r.data['runId']}").data

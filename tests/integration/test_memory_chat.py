@@ -6,8 +6,8 @@ import json
 
 import httpx2
 
-from engram.ids import tenant_key
-from engram.providers.anthropic_provider import AnthropicProvider
+from engram.kernel.ids import tenant_key
+from engram.engine.providers.anthropic_provider import AnthropicProvider
 
 
 class Capture:
@@ -19,7 +19,7 @@ class Capture:
         self.systems: list[str] = []
 
     def complete(self, *, system, **_):
-        from engram.providers.base import ModelResponse, TokenCounts
+        from engram.engine.providers.base import ModelResponse, TokenCounts
 
         self.systems.append("\n\n".join(b["text"] for b in system))
         return ModelResponse(content=[{"type": "text", "text": "ok"}], stop_reason="end_turn", model="offline", tokens=TokenCounts(1, 1))

@@ -67,8 +67,8 @@ def test_partial_update_pin_and_delete(stack, agent_path):
 
 
 def test_only_manual_rows_are_editable_but_all_can_be_pinned_and_deleted(stack, agent_path):
-    from engram.ids import tenant_key
-    from engram.memories import upsert_memory
+    from engram.kernel.ids import tenant_key
+    from engram.memory.service import upsert_memory
 
     agent_id = agent_path.rsplit("/", 1)[1]
     row, _ = upsert_memory(stack.deps, tenant_key("alice"), scope="agent", owner_id=agent_id, key="auto:stack", value="Uses Rust", source="auto")
@@ -141,8 +141,8 @@ def test_memories_of_unknown_or_foreign_owners(stack, agent_path, ws_path):
 def test_daily_memories_carry_a_ttl(stack, agent_path):
     row = mem(stack, agent_path, key="standup", value="Standup moved to 10:00 today", category="daily").data
     assert row["expiresAt"] - time.time() == pytest.approx(7 * 86400, abs=120)
-    from engram.ids import tenant_key
-    from engram.stores import keys
+    from engram.kernel.ids import tenant_key
+    from engram.aws import keys
 
     item = stack.deps.table._get(keys.agent_pk(tenant_key("alice"), agent_path.rsplit("/", 1)[1]), keys.memory_sk(row["id"]))
     assert item["expiresAt"] == row["expiresAt"]  # the table's TTL attribute

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from engram.errors import ProviderError
-from engram.providers.offline import OfflineProvider
+from engram.kernel.errors import ProviderError
+from engram.engine.providers.offline import OfflineProvider
 
 
 

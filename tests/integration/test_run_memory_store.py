@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from engram.agent.run_memory_tools import register_tools
-from engram.agent.tools import ToolContext, ToolRegistry
-from engram.ids import tenant_key
-from engram.learnings import recent_learnings, render_learnings, store_learning
-from engram.run_memory import RunMemory, RunMemoryEntry, run_memory_listing
-from engram.stores import keys
-from engram.stores.run_memory import RunMemoryStore
+from engram.run_memory.tools import register_tools
+from engram.engine.tools import ToolContext, ToolRegistry
+from engram.kernel.ids import tenant_key
+from engram.run_memory.learnings import recent_learnings, render_learnings, store_learning
+from engram.run_memory.store import RunMemory, RunMemoryEntry, run_memory_listing
+from engram.aws import keys
+from engram.run_memory.repository import RunMemoryStore
 
 T = tenant_key("alice")
 NESTED = {"findings": ["alpha", {"beta": [1, 2.5, None, True]}], "empty": {}, "blank": "", "unicode": "ünï <b>"}
@@ -193,7 +193,7 @@ def test_recent_learnings_newest_across_the_team(stack):
     assert sum(r["key"].startswith("director:learning:") for r in listed) == 9
 
     # Archived learnings drop out.
-    from engram.memories import archive_memory
+    from engram.memory.service import archive_memory
 
     archive_memory(stack.deps, T, stored[24], lead.id, "agent_forget")
     assert recent_learnings(stack.deps, T, owners, 1)[0].value == "learning number 23"

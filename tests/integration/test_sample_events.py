@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from engram.ids import tenant_key
+from engram.kernel.ids import tenant_key
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 HTTP_EVENTS = sorted(p.name for p in EVENTS.glob("*.json") if p.name.startswith(("api-", "chat-")))

@@ -9,9 +9,9 @@ import pytest
 from botocore.exceptions import ClientError
 from moto import mock_aws
 
-from engram.errors import BadRequest
-from engram.settings import Settings
-from engram.stores.schedules import ScheduleStore
+from engram.kernel.errors import BadRequest
+from engram.kernel.settings import Settings
+from engram.runs.schedules import ScheduleStore
 from local.resources import create_resources
 from local.template import load_template
 

@@ -7,10 +7,10 @@ import time
 
 import pytest
 
-from engram.agent.tools import Tool
-from engram.errors import ProviderError
-from engram.memory.trim import sequence_problems
-from engram.providers.base import ModelResponse, TokenCounts
+from engram.engine.tools import Tool
+from engram.kernel.errors import ProviderError
+from engram.engine.trim import sequence_problems
+from engram.engine.providers.base import ModelResponse, TokenCounts
 from pydantic import BaseModel
 
 
@@ -206,7 +206,7 @@ def test_turn_past_its_budget_fails_cleanly(stack):
 
 def test_busy_session_is_409_not_a_lost_message(stack):
     agent = stack.agent()
-    from engram.ids import tenant_key
+    from engram.kernel.ids import tenant_key
 
     stack.deps.table.acquire_lease(tenant_key("alice"), agent["id"], "dashboard", "run_other", 30)
     r = stack.say(agent["id"], "hello")
@@ -218,8 +218,8 @@ def test_a_concurrent_write_is_never_overwritten(stack):
     """If the transcript changes under a turn (lease bypassed), the conditional PUT refuses."""
     agent = stack.agent()
     assert stack.say(agent["id"], "first").status == 200
-    from engram.ids import tenant_key
-    from engram.stores.keys import session_object
+    from engram.kernel.ids import tenant_key
+    from engram.aws.keys import session_object
 
     key = session_object(tenant_key("alice"), agent["id"], "dashboard")
     bucket = stack.deps.settings.bucket_name
@@ -250,8 +250,8 @@ def test_async_turn_goes_through_the_queue(stack):
 
 
 def test_redelivered_turn_job_does_not_run_twice(stack):
-    from engram.ids import tenant_key
-    from engram.turns import process_turn_job
+    from engram.kernel.ids import tenant_key
+    from engram.conversations.chat import process_turn_job
 
     agent = stack.agent()
     r = stack.call("POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages", body={"message": "once"}, query={"async": "true"})

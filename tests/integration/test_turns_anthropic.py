@@ -6,7 +6,7 @@ import json
 
 import httpx2
 
-from engram.providers.anthropic_provider import AnthropicProvider
+from engram.engine.providers.anthropic_provider import AnthropicProvider
 
 
 def _message(content, stop="end_turn"):

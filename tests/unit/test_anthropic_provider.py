@@ -7,9 +7,9 @@ import json
 import httpx2
 import pytest
 
-from engram.errors import ProviderError
-from engram.providers.anthropic_provider import AnthropicProvider, BedrockProvider
-from engram.settings import Settings
+from engram.kernel.errors import ProviderError
+from engram.engine.providers.anthropic_provider import AnthropicProvider, BedrockProvider
+from engram.kernel.settings import Settings
 
 
 def reply(text="hello", *, stop="end_turn", content=None, usage=None):

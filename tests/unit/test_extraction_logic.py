@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from engram import extraction as ex
-from engram.models import Memory
-from engram.pricing import cost_usd
-from engram.providers.offline import OfflineProvider, extract_offline
+from engram.extraction import service as ex
+from engram.memory.models import Memory
+from engram.engine.pricing import cost_usd
+from engram.engine.providers.offline import OfflineProvider, extract_offline
 
 
 def test_keys_follow_ex3():

@@ -26,13 +26,17 @@ def _routes_of(function_id: str, *routers) -> set[tuple[str, str]]:
 
 
 def _expected_routes() -> set[tuple[str, str]]:
-    from engram.api import routes_agents, routes_cards, routes_chat, routes_memory, routes_runs, routes_sessions
+    from engram.account import routes as account
+    from engram.agents import routes as agents
+    from engram.cards import routes as cards
+    from engram.conversations import chat_routes, routes as sessions
+    from engram.facts import routes as facts
+    from engram.memory import routes as memory
+    from engram.runs import routes as runs
+    from engram.usage import routes as usage
 
-    return _routes_of(
-        "ApiFunction", routes_agents.router, routes_sessions.router, routes_memory.router, routes_cards.router, routes_runs.router
-    ) | _routes_of(
-        "ChatFunction", routes_chat.router
-    )
+    api = (agents, sessions, memory, facts, account, cards, runs, usage)
+    return _routes_of("ApiFunction", *(m.router for m in api)) | _routes_of("ChatFunction", chat_routes.router)
 
 
 EXPECTED_ROUTES = _expected_routes()

@@ -20,14 +20,39 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
-from engram import account, models, run_memory, services, turns, webhooks
-from engram.api import routes_agents, routes_cards, routes_chat, routes_memory, routes_runs, routes_sessions
-from engram.settings import Settings
+from engram.account import routes as account_routes
+from engram.account import service as account
+from engram.agents import models as agent_models
+from engram.agents import routes as agent_routes
+from engram.cards import models as card_models
+from engram.cards import routes as card_routes
+from engram.conversations import chat_routes, webhooks
+from engram.conversations import models as conversation_models
+from engram.conversations import routes as session_routes
+from engram.engine import pricing
+from engram.engine import turn as turns
+from engram.facts import models as fact_models
+from engram.facts import routes as fact_routes
+from engram.memory import models as memory_models
+from engram.memory import routes as memory_routes
+from engram.run_memory import store as run_memory
+from engram.runs import models as run_models
+from engram.runs import routes as run_routes
+from engram.runs import service as services
+from engram.usage import models as usage_models
+from engram.usage import routes as usage_routes
+from engram.kernel.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC: dict[str, Any] = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text(encoding="utf-8"))
-ROUTERS = (routes_agents.router, routes_sessions.router, routes_chat.router, routes_memory.router, routes_cards.router,
-           routes_runs.router)
+ROUTERS = tuple(m.router for m in (agent_routes, session_routes, chat_routes, memory_routes, fact_routes, account_routes,
+                                   card_routes, run_routes, usage_routes))
+# Every public model, by the name this test has always used for it.
+models = SimpleNamespace(**{
+    name: getattr(module, name)
+    for module in (agent_models, card_models, conversation_models, fact_models, memory_models, run_models, usage_models, pricing)
+    for name in dir(module) if isinstance(getattr(module, name), type) or name in ("RunKind", "RunStatus")
+})
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 WEBHOOK = ("POST", "/api/agents/{agentId}/webhook")
 # The webhook reads its raw body itself (the HMAC covers the exact bytes), so no route parameter names its model.
@@ -306,7 +331,7 @@ def test_turn_result_schema_matches_public():
 def test_run_started_schema_matches_the_accepted_response():
     run = models.Run(id="run_2", created_at="t", updated_at="t", agent_id="ag_1", kind="reexamination",
                      trigger="reexamine", parent_run_id="run_1")
-    response = routes_runs._accepted(run)
+    response = run_routes._accepted(run)
     assert response.status_code == 202
     data = json.loads(response.body)["data"]
     started = DOC["components"]["schemas"]["RunStarted"]

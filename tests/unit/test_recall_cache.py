@@ -10,9 +10,9 @@ import time
 import pytest
 from pydantic import ValidationError
 
-from engram.agent.tools import ToolContext, ToolRegistry
-from engram.memory import recall
-from engram.stores.archive import ArchiveStore, split_text
+from engram.engine.tools import ToolContext, ToolRegistry
+from engram.recall import index as recall
+from engram.recall.archive import ArchiveStore, split_text
 
 
 class FakeArchive:

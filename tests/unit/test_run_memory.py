@@ -9,10 +9,10 @@ from types import SimpleNamespace
 
 import pytest
 
-from engram.agent.run_memory_tools import _learning_intent, _read_intent, register_tools
-from engram.agent.tools import ToolContext, ToolRegistry
-from engram.errors import BadRequest, Conflict, PayloadTooLarge
-from engram.run_memory import (
+from engram.run_memory.tools import _learning_intent, _read_intent, register_tools
+from engram.engine.tools import ToolContext, ToolRegistry
+from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge
+from engram.run_memory.store import (
     RunMemory,
     RunMemoryEntry,
     input_key,
@@ -20,7 +20,7 @@ from engram.run_memory import (
     step_key,
     task_key,
 )
-from engram.settings import Settings
+from engram.kernel.settings import Settings
 
 
 class FakeStore:

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engram.memory.search import Params, SearchIndex, analyze, asks_when, stem, words
-from engram.memory.timeref import day_of, explicit_dates, query_dates, turn_dates
+from engram.recall.search import Params, SearchIndex, analyze, asks_when, stem, words
+from engram.recall.timeref import day_of, explicit_dates, query_dates, turn_dates
 
 
 def _day(y: int, m: int, d: int) -> int:

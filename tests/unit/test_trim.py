@@ -6,7 +6,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from engram.memory.trim import (
+from engram.engine.trim import (
     TRIMMED_TURN_NOTICE,
     TrimResult,
     is_turn_start,

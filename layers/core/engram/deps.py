@@ -10,17 +10,17 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from .agent.prompt import PromptSection
-from .agent.tools import ToolRegistry, default_registry
-from .settings import Settings, get_settings
-from .stores.archive import ArchiveStore
-from .stores.history import HistoryStore
-from .stores.memories import MemoryStore
-from .stores.queues import Queues
-from .stores.table import TableStore
+from engram.engine.prompt import PromptSection
+from engram.engine.tools import ToolRegistry, default_registry
+from engram.kernel.settings import Settings, get_settings
+from engram.recall.archive import ArchiveStore
+from engram.conversations.transcripts import HistoryStore
+from engram.stores.memories import MemoryStore
+from engram.aws.queues import Queues
+from engram.stores.table import TableStore
 
 if TYPE_CHECKING:
-    from .providers.base import ModelProvider
+    from engram.engine.providers.base import ModelProvider
 
 
 @dataclass
@@ -45,7 +45,7 @@ class Deps:
         if self.archive is None:
             self.archive = ArchiveStore(self.table)
         if self.sections is None:
-            from .memory.inject import memory_sections
+            from engram.memory.section import memory_sections
 
             self.sections = memory_sections(self.settings.agent_memory_token_budget)
 
@@ -54,7 +54,7 @@ class Deps:
         if self.provider_override is not None:
             return self.provider_override
         if self._provider is None:
-            from .providers import make_provider
+            from engram.engine.providers import make_provider
 
             self._provider = make_provider(self.settings, self.registry)
         return self._provider
@@ -65,7 +65,7 @@ class Deps:
         if self.schedules_override is not None:
             return self.schedules_override
         if self._schedules is None:
-            from .stores.schedules import ScheduleStore
+            from engram.runs.schedules import ScheduleStore
 
             self._schedules = ScheduleStore(self.settings)
         return self._schedules
@@ -89,10 +89,10 @@ class Deps:
 
 def all_tools() -> ToolRegistry:
     """Every tool the agent loop offers: built-ins, long-term memory, conversation search, decisions, run memory."""
-    from .memory.recall import register_tools as recall_tools
-    from .agent.decision_tools import register_tools as decision_tools
-    from .memory.tools import register_tools as memory_tools
-    from .agent.run_memory_tools import register_tools as run_memory_tools
+    from engram.recall.index import register_tools as recall_tools
+    from engram.cards.tools import register_tools as decision_tools
+    from engram.memory.tools import register_tools as memory_tools
+    from engram.run_memory.tools import register_tools as run_memory_tools
 
     registry = default_registry()
     memory_tools(registry)

@@ -3,20 +3,26 @@
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.params import Query
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from pydantic import ValidationError
 
-from ..errors import EngramError, TurnFailed, Unauthorized
-from ..ids import tenant_key
-from ..observability import logger
+from engram.kernel.errors import EngramError, TurnFailed, Unauthorized
+from engram.kernel.ids import tenant_key
+from engram.kernel.observability import logger
 
 MAX_BODY_BYTES = 256 * 1024
+
+# Query parameters every list route shares.
+Limit = Annotated[int, Query(ge=1, le=100)]
+Token = Annotated[str | None, Query(max_length=2048)]
+IncludeArchived = Annotated[bool, Query()]
 
 
 def envelope(status: int, *, data: Any = None, error: dict[str, Any] | None = None) -> Response:

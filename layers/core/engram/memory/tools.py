@@ -8,8 +8,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from .. import memories
-from ..agent.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
+from engram.facts import service as facts
+from engram.memory import service as memory_service
+from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
 
 Scope = Literal["agent", "workspace", "user"]
 
@@ -36,13 +37,13 @@ class StoreInput(BaseModel):
 def _store(ctx: ToolContext, inp: StoreInput) -> Any:
     deps, t, agent = ctx.deps, ctx.tenant, ctx.agent
     if inp.scope == "user":
-        fact, created = memories.add_fact(deps, t, inp.value, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx))
+        fact, created = facts.add_fact(deps, t, inp.value, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx))
         return {"stored": "user fact", "factId": fact.id, "created": created}
     if inp.scope == "workspace" and not agent.workspace_id:
         return ToolOutcome("this agent has no workspace; use scope agent or user", is_error=True)
     owner = agent.workspace_id if inp.scope == "workspace" else agent.id
     key = inp.key or slug(inp.value)
-    row, created = memories.upsert_memory(
+    row, created = memory_service.upsert_memory(
         deps, t, scope=inp.scope, owner_id=owner, key=key, value=inp.value, source="chat",
         fields={"category": inp.category, "importance": inp.importance, "topic": inp.topic, "confidence": inp.confidence},
         session_id=ctx.session_id, origin=_origin(ctx), owner_checked=True,
@@ -70,7 +71,7 @@ class RecallInput(BaseModel):
 
 def _recall(ctx: ToolContext, inp: RecallInput) -> Any:
     scopes = ["agent", "workspace", "user"] if inp.scope == "all" else [inp.scope]
-    hits = memories.recall(ctx.deps, ctx.tenant, agent=ctx.agent, session_id=ctx.session_id, query=inp.query, scopes=scopes, limit=inp.limit)
+    hits = memory_service.recall(ctx.deps, ctx.tenant, agent=ctx.agent, session_id=ctx.session_id, query=inp.query, scopes=scopes, limit=inp.limit)
     return hits or "no matching memories"
 
 
@@ -94,19 +95,19 @@ def _forget_memory(ctx: ToolContext, inp: ForgetMemoryInput) -> Any:
     if inp.scope == "user":
         if not inp.fact_id:
             return ToolOutcome("fact_id is required for scope user", is_error=True)
-        fact = memories.archive_fact(deps, t, inp.fact_id, "agent_forget")
+        fact = facts.archive_fact(deps, t, inp.fact_id, "agent_forget")
         return {"archived": fact.id}
     if not inp.key:
         return ToolOutcome("key is required for scope agent or workspace", is_error=True)
     owner = agent.workspace_id if inp.scope == "workspace" else agent.id
     if not owner:
         return ToolOutcome("this agent has no workspace", is_error=True)
-    from ..stores.memories import memory_id
+    from engram.stores.memories import memory_id
 
     row = deps.memories.get_memory(t, inp.scope, owner, memory_id(inp.scope, owner, inp.key))
     if row is None or row.archived_at:
         return ToolOutcome(f"no active {inp.scope} memory with key {inp.key!r}", is_error=True)
-    memories.archive_memory(deps, t, row, owner, "agent_forget")
+    memory_service.archive_memory(deps, t, row, owner, "agent_forget")
     return {"archived": row.key}
 
 
@@ -118,7 +119,7 @@ class RememberInput(BaseModel):
 
 
 def _remember(ctx: ToolContext, inp: RememberInput) -> Any:
-    fact, created = memories.add_fact(ctx.deps, ctx.tenant, inp.fact, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx))
+    fact, created = facts.add_fact(ctx.deps, ctx.tenant, inp.fact, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx))
     return {"factId": fact.id, "created": created}
 
 
@@ -140,16 +141,16 @@ def _forget(ctx: ToolContext, inp: ForgetInput) -> Any:
     deps, t = ctx.deps, ctx.tenant
     fact_id = inp.fact_id
     if not fact_id and inp.fact:
-        wanted = memories._terms(inp.fact)
+        wanted = memory_service._terms(inp.fact)
         best = max(
-            ((len(wanted & memories._terms(f.fact)), f) for f in deps.memories.list_facts(t) if f.archived_at is None),
+            ((len(wanted & memory_service._terms(f.fact)), f) for f in deps.memories.list_facts(t) if f.archived_at is None),
             key=lambda pair: pair[0],
             default=(0, None),
         )
         fact_id = best[1].id if best[1] is not None and best[0] > 0 else None
     if not fact_id:
         return ToolOutcome("no matching fact: give fact_id or the fact's text", is_error=True)
-    archived = memories.archive_fact(deps, t, fact_id, inp.reason)
+    archived = facts.archive_fact(deps, t, fact_id, inp.reason)
     return {"archived": archived.id, "fact": archived.fact}
 
 

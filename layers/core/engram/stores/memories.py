@@ -15,11 +15,12 @@ from typing import Any, Iterable
 
 from botocore.exceptions import ClientError
 
-from ..errors import Conflict, NotFound
-from ..models import Fact, Memory
-from . import keys
-from .dynamo import chunks, condition_failed, serialize
-from .table import TableStore
+from engram.kernel.errors import Conflict, NotFound
+from engram.facts.models import Fact
+from engram.memory.models import Memory
+from engram.aws import keys
+from engram.aws.table import chunks, condition_failed, serialize
+from engram.stores.table import TableStore
 
 _MAX_EPOCH_MS = 9_999_999_999_999
 

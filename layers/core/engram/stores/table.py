@@ -7,19 +7,16 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
-from .aws import make_client
-from ..errors import Conflict, NotFound, SessionBusy
-from ..models import Agent, CardType, Run, Session, UsageRow, Workspace, now_iso
-from . import keys
-from .dynamo import (
-    cancellation_codes,
-    chunks,
-    condition_failed,
-    decode_token,
-    deserialize,
-    encode_token,
-    serialize,
-)
+from engram.aws.clients import make_client
+from engram.kernel.errors import Conflict, NotFound, SessionBusy
+from engram.agents.models import Agent, Workspace
+from engram.cards.models import CardType
+from engram.runs.models import Run
+from engram.conversations.models import Session
+from engram.usage.models import UsageRow
+from engram.kernel.model import now_iso
+from engram.aws import keys
+from engram.aws.table import cancellation_codes, chunks, condition_failed, decode_token, deserialize, encode_token, serialize
 
 
 
@@ -560,7 +557,7 @@ class TableStore:
                             break
                         time.sleep(min(0.05 * 2**attempt, 1.0))
             except Exception:
-                from ..observability import logger
+                from engram.kernel.observability import logger
 
                 logger.exception("could not write the items that overflowed the turn transaction", extra={"run_id": run.id, "count": len(overflow)})
 

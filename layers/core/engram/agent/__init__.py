@@ -1,1 +1,0 @@
-"""The agent: prompt composition, the tool registry and the tool loop."""

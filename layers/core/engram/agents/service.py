@@ -1,0 +1,152 @@
+"""Use cases of agents and workspaces: create, read, change, delete (with everything derived)."""
+
+from __future__ import annotations
+
+import secrets
+from typing import Any
+
+from engram.cards.service import require_card_type
+from engram.deps import Deps
+from engram.kernel.errors import BadRequest, Conflict, NotFound
+from engram.kernel.ids import check_id, new_id
+from engram.kernel.model import changes_of, now_iso, page
+from engram.agents.models import Agent, AgentCreate, AgentUpdate, Workspace, WorkspaceCreate, WorkspaceUpdate
+from engram.conversations.models import DASHBOARD, Session
+
+
+# Fields a PATCH may clear with null; the others must keep a value.
+_NULLABLE_AGENT_FIELDS = {"workspaceId", "schedule", "cardType", "model"}
+
+
+def create_workspace(deps: Deps, t: str, body: WorkspaceCreate) -> Workspace:
+    now = now_iso()
+    ws = Workspace(id=new_id("ws"), created_at=now, updated_at=now, **body.model_dump())
+    deps.table.put_workspace(t, ws)
+    return ws
+
+
+def get_workspace(deps: Deps, t: str, workspace_id: str) -> Workspace:
+    ws = deps.table.get_workspace(t, workspace_id)
+    if ws is None:
+        raise NotFound("workspace not found", field="workspaceId")
+    return ws
+
+
+def list_workspaces(deps: Deps, t: str, limit: int, token: str | None) -> dict[str, Any]:
+    return page(*deps.table.list_workspaces(t, limit=limit, token=token))
+
+
+def update_workspace(deps: Deps, t: str, workspace_id: str, body: WorkspaceUpdate) -> Workspace:
+    changes = changes_of(body, nullable=set())
+    changes["updatedAt"] = now_iso()
+    return deps.table.update_workspace(t, check_id("workspaceId", workspace_id), changes)
+
+
+def delete_workspace(deps: Deps, t: str, workspace_id: str) -> None:
+    get_workspace(deps, t, workspace_id)
+    members = deps.table.agents_in_workspace(t, workspace_id)
+    if members:
+        raise Conflict(
+            f"the workspace still has {len(members)} agent(s): move or delete them first ({', '.join(members[:5])})",
+            field="workspaceId",
+            code="workspace_in_use",
+        )
+    deps.memories.delete_owner(t, "workspace", workspace_id)
+    deps.table.delete_workspace(t, workspace_id)
+
+
+def _check_schedule(schedule: str | None, default_prompt: str | None) -> None:
+    if schedule and not (default_prompt or "").strip():
+        raise BadRequest("a scheduled agent needs a defaultPrompt: it is what every heartbeat runs", field="defaultPrompt",
+                         code="missing_default_prompt")
+
+
+def _check_team(deps: Deps, t: str, agent_id: str | None, team: list[str] | None) -> None:
+    """A lead's specialists are the caller's own agents, named once, and not the lead itself."""
+    if not team:
+        return
+    if len(set(team)) != len(team):
+        raise BadRequest("team names an agent twice", field="team")
+    if agent_id in team:
+        raise BadRequest("an agent cannot be on its own team", field="team")
+    futures = [deps.executor.submit(deps.table.get_agent, t, member) for member in team]
+    for member, future in zip(team, futures):
+        if future.result() is None:
+            raise NotFound(f"team member {member} not found", field="team", code="team_member_not_found")
+
+
+def create_agent(deps: Deps, t: str, body: AgentCreate) -> dict[str, Any]:
+    require_card_type(deps, t, body.card_type)
+    _check_schedule(body.schedule, body.default_prompt)
+    _check_team(deps, t, None, body.team)
+    now = now_iso()
+    fields = body.model_dump()
+    fields["model"] = fields["model"] or deps.settings.chat_model
+    agent = Agent(id=new_id("ag"), created_at=now, updated_at=now, **fields)
+    secret = secrets.token_urlsafe(32)
+    dashboard = Session(id=DASHBOARD, agent_id=agent.id, created_at=now, updated_at=now, title="Dashboard")
+    if agent.schedule:
+        deps.schedules.put(t, agent.id, agent.schedule)  # first: an invalid expression stores nothing
+    try:
+        deps.table.create_agent(t, agent, webhook_secret=secret, dashboard=dashboard)
+    except Exception:
+        if agent.schedule:
+            deps.schedules.delete(agent.id)
+        raise
+    # The webhook secret is shown once, here; it is never returned again.
+    return {**agent.public(), "webhookSecret": secret}
+
+
+def get_agent(deps: Deps, t: str, agent_id: str) -> Agent:
+    agent = deps.table.get_agent(t, agent_id)
+    if agent is None:
+        raise NotFound("agent not found", field="agentId")
+    return agent
+
+
+def list_agents(deps: Deps, t: str, limit: int, token: str | None) -> dict[str, Any]:
+    return page(*deps.table.list_agents(t, limit=limit, token=token))
+
+
+def update_agent(deps: Deps, t: str, agent_id: str, body: AgentUpdate) -> Agent:
+    """Changing, adding or clearing `schedule` updates, creates or deletes the agent's schedule;
+    turning activeMemory on is a reset (AM2): the shared session starts fresh."""
+    changes = changes_of(body, nullable=_NULLABLE_AGENT_FIELDS)
+    require_card_type(deps, t, changes.get("cardType"))
+    before = get_agent(deps, t, check_id("agentId", agent_id))
+    _check_schedule(changes.get("schedule", before.schedule), changes.get("defaultPrompt", before.default_prompt))
+    _check_team(deps, t, agent_id, changes.get("team"))
+    if "model" in changes and changes["model"] is None:
+        changes["model"] = deps.settings.chat_model  # null means "back to the default model"
+    changes["updatedAt"] = now_iso()
+    if changes.get("activeMemory") is True and not before.active_memory:
+        from engram.runs.active_memory import reset
+
+        reset(deps, t, agent_id)  # enabling is a reset; done first, so a busy session changes nothing
+    schedule_changed = "schedule" in changes and changes["schedule"] != before.schedule
+    if schedule_changed:
+        _sync_schedule(deps, t, agent_id, changes["schedule"])
+    try:
+        agent = deps.table.update_agent(t, agent_id, changes)
+    except Exception:
+        if schedule_changed:  # put the schedule back as it was: nothing half-written
+            _sync_schedule(deps, t, agent_id, before.schedule)
+        raise
+    return agent
+
+
+def _sync_schedule(deps: Deps, t: str, agent_id: str, schedule: str | None) -> None:
+    if schedule:
+        deps.schedules.put(t, agent_id, schedule)
+    else:
+        deps.schedules.delete(agent_id)
+
+
+def delete_agent(deps: Deps, t: str, agent_id: str) -> dict[str, Any]:
+    """Removes the agent and everything derived from it: sessions, transcripts and runs."""
+    agent = get_agent(deps, t, agent_id)
+    if agent.schedule:
+        deps.schedules.delete(agent_id)  # first, so no heartbeat fires into a half-deleted agent
+    objects = deps.history.delete_agent(t, agent_id)
+    sessions = deps.table.delete_agent_cascade(t, agent_id)
+    return {"id": agent_id, "deleted": True, "sessionsDeleted": len(sessions), "transcriptsDeleted": objects}

@@ -1,0 +1,176 @@
+"""Every key shape of the single table and the bucket, in one place.
+
+Every partition key starts with the tenant, so a query built from one principal's tenant can
+never reach another's rows. The one exception is the GSI2 lookup a webhook needs (it arrives
+without a principal): it maps an agent id to its tenant and is only used after the HMAC check.
+Ids are validated here, before they can reach a key or an S3 path.
+"""
+
+from __future__ import annotations
+
+from engram.kernel.ids import check_id
+
+
+def tenant_pk(t: str) -> str:
+    return t
+
+
+def workspace_sk(workspace_id: str) -> str:
+    return f"WS#{check_id('workspaceId', workspace_id)}"
+
+
+def agent_sk(agent_id: str) -> str:
+    return f"AGENT#{check_id('agentId', agent_id)}"
+
+
+def agent_lookup(agent_id: str) -> str:
+    return f"AGENTID#{check_id('agentId', agent_id)}"
+
+
+def agent_pk(t: str, agent_id: str) -> str:
+    """The partition holding an agent's sessions (and later its memories)."""
+    return f"{t}#A#{check_id('agentId', agent_id)}"
+
+
+def session_sk(session_id: str) -> str:
+    return f"SESSION#{check_id('sessionId', session_id)}"
+
+
+def run_sk(run_id: str) -> str:
+    return f"RUN#{check_id('runId', run_id)}"
+
+
+def runs_by_agent(t: str, agent_id: str) -> str:
+    return f"{t}#A#{check_id('agentId', agent_id)}#RUNS"
+
+
+def usage_pk(t: str) -> str:
+    return f"{t}#USAGE"
+
+
+def usage_by_agent(t: str, agent_id: str) -> str:
+    return f"{t}#USAGE#A#{check_id('agentId', agent_id)}"
+
+
+def session_object(t: str, agent_id: str, session_id: str) -> str:
+    return f"{session_prefix(t, agent_id)}{check_id('sessionId', session_id)}.json"
+
+
+def session_prefix(t: str, agent_id: str) -> str:
+    return f"state/sessions/{t}/{check_id('agentId', agent_id)}/"
+
+
+# --- long-term memory and user facts ----------------------------------------------------------
+def workspace_pk(t: str, workspace_id: str) -> str:
+    """The partition holding a workspace's shared memory."""
+    return f"{t}#W#{check_id('workspaceId', workspace_id)}"
+
+
+def user_pk(t: str) -> str:
+    """The partition holding the principal's own facts."""
+    return f"{t}#U"
+
+
+def memory_sk(memory_id: str) -> str:
+    return f"MEM#{check_id('memoryId', memory_id)}"
+
+
+def fact_sk(fact_id: str) -> str:
+    return f"FACT#{check_id('factId', fact_id)}"
+
+
+def memory_rank_pk(owner_pk: str) -> str:
+    """GSI2 partition of an owner's active memories, sorted for injection (sparse: active rows only)."""
+    return f"{owner_pk}#MEMRANK"
+
+
+def fact_rank_pk(t: str) -> str:
+    return f"{t}#U#FACTRANK"
+
+
+# --- conversation archive (stores/archive.py) ---------------------------------------------------
+# Items live in the agent partition (so the agent cascade removes them) under
+#   SK     ARCH#<sessionId>#<createdAt>#<runId>#<seq>    (a session's archive is one begins_with Query)
+#   GSI1PK <t>#A#<agentId>#ARCH
+#   GSI1SK <archivedAt>#<sessionId>#<runId>#<seq>        (a cache fetches only what is newer than it holds)
+# A deleted session leaves a short-lived tombstone in the same GSI1 partition so that warm caches
+# in other containers drop its turns: SK ARCHDEL#<sessionId>#<deletedAt>, GSI1SK <deletedAt>#~del#<sessionId>.
+_STAMP_CHARS = frozenset("0123456789-:.TZ+")
+
+
+def check_stamp(field: str, value: object) -> str:
+    """An ISO-8601 timestamp as this project writes them: sortable, and never carrying a key separator."""
+    from engram.kernel.errors import BadRequest
+
+    if not isinstance(value, str) or not 10 <= len(value) <= 40 or not set(value) <= _STAMP_CHARS:
+        raise BadRequest(f"{field} must be an ISO-8601 timestamp", field=field, code="invalid_timestamp")
+    return value
+
+
+def archive_prefix() -> str:
+    return "ARCH#"
+
+
+def archive_session_prefix(session_id: str) -> str:
+    return f"ARCH#{check_id('sessionId', session_id)}#"
+
+
+def archive_sk(session_id: str, created_at: str, run_id: str, seq: int) -> str:
+    return f"{archive_session_prefix(session_id)}{check_stamp('createdAt', created_at)}#{check_id('runId', run_id)}#{int(seq):04d}"
+
+
+def archive_by_agent(t: str, agent_id: str) -> str:
+    return f"{t}#A#{check_id('agentId', agent_id)}#ARCH"
+
+
+def archive_gsi_sk(archived_at: str, session_id: str, run_id: str, seq: int) -> str:
+    return f"{check_stamp('archivedAt', archived_at)}#{check_id('sessionId', session_id)}#{check_id('runId', run_id)}#{int(seq):04d}"
+
+
+def archive_tombstone_sk(session_id: str, deleted_at: str) -> str:
+    return f"ARCHDEL#{check_id('sessionId', session_id)}#{check_stamp('deletedAt', deleted_at)}"
+
+
+def archive_tombstone_gsi_sk(deleted_at: str, session_id: str) -> str:
+    return f"{check_stamp('deletedAt', deleted_at)}#~del#{check_id('sessionId', session_id)}"
+
+
+# --- automatic extraction (stores/extraction.py) ----------------------------------------------
+def extract_marker_sk(run_id: str) -> str:
+    """The once-per-run marker of an extraction job, in the agent partition (the cascade removes it)."""
+    return f"EXTRACT#{check_id('runId', run_id)}"
+
+
+# --- card types (cards.py) --------------------------------------------------------------------
+def card_type_sk(name: str) -> str:
+    """A custom card type of the tenant, in the tenant partition (built-ins are not stored)."""
+    return f"CARDTYPE#{check_id('name', name)}"
+
+
+# --- runs: re-examinations, run memory, director learnings (runs.py, stores/run_memory.py) ------
+def reexaminations_of(t: str, parent_run_id: str) -> str:
+    """GSI2 partition listing the re-examinations of one run (sparse: only those runs carry it)."""
+    return f"{t}#RUN#{check_id('runId', parent_run_id)}#REEXAM"
+
+
+RUN_MEMORY_KEY_PATTERN = r"^(input|step|task|shared):[A-Za-z0-9_.:-]{1,120}$"
+
+
+def run_memory_prefix(run_id: str) -> str:
+    """A run's memory lives in its (lead) agent's partition, so the agent cascade removes it."""
+    return f"RUNMEM#{check_id('runId', run_id)}#"
+
+
+def run_memory_sk(run_id: str, key: str) -> str:
+    import re
+
+    from engram.kernel.errors import BadRequest
+
+    if not isinstance(key, str) or not re.match(RUN_MEMORY_KEY_PATTERN, key):
+        raise BadRequest("a run memory key is <input|step|task|shared>:<1-120 of A-Z a-z 0-9 _ . : ->", field="key", code="invalid_key")
+    return f"{run_memory_prefix(run_id)}{key}"
+
+
+def learnings_by_agent(t: str, agent_id: str) -> str:
+    """GSI1 partition of an agent's director learnings, newest last by createdAt."""
+    return f"{t}#A#{check_id('agentId', agent_id)}#LEARN"

@@ -1,0 +1,37 @@
+"""Card types (result schemas as data) and an agent's past decisions."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from engram.cards import service as cards
+
+from engram.deps import get_deps
+from engram.cards.models import CardTypeBody
+from engram.api.http import Limit, Token, ok, tenant
+
+router = Router()
+
+
+@router.get("/api/card-types")
+def list_card_types(limit: Limit = 50, nextToken: Token = None):
+    return ok(cards.list_card_types(get_deps(), tenant(router), limit, nextToken))
+
+
+@router.get("/api/card-types/<name>")
+def get_card_type(name: str):
+    return ok(cards.get_card_type(get_deps(), tenant(router), name).public())
+
+
+@router.put("/api/card-types/<name>")
+def put_card_type(name: str, body: CardTypeBody):
+    card_type, created = cards.put_card_type(get_deps(), tenant(router), name, body)
+    return ok(card_type.public(), 201 if created else 200)
+
+
+@router.get("/api/agents/<agentId>/decisions")
+def list_decisions(agentId: str, limit: Annotated[int, Query(ge=1, le=20)] = 5):
+    return ok(cards.list_decisions(get_deps(), tenant(router), agentId, limit))

@@ -1,0 +1,67 @@
+"""Chat turns that do not run inside the request: `?async=true` and webhooks queue them on the
+session's FIFO group; the chat function's queue consumer runs them."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engram.conversations.models import Session
+from engram.deps import Deps
+from engram.engine.turn import TurnRequest, check_message, run_turn
+from engram.kernel.errors import NotFound, SessionBusy, TurnFailed
+from engram.kernel.ids import new_id
+from engram.kernel.model import now_iso
+from engram.kernel.observability import logger
+from engram.runs.models import Run
+
+
+def enqueue_turn(deps: Deps, *, tenant: str, agent_id: str, session_id: str, message: str, trigger: str) -> Run:
+    """Queues a turn on the session's FIFO group and records a `queued` run the caller can poll."""
+    check_message(deps, message)
+    if deps.table.get_session(tenant, agent_id, session_id) is None:
+        if deps.table.get_agent(tenant, agent_id) is None:
+            raise NotFound("agent not found", field="agentId")
+        raise NotFound("session not found", field="sessionId")
+    now = now_iso()
+    run = Run(
+        id=new_id("run"), created_at=now, updated_at=now, agent_id=agent_id, kind="chat", trigger=trigger, status="queued",
+        prompt=message, session_id=session_id,
+    )
+    job = {"runId": run.id, "tenant": tenant, "agentId": agent_id, "sessionId": session_id, "message": message,
+           "kind": "chat", "trigger": trigger, "createdAt": now}
+    deps.table.put_run(tenant, run, only_if_new=True)
+    deps.queues.enqueue_turn(job, group=f"{tenant}#{agent_id}#{session_id}", dedup_id=run.id)
+    return run
+
+
+def ensure_session(deps: Deps, tenant: str, agent_id: str, session_id: str) -> None:
+    """Webhooks may name a new session: it is created on first use."""
+    now = now_iso()
+    deps.table.create_session(tenant, Session(id=session_id, agent_id=agent_id, created_at=now, updated_at=now), if_absent_ok=True)
+
+
+def process_turn_job(deps: Deps, job: dict[str, Any]) -> None:
+    """One queued turn. Raises only when it should be retried (the session is busy)."""
+    tenant, run_id = job["tenant"], job["runId"]
+    existing = deps.table.get_run(tenant, run_id)
+    if existing is not None and existing.status in ("succeeded", "failed"):
+        logger.info("turn already finished; redelivery ignored", extra={"run_id": run_id})
+        return
+    req = TurnRequest(
+        tenant=tenant, agent_id=job["agentId"], session_id=job["sessionId"], message=job["message"], run_id=run_id,
+        kind=job.get("kind", "chat"), trigger=job.get("trigger", "async"), created_at=job.get("createdAt"),
+        budget_s=deps.settings.async_turn_budget_s, wait_s=0,
+    )
+    try:
+        run_turn(deps, req)
+    except SessionBusy:
+        raise  # SQS redelivers; the FIFO group keeps later turns of this session behind it
+    except NotFound as err:
+        now = now_iso()
+        deps.table.put_run(tenant, Run(
+            id=run_id, created_at=job.get("createdAt") or now, updated_at=now, agent_id=job["agentId"], kind="chat",
+            status="failed", prompt=job["message"], session_id=job["sessionId"],
+            error={"code": err.code, "message": err.message},
+        ))
+    except TurnFailed:
+        pass  # recorded as a failed run; a retry would be a new turn the user did not ask for

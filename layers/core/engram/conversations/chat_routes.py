@@ -1,0 +1,36 @@
+"""Chat turns (sync and ?async=true) and signed webhooks. Lives in the `chat` function."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from engram.deps import get_deps
+from engram.kernel.ids import check_id
+from engram.conversations.models import MessageIn
+from engram.conversations import chat
+from engram.engine import turn as turns
+from engram.conversations import webhooks
+from engram.api.http import ok, tenant
+
+router = Router()
+
+
+@router.post("/api/agents/<agentId>/sessions/<sessionId>/messages")
+def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotated[bool, Query(alias="async")] = False):
+    deps, t = get_deps(), tenant(router)
+    check_id("agentId", agentId), check_id("sessionId", sessionId)
+    if async_:
+        run = chat.enqueue_turn(deps, tenant=t, agent_id=agentId, session_id=sessionId, message=body.message, trigger="async")
+        return ok({"runId": run.id, "sessionId": sessionId, "status": run.status}, 202)
+    result = turns.run_turn(deps, turns.TurnRequest(tenant=t, agent_id=agentId, session_id=sessionId, message=body.message))
+    return ok(result.public())
+
+
+@router.post("/api/agents/<agentId>/webhook")
+def post_webhook(agentId: str):
+    event = router.current_event
+    run = webhooks.accept(get_deps(), agent_id=agentId, headers=event.headers or {}, raw_body=event.decoded_body or "")
+    return ok({"runId": run.id, "sessionId": run.session_id, "status": run.status}, 202)

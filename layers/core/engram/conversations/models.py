@@ -1,0 +1,36 @@
+"""Sessions and the messages that start turns."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import ConfigDict, StringConstraints
+
+from engram.kernel.model import Body, Id, Resource
+
+# Every agent has this session; chat and Active Memory runs share it.
+DASHBOARD = "dashboard"
+
+
+class SessionCreate(Body):
+    id: Id | None = None
+    title: Annotated[str, StringConstraints(max_length=200)] = ""
+
+
+class Session(Resource):
+    agent_id: str
+    title: str = ""
+    message_count: int = 0
+    revision: int = 0
+
+
+class MessageIn(Body):
+    message: Annotated[str, StringConstraints(min_length=1)]
+
+
+class WebhookIn(Body):
+    message: Annotated[str, StringConstraints(min_length=1)]
+    session_id: Id = "dashboard"
+
+    # The public contract names this webhook field in snake_case (`session_id`).
+    model_config = ConfigDict(alias_generator=None, extra="forbid", str_strip_whitespace=True)

@@ -1,0 +1,115 @@
+"""The tool loop: call the model, run the tools it asks for, repeat until it answers in text."""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from engram.kernel.errors import TurnTimeout
+from engram.engine.pricing import Usage
+from engram.engine.pricing import usage_of
+from engram.engine.providers.base import ModelProvider
+from engram.engine.prompt import with_history_breakpoint
+from engram.engine.tools import ToolContext, ToolRegistry
+
+# Below this, another model call cannot finish inside the turn's budget.
+_MIN_CALL_SECONDS = 1.0
+
+
+@dataclass
+class LoopResult:
+    new_messages: list[dict[str, Any]] = field(default_factory=list)
+    reply: str = ""
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    usage_by_model: dict[str, Usage] = field(default_factory=dict)
+    model_calls: int = 0
+
+    @property
+    def usage(self) -> Usage:
+        total = Usage()
+        for usage in self.usage_by_model.values():
+            total = total + usage
+        return total
+
+
+def _result_content(value: Any) -> str:
+    return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
+
+
+def run_loop(
+    *,
+    provider: ModelProvider,
+    registry: ToolRegistry,
+    ctx: ToolContext,
+    model: str,
+    system: list[dict[str, Any]],
+    messages: list[dict[str, Any]],
+    max_tokens: int,
+    max_rounds: int,
+    deadline: float,
+    model_timeout: float,
+    result: LoopResult | None = None,
+) -> LoopResult:
+    """Runs until the model stops asking for tools. `result` is filled as it goes, so a caller
+    that catches a failure still knows the tokens already spent."""
+    out = result if result is not None else LoopResult()
+    tools = registry.specs(ctx=ctx)
+    convo = list(messages)
+    for round_no in range(max_rounds):
+        remaining = deadline - time.monotonic()
+        if remaining < _MIN_CALL_SECONDS:
+            raise TurnTimeout("the turn ran out of time before the model finished")
+        # The last allowed round may not call tools, so the turn always ends in text.
+        last_round = round_no == max_rounds - 1
+        response = provider.complete(
+            model=model,
+            system=system,
+            tools=tools,
+            messages=with_history_breakpoint(convo),
+            max_tokens=max_tokens,
+            timeout=min(model_timeout, remaining),
+            tool_choice={"type": "none"} if (last_round and tools) else None,
+        )
+        out.model_calls += 1
+        usage = usage_of(response)
+        out.usage_by_model[response.model] = out.usage_by_model.get(response.model, Usage()) + usage
+
+        content = list(response.content)
+        wants_tools = response.stop_reason == "tool_use"
+        if not wants_tools:
+            # A tool call cut off (e.g. at max_tokens) would be stored without its result and
+            # poison every later request; keep only the complete part of the answer.
+            content = [b for b in content if b.get("type") != "tool_use"]
+        # The API rejects empty text blocks, so they are dropped; an empty answer becomes a note.
+        content = [b for b in content if b.get("type") != "text" or b.get("text")]
+        if not content:
+            content = [{"type": "text", "text": "(no reply)"}]
+        assistant = {"role": "assistant", "content": content}
+        convo.append(assistant)
+        out.new_messages.append(assistant)
+        texts = [b.get("text", "") for b in content if b.get("type") == "text"]
+        uses = [b for b in content if b.get("type") == "tool_use"]
+        if texts:
+            out.reply = "\n".join(t for t in texts if t)
+        if not wants_tools or not uses:
+            return out
+
+        results = []
+        for use in uses:
+            outcome = registry.call(use["name"], use.get("input"), ctx)
+            content = _result_content(outcome.content)
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use["id"], "content": content}
+            if outcome.is_error:
+                block["is_error"] = True
+            results.append(block)
+            out.tool_calls.append({"name": use["name"], "input": use.get("input") or {}, "result": outcome.content, "isError": outcome.is_error})
+        tool_message = {"role": "user", "content": results}
+        convo.append(tool_message)
+        out.new_messages.append(tool_message)
+    # Only reachable if the model ignored tool_choice=none: close the turn with valid history.
+    note = "I stopped here: this turn reached its limit of tool rounds."
+    out.new_messages.append({"role": "assistant", "content": [{"type": "text", "text": note}]})
+    out.reply = note
+    return out

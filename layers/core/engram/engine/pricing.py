@@ -1,0 +1,100 @@
+"""USD prices per million tokens, by model family. Cache writes are 5-minute ephemeral writes."""
+
+from __future__ import annotations
+
+import re
+
+from typing import TYPE_CHECKING
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+if TYPE_CHECKING:
+    from engram.engine.providers.base import ModelResponse
+
+class Usage(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def __add__(self, other: "Usage") -> "Usage":
+        return Usage(
+            input_tokens=self.input_tokens + other.input_tokens,
+            output_tokens=self.output_tokens + other.output_tokens,
+            cache_read_tokens=self.cache_read_tokens + other.cache_read_tokens,
+            cache_write_tokens=self.cache_write_tokens + other.cache_write_tokens,
+            cost_usd=round(self.cost_usd + other.cost_usd, 8),
+        )
+
+
+# (input, output, cache write, cache read) per million tokens.
+_PRICES: list[tuple[str, tuple[float, float, float, float]]] = [
+    # Older Opus generations first: "claude-opus-4-" would otherwise match them at the newer price.
+    ("claude-opus-4-0", (15.0, 75.0, 18.75, 1.50)),
+    ("claude-opus-4-1", (15.0, 75.0, 18.75, 1.50)),
+    ("claude-opus-4-2025", (15.0, 75.0, 18.75, 1.50)),
+    ("claude-3-opus", (15.0, 75.0, 18.75, 1.50)),
+    ("claude-opus-", (5.0, 25.0, 6.25, 0.50)),
+    ("claude-sonnet-", (3.0, 15.0, 3.75, 0.30)),
+    ("claude-3-7-sonnet", (3.0, 15.0, 3.75, 0.30)),
+    ("claude-3-5-sonnet", (3.0, 15.0, 3.75, 0.30)),
+    ("claude-3-5-haiku", (0.80, 4.0, 1.0, 0.08)),
+    ("claude-3-haiku", (0.25, 1.25, 0.30, 0.03)),
+    ("claude-haiku-", (1.0, 5.0, 1.25, 0.10)),
+    ("offline", (0.0, 0.0, 0.0, 0.0)),
+]
+
+
+def _family(model: str) -> str:
+    # Bedrock ids look like "us.anthropic.claude-sonnet-4-5-20250929-v1:0".
+    name = model.rsplit("anthropic.", 1)[-1]
+    return re.sub(r"-v\d+:\d+$", "", name)
+
+
+def prices_for(model: str) -> tuple[float, float, float, float] | None:
+    name = _family(model)
+    for prefix, prices in _PRICES:
+        if name.startswith(prefix):
+            return prices
+    return None
+
+
+def cost_usd(model: str, *, input_tokens: int, output_tokens: int, cache_read_tokens: int, cache_write_tokens: int) -> float:
+    prices = prices_for(model)
+    if prices is None:
+        return 0.0
+    p_in, p_out, p_cw, p_cr = prices
+    total = input_tokens * p_in + output_tokens * p_out + cache_write_tokens * p_cw + cache_read_tokens * p_cr
+    return round(total / 1_000_000, 8)
+
+
+def priced_usage(model: str, *, input_tokens: int, output_tokens: int, cache_read_tokens: int = 0, cache_write_tokens: int = 0) -> Usage:
+    return Usage(
+        input_tokens=input_tokens,
+        output_tokens=output_tokens,
+        cache_read_tokens=cache_read_tokens,
+        cache_write_tokens=cache_write_tokens,
+        cost_usd=cost_usd(
+            model,
+            input_tokens=input_tokens,
+            output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
+            cache_write_tokens=cache_write_tokens,
+        ),
+    )
+
+
+def usage_of(response: "ModelResponse") -> Usage:
+    """The priced usage of one model call."""
+    t = response.tokens
+    return priced_usage(
+        response.model,
+        input_tokens=t.input_tokens,
+        output_tokens=t.output_tokens,
+        cache_read_tokens=t.cache_read_tokens,
+        cache_write_tokens=t.cache_write_tokens,
+    )

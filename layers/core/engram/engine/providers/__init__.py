@@ -1,0 +1,23 @@
+"""Model providers behind one interface: Anthropic API, Amazon Bedrock, and a deterministic offline model."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from engram.kernel.settings import Settings
+    from engram.engine.tools import ToolRegistry
+    from engram.engine.providers.base import ModelProvider
+
+
+def make_provider(settings: "Settings", registry: "ToolRegistry | None" = None) -> "ModelProvider":
+    """Imports the anthropic SDK only for the providers that need it (it costs ~1.5 s)."""
+    if settings.model_provider == "offline":
+        from engram.engine.providers.offline import OfflineProvider
+
+        return OfflineProvider(registry.offline_intents if registry else None)
+    from engram.engine.providers.anthropic_provider import AnthropicProvider, BedrockProvider
+
+    if settings.model_provider == "bedrock":
+        return BedrockProvider(settings)
+    return AnthropicProvider(settings)

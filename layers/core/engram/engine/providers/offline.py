@@ -1,0 +1,306 @@
+"""A deterministic stand-in for Claude, for the local stack and tests when no key is set.
+
+It answers from the conversation it is given (so history is visibly carried between turns) and
+calls registered tools whose `offline_intent` recognises the user's words, so memory features
+can be shown without a key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any, Callable
+
+from engram.engine.providers.base import ModelResponse, TokenCounts
+
+Intents = Callable[[], dict[str, Callable[[str], dict[str, Any] | None]]]
+
+
+def _text_of(message: dict[str, Any]) -> str:
+    content = message.get("content")
+    if isinstance(content, str):
+        return content
+    return "\n".join(b.get("text", "") for b in content or [] if b.get("type") == "text")
+
+
+def _is_tool_result(message: dict[str, Any]) -> bool:
+    content = message.get("content")
+    return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
+
+
+_ABOUT_ME = re.compile(r"what do you (?:know|remember) about me", re.I)
+
+
+def _fenced(system: list[dict[str, Any]], scope: str) -> list[str]:
+    """The entries of a memory fence in the system prompt (how the offline model 'reads' memory)."""
+    text = "\n".join(b.get("text", "") for b in system)
+    match = re.search(rf'<memory scope="{scope}">\n(.*?)\n</memory>', text, re.S)
+    if not match:
+        return []
+    lines = []
+    for line in match.group(1).splitlines():
+        quoted = re.search(r'"((?:[^"\\]|\\.)*)"', line)
+        lines.append("- " + (json.loads(f'"{quoted.group(1)}"') if quoted else line.lstrip("- ")))
+    return lines
+
+
+def _estimate_tokens(payload: Any) -> int:
+    return max(1, len(json.dumps(payload, ensure_ascii=False)) // 4)
+
+
+class OfflineProvider:
+    name = "offline"
+
+    def __init__(self, intents: Intents | None = None):
+        self._intents = intents or (lambda: {})
+
+    def complete(
+        self,
+        *,
+        model: str,
+        system: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        max_tokens: int,
+        timeout: float,
+        tool_choice: dict[str, Any] | None = None,
+    ) -> ModelResponse:
+        if (tool_choice or {}).get("type") == "tool" and tool_choice.get("name") == EXTRACTION_TOOL:  # type: ignore[union-attr]
+            tool_input = extract_offline(_text_of(messages[-1]), tools)
+            digest = hashlib.sha256(json.dumps(tool_input, sort_keys=True).encode()).hexdigest()[:20]
+            content = [{"type": "tool_use", "id": f"toolu_offline_{digest}", "name": EXTRACTION_TOOL, "input": tool_input}]
+            return ModelResponse(
+                content=content,
+                stop_reason="tool_use",
+                model="offline",
+                tokens=TokenCounts(input_tokens=_estimate_tokens([system, tools, messages]), output_tokens=_estimate_tokens(content)),
+            )
+        last = messages[-1]
+        may_call = (tool_choice or {}).get("type") != "none"
+        # Decision tools: get_my_decisions first, submit_result before the final answer (DESIGN AM5).
+        first, final = _decision_calls(tools, messages) if may_call else (None, None)
+        # The tools the turn's opening message asks for, each once per turn (after get_my_decisions).
+        opening, turn = _this_turn(messages)
+        wanted = self._pick_tools(opening, tools) if may_call and opening else []
+        intent = next((call for call in wanted if not _calls_in(turn, call[0])[0]), None)
+        if _is_tool_result(last) and not final and not intent:
+            content, stop = [{"type": "text", "text": self._summarise_results(messages)}], "end_turn"
+        else:
+            text = _text_of(last) if not _is_tool_result(last) else ""
+            call = first or intent or final
+            if call:
+                name, tool_input = call
+                # Deterministic, yet unique within the conversation it is sent in.
+                seen = json.dumps(messages, sort_keys=True, ensure_ascii=False)
+                digest = hashlib.sha256(f"{seen}:{name}".encode()).hexdigest()[:20]
+                content = [
+                    {"type": "text", "text": f"Let me use {name}."},
+                    {"type": "tool_use", "id": f"toolu_offline_{digest}", "name": name, "input": tool_input},
+                ]
+                stop = "tool_use"
+            else:
+                content, stop = [{"type": "text", "text": self._reply(text, messages, system)}], "end_turn"
+        return ModelResponse(
+            content=content,
+            stop_reason=stop,
+            model="offline",
+            tokens=TokenCounts(input_tokens=_estimate_tokens([system, tools, messages]), output_tokens=_estimate_tokens(content)),
+        )
+
+    def _pick_tools(self, text: str, tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+        intents = self._intents()
+        found = []
+        for spec in tools:
+            intent = intents.get(spec["name"])
+            tool_input = intent(text) if intent is not None else None
+            if tool_input is not None:
+                found.append((spec["name"], tool_input))
+        return found
+
+    @staticmethod
+    def _summarise_results(messages: list[dict[str, Any]]) -> str:
+        names = {}
+        for message in messages:
+            for block in message.get("content") or []:
+                if isinstance(block, dict) and block.get("type") == "tool_use":
+                    names[block["id"]] = block["name"]
+        parts = []
+        for block in messages[-1]["content"]:
+            if block.get("type") != "tool_result":
+                continue
+            result = block.get("content")
+            shown = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
+            prefix = "failed" if block.get("is_error") else "returned"
+            parts.append(f"{names.get(block.get('tool_use_id'), 'the tool')} {prefix}: {shown[:600]}")
+        return "Done. " + " ".join(parts)
+
+    @staticmethod
+    def _reply(text: str, messages: list[dict[str, Any]], system: list[dict[str, Any]]) -> str:
+        if _ABOUT_ME.search(text):
+            facts = _fenced(system, "user")
+            if not facts:
+                return "(offline model) I don't know anything about you yet. Tell me, e.g. \"remember that I prefer tea\"."
+            return "(offline model) Here is what I know about you:\n" + "\n".join(facts)
+        earlier = [_text_of(m) for m in messages[:-1] if m.get("role") == "user" and not _is_tool_result(m)]
+        reply = f'(offline model) You said: "{text[:300]}".'
+        if earlier:
+            reply += f' This session has {len(earlier)} earlier message(s) from you; the first was: "{earlier[0][:200]}".'
+        else:
+            reply += " This is the first message of this session."
+        return reply
+
+
+# --- decision tools -------------------------------------------------------------------------------
+from engram.cards.tools import GET_MY_DECISIONS, SUBMIT_RESULT  # noqa: E402  (names shared with the tools)
+
+
+def _this_turn(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The user's message that opened this turn and everything after it."""
+    for i in range(len(messages) - 1, -1, -1):
+        m = messages[i]
+        if m.get("role") == "user" and not _is_tool_result(m):
+            return _text_of(m), messages[i + 1 :]
+    return "", list(messages)
+
+
+def _calls_in(turn: list[dict[str, Any]], name: str) -> tuple[int, bool]:
+    """How often `name` was called this turn, and whether one of its calls succeeded."""
+    ids = {b["id"] for m in turn for b in m.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == name}
+    ok = any(
+        b.get("tool_use_id") in ids and not b.get("is_error")
+        for m in turn for b in m.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_result"
+    )
+    return len(ids), ok
+
+
+def _decision_calls(tools: list[dict[str, Any]], messages: list[dict[str, Any]]) -> tuple[Any, Any]:
+    """(call to make before anything else, call to make before answering) for this turn."""
+    names = {t["name"]: t for t in tools}
+    text, turn = _this_turn(messages)
+    first = final = None
+    if GET_MY_DECISIONS in names and _calls_in(turn, GET_MY_DECISIONS)[0] == 0:
+        first = (GET_MY_DECISIONS, {})
+    if SUBMIT_RESULT in names:
+        tries, done = _calls_in(turn, SUBMIT_RESULT)
+        if not done and tries < 2:
+            final = (SUBMIT_RESULT, offline_card(names[SUBMIT_RESULT]["input_schema"], text))
+    return first, final
+
+
+def offline_card(schema: dict[str, Any], text: str) -> dict[str, Any]:
+    """A deterministic card that satisfies a submit_result schema: the first enum value, the
+    midpoint of numeric bounds, and short strings taken from the user's message."""
+    words = re.findall(r"[A-Za-z0-9]+", text) or ["offline"]
+    card: dict[str, Any] = {}
+    for name in schema.get("required", []):
+        prop = schema.get("properties", {}).get(name, {})
+        kind = prop.get("type")
+        if "enum" in prop:
+            card[name] = prop["enum"][0]
+        elif kind in ("number", "integer"):
+            low, high = prop.get("minimum"), prop.get("maximum")
+            value = (low + high) / 2 if low is not None and high is not None else (low if low is not None else (high if high is not None else 0))
+            card[name] = int(value) if kind == "integer" else value
+        elif kind == "boolean":
+            card[name] = False
+        elif "pattern" in prop:
+            card[name] = "HOLD"  # the offline model's one uppercase word (e.g. a re-examination's action)
+        else:
+            limit = int(prop.get("maxLength", 200))
+            value = words[0].upper() if limit <= 40 else "offline: " + " ".join(words)
+            card[name] = value[:limit]
+    return card
+
+
+# --- memory extraction ------------------------------------------------------------------------
+# The extraction worker forces this tool (engram/extraction.py); offline, facts come from a few
+# explicit phrasings of the user, so the local stack shows `auto:` rows without a key.
+EXTRACTION_TOOL = "record_memories"
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|;\s*|,\s+(?:and|but|so)\s+", re.I)  # one fact per clause
+_CLAUSE = r"[^.!?;\n]"
+_FACT_PATTERNS: list[tuple[re.Pattern[str], Callable[[re.Match[str]], tuple[str, str]], str, float]] = [
+    (
+        re.compile(rf"\bI (?:really |much |strongly |usually |always )?prefer (?P<x>{_CLAUSE}{{2,160}})", re.I),
+        lambda m: ("preference-" + " ".join(m["x"].split()[:4]), f"The user prefers {m['x'].strip()}."),
+        "agent",
+        0.9,
+    ),
+    (
+        re.compile(rf"\bwe(?: now| always| mostly)? (?:use|are using|'re using|rely on) (?P<x>{_CLAUSE}{{2,160}})", re.I),
+        lambda m: ("uses " + " ".join(m["x"].split()[:4]), f"The team uses {m['x'].strip()}."),
+        "workspace",
+        0.85,
+    ),
+    (
+        re.compile(rf"\bour (?P<a>[\w' -]{{2,40}}?) (?P<verb>is|are) (?P<b>{_CLAUSE}{{1,160}})", re.I),
+        lambda m: (m["a"], f"Our {m['a'].strip()} {m['verb'].lower()} {m['b'].strip()}."),
+        "workspace",
+        0.85,
+    ),
+    (
+        re.compile(rf"\bmy (?P<a>[\w' -]{{2,40}}?) is (?P<b>{_CLAUSE}{{1,160}})", re.I),
+        lambda m: ("user " + m["a"], f"The user's {m['a'].strip()} is {m['b'].strip()}."),
+        "agent",
+        0.9,
+    ),
+]
+
+
+def _between(text: str, tag: str) -> str:
+    match = re.search(rf"<{tag}>\n(.*?)\n</{tag}>", text, re.S)
+    return match.group(1) if match else ""
+
+
+def _user_chunks(transcript: str) -> list[str]:
+    """The user's own messages in a rendered transcript (continuation lines included)."""
+    chunks: list[list[str]] = []
+    current: list[str] | None = None
+    for line in transcript.splitlines():
+        if line.startswith("User: "):
+            current = [line[len("User: ") :]]
+            chunks.append(current)
+        elif line.startswith(("Assistant", "Tool result", "Tool error", "User called ", "[... ")):
+            current = None
+        elif current is not None:
+            current.append(line)
+    return ["\n".join(c) for c in chunks]
+
+
+def extract_offline(prompt: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
+    """Deterministic facts from "I prefer ...", "we use ...", "our ... is/are ...", "my ... is ..."
+    in the user's own lines; a fact whose key already holds a different value supersedes it."""
+    existing: dict[str, str] = {}
+    for line in _between(prompt, "existing").splitlines():
+        try:
+            row = json.loads(line)
+            existing[row["key"]] = row["value"]
+        except (ValueError, KeyError, TypeError):
+            continue
+    scopes = ["agent"]
+    for spec in tools:
+        if spec.get("name") == EXTRACTION_TOOL:
+            item = spec["input_schema"]["properties"]["facts"]["items"]
+            scopes = item["properties"]["scope"].get("enum", scopes)
+    facts: dict[str, dict[str, Any]] = {}  # by slug: a later statement wins
+    for chunk in _user_chunks(_between(prompt, "transcript")):
+        for sentence in _SENTENCE.split(chunk):
+            for pattern, shape, scope, confidence in _FACT_PATTERNS:
+                match = pattern.search(sentence)
+                if not match:
+                    continue
+                slug, value = shape(match)
+                slug = re.sub(r"[^a-z0-9]+", "-", slug.lower()).strip("-")[:60].strip("-")
+                key = f"auto:{slug}"
+                old = existing.get(key)
+                supersedes = key if old is not None and old.strip().lower() != value.strip().lower() else None
+                facts.pop(slug, None)
+                facts[slug] = {
+                    "slug": slug,
+                    "value": value,
+                    "scope": scope if scope in scopes else scopes[0],
+                    "confidence": confidence,
+                    "supersedes": supersedes,
+                }
+                break
+    return {"facts": list(facts.values())[-5:]}

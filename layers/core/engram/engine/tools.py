@@ -1,0 +1,133 @@
+"""The tool registry the agent loop runs. Later features register their tools here.
+
+A tool whose input is invalid answers the model with an error result (the model can correct
+itself); a tool that raises is a crashed turn (history stays as it was).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from pydantic import BaseModel, ValidationError
+
+from engram.kernel.errors import EngramError, ToolCrashed
+
+
+@dataclass
+class ToolContext:
+    """What a tool may know about the turn it runs in."""
+
+    tenant: str
+    agent: Any
+    session_id: str
+    run_id: str
+    deps: Any = None
+    # Best-effort writes started during the turn (e.g. reference bumps); awaited before it returns.
+    background: list[Any] = field(default_factory=list)
+    # The agent's card type (when it has one) and the valid card submit_result accepted.
+    card_type: Any = None
+    card: dict[str, Any] | None = None
+    # The run's scratch store (run_memory.RunMemory) for heartbeat, manual, re-examination and
+    # council runs; None in chat turns. Enables memory_list / memory_read / memory_write.
+    run_memory: Any = None
+    # The kind of run (chat, heartbeat, manual, reexamination, council_member).
+    run_kind: str = "chat"
+
+
+@dataclass(frozen=True)
+class ToolOutcome:
+    content: Any
+    is_error: bool = False
+
+
+@dataclass
+class Tool:
+    name: str
+    description: str
+    input_model: type[BaseModel]
+    handler: Callable[[ToolContext, Any], Any]
+    # The offline model's way to call this tool: user text -> tool input, or None.
+    offline_intent: Callable[[str], dict[str, Any] | None] | None = None
+    # Tools only some agents get (e.g. submit_result for agents with a card type): None = always.
+    enabled: Callable[[ToolContext], bool] | None = None
+    # An input schema built for the turn (e.g. from the agent's card type) instead of input_model's.
+    schema_for: Callable[[ToolContext], dict[str, Any]] | None = None
+
+    def available(self, ctx: ToolContext | None) -> bool:
+        return self.enabled is None or (ctx is not None and self.enabled(ctx))
+
+    def spec(self, ctx: ToolContext | None = None) -> dict[str, Any]:
+        if self.schema_for is not None and ctx is not None:
+            schema = self.schema_for(ctx)
+        else:
+            schema = self.input_model.model_json_schema()
+            schema.pop("title", None)
+        return {"name": self.name, "description": self.description, "input_schema": schema}
+
+
+@dataclass
+class ToolRegistry:
+    tools: dict[str, Tool] = field(default_factory=dict)
+
+    def register(self, tool: Tool) -> Tool:
+        self.tools[tool.name] = tool
+        return tool
+
+    def specs(self, enabled: Callable[[Tool], bool] | None = None, *, ctx: ToolContext | None = None) -> list[dict[str, Any]]:
+        """The tools offered to the model; with `ctx`, only those this agent gets, in their turn's shape."""
+        return [t.spec(ctx) for t in self.tools.values() if (enabled is None or enabled(t)) and t.available(ctx)]
+
+    def offline_intents(self) -> dict[str, Callable[[str], dict[str, Any] | None]]:
+        return {name: t.offline_intent for name, t in self.tools.items() if t.offline_intent}
+
+    def call(self, name: str, raw_input: Any, ctx: ToolContext) -> ToolOutcome:
+        tool = self.tools.get(name)
+        if tool is None or not tool.available(ctx):
+            return ToolOutcome(f"unknown tool {name!r}", is_error=True)
+        try:
+            parsed = tool.input_model.model_validate(raw_input if isinstance(raw_input, dict) else {})
+        except ValidationError as err:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'input'}: {e['msg']}" for e in err.errors())
+            return ToolOutcome(f"invalid input for {name}: {problems}", is_error=True)
+        try:
+            result = tool.handler(ctx, parsed)
+        except EngramError as err:
+            if err.status >= 500:
+                raise ToolCrashed(f"tool {name} failed: {err.message}") from err
+            return ToolOutcome(err.message, is_error=True)  # the model's mistake: it can correct it
+        except Exception as err:  # a crashing tool fails the turn; the caller keeps history intact
+            raise ToolCrashed(f"tool {name} failed: {type(err).__name__}: {err}") from err
+        if isinstance(result, ToolOutcome):
+            return result
+        return ToolOutcome(result)
+
+
+# --- built-in tools -------------------------------------------------------------------------
+class _NoInput(BaseModel):
+    pass
+
+
+def _current_time(_ctx: ToolContext, _input: _NoInput) -> dict[str, str]:
+    now = datetime.now(timezone.utc)
+    return {"utc": now.isoformat(timespec="seconds").replace("+00:00", "Z"), "weekday": now.strftime("%A")}
+
+
+def _time_intent(text: str) -> dict[str, Any] | None:
+    lowered = text.lower()
+    return {} if ("what time" in lowered or "current time" in lowered or "what day" in lowered) else None
+
+
+def default_registry() -> ToolRegistry:
+    registry = ToolRegistry()
+    registry.register(
+        Tool(
+            name="get_current_time",
+            description="Returns the current date and time in UTC. Use it whenever the answer depends on today's date or time.",
+            input_model=_NoInput,
+            handler=_current_time,
+            offline_intent=_time_intent,
+        )
+    )
+    return registry

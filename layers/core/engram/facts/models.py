@@ -1,0 +1,31 @@
+"""User facts: what an agent knows about its user."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from engram.kernel.model import Body, Confidence, Resource, Topic
+
+class FactCreate(Body):
+    fact: str
+    topic: Topic | None = None
+    confidence: Confidence = "asserted"
+
+
+class FactUpdate(Body):
+    fact: str | None = None
+    topic: Topic | None = None
+    confidence: Confidence | None = None
+    archived: bool | None = None
+    archived_reason: Literal["user_deleted", "user_corrected"] | None = None
+
+
+class Fact(Resource):
+    fact: str
+    source: Literal["chat", "profile", "inferred"] = "chat"
+    confidence: Confidence = "inferred"
+    topic: str | None = None
+    last_referenced_at: str | None = None
+    archived_at: str | None = None
+    archived_reason: str | None = None
+    origin: dict[str, Any] | None = None

@@ -1,0 +1,91 @@
+"""Use cases of user facts, shared by the REST routes and the model's tools."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from engram.deps import Deps
+from engram.kernel.errors import BadRequest, NotFound
+from engram.kernel.ids import check_id, new_id
+from engram.kernel.model import now_iso
+from engram.kernel.validation import check_text, refuse_secrets
+from engram.facts.models import Fact, FactUpdate
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def _norm(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def add_fact(
+    deps: Deps, t: str, text: str, *, source: str, confidence: str, topic: str | None = None, origin: dict[str, Any] | None = None
+) -> tuple[Fact, bool]:
+    """Adds a fact (referenced at creation, so it can enter the prompt's top 10 at once).
+    Restating an active fact refreshes it instead of duplicating it."""
+    s = deps.settings
+    text = check_text("fact", text, s.fact_min_chars, s.fact_max_chars)
+    refuse_secrets("fact", text)
+    now = now_iso()
+    for existing in deps.memories.list_facts(t):
+        if existing.archived_at is None and _norm(existing.fact) == _norm(text):
+            refreshed = existing.model_copy(update={"last_referenced_at": now, "updated_at": now, "topic": topic or existing.topic})
+            if confidence == "asserted":
+                refreshed = refreshed.model_copy(update={"confidence": "asserted"})
+            deps.memories.put_fact(t, refreshed, expect_updated_at=existing.updated_at)
+            return refreshed, False
+    fact = Fact(id=new_id("f"), created_at=now, updated_at=now, fact=text, source=source, confidence=confidence,
+                topic=topic, last_referenced_at=now, origin=origin)  # type: ignore[arg-type]
+    deps.memories.put_fact(t, fact)
+    return fact, True
+
+
+def list_facts(deps: Deps, t: str, *, include_archived: bool = False) -> list[Fact]:
+    rows = [f for f in deps.memories.list_facts(t) if include_archived or f.archived_at is None]
+    # Active first, then most recently referenced: the order the prompt picks them in.
+    return sorted(rows, key=lambda f: (f.archived_at is None, f.last_referenced_at or f.created_at), reverse=True)
+
+
+def get_fact(deps: Deps, t: str, fact_id: str) -> Fact:
+    fact = deps.memories.get_fact(t, check_id("factId", fact_id))
+    if fact is None:
+        raise NotFound("fact not found", field="factId")
+    return fact
+
+
+def update_fact(deps: Deps, t: str, fact_id: str, body: FactUpdate) -> Fact:
+    fact = get_fact(deps, t, fact_id)
+    changes = body.model_dump(exclude_unset=True)
+    if not changes:
+        raise BadRequest("the body names no field to change", field="body", code="empty_update")
+    if "fact" in changes:
+        if changes["fact"] is None:
+            raise BadRequest("fact cannot be null", field="fact")
+        changes["fact"] = check_text("fact", changes["fact"], deps.settings.fact_min_chars, deps.settings.fact_max_chars)
+        refuse_secrets("fact", changes["fact"])
+    if "confidence" in changes and changes["confidence"] is None:
+        raise BadRequest("confidence cannot be null", field="confidence")
+    archived = changes.pop("archived", None)
+    reason = changes.pop("archived_reason", None)
+    now = now_iso()
+    if archived is True:
+        changes.update(archived_at=fact.archived_at or now, archived_reason=reason or "user_deleted")
+    elif archived is False:
+        changes.update(archived_at=None, archived_reason=None, last_referenced_at=now)
+    elif reason is not None:
+        raise BadRequest("archivedReason goes with archived: true", field="archivedReason")
+    updated = fact.model_copy(update={**changes, "updated_at": now})
+    deps.memories.put_fact(t, updated, expect_updated_at=fact.updated_at)
+    return updated
+
+
+def archive_fact(deps: Deps, t: str, fact_id: str, reason: str) -> Fact:
+    fact = get_fact(deps, t, fact_id)
+    if fact.archived_at:
+        return fact
+    now = now_iso()
+    archived = fact.model_copy(update={"archived_at": now, "archived_reason": reason, "updated_at": now})
+    deps.memories.put_fact(t, archived, expect_updated_at=fact.updated_at)
+    return archived

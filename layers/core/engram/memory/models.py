@@ -1,0 +1,58 @@
+"""Long-term memory rows (agent and workspace scope)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import Field
+
+from engram.kernel.model import Body, Confidence, Resource, Topic
+
+MemoryScope = Literal["agent", "workspace", "user"]
+MemorySource = Literal["manual", "auto", "director", "chat", "profile"]
+MemoryCategory = Literal["core", "daily", "conversation"]
+
+
+class MemoryCreate(Body):
+    """POST upserts by key. Lengths are checked against Settings (one place for the limits)."""
+
+    key: str
+    value: str
+    source: Literal["manual"] = "manual"
+    pinned: bool = False
+    importance: Annotated[int, Field(ge=0, le=100)] = 0
+    category: MemoryCategory = "core"
+    confidence: Confidence = "asserted"
+    topic: Topic | None = None
+
+
+class MemoryUpdate(Body):
+    value: str | None = None
+    pinned: bool | None = None
+    importance: Annotated[int, Field(ge=0, le=100)] | None = None
+    category: MemoryCategory | None = None
+    confidence: Confidence | None = None
+    topic: Topic | None = None
+
+
+class PinBody(Body):
+    pinned: bool
+
+
+class Memory(Resource):
+    key: str
+    value: str
+    scope: MemoryScope
+    source: MemorySource = "manual"
+    category: MemoryCategory = "core"
+    pinned: bool = False
+    importance: int = 0
+    confidence: Confidence = "asserted"
+    topic: str | None = None
+    last_referenced_at: str | None = None
+    archived_at: str | None = None
+    archived_reason: str | None = None
+    session_id: str | None = None  # conversation-category rows belong to one session
+    expires_at: int | None = None  # daily rows: epoch seconds, DynamoDB TTL
+    origin: dict[str, Any] | None = None  # the run/session that wrote it
+    superseded_by: str | None = None  # archived as `superseded`: the id of the row that replaced it

@@ -1,0 +1,180 @@
+"""Use cases of long-term memory (agent and workspace scope), shared by the REST routes and the model's tools; and memory_recall over every scope."""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any
+
+from engram.deps import Deps
+from engram.kernel.errors import BadRequest, Conflict, NotFound
+from engram.kernel.ids import check_id
+from engram.kernel.model import now_iso
+from engram.kernel.validation import check_text, refuse_secrets
+from engram.memory.models import Memory, MemoryUpdate
+from engram.stores.memories import is_live, memory_id
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+_STOP = frozenset("a an and are as at be by did do does for from has have i in is it me my of on or our so that the this to was we what when where which who with you your".split())
+
+
+def _owner_exists(deps: Deps, t: str, scope: str, owner_id: str) -> None:
+    if scope == "agent":
+        if deps.table.get_agent(t, owner_id) is None:
+            raise NotFound("agent not found", field="agentId")
+    elif deps.table.get_workspace(t, owner_id) is None:
+        raise NotFound("workspace not found", field="workspaceId")
+
+
+def upsert_memory(
+    deps: Deps,
+    t: str,
+    *,
+    scope: str,
+    owner_id: str,
+    key: str,
+    value: str,
+    source: str,
+    fields: dict[str, Any] | None = None,
+    session_id: str | None = None,
+    origin: dict[str, Any] | None = None,
+    owner_checked: bool = False,
+) -> tuple[Memory, bool]:
+    """Creates the row for (scope, owner, key) or updates it in place; returns (row, created)."""
+    s = deps.settings
+    key = check_text("key", key, 1, s.memory_key_max_chars)
+    value = check_text("value", value, 1, s.memory_value_max_chars)
+    refuse_secrets("value", key, value)
+    fields = dict(fields or {})
+    if not owner_checked:
+        _owner_exists(deps, t, scope, owner_id)
+    mid = memory_id(scope, owner_id, key)
+    existing = deps.memories.get_memory(t, scope, owner_id, mid)
+    now = now_iso()
+    category = fields.get("category") or (existing.category if existing else "core")
+    if category == "conversation" and not session_id:
+        raise BadRequest("conversation memories belong to a chat session; the agent creates them", field="category")
+    base = existing.model_dump() if existing else {"id": mid, "created_at": now, "key": key, "scope": scope}
+    base.update(
+        {k: v for k, v in fields.items() if v is not None},
+        value=value,
+        source=source,
+        category=category,
+        updated_at=now,
+        archived_at=None,
+        archived_reason=None,
+        superseded_by=None,
+        session_id=session_id if category == "conversation" else None,
+        expires_at=int(time.time()) + s.daily_memory_ttl_days * 86400 if category == "daily" else None,
+        origin=origin or (existing.origin if existing else None),
+    )
+    memory = Memory.model_validate(base)
+    deps.memories.put_memory(t, memory, owner_id, expect_updated_at=existing.updated_at if existing else None)
+    return memory, existing is None
+
+
+def _sorted_for_list(rows: list[Memory], scope: str) -> list[Memory]:
+    if scope == "agent":  # LT3: pinned > importance desc > key asc
+        return sorted(rows, key=lambda m: (not m.pinned, -m.importance, m.key))
+    # workspace: pinned > importance desc > updatedAt desc
+    return sorted(sorted(rows, key=lambda m: m.updated_at, reverse=True), key=lambda m: (not m.pinned, -m.importance))
+
+
+def list_memories(deps: Deps, t: str, scope: str, owner_id: str, *, include_archived: bool = False) -> list[Memory]:
+    _owner_exists(deps, t, scope, owner_id)
+    now = time.time()
+    rows = [m for m in deps.memories.list_memories(t, scope, owner_id) if include_archived or is_live(m, now)]
+    return _sorted_for_list(rows, scope)
+
+
+def _get(deps: Deps, t: str, scope: str, owner_id: str, mid: str) -> Memory:
+    _owner_exists(deps, t, scope, owner_id)
+    memory = deps.memories.get_memory(t, scope, owner_id, check_id("memoryId", mid))
+    if memory is None:
+        raise NotFound("memory not found", field="memoryId")
+    return memory
+
+
+def update_memory(deps: Deps, t: str, scope: str, owner_id: str, mid: str, body: MemoryUpdate) -> Memory:
+    memory = _get(deps, t, scope, owner_id, mid)
+    changes = body.model_dump(exclude_unset=True)
+    if not changes:
+        raise BadRequest("the body names no field to change", field="body", code="empty_update")
+    if memory.source != "manual" and set(changes) - {"pinned"}:
+        raise Conflict(f"{memory.source} memories are read-only; you can pin or delete them", field="source", code="memory_read_only")
+    for name in ("pinned", "importance", "category", "confidence"):
+        if name in changes and changes[name] is None:
+            raise BadRequest(f"{name} cannot be null", field=name)
+    if changes.get("category") == "conversation":
+        raise BadRequest("conversation memories belong to a chat session; the agent creates them", field="category")
+    if "value" in changes:
+        changes["value"] = check_text("value", changes["value"], 1, deps.settings.memory_value_max_chars)
+        refuse_secrets("value", changes["value"])
+    if "category" in changes:
+        daily = changes["category"] == "daily"
+        changes["expires_at"] = int(time.time()) + deps.settings.daily_memory_ttl_days * 86400 if daily else None
+    updated = memory.model_copy(update={**changes, "updated_at": now_iso()})
+    deps.memories.put_memory(t, updated, owner_id, expect_updated_at=memory.updated_at)
+    return updated
+
+
+def pin_memory(deps: Deps, t: str, scope: str, owner_id: str, mid: str, pinned: bool) -> Memory:
+    memory = _get(deps, t, scope, owner_id, mid)
+    updated = memory.model_copy(update={"pinned": pinned, "updated_at": now_iso()})
+    deps.memories.put_memory(t, updated, owner_id, expect_updated_at=memory.updated_at)
+    return updated
+
+
+def delete_memory(deps: Deps, t: str, scope: str, owner_id: str, mid: str) -> None:
+    _owner_exists(deps, t, scope, owner_id)
+    deps.memories.delete_memory(t, scope, owner_id, check_id("memoryId", mid))
+
+
+def archive_memory(deps: Deps, t: str, memory: Memory, owner_id: str, reason: str) -> Memory:
+    archived = memory.model_copy(update={"archived_at": now_iso(), "archived_reason": reason, "updated_at": now_iso()})
+    deps.memories.put_memory(t, archived, owner_id, expect_updated_at=memory.updated_at)
+    return archived
+
+
+def _terms(text: str) -> set[str]:
+    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
+
+
+def recall(deps: Deps, t: str, *, agent: Any, session_id: str, query: str, scopes: list[str], limit: int) -> list[dict[str, Any]]:
+    """Live memories of the given scopes that share words with the query, best first (an empty
+    query lists the top rows). Reads only this tenant's partitions."""
+    wanted = _terms(query)
+    candidates: list[tuple[str, Any]] = []
+    if "agent" in scopes:
+        candidates += [("agent", m) for m in deps.memories.list_memories(t, "agent", agent.id)]
+    if "workspace" in scopes and agent.workspace_id:
+        candidates += [("workspace", m) for m in deps.memories.list_memories(t, "workspace", agent.workspace_id)]
+    if "user" in scopes:
+        candidates += [("user", f) for f in deps.memories.list_facts(t)]
+    now = time.time()
+    scored = []
+    for scope, row in candidates:
+        if scope == "user":
+            if row.archived_at:
+                continue
+            text, key = row.fact, row.id
+        else:
+            if not is_live(row, now) or (row.category == "conversation" and row.session_id != session_id):
+                continue
+            text, key = f"{row.key} {row.value} {row.topic or ''}", row.key
+        overlap = len(wanted & _terms(text)) if wanted else 0
+        if wanted and not overlap:
+            continue
+        importance = getattr(row, "importance", 0)
+        scored.append((overlap, getattr(row, "pinned", False), importance, row.updated_at, scope, key, row))
+    scored.sort(key=lambda r: (r[0], r[1], r[2], r[3]), reverse=True)
+    out = []
+    for _, _, _, _, scope, key, row in scored[:limit]:
+        if scope == "user":
+            out.append({"scope": "user", "id": row.id, "fact": row.fact, "topic": row.topic, "confidence": row.confidence})
+        else:
+            out.append({"scope": scope, "key": row.key, "value": row.value, "category": row.category, "importance": row.importance})
+    return out

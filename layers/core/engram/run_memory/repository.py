@@ -1,0 +1,94 @@
+"""Run memory items (RM1), persisted with the run in its (lead) agent's partition.
+
+    PK  <t>#A#<agentId>     SK  RUNMEM#<runId>#<key>
+
+so a run's memory is one begins_with Query and the agent cascade removes it. Values are stored as
+their compact JSON text (`valueJson`): any JSON value round-trips exactly (floats, nesting, empty
+strings and maps, nulls), which DynamoDB's native types would not all do.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from typing import Any, Iterable
+
+from engram.run_memory.store import RunMemoryEntry
+from engram.aws import keys
+from engram.aws.table import chunks, deserialize, serialize
+from engram.stores.table import TableStore
+
+# Attributes an entry sets; the optional ones are REMOVEd when absent, so an overwrite replaces
+# the whole entry except its createdAt.
+_OPTIONAL = ("source", "title", "description")
+
+
+def _item_fields(entry: RunMemoryEntry, run_id: str) -> dict[str, Any]:
+    return {
+        "runId": run_id,
+        "key": entry.key,
+        "kind": entry.kind,
+        "valueJson": json.dumps(entry.value, ensure_ascii=False, separators=(",", ":")),
+        "valueBytes": entry.value_bytes,
+        "updatedAt": entry.updated_at,
+        **{attr: getattr(entry, attr) for attr in _OPTIONAL},
+    }
+
+
+def _entry(item: dict[str, Any]) -> RunMemoryEntry:
+    return RunMemoryEntry.model_validate({**item, "value": json.loads(item.get("valueJson", "null"))})
+
+
+class RunMemoryStore:
+    def __init__(self, table: TableStore):
+        self.table = table
+
+    def put(self, t: str, agent_id: str, run_id: str, entry: RunMemoryEntry) -> RunMemoryEntry:
+        """One UpdateItem: sets the entry's fields, keeps the createdAt of an earlier write of the
+        same key; returns the entry as stored."""
+        fields = _item_fields(entry, run_id)
+        present = {attr: value for attr, value in fields.items() if value is not None}
+        assignments = [f"#{attr} = :{attr}" for attr in present] + ["#createdAt = if_not_exists(#createdAt, :createdAt)"]
+        absent = [f"#{attr}" for attr in fields if attr not in present]
+        out = self.table.client.update_item(
+            TableName=self.table.name,
+            Key=serialize({"PK": keys.agent_pk(t, agent_id), "SK": keys.run_memory_sk(run_id, entry.key)}),
+            UpdateExpression="SET " + ", ".join(assignments) + (" REMOVE " + ", ".join(absent) if absent else ""),
+            ExpressionAttributeNames={f"#{attr}": attr for attr in [*fields, "createdAt"]},
+            ExpressionAttributeValues=serialize({**{f":{attr}": value for attr, value in present.items()}, ":createdAt": entry.created_at}),
+            ReturnValues="ALL_NEW",
+        )
+        return _entry(deserialize(out["Attributes"]))
+
+    def put_many(self, t: str, agent_id: str, run_id: str, entries: Iterable[RunMemoryEntry]) -> None:
+        """BatchWriteItem of whole entries (the caller's inputs at run start), retrying unprocessed
+        items with backoff. Entries are written as given, createdAt included."""
+        pk = keys.agent_pk(t, agent_id)
+        items = [
+            {"PK": pk, "SK": keys.run_memory_sk(run_id, e.key), **_item_fields(e, run_id), "createdAt": e.created_at}
+            for e in entries
+        ]
+        for batch in chunks(items, 25):
+            request: dict[str, Any] = {self.table.name: [{"PutRequest": {"Item": serialize(item)}} for item in batch]}
+            for attempt in range(10):
+                request = self.table.client.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
+                if not request:
+                    break
+                time.sleep(min(0.05 * 2**attempt, 1.0))
+            if request:
+                raise RuntimeError(f"DynamoDB left {len(request.get(self.table.name, []))} run memory items unprocessed")
+
+    def load(self, t: str, agent_id: str, run_id: str) -> list[RunMemoryEntry]:
+        """Every entry of the run (all pages), in createdAt order."""
+        items = self.table._query_all(keys.agent_pk(t, agent_id), sk_prefix=keys.run_memory_prefix(run_id))
+        return sorted((_entry(i) for i in items), key=lambda e: (e.created_at, e.key))
+
+    def agent_entries(self, t: str, agent_id: str) -> list[tuple[str, RunMemoryEntry]]:
+        """(runId, entry) of every run memory held in the agent's partition (account export)."""
+        items = self.table._query_all(keys.agent_pk(t, agent_id), sk_prefix="RUNMEM#")
+        return [(str(i.get("runId", "")), _entry(i)) for i in items]
+
+    def delete_run(self, t: str, agent_id: str, run_id: str) -> int:
+        items = self.table._query_all(keys.agent_pk(t, agent_id), sk_prefix=keys.run_memory_prefix(run_id), projection="PK, SK")
+        self.table._delete_keys([(i["PK"], i["SK"]) for i in items])
+        return len(items)

@@ -1,0 +1,276 @@
+"""Run memory (RM1): the namespaced scratch store of one run.
+
+Every heartbeat, manual, re-examination and council run gets one `RunMemory`. Entries live under
+four namespaces, each owned by whoever writes it:
+
+    input:<name>   caller-supplied inputs, seeded at run start        kind input
+    step:<id>      a step's result, written by the run engine         kind step_result
+    task:<id>      a task's (council specialist's) result             kind task_result
+    shared:<name>  published by an agent with the memory_write tool   kind shared
+
+Writes go through to DynamoDB (stores/run_memory.py) before they are visible, so the run's memory
+is persisted with it and readable afterwards (GET /api/runs/{runId}/memory). The threads of a
+council run share one instance; it is locked. The model never sees values unless it asks:
+`memory_list` shows metadata, `memory_read` fetches the values it needs (progressive disclosure).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING, Any, Iterable, Literal
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge
+from engram.aws.keys import RUN_MEMORY_KEY_PATTERN
+
+if TYPE_CHECKING:
+    from engram.deps import Deps
+    from engram.kernel.settings import Settings
+
+Kind = Literal["input", "step_result", "task_result", "shared"]
+KINDS: tuple[str, ...] = ("input", "step_result", "task_result", "shared")
+# The kind every namespace holds: a key's prefix decides its kind.
+NAMESPACE_KINDS: dict[str, str] = {"input": "input", "step": "step_result", "task": "task_result", "shared": "shared"}
+TITLE_MAX_CHARS = 200
+DESCRIPTION_MAX_CHARS = 1000
+
+_KEY_RE = re.compile(RUN_MEMORY_KEY_PATTERN)
+
+
+# --- time: sortable, unique instants ----------------------------------------------------------
+_clock_lock = threading.Lock()
+_last_instant = datetime.min.replace(tzinfo=timezone.utc)
+
+
+def next_instant() -> datetime:
+    """Now in UTC, strictly later than any instant this process handed out before, so entries
+    written in the same microsecond still have distinct, ordered timestamps."""
+    global _last_instant
+    with _clock_lock:
+        now = datetime.now(timezone.utc)
+        if now <= _last_instant:
+            now = _last_instant + timedelta(microseconds=1)
+        _last_instant = now
+        return now
+
+
+def iso_micro(instant: datetime) -> str:
+    """`2026-05-07T14:00:01.234567Z`: fixed width, so it sorts as text."""
+    return instant.strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# --- entries and keys -------------------------------------------------------------------------
+class RunMemoryEntry(BaseModel):
+    """One entry; camelCase in public (`createdAt`, `valueBytes`)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+
+    key: str
+    kind: Kind
+    value: Any = None
+    source: str | None = None
+    title: str | None = None
+    description: str | None = None
+    created_at: str
+    updated_at: str
+    value_bytes: int = 0
+
+    def public(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")
+
+    def meta(self) -> dict[str, Any]:
+        """What memory_list shows: everything but the value."""
+        return self.model_dump(by_alias=True, mode="json", exclude={"value"})
+
+
+def check_key(key: object) -> str:
+    if not isinstance(key, str) or not _KEY_RE.match(key):
+        raise BadRequest("a run memory key is <input|step|task|shared>:<1-120 of A-Z a-z 0-9 _ . : ->", field="key", code="invalid_key")
+    return key
+
+
+def kind_of(key: str) -> str:
+    """The kind a (valid) key's namespace holds."""
+    return NAMESPACE_KINDS[check_key(key).split(":", 1)[0]]
+
+
+def task_key(task_id: str) -> str:
+    return check_key(f"task:{task_id}")
+
+
+def input_key(name: str) -> str:
+    return check_key(f"input:{name}")
+
+
+def step_key(step_id: str) -> str:
+    return check_key(f"step:{step_id}")
+
+
+def shared_key(name: str) -> str:
+    return check_key(f"shared:{name}")
+
+
+def encode_value(value: Any, limit: int) -> tuple[str, int]:
+    """The compact JSON text of a value and its UTF-8 size; refuses non-JSON and oversize values."""
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except (TypeError, ValueError) as err:
+        raise BadRequest(f"value must be JSON-serialisable ({err})", field="value", code="invalid_value") from None
+    size = len(text.encode("utf-8"))
+    if size > limit:
+        raise PayloadTooLarge(f"value is {size} bytes as JSON; the limit is {limit} bytes", field="value", code="value_too_large")
+    return text, size
+
+
+def _optional_text(field: str, text: str | None, limit: int) -> str | None:
+    if text is None:
+        return None
+    if not isinstance(text, str):
+        raise BadRequest(f"{field} must be a string", field=field)
+    if len(text) > limit:
+        raise PayloadTooLarge(f"{field} is {len(text)} characters; the limit is {limit}", field=field, code="value_too_long")
+    return text
+
+
+def _kinds(kind: str | Iterable[str] | None) -> set[str] | None:
+    if kind is None:
+        return None
+    wanted = {kind} if isinstance(kind, str) else set(kind)
+    unknown = wanted - set(KINDS)
+    if unknown:
+        raise BadRequest(f"unknown kind {sorted(unknown)[0]!r}; kinds are {', '.join(KINDS)}", field="kind")
+    return wanted
+
+
+def _ordered(entries: Iterable[RunMemoryEntry]) -> list[RunMemoryEntry]:
+    return sorted(entries, key=lambda e: (e.created_at, e.key))
+
+
+# --- the store of one run ---------------------------------------------------------------------
+class RunMemory:
+    """The scratch store of ONE run. `store` is a `stores.run_memory.RunMemoryStore` (or None for
+    memory that is never persisted); every write reaches it before it is visible here."""
+
+    def __init__(self, store: Any, tenant: str, agent_id: str, run_id: str, settings: "Settings",
+                 entries: Iterable[RunMemoryEntry] | None = None):
+        self.store = store
+        self.tenant = tenant
+        self.agent_id = agent_id
+        self.run_id = run_id
+        self.settings = settings
+        self._lock = threading.RLock()
+        self._entries: dict[str, RunMemoryEntry] = {e.key: e for e in _ordered(entries or [])}
+
+    @classmethod
+    def load(cls, store: Any, tenant: str, agent_id: str, run_id: str, settings: "Settings") -> "RunMemory":
+        """The memory of a persisted run (e.g. to continue it, or to inspect it afterwards)."""
+        return cls(store, tenant, agent_id, run_id, settings, entries=store.load(tenant, agent_id, run_id))
+
+    def __len__(self) -> int:
+        with self._lock:
+            return len(self._entries)
+
+    def __contains__(self, key: object) -> bool:
+        with self._lock:
+            return key in self._entries
+
+    # --- writing ----------------------------------------------------------------------------
+    def _entry(self, key: str, kind: str, value: Any, source: str | None, title: str | None, description: str | None,
+               now: str) -> RunMemoryEntry:
+        """A validated entry for `key` (not yet stored); the caller holds the lock."""
+        check_key(key)
+        expected = kind_of(key)
+        if kind != expected:
+            raise BadRequest(f"{key.split(':', 1)[0]}: keys hold kind {expected}, not {kind}", field="kind", code="invalid_kind")
+        text, size = encode_value(value, self.settings.run_memory_value_max_bytes)
+        existing = self._entries.get(key)
+        return RunMemoryEntry(
+            key=key,
+            kind=kind,  # type: ignore[arg-type]
+            value=json.loads(text),  # what a reader of the stored run gets back, exactly
+            source=_optional_text("source", source, 200),
+            title=_optional_text("title", title, TITLE_MAX_CHARS),
+            description=_optional_text("description", description, DESCRIPTION_MAX_CHARS),
+            created_at=existing.created_at if existing else now,
+            updated_at=now,
+            value_bytes=size,
+        )
+
+    def _check_room(self, new_keys: set[str]) -> None:
+        added = len(new_keys - self._entries.keys())
+        limit = self.settings.run_memory_max_entries
+        if added and len(self._entries) + added > limit:
+            raise Conflict(f"this run's memory is full ({limit} entries); overwrite an existing key instead",
+                           field="key", code="run_memory_full")
+
+    def set(self, key: str, kind: str, value: Any, *, source: str | None = None, title: str | None = None,
+            description: str | None = None) -> RunMemoryEntry:
+        """Writes an entry (overwriting the value but keeping the original createdAt) and returns it
+        as stored. Bad keys, a kind that does not match the namespace and non-JSON values are
+        BadRequest, oversize values PayloadTooLarge, a full store Conflict."""
+        with self._lock:
+            entry = self._entry(key, kind, value, source, title, description, iso_micro(next_instant()))
+            self._check_room({key})
+            if self.store is not None:
+                entry = self.store.put(self.tenant, self.agent_id, self.run_id, entry)
+            self._entries[key] = entry
+            return entry
+
+    def seed_inputs(self, inputs: dict[str, Any], *, source: str | None = None) -> list[RunMemoryEntry]:
+        """Writes the caller's inputs as `input:<name>` entries (title = name) in one batch;
+        None values are skipped. All are validated before anything is written."""
+        with self._lock:
+            entries = [
+                self._entry(input_key(name), "input", value, source, name, None, iso_micro(next_instant()))
+                for name, value in inputs.items()
+                if value is not None
+            ]
+            if not entries:
+                return []
+            self._check_room({e.key for e in entries})
+            if self.store is not None:
+                self.store.put_many(self.tenant, self.agent_id, self.run_id, entries)
+            for e in entries:
+                self._entries[e.key] = e
+            return entries
+
+    # --- reading ----------------------------------------------------------------------------
+    def get(self, key: str) -> RunMemoryEntry | None:
+        with self._lock:
+            return self._entries.get(key) if isinstance(key, str) else None
+
+    def get_value(self, key: str, default: Any = None) -> Any:
+        entry = self.get(key)
+        return entry.value if entry is not None else default
+
+    def list(self, kind: str | Iterable[str] | None = None, key_prefix: str | None = None,
+             sources: Iterable[str] | None = None) -> list[RunMemoryEntry]:
+        """Entries matching every given filter, in createdAt order."""
+        kinds = _kinds(kind)
+        wanted_sources = set(sources) if sources is not None else None
+        with self._lock:
+            entries = list(self._entries.values())
+        return _ordered(
+            e for e in entries
+            if (kinds is None or e.kind in kinds)
+            and (not key_prefix or e.key.startswith(key_prefix))
+            and (wanted_sources is None or e.source in wanted_sources)
+        )
+
+    def snapshot(self) -> list[RunMemoryEntry]:
+        """Every entry, in createdAt order."""
+        return self.list()
+
+
+# --- the API's view of a finished (or running) run ---------------------------------------------
+def run_memory_listing(deps: "Deps", t: str, agent_id: str, run_id: str) -> list[dict[str, Any]]:
+    """Every entry of a run, with values, in createdAt order (GET /api/runs/{runId}/memory).
+    `agent_id` is the agent the run memory belongs to (the lead of a council run)."""
+    from engram.run_memory.repository import RunMemoryStore
+
+    return [e.public() for e in RunMemoryStore(deps.table).load(t, agent_id, run_id)]

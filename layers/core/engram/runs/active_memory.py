@@ -1,0 +1,69 @@
+"""Active Memory (AM1-AM3): heartbeats and chat share the agent's main session when it is on.
+
+The shared context is the `dashboard` session. A reset (or enabling the toggle) moves the session's
+context start to its current end: the model's next run starts fresh while the messages stay in the
+transcript, visible to the user. The session item carries the panel's counters (`runsSinceReset`,
+`lastResetAt`, `revisionAtReset`), updated in the same transaction as each run.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+
+from engram.deps import Deps
+from engram.kernel.errors import NotFound
+from engram.kernel.ids import check_id, new_id
+from engram.runs.models import ActiveMemoryStatus
+from engram.conversations.models import DASHBOARD
+
+
+def _age_seconds(stamp: str | None) -> int | None:
+    if not stamp:
+        return None
+    try:
+        then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return max(0, int((datetime.now(timezone.utc) - then).total_seconds()))
+
+
+def status(deps: Deps, t: str, agent_id: str) -> ActiveMemoryStatus:
+    """GET /api/agents/{agentId}/active-memory: the panel's data (AM3)."""
+    agent_future = deps.executor.submit(deps.table.get_agent, t, check_id("agentId", agent_id))
+    session = deps.table.get_session(t, agent_id, DASHBOARD)
+    agent = agent_future.result()
+    if agent is None:
+        raise NotFound("agent not found", field="agentId")
+    session = session or {}
+    revision = int(session.get("revision", 0) or 0)
+    runs = int(session.get("runsSinceReset", 0) or 0)
+    limit = deps.settings.active_memory_warn_runs
+    warning = None
+    if runs > limit:
+        warning = (f"{runs} runs since the last reset (more than {limit}): the shared context keeps growing, "
+                   "which makes every run slower and costlier; reset it to start fresh")
+    return ActiveMemoryStatus(
+        agent_id=agent.id,
+        enabled=agent.active_memory,
+        status="carrying_context" if revision > int(session.get("revisionAtReset", 0) or 0) else "fresh",
+        runs_since_reset=runs,
+        session_age_seconds=_age_seconds(session.get("updatedAt")),
+        last_reset_at=session.get("lastResetAt"),
+        session_revision=revision,
+        warning=warning,
+    )
+
+
+def reset(deps: Deps, t: str, agent_id: str) -> ActiveMemoryStatus:
+    """POST .../active-memory/reset, and what enabling the toggle does (AM2). Waits for a run that
+    holds the session, like a chat turn would, so a reset is never lost under a finishing run."""
+    from engram.engine.turn import acquire_session
+
+    check_id("agentId", agent_id)
+    if deps.table.get_agent(t, agent_id) is None:
+        raise NotFound("agent not found", field="agentId")
+    token = new_id("reset")
+    acquire_session(deps, t, agent_id, DASHBOARD, token, 10, deps.settings.session_wait_s,
+                    "a run is using the agent's main session; retry the reset when it finishes")
+    deps.table.reset_session_context(t, agent_id, DASHBOARD, token)
+    return status(deps, t, agent_id)

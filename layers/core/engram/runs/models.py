@@ -1,0 +1,63 @@
+"""Run records: what one execution (chat turn, heartbeat, manual run, re-examination, council member) did."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.alias_generators import to_camel
+
+from engram.engine.pricing import Usage
+from engram.kernel.model import Body, Resource
+
+RunKind = Literal["chat", "heartbeat", "manual", "reexamination", "council_member"]
+RunStatus = Literal["queued", "running", "succeeded", "failed"]
+
+
+class Run(Resource):
+    agent_id: str
+    kind: RunKind = "chat"
+    trigger: str = "api"
+    status: RunStatus = "queued"
+    prompt: str = ""
+    session_id: str | None = None
+    session_revision_before: int | None = None
+    session_revision_after: int | None = None
+    parent_run_id: str | None = None
+    council_run_id: str | None = None  # a council member: the lead's run it worked for
+    result: Any = None
+    usage: Usage = Usage()
+    error: dict[str, Any] | None = None
+    resolution_status: str | None = None
+    latest_conviction: int | None = None
+    model: str | None = None
+    tool_calls: list[dict[str, Any]] = []
+
+
+class RunCreate(Body):
+    """POST /api/agents/{agentId}/runs: run the agent now (a manual run)."""
+
+    prompt: Annotated[str, StringConstraints(min_length=1, max_length=32_000)] | None = None
+    inputs: Annotated[dict[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,100}$")], Any], Field(max_length=50)] = {}
+
+
+class RunUpdate(Body):
+    """PATCH /api/runs/{runId}: the user's verdict on a decision's lifetime."""
+
+    resolution_status: Literal["open", "resolved", "expired"]
+
+
+class ActiveMemoryStatus(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    agent_id: str
+    enabled: bool
+    status: Literal["fresh", "carrying_context"]
+    runs_since_reset: int
+    session_age_seconds: int | None
+    last_reset_at: str | None
+    session_revision: int
+    warning: str | None = None
+
+    def public(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")

@@ -1,0 +1,67 @@
+"""Runs started from the API (manual runs, re-examinations), their memory and lifetime, and the
+Active Memory panel. The runs themselves execute in the `heartbeat` function."""
+
+from __future__ import annotations
+
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from engram.runs import active_memory
+
+from engram.runs import execution as runs
+
+from engram.runs import service as run_records
+from engram.deps import get_deps
+from engram.runs.models import RunCreate, RunUpdate
+from engram.api.http import Limit, Token, ok, tenant
+
+router = Router()
+
+
+def _accepted(run):
+    return ok({"runId": run.id, "agentId": run.agent_id, "kind": run.kind, "status": run.status, "parentRunId": run.parent_run_id}, 202)
+
+
+@router.post("/api/agents/<agentId>/runs")
+def create_run(agentId: str, body: RunCreate):
+    return _accepted(runs.start_manual_run(get_deps(), tenant(router), agentId, body))
+
+
+@router.get("/api/agents/<agentId>/active-memory")
+def get_active_memory(agentId: str):
+    return ok(active_memory.status(get_deps(), tenant(router), agentId).public())
+
+
+@router.post("/api/agents/<agentId>/active-memory/reset")
+def reset_active_memory(agentId: str):
+    return ok(active_memory.reset(get_deps(), tenant(router), agentId).public())
+
+
+@router.patch("/api/runs/<runId>")
+def update_run(runId: str, body: RunUpdate):
+    return ok(run_records.update_run(get_deps(), tenant(router), runId, body).public())
+
+
+@router.post("/api/runs/<runId>/re-examine")
+def reexamine_run(runId: str):
+    return _accepted(runs.start_reexamination(get_deps(), tenant(router), runId))
+
+
+@router.get("/api/runs/<runId>/re-examinations")
+def list_reexaminations(runId: str, limit: Limit = 50, nextToken: Token = None):
+    return ok(run_records.list_reexaminations(get_deps(), tenant(router), runId, limit, nextToken))
+
+
+@router.get("/api/runs/<runId>/memory")
+def get_run_memory(runId: str):
+    return ok(run_records.run_memory(get_deps(), tenant(router), runId))
+
+
+@router.get("/api/agents/<agentId>/runs")
+def list_runs(agentId: str, limit: Limit = 50, nextToken: Token = None):
+    return ok(run_records.list_runs(get_deps(), tenant(router), agentId, limit, nextToken))
+
+
+@router.get("/api/runs/<runId>")
+def get_run(runId: str):
+    return ok(run_records.get_run(get_deps(), tenant(router), runId).public())

@@ -1,0 +1,26 @@
+"""Usage rows: one per model a run called, keyed by session for billing and listings."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+from pydantic.alias_generators import to_camel
+
+class UsageRow(BaseModel):
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+
+    id: str
+    created_at: str
+    agent_id: str
+    session_key: str
+    run_id: str
+    model: str
+    input_tokens: int = 0
+    output_tokens: int = 0
+    cache_read_tokens: int = 0
+    cache_write_tokens: int = 0
+    cost_usd: float = 0.0
+
+    def public(self) -> dict[str, Any]:
+        return self.model_dump(by_alias=True, mode="json")

@@ -1,0 +1,24 @@
+"""GET /api/usage: tokens and cost per agent and session."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from engram.api.http import Limit, Token, ok, tenant
+from engram.deps import get_deps
+from engram.usage import service as usage
+
+router = Router()
+
+
+@router.get("/api/usage")
+def list_usage(
+    agentId: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9_-]{1,64}$")] = None,
+    sessionId: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9_:-]{1,140}$")] = None,
+    limit: Limit = 100,
+    nextToken: Token = None,
+):
+    return ok(usage.list_usage(get_deps(), tenant(router), agentId, sessionId, limit, nextToken))
