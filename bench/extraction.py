@@ -152,11 +152,11 @@ def bench_jobs(conversations: list[list[list[dict[str, Any]]]], limit: int | Non
                 full_ms.append(ms)
                 own_ms.append(own)
                 per_job.append(calls)
-                marker = deps.memories.table._get(f"{tenant}#A#{agent['id']}", f"EXTRACT#{run_id}")
+                marker = deps.table.get(f"{tenant}#A#{agent['id']}", f"EXTRACT#{run_id}")
                 statuses[(marker or {}).get("outcome", {}).get("status", "skipped")] += 1
                 done += 1
-            rows += sum(1 for m in deps.memories.list_memories(tenant, "workspace", ws["id"]) if m.source == "auto")
-            rows += sum(1 for m in deps.memories.list_memories(tenant, "agent", agent["id"]) if m.source == "auto")
+            rows += sum(1 for m in deps.memories.list(tenant, "workspace", ws["id"]) if m.source == "auto")
+            rows += sum(1 for m in deps.memories.list(tenant, "agent", agent["id"]) if m.source == "auto")
 
         # the default agent (no workspace, agent memory off): nothing can be stored, so no model call
         plain = call("POST", "/api/agents", {"name": "plain"})

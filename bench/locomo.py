@@ -172,14 +172,17 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
             from engram.conversations.models import Session
             from engram.kernel.model import now_iso
             from engram.recall.archive import ArchiveStore
-            from engram.stores.table import TableStore
+            from engram.agents.repository import AgentRepository
+            from engram.aws.table import Table
+            from engram.conversations.repository import SessionRepository
             from local.resources import create_resources
             from local.template import load_template
 
             resources = create_resources(load_template(ROOT / "template.yaml"))
             table_name = resources.env()["TABLE_NAME"]
-            table = TableStore(table_name, client=boto3.client("dynamodb", region_name="us-east-1"))
+            table = Table(table_name, client=boto3.client("dynamodb", region_name="us-east-1"))
             archive = ArchiveStore(table)
+            agents, sessions = AgentRepository(table), SessionRepository(table)
             deps = SimpleNamespace(table=table, archive=archive)
             recall.clear_cache()
 
@@ -192,10 +195,10 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
                 now = now_iso()
                 agent_id = f"locomo-{re.sub(r'[^A-Za-z0-9_-]', '-', conv['id'])}"
                 agent = Agent(id=agent_id, created_at=now, updated_at=now, name=conv["id"], model="offline")
-                table.create_agent(TENANT, agent, webhook_secret="unused",
-                                   dashboard=Session(id="dashboard", agent_id=agent_id, created_at=now, updated_at=now))
+                dashboard = Session(id="dashboard", agent_id=agent_id, created_at=now, updated_at=now)
+                agents.create(TENANT, agent, webhook_secret="unused", with_items=[sessions.item(TENANT, dashboard)])
                 for session in conv["sessions"]:
-                    table.create_session(TENANT, Session(id=session["id"], agent_id=agent_id, created_at=now, updated_at=now))
+                    sessions.create(TENANT, Session(id=session["id"], agent_id=agent_id, created_at=now, updated_at=now))
                     items = _archive_items(archive, agent_id, conv, session, fallback=now)
                     items_total += archive.put_many(TENANT, agent_id, items)
                 conv_results = []
@@ -209,7 +212,7 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
                 results.extend(conv_results)
                 per_conv[conv["id"]] = _score(conv_results)["all"]["any10"]
                 # the agent cascade removes its archive too (and keeps moto's table, which it scans, small)
-                table.delete_agent_cascade(TENANT, agent_id)
+                agents.delete_cascade(TENANT, agent_id)
                 if archive.load_since(TENANT, agent_id, None):
                     raise RuntimeError(f"{agent_id}: archive items survived the agent's deletion")
     finally:

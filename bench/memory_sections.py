@@ -48,15 +48,15 @@ def main() -> int:
             t = tenant_key("bench")
             now = now_iso()
             ws = Workspace(id="ws_bench", created_at=now, updated_at=now, name="bench")
-            deps.table.put_workspace(t, ws)
+            deps.workspaces.put(t, ws)
             agent = Agent(id="ag_bench", created_at=now, updated_at=now, name="bench", model="offline", workspace_id=ws.id, agent_memory=True)
             items = []
             for i in range(n):
                 for scope, owner in (("agent", agent.id), ("workspace", ws.id)):
                     m = Memory(id=f"m_{scope}{i}", created_at=now, updated_at=now, key=f"{scope}-fact-{i}", scope=scope,
                                value=f"{scope} fact number {i}: the service on host {i} answers on port {8000 + i % 1000}", importance=i % 101)
-                    items.append(deps.memories._memory_item(t, m, owner))
-                items.append(deps.memories._fact_item(t, Fact(id=f"f_{i}", created_at=now, updated_at=now, fact=f"user fact number {i} about preferences", last_referenced_at=now)))
+                    items.append(deps.memories.item(t, m, owner))
+                items.append(deps.facts.item(t, Fact(id=f"f_{i}", created_at=now, updated_at=now, fact=f"user fact number {i} about preferences", last_referenced_at=now)))
             for batch in chunks(items, 25):
                 request = {deps.table.name: [{"PutRequest": {"Item": serialize(item)}} for item in batch]}
                 while request:

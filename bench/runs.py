@@ -163,7 +163,7 @@ def bench_runs(heartbeats: int, councils: int) -> dict[str, Any]:
             return {**_summary(full_ms, own_ms, per_run), "emulator_errors": dict(errors), "retries_per_run": retries / n}
 
         def tool_calls(run_id: str) -> set[str]:
-            run = deps.table.get_run(tenant, run_id)
+            run = deps.runs.get(tenant, run_id)
             return {c.get("name") for c in (run.tool_calls or [])} if run else set()
 
         def decision_cycle(run_id: str) -> None:

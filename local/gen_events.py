@@ -76,7 +76,7 @@ SAMPLE_SQS: dict[str, dict[str, Any]] = {
     "ExtractQueue": {"body": {"runId": "r1", "tenant": "t", "agentId": "a1", "sessionId": "dashboard"}},
     "RunQueue": {"body": {"tenant": "t", "runId": "r1", "agentId": "a1", "kind": "manual"}, "sender": "ApiFunction"},
 }
-# The Input of each function's schedules (engram/stores/schedules.py writes it), before Scheduler
+# The Input of each function's schedules (engram/runs/schedules.py writes it), before Scheduler
 # fills in its context attributes.
 SAMPLE_SCHEDULE_INPUTS: dict[str, dict[str, Any]] = {
     "HeartbeatFunction": {

@@ -23,7 +23,7 @@ def cold_cache():
 
 
 def _archive(stack) -> ArchiveStore:
-    return getattr(stack.deps, "archive", None) or ArchiveStore(stack.deps.table)
+    return stack.deps.archive
 
 
 def _search(stack, user: str, agent_id: str, query: str, **kw):
@@ -159,18 +159,18 @@ def test_a_failed_turn_archives_nothing(stack):
 def test_finish_turn_puts_many_archive_items_past_the_transaction_limit(stack):
     agent = stack.agent()
     t = tenant_key("alice")
-    table, archive = stack.deps.table, _archive(stack)
-    table.acquire_lease(t, agent["id"], "dashboard", "run_many", 30)
+    sessions, runs, archive = stack.deps.sessions, stack.deps.runs, _archive(stack)
+    sessions.acquire_lease(t, agent["id"], "dashboard", "run_many", 30)
     now = now_iso()
     run = Run(id="run_many", created_at=now, updated_at=now, agent_id=agent["id"], kind="chat", status="running",
               prompt="x", session_id="dashboard", model="offline")
     messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": [{"type": "text", "text": f"message {i} about otters"}]}
                 for i in range(120)]
     items = archive.items_for_turn(t, agent["id"], "dashboard", "run_many", messages, now)
-    table.finish_turn(t, run=run.model_copy(update={"status": "succeeded"}), usage_rows=[], session_changes={"revision": 1},
-                      extra_items=items)
+    runs.finish_turn(t, run=run.model_copy(update={"status": "succeeded"}), usage_rows=[], session_changes={"revision": 1},
+                     extra_items=items)
     assert len(archive.session_items(t, agent["id"], "dashboard")) == 120
-    assert table.get_session(t, agent["id"], "dashboard").get("leaseOwner") is None
+    assert sessions.get(t, agent["id"], "dashboard").get("leaseOwner") is None
 
 
 def test_the_tool_through_the_offline_model(stack):
@@ -203,7 +203,7 @@ def test_sessions_created_later_keep_their_own_archive(stack):
     agent = stack.agent()
     t = tenant_key("alice")
     for sid in ("s1", "s10"):
-        stack.deps.table.create_session(t, Session(id=sid, agent_id=agent["id"], created_at=now_iso(), updated_at=now_iso()))
+        stack.deps.sessions.create(t, Session(id=sid, agent_id=agent["id"], created_at=now_iso(), updated_at=now_iso()))
         stack.say(agent["id"], f"note in {sid} about pelicans", session=sid)
     delete_session_archive(stack.deps, t, agent["id"], "s1")
     assert {h["sessionId"] for h in _search(stack, "alice", agent["id"], "pelicans")} == {"s10"}

@@ -186,7 +186,7 @@ def test_the_offline_model_submits_a_valid_card(stack):
 def _put_run(stack, user: str, agent_id: str, run_id: str, created_at: str, card: dict[str, Any] | None, card_type: str = "trade-decision", status: str = "succeeded") -> None:
     result = {"reply": "r", "card": card, "cardType": card_type} if card is not None else {"reply": "r"}
     run = Run(id=run_id, created_at=created_at, updated_at=created_at, agent_id=agent_id, status=status, session_id="dashboard", result=result)
-    stack.deps.table.put_run(tenant_key(user), run)
+    stack.deps.runs.put(tenant_key(user), run)
 
 
 def _iso(days: float) -> str:

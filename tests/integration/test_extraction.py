@@ -164,7 +164,7 @@ def test_the_injected_prompt_carries_the_extracted_rows(stack, team):
     from engram.engine.tools import ToolContext
     from engram.memory.section import load_workspace_memory, render_workspace_memory
 
-    ctx = ToolContext(tenant=tenant_key("alice"), agent=stack.deps.table.get_agent(tenant_key("alice"), agent["id"]),
+    ctx = ToolContext(tenant=tenant_key("alice"), agent=stack.deps.agents.get(tenant_key("alice"), agent["id"]),
                       session_id="dashboard", run_id="r", deps=stack.deps)
     assert '[auto] "auto:tech-stack": "The billing service uses Postgres 16 and FastAPI."' in render_workspace_memory(load_workspace_memory(ctx))
 
@@ -254,7 +254,7 @@ def test_a_malformed_answer_stores_nothing_and_is_not_retried(stack, team, bad):
     assert len(claude.requests) == 1
     assert auto_rows(stack, ws_path) == {} and auto_rows(stack, agent_path) == {}
     assert len(usage(stack, agent["id"])["items"]) == 1  # the call was paid for: its cost is recorded
-    marker = stack.deps.memories.table._get(f"{tenant_key('alice')}#A#{agent['id']}", "EXTRACT#run_1")
+    marker = stack.deps.table.get(f"{tenant_key('alice')}#A#{agent['id']}", "EXTRACT#run_1")
     assert marker["status"] == "done" and marker["outcome"]["status"] == "malformed"
     assert dlq_bodies(stack) == []
 
@@ -324,7 +324,7 @@ def test_a_model_that_stays_down_parks_the_job_in_the_dlq(stack, team):
     assert len(claude.requests) == 9  # 3 deliveries x (1 try + 2 client retries)
     assert [json.loads(b)["runId"] for b in dlq_bodies(stack)] == ["run_1"]
     assert auto_rows(stack, ws_path) == {}
-    marker = stack.deps.memories.table._get(f"{tenant_key('alice')}#A#{agent['id']}", "EXTRACT#run_1")
+    marker = stack.deps.table.get(f"{tenant_key('alice')}#A#{agent['id']}", "EXTRACT#run_1")
     assert marker["status"] == "running" and marker["leaseUntil"] == 0 and marker["attempts"] == 3  # released each time
 
 

@@ -247,7 +247,7 @@ def test_a_run_waits_for_a_busy_shared_session_then_is_sent_again(stack):
     stack.deps.settings = stack.deps.settings.model_copy(update={"run_session_wait_s": 0})
     agent = stack.agent(defaultPrompt=DEFAULT, activeMemory=True)
     t = tenant_key("alice")
-    stack.deps.table.acquire_lease(t, agent["id"], "dashboard", "someone-else", 300)  # a long chat turn
+    stack.deps.sessions.acquire_lease(t, agent["id"], "dashboard", "someone-else", 300)  # a long chat turn
     r = stack.call("POST", f"/api/agents/{agent['id']}/runs", body={})
     from engram.runs.execution import process_run_job
 
@@ -259,7 +259,7 @@ def test_a_run_waits_for_a_busy_shared_session_then_is_sent_again(stack):
                                            AttributeNames=["ApproximateNumberOfMessagesDelayed"])["Attributes"]
     assert attrs["ApproximateNumberOfMessagesDelayed"] == "1"  # sent again, with a delay
 
-    stack.deps.table.release_lease(t, agent["id"], "dashboard", "someone-else")
+    stack.deps.sessions.release_lease(t, agent["id"], "dashboard", "someone-else")
     process_run_job(stack.deps, {"tenant": t, "runId": run["id"], "attempt": 2})
     assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "succeeded"
 
@@ -269,7 +269,7 @@ def test_a_run_that_never_gets_the_session_fails_cleanly(stack):
     agent = stack.agent(defaultPrompt=DEFAULT, activeMemory=True)
     t = tenant_key("alice")
     before = stack.transcript_bytes("alice", agent["id"])
-    stack.deps.table.acquire_lease(t, agent["id"], "dashboard", "someone-else", 300)
+    stack.deps.sessions.acquire_lease(t, agent["id"], "dashboard", "someone-else", 300)
     r = stack.call("POST", f"/api/agents/{agent['id']}/runs", body={})
     from engram.runs.execution import process_run_job
 

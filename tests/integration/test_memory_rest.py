@@ -144,7 +144,7 @@ def test_daily_memories_carry_a_ttl(stack, agent_path):
     from engram.kernel.ids import tenant_key
     from engram.aws import keys
 
-    item = stack.deps.table._get(keys.agent_pk(tenant_key("alice"), agent_path.rsplit("/", 1)[1]), keys.memory_sk(row["id"]))
+    item = stack.deps.table.get(keys.agent_pk(tenant_key("alice"), agent_path.rsplit("/", 1)[1]), keys.memory_sk(row["id"]))
     assert item["expiresAt"] == row["expiresAt"]  # the table's TTL attribute
     core = mem(stack, agent_path, key="standup", value="Standup is at 9:30", category="core").data
     assert core["expiresAt"] is None

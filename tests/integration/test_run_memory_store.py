@@ -11,7 +11,6 @@ from engram.kernel.ids import tenant_key
 from engram.run_memory.learnings import recent_learnings, render_learnings, store_learning
 from engram.run_memory.store import RunMemory, RunMemoryEntry, run_memory_listing
 from engram.aws import keys
-from engram.run_memory.repository import RunMemoryStore
 
 T = tenant_key("alice")
 NESTED = {"findings": ["alpha", {"beta": [1, 2.5, None, True]}], "empty": {}, "blank": "", "unicode": "ünï <b>"}
@@ -19,12 +18,12 @@ NESTED = {"findings": ["alpha", {"beta": [1, 2.5, None, True]}], "empty": {}, "b
 
 @pytest.fixture
 def store(stack):
-    return RunMemoryStore(stack.deps.table)
+    return stack.deps.run_memory
 
 
 def _agent(stack, user="alice", **fields):
     created = stack.agent(user=user, **fields)
-    agent = stack.deps.table.get_agent(tenant_key(user), created["id"])
+    agent = stack.deps.agents.get(tenant_key(user), created["id"])
     assert agent is not None
     return agent
 
@@ -63,9 +62,6 @@ def test_put_load_round_trip_and_created_at_kept(stack, store):
     assert listing[-1]["value"] == NESTED and listing[-1]["valueBytes"] > 0 and "createdAt" in listing[-1]
     assert run_memory_listing(stack.deps, T, agent.id, "run_2") == []
     assert store.load(tenant_key("bob"), agent.id, "run_1") == []  # another tenant's partition
-
-    assert store.delete_run(T, agent.id, "run_1") == 4
-    assert store.load(T, agent.id, "run_1") == []
 
 
 def test_put_keeps_the_first_created_at_in_dynamodb(stack, store):
@@ -187,7 +183,7 @@ def test_recent_learnings_newest_across_the_team(stack):
 
     # Not in the `## Agent Memory` rank index, but still listed (and deletable) over REST.
     stack.call("POST", f"/api/agents/{lead.id}/memories", body={"key": "style", "value": "Be brief."})
-    top = stack.deps.memories.top_memories(T, "agent", lead.id, limit=50, session_id="dashboard")
+    top = stack.deps.memories.top(T, "agent", lead.id, limit=50, session_id="dashboard")
     assert [m.key for m in top] == ["style"]
     listed = stack.call("GET", f"/api/agents/{lead.id}/memories").data["items"]
     assert sum(r["key"].startswith("director:learning:") for r in listed) == 9
@@ -218,6 +214,6 @@ def test_deleting_the_agent_removes_run_memory_and_learnings(stack, store):
     r = stack.call("DELETE", f"/api/agents/{agent.id}")
     assert r.status == 200, r.body
     assert store.load(T, agent.id, "run_1") == [] and recent_learnings(stack.deps, T, [agent.id], 20) == []
-    remaining = stack.deps.table._query_all(keys.agent_pk(T, agent.id))
+    remaining = stack.deps.table.query_all(keys.agent_pk(T, agent.id))
     assert remaining == []
     assert len(store.load(T, other.id, "run_1")) == 2 and len(recent_learnings(stack.deps, T, [other.id], 20)) == 1

@@ -208,7 +208,7 @@ def test_busy_session_is_409_not_a_lost_message(stack):
     agent = stack.agent()
     from engram.kernel.ids import tenant_key
 
-    stack.deps.table.acquire_lease(tenant_key("alice"), agent["id"], "dashboard", "run_other", 30)
+    stack.deps.sessions.acquire_lease(tenant_key("alice"), agent["id"], "dashboard", "run_other", 30)
     r = stack.say(agent["id"], "hello")
     assert r.status == 409 and r.error["code"] == "session_busy"
     assert stack.call("DELETE", f"/api/agents/{agent['id']}/sessions/dashboard").status == 409

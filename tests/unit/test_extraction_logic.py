@@ -158,7 +158,7 @@ def test_plan_writes_links_the_superseded_row():
 
 
 def test_plan_writes_never_overwrites_a_hand_written_auto_key():
-    from engram.stores.memories import memory_id
+    from engram.memory.models import memory_id
 
     mid = memory_id("workspace", "w1", "auto:x")
     manual = _row("auto:x", "written by hand", source="manual").model_copy(update={"id": mid})

@@ -343,7 +343,7 @@ def test_run_memory_schema_matches_the_listing(monkeypatch):
     entry = run_memory.RunMemoryEntry(key="input:ticker", kind="input", value="ACME", created_at="t", updated_at="t", value_bytes=6)
     monkeypatch.setattr(run_memory, "run_memory_listing", lambda deps, t, agent_id, run_id: [entry.public()])
     run = models.Run(id="run_1", created_at="t", updated_at="t", agent_id="ag_1", kind="manual")
-    deps = SimpleNamespace(table=SimpleNamespace(get_run=lambda t, run_id: run))
+    deps = SimpleNamespace(runs=SimpleNamespace(get=lambda t, run_id: run))
     out = services.run_memory(deps, "t1", "run_1")
     schema = DOC["components"]["schemas"]["RunMemory"]
     assert set(schema["properties"]) == set(schema["required"]) == set(out)
@@ -352,7 +352,7 @@ def test_run_memory_schema_matches_the_listing(monkeypatch):
     # A council member's run answers with its council's (the lead's) run memory, as documented.
     lead = models.Run(id="run_lead", created_at="t", updated_at="t", agent_id="ag_lead", kind="manual")
     member = models.Run(id="run_m", created_at="t", updated_at="t", agent_id="ag_1", kind="council_member", council_run_id="run_lead")
-    deps = SimpleNamespace(table=SimpleNamespace(get_run=lambda t, run_id: {"run_m": member, "run_lead": lead}[run_id]))
+    deps = SimpleNamespace(runs=SimpleNamespace(get=lambda t, run_id: {"run_m": member, "run_lead": lead}[run_id]))
     assert services.run_memory(deps, "t1", "run_m")["runId"] == "run_lead"
 
 
@@ -373,71 +373,33 @@ def test_pages_and_envelope():
     assert {"code", "message", "field"} <= set(schemas["Error"]["properties"])
 
 
-class _FakeStore:
-    """Just enough of the stores for account.export / account.delete_everything: one of everything."""
-
-    def __init__(self):
-        stamp = {"created_at": "t", "updated_at": "t"}
-        self.agent = models.Agent(id="ag_1", name="a", model="m", **stamp)
-        self.workspace = models.Workspace(id="ws_1", name="w", **stamp)
-        self.session = models.Session(id="dashboard", agent_id="ag_1", **stamp)
-        self.run = models.Run(id="run_1", agent_id="ag_1", **stamp)
-        self.memory = models.Memory(id="m_1", key="k", value="v", scope="agent", **stamp)
-        self.fact = models.Fact(id="f_1", fact="likes tea", **stamp)
-
-    def list_agents(self, t, *, limit, token):
-        return [self.agent], None
-
-    def list_workspaces(self, t, *, limit, token):
-        return [self.workspace], None
-
-    def list_sessions(self, t, agent_id, *, limit, token):
-        return [self.session], None
-
-    def list_runs(self, t, agent_id, *, limit, token):
-        return [self.run], None
-
-    def list_memories(self, t, scope, owner_id):
-        return [self.memory]
-
-    def list_facts(self, t):
-        return [self.fact]
-
-    def list_card_types(self, t, *, limit, token):
-        return [models.CardType(id="c", name="c", created_at="t", updated_at="t", fields={"x": {"type": "string"}})], None
-
-    def load(self, t, agent_id, session_id):
-        return SimpleNamespace(messages=[{"role": "user", "content": [{"type": "text", "text": "hi"}]}])
-
-    def _query_all(self, pk, **kw):
-        if kw.get("sk_prefix") == "RUNMEM#":
-            return [{"runId": "run_1", "key": "input:x", "kind": "input", "valueJson": "1", "valueBytes": 1,
-                     "createdAt": "t", "updatedAt": "t"}]
-        row = models.UsageRow(id="u_1", created_at="t", agent_id="ag_1", session_key="dashboard", run_id="run_1", model="m")
-        return [{"PK": pk, "SK": "s", "GSI1PK": "g", "GSI1SK": "g", **row.model_dump(by_alias=True)}]
-
-    def _delete_keys(self, pairs):
-        pass
-
-    def delete_agent(self, t, agent_id):
-        return 1
-
-    def delete_agent_cascade(self, t, agent_id):
-        return ["dashboard"]
-
-    def delete_owner(self, t, scope, owner_id):
-        return 1
-
-    def delete_workspace(self, t, workspace_id):
-        pass
-
-    def delete_all_facts(self, t):
-        return 1
-
-
 def _fake_deps() -> Any:
-    store = _FakeStore()
-    return SimpleNamespace(table=store, memories=store, history=store)
+    """Just enough of each repository for account.export / account.delete_everything: one of everything."""
+    stamp = {"created_at": "t", "updated_at": "t"}
+    agent = models.Agent(id="ag_1", name="a", model="m", **stamp)
+    workspace = models.Workspace(id="ws_1", name="w", **stamp)
+    session = models.Session(id="dashboard", agent_id="ag_1", **stamp)
+    run = models.Run(id="run_1", agent_id="ag_1", **stamp)
+    memory = models.Memory(id="m_1", key="k", value="v", scope="agent", **stamp)
+    fact = models.Fact(id="f_1", fact="likes tea", **stamp)
+    card_type = models.CardType(id="c", name="c", created_at="t", updated_at="t", fields={"x": {"type": "string"}})
+    usage = models.UsageRow(id="u_1", created_at="t", agent_id="ag_1", session_key="dashboard", run_id="run_1", model="m")
+    entry = run_memory.RunMemoryEntry(key="input:x", kind="input", value=1, created_at="t", updated_at="t", value_bytes=1)
+    one_page = lambda item: (lambda *a, **kw: ([item], None))  # noqa: E731
+    return SimpleNamespace(
+        agents=SimpleNamespace(list=one_page(agent), delete_cascade=lambda t, agent_id: ["dashboard"]),
+        workspaces=SimpleNamespace(list=one_page(workspace), delete=lambda t, workspace_id: None),
+        sessions=SimpleNamespace(list=one_page(session)),
+        runs=SimpleNamespace(list=one_page(run)),
+        memories=SimpleNamespace(list=lambda t, scope, owner_id: [memory], delete_owner=lambda t, scope, owner_id: 1),
+        facts=SimpleNamespace(list=lambda t: [fact], delete_all=lambda t: 1),
+        card_types=SimpleNamespace(list_all=lambda t: [card_type]),
+        usage=SimpleNamespace(all_rows=lambda t: [usage.public()], delete_all=lambda t: 1),
+        run_memory=SimpleNamespace(agent_entries=lambda t, agent_id: [("run_1", entry)]),
+        history=SimpleNamespace(load=lambda t, agent_id, session_id: SimpleNamespace(messages=[{"role": "user", "content": []}]),
+                                delete_agent=lambda t, agent_id: 1),
+        table=SimpleNamespace(delete_all=lambda pk: 0),
+    )
 
 
 def test_export_schema_matches_account_export():

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from engram.engine.tools import ToolContext, ToolRegistry
 from engram.recall import index as recall
+from engram.aws.table import Table
 from engram.recall.archive import ArchiveStore, split_text
 
 
@@ -23,7 +24,7 @@ class FakeArchive:
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self.calls: list[tuple[str, str | None, int | None]] = []
-        self._store = ArchiveStore(table_name="fake-table")
+        self._store = ArchiveStore(Table("fake-table"))
 
     def add_turn(self, t: str, agent: str, session: str, run: str, text: str, at: str) -> None:
         msgs = [{"role": "user", "content": [{"type": "text", "text": text}]}]
@@ -222,7 +223,7 @@ def test_long_messages_are_split_into_capped_parts():
     parts = split_text(text)
     assert len(parts) == 4 and all(len(p) <= 4000 for p in parts) and " ".join(parts) == text
     assert len(split_text("y" * 50_000)) == 8  # at most 8 parts per message
-    store = ArchiveStore(table_name="x")
+    store = ArchiveStore(Table("x"))
     items = store.items_for_turn("t1", "a1", "s1", "r1", [
         {"role": "user", "content": [{"type": "text", "text": text}]},
         {"role": "assistant", "content": [{"type": "text", "text": "ok"}, {"type": "tool_use", "id": "u1", "name": "get_current_time", "input": {}}]},

@@ -13,11 +13,19 @@ from typing import TYPE_CHECKING, Any
 from engram.engine.prompt import PromptSection
 from engram.engine.tools import ToolRegistry, default_registry
 from engram.kernel.settings import Settings, get_settings
-from engram.recall.archive import ArchiveStore
-from engram.conversations.transcripts import HistoryStore
-from engram.stores.memories import MemoryStore
+from engram.agents.repository import AgentRepository, WorkspaceRepository
 from engram.aws.queues import Queues
-from engram.stores.table import TableStore
+from engram.aws.table import Table
+from engram.cards.repository import CardTypeRepository
+from engram.conversations.repository import SessionRepository
+from engram.conversations.transcripts import HistoryStore
+from engram.facts.repository import FactRepository
+from engram.memory.repository import MemoryRepository
+from engram.extraction.repository import ExtractionStore
+from engram.recall.archive import ArchiveStore
+from engram.run_memory.repository import RunMemoryStore
+from engram.runs.repository import RunRepository
+from engram.usage.repository import UsageRepository
 
 if TYPE_CHECKING:
     from engram.engine.providers.base import ModelProvider
@@ -26,11 +34,20 @@ if TYPE_CHECKING:
 @dataclass
 class Deps:
     settings: Settings
-    table: TableStore
+    table: Table
     history: HistoryStore
     queues: Queues
-    memories: MemoryStore = None  # type: ignore[assignment]  # set from `table` when not given
-    archive: ArchiveStore = None  # type: ignore[assignment]  # set from `table` when not given
+    workspaces: WorkspaceRepository = field(init=False)
+    agents: AgentRepository = field(init=False)
+    sessions: SessionRepository = field(init=False)
+    runs: RunRepository = field(init=False)
+    usage: UsageRepository = field(init=False)
+    card_types: CardTypeRepository = field(init=False)
+    memories: MemoryRepository = field(init=False)
+    facts: FactRepository = field(init=False)
+    archive: ArchiveStore = field(init=False)
+    run_memory: RunMemoryStore = field(init=False)
+    extraction: ExtractionStore = field(init=False)
     registry: ToolRegistry = field(default_factory=lambda: all_tools())
     sections: list[PromptSection] = None  # type: ignore[assignment]  # the memory sections when not given
     provider_override: Any = None
@@ -40,10 +57,17 @@ class Deps:
     _executor: ThreadPoolExecutor | None = None
 
     def __post_init__(self) -> None:
-        if self.memories is None:
-            self.memories = MemoryStore(self.table)
-        if self.archive is None:
-            self.archive = ArchiveStore(self.table)
+        self.agents = AgentRepository(self.table)
+        self.workspaces = self.agents.workspaces
+        self.sessions = SessionRepository(self.table)
+        self.usage = UsageRepository(self.table)
+        self.runs = RunRepository(self.table, self.sessions, self.usage)
+        self.card_types = CardTypeRepository(self.table)
+        self.memories = MemoryRepository(self.table)
+        self.facts = FactRepository(self.table)
+        self.archive = ArchiveStore(self.table)
+        self.run_memory = RunMemoryStore(self.table)
+        self.extraction = ExtractionStore(self.table, self.memories, self.usage)
         if self.sections is None:
             from engram.memory.section import memory_sections
 
@@ -80,7 +104,7 @@ class Deps:
     def from_settings(cls, settings: Settings, **overrides: Any) -> "Deps":
         return cls(
             settings=settings,
-            table=overrides.pop("table", None) or TableStore(settings.table_name),
+            table=overrides.pop("table", None) or Table(settings.table_name),
             history=overrides.pop("history", None) or HistoryStore(settings.bucket_name),
             queues=overrides.pop("queues", None) or Queues(settings.turn_queue_url, settings.extract_queue_url, run_queue_url=settings.run_queue_url),
             **overrides,

@@ -21,30 +21,30 @@ _NULLABLE_AGENT_FIELDS = {"workspaceId", "schedule", "cardType", "model"}
 def create_workspace(deps: Deps, t: str, body: WorkspaceCreate) -> Workspace:
     now = now_iso()
     ws = Workspace(id=new_id("ws"), created_at=now, updated_at=now, **body.model_dump())
-    deps.table.put_workspace(t, ws)
+    deps.workspaces.put(t, ws)
     return ws
 
 
 def get_workspace(deps: Deps, t: str, workspace_id: str) -> Workspace:
-    ws = deps.table.get_workspace(t, workspace_id)
+    ws = deps.workspaces.get(t, workspace_id)
     if ws is None:
         raise NotFound("workspace not found", field="workspaceId")
     return ws
 
 
 def list_workspaces(deps: Deps, t: str, limit: int, token: str | None) -> dict[str, Any]:
-    return page(*deps.table.list_workspaces(t, limit=limit, token=token))
+    return page(*deps.workspaces.list(t, limit=limit, token=token))
 
 
 def update_workspace(deps: Deps, t: str, workspace_id: str, body: WorkspaceUpdate) -> Workspace:
     changes = changes_of(body, nullable=set())
     changes["updatedAt"] = now_iso()
-    return deps.table.update_workspace(t, check_id("workspaceId", workspace_id), changes)
+    return deps.workspaces.update(t, check_id("workspaceId", workspace_id), changes)
 
 
 def delete_workspace(deps: Deps, t: str, workspace_id: str) -> None:
     get_workspace(deps, t, workspace_id)
-    members = deps.table.agents_in_workspace(t, workspace_id)
+    members = deps.agents.in_workspace(t, workspace_id)
     if members:
         raise Conflict(
             f"the workspace still has {len(members)} agent(s): move or delete them first ({', '.join(members[:5])})",
@@ -52,7 +52,7 @@ def delete_workspace(deps: Deps, t: str, workspace_id: str) -> None:
             code="workspace_in_use",
         )
     deps.memories.delete_owner(t, "workspace", workspace_id)
-    deps.table.delete_workspace(t, workspace_id)
+    deps.workspaces.delete(t, workspace_id)
 
 
 def _check_schedule(schedule: str | None, default_prompt: str | None) -> None:
@@ -69,7 +69,7 @@ def _check_team(deps: Deps, t: str, agent_id: str | None, team: list[str] | None
         raise BadRequest("team names an agent twice", field="team")
     if agent_id in team:
         raise BadRequest("an agent cannot be on its own team", field="team")
-    futures = [deps.executor.submit(deps.table.get_agent, t, member) for member in team]
+    futures = [deps.executor.submit(deps.agents.get, t, member) for member in team]
     for member, future in zip(team, futures):
         if future.result() is None:
             raise NotFound(f"team member {member} not found", field="team", code="team_member_not_found")
@@ -88,7 +88,7 @@ def create_agent(deps: Deps, t: str, body: AgentCreate) -> dict[str, Any]:
     if agent.schedule:
         deps.schedules.put(t, agent.id, agent.schedule)  # first: an invalid expression stores nothing
     try:
-        deps.table.create_agent(t, agent, webhook_secret=secret, dashboard=dashboard)
+        deps.agents.create(t, agent, webhook_secret=secret, with_items=[deps.sessions.item(t, dashboard)])
     except Exception:
         if agent.schedule:
             deps.schedules.delete(agent.id)
@@ -98,14 +98,14 @@ def create_agent(deps: Deps, t: str, body: AgentCreate) -> dict[str, Any]:
 
 
 def get_agent(deps: Deps, t: str, agent_id: str) -> Agent:
-    agent = deps.table.get_agent(t, agent_id)
+    agent = deps.agents.get(t, agent_id)
     if agent is None:
         raise NotFound("agent not found", field="agentId")
     return agent
 
 
 def list_agents(deps: Deps, t: str, limit: int, token: str | None) -> dict[str, Any]:
-    return page(*deps.table.list_agents(t, limit=limit, token=token))
+    return page(*deps.agents.list(t, limit=limit, token=token))
 
 
 def update_agent(deps: Deps, t: str, agent_id: str, body: AgentUpdate) -> Agent:
@@ -127,7 +127,7 @@ def update_agent(deps: Deps, t: str, agent_id: str, body: AgentUpdate) -> Agent:
     if schedule_changed:
         _sync_schedule(deps, t, agent_id, changes["schedule"])
     try:
-        agent = deps.table.update_agent(t, agent_id, changes)
+        agent = deps.agents.update(t, agent_id, changes)
     except Exception:
         if schedule_changed:  # put the schedule back as it was: nothing half-written
             _sync_schedule(deps, t, agent_id, before.schedule)
@@ -148,5 +148,5 @@ def delete_agent(deps: Deps, t: str, agent_id: str) -> dict[str, Any]:
     if agent.schedule:
         deps.schedules.delete(agent_id)  # first, so no heartbeat fires into a half-deleted agent
     objects = deps.history.delete_agent(t, agent_id)
-    sessions = deps.table.delete_agent_cascade(t, agent_id)
+    sessions = deps.agents.delete_cascade(t, agent_id)
     return {"id": agent_id, "deleted": True, "sessionsDeleted": len(sessions), "transcriptsDeleted": objects}

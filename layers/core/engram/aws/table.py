@@ -1,14 +1,21 @@
-"""A thin DynamoDB client wrapper: typed (de)serialisation, paging tokens, ClientError → domain errors."""
+"""The one DynamoDB helper every repository uses: typed (de)serialisation, paging tokens, one
+batch-write path with backoff, and conditional-check failures turned into `ConditionFailed`.
+
+Repositories own their key shapes (built in `aws.keys`) and turn `ConditionFailed` into the
+domain error that fits; nothing outside `engram.aws` touches a boto3 DynamoDB client.
+"""
 
 from __future__ import annotations
 
 import base64
 import json
 from decimal import Decimal
+import time
 from typing import Any, Iterable, Iterator
 
 from botocore.exceptions import ClientError
 
+from engram.aws.clients import make_client
 from engram.kernel.errors import BadRequest
 
 _serializer = None
@@ -47,11 +54,6 @@ def _from_dynamo(value: Any) -> Any:
 def serialize(item: dict[str, Any]) -> dict[str, Any]:
     ser, _ = _codecs()
     return {k: ser.serialize(v) for k, v in _to_dynamo(item).items()}
-
-
-def serialize_value(value: Any) -> dict[str, Any]:
-    ser, _ = _codecs()
-    return ser.serialize(_to_dynamo(value))
 
 
 def deserialize(item: dict[str, Any]) -> dict[str, Any]:
@@ -108,3 +110,252 @@ def chunks(items: Iterable[Any], size: int) -> Iterator[list[Any]]:
             batch = []
     if batch:
         yield batch
+
+
+_BATCH = 25  # BatchWriteItem's limit
+_BATCH_TRIES = 10
+
+
+class Cancelled(Exception):
+    """A transaction DynamoDB cancelled; `codes` are its per-item reasons ("None" for fine items)."""
+
+    def __init__(self, codes: list[str] | None = None):
+        super().__init__(f"the transaction was cancelled: {codes}")
+        self.codes = codes or []
+
+
+class ConditionFailed(Cancelled):
+    """A conditional write did not apply. `item` is the stored item when the call asked for it
+    (None when there is none); `codes` are a cancelled transaction's per-item reasons."""
+
+    def __init__(self, item: dict[str, Any] | None = None, codes: list[str] | None = None):
+        super().__init__(codes)
+        self.item = item
+
+    def failed_at(self, index: int) -> bool:
+        return index < len(self.codes) and self.codes[index] == "ConditionalCheckFailed"
+
+
+def _attrs(values: dict[str, Any] | None) -> dict[str, Any]:
+    return {"ExpressionAttributeValues": serialize(values)} if values else {}
+
+
+def _names(names: dict[str, str] | None) -> dict[str, Any]:
+    return {"ExpressionAttributeNames": names} if names else {}
+
+
+class Table:
+    """One table, one lazily created client (injectable for tests)."""
+
+    def __init__(self, name: str, client: Any = None):
+        self.name = name
+        self._client = client
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            self._client = make_client("dynamodb")
+        return self._client
+
+    # --- single items ---------------------------------------------------------------------------
+    def get(self, pk: str, sk: str) -> dict[str, Any] | None:
+        out = self.client.get_item(TableName=self.name, Key=serialize({"PK": pk, "SK": sk}), ConsistentRead=True)
+        return deserialize(out["Item"]) if "Item" in out else None
+
+    def get_many(self, key_pairs: list[tuple[str, str]]) -> list[dict[str, Any]]:
+        """BatchGetItem (strongly consistent) of up to 100 keys, retrying unprocessed keys."""
+        if not key_pairs:
+            return []
+        request: dict[str, Any] = {
+            self.name: {"Keys": [serialize({"PK": pk, "SK": sk}) for pk, sk in key_pairs], "ConsistentRead": True}
+        }
+        found: list[dict[str, Any]] = []
+        for attempt in range(_BATCH_TRIES):
+            out = self.client.batch_get_item(RequestItems=request)
+            found += [deserialize(i) for i in out.get("Responses", {}).get(self.name, [])]
+            request = out.get("UnprocessedKeys") or {}
+            if not request:
+                break
+            time.sleep(min(0.05 * 2**attempt, 1.0))
+        return found
+
+    def put(self, item: dict[str, Any], *, condition: str | None = None, names: dict[str, str] | None = None,
+            values: dict[str, Any] | None = None) -> None:
+        args: dict[str, Any] = {"TableName": self.name, "Item": serialize(item), **_names(names), **_attrs(values)}
+        if condition:
+            args["ConditionExpression"] = condition
+        self._call("put_item", args)
+
+    def update(self, pk: str, sk: str, expression: str, *, condition: str | None = None, names: dict[str, str] | None = None,
+               values: dict[str, Any] | None = None, old_on_failure: bool = False) -> dict[str, Any]:
+        """UpdateItem; returns the item as it is now. With `old_on_failure`, a failed condition
+        carries the stored item (or None when there is none)."""
+        args: dict[str, Any] = {
+            "TableName": self.name, "Key": serialize({"PK": pk, "SK": sk}), "UpdateExpression": expression,
+            "ReturnValues": "ALL_NEW", **_names(names), **_attrs(values),
+        }
+        if condition:
+            args["ConditionExpression"] = condition
+        if old_on_failure:
+            args["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        out = self._call("update_item", args)
+        return deserialize(out.get("Attributes") or {})
+
+    def set_fields(self, pk: str, sk: str, changes: dict[str, Any]) -> dict[str, Any]:
+        """Sets the given attributes of an existing item (None removes one); ConditionFailed if
+        the item does not exist."""
+        expression, names, values = set_expression(changes)
+        return self.update(pk, sk, expression, condition="attribute_exists(PK)", names=names, values=values)
+
+    def delete(self, pk: str, sk: str, *, condition: str | None = None, values: dict[str, Any] | None = None,
+               old_on_failure: bool = False) -> None:
+        args: dict[str, Any] = {"TableName": self.name, "Key": serialize({"PK": pk, "SK": sk}), **_attrs(values)}
+        if condition:
+            args["ConditionExpression"] = condition
+        if old_on_failure:
+            args["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
+        self._call("delete_item", args)
+
+    def _call(self, operation: str, args: dict[str, Any]) -> Any:
+        try:
+            return getattr(self.client, operation)(**args)
+        except ClientError as err:
+            if condition_failed(err):
+                old = err.response.get("Item")
+                raise ConditionFailed(deserialize(old) if old else None) from None
+            raise
+
+    # --- queries --------------------------------------------------------------------------------
+    def query(
+        self,
+        pk: str,
+        *,
+        sk_prefix: str | None = None,
+        sk_after: str | None = None,
+        index: str | None = None,
+        limit: int | None = None,
+        token: str | None = None,
+        newest_first: bool = False,
+        projection: str | None = None,
+        consistent: bool = False,
+    ) -> tuple[list[dict[str, Any]], str | None]:
+        """One page. `token` is a paging token this partition issued (anything else is a 400)."""
+        pk_attr = f"{index}PK" if index else "PK"
+        start = decode_token(token, partition_attr=pk_attr, partition_value=pk)
+        items, last = self._page(pk, sk_prefix=sk_prefix, sk_after=sk_after, index=index, limit=limit, start=start,
+                                 newest_first=newest_first, projection=projection, consistent=consistent)
+        return items, encode_token(last)
+
+    def query_all(self, pk: str, *, max_items: int | None = None, **kw: Any) -> list[dict[str, Any]]:
+        """Every page (or the first `max_items` items in the query's order)."""
+        items: list[dict[str, Any]] = []
+        start = None
+        while True:
+            limit = min(1000, max_items - len(items)) if max_items is not None else None
+            page, start = self._page(pk, start=start, limit=limit, **kw)
+            items += page
+            if not start or (max_items is not None and len(items) >= max_items):
+                return items
+
+    def _page(self, pk: str, *, sk_prefix: str | None = None, sk_after: str | None = None, index: str | None = None,
+              limit: int | None = None, start: dict[str, Any] | None = None, newest_first: bool = False,
+              projection: str | None = None, consistent: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+        pk_attr = f"{index}PK" if index else "PK"
+        sk_attr = f"{index}SK" if index else "SK"
+        expr = "#pk = :pk"
+        names = {"#pk": pk_attr}
+        values: dict[str, Any] = {":pk": pk}
+        if sk_prefix:
+            expr += " AND begins_with(#sk, :sk)"
+            names["#sk"] = sk_attr
+            values[":sk"] = sk_prefix
+        elif sk_after:
+            expr += " AND #sk > :sk"
+            names["#sk"] = sk_attr
+            values[":sk"] = sk_after
+        args: dict[str, Any] = {
+            "TableName": self.name,
+            "KeyConditionExpression": expr,
+            "ExpressionAttributeNames": names,
+            "ExpressionAttributeValues": serialize(values),
+            "ScanIndexForward": not newest_first,
+        }
+        if index:
+            args["IndexName"] = index
+        if limit:
+            args["Limit"] = limit
+        if projection:
+            args["ProjectionExpression"] = projection
+        if consistent:
+            args["ConsistentRead"] = True
+        if start:
+            args["ExclusiveStartKey"] = start
+        out = self.client.query(**args)
+        return [deserialize(i) for i in out.get("Items", [])], out.get("LastEvaluatedKey")
+
+    # --- several items --------------------------------------------------------------------------
+    def transact(self, operations: list[dict[str, Any]]) -> None:
+        """TransactWriteItems of operations built with `put_op`, `update_op`, `check_op`; a
+        cancelled transaction whose reasons name a failed condition raises ConditionFailed."""
+        try:
+            self.client.transact_write_items(TransactItems=operations)
+        except ClientError as err:
+            codes = cancellation_codes(err)
+            if "ConditionalCheckFailed" in codes:
+                raise ConditionFailed(codes=codes) from None
+            if codes:
+                raise Cancelled(codes) from None
+            raise
+
+    def put_op(self, item: dict[str, Any], *, condition: str | None = None, names: dict[str, str] | None = None,
+               values: dict[str, Any] | None = None) -> dict[str, Any]:
+        op: dict[str, Any] = {"TableName": self.name, "Item": serialize(item), **_names(names), **_attrs(values)}
+        if condition:
+            op["ConditionExpression"] = condition
+        return {"Put": op}
+
+    def update_op(self, pk: str, sk: str, expression: str, *, condition: str | None = None, names: dict[str, str] | None = None,
+                  values: dict[str, Any] | None = None) -> dict[str, Any]:
+        op: dict[str, Any] = {"TableName": self.name, "Key": serialize({"PK": pk, "SK": sk}), "UpdateExpression": expression,
+                              **_names(names), **_attrs(values)}
+        if condition:
+            op["ConditionExpression"] = condition
+        return {"Update": op}
+
+    def check_op(self, pk: str, sk: str, condition: str = "attribute_exists(PK)") -> dict[str, Any]:
+        return {"ConditionCheck": {"TableName": self.name, "Key": serialize({"PK": pk, "SK": sk}), "ConditionExpression": condition}}
+
+    def batch_write(self, *, puts: Iterable[dict[str, Any]] = (), deletes: Iterable[tuple[str, str]] = ()) -> None:
+        """BatchWriteItem in batches of 25, retrying unprocessed items with backoff (the one
+        batch path of the project). Raises if DynamoDB keeps items unprocessed."""
+        requests = [{"PutRequest": {"Item": serialize(item)}} for item in puts]
+        requests += [{"DeleteRequest": {"Key": serialize({"PK": pk, "SK": sk})}} for pk, sk in deletes]
+        for batch in chunks(requests, _BATCH):
+            pending: dict[str, Any] = {self.name: batch}
+            for attempt in range(_BATCH_TRIES):
+                pending = self.client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
+                if not pending:
+                    break
+                time.sleep(min(0.05 * 2**attempt, 1.0))
+            if pending:
+                raise RuntimeError(f"DynamoDB left {len(pending.get(self.name, []))} batch writes unprocessed")
+
+    def delete_all(self, pk: str, **kw: Any) -> int:
+        """Deletes every item of a partition (or of its `sk_prefix`); returns how many."""
+        items = self.query_all(pk, projection="PK, SK", **kw)
+        self.batch_write(deletes=[(i["PK"], i["SK"]) for i in items])
+        return len(items)
+
+
+def set_expression(changes: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
+    """SET/REMOVE expression for `changes` (None removes the attribute)."""
+    sets, removes, names, values = [], [], {}, {}
+    for i, (attr, value) in enumerate(changes.items()):
+        names[f"#a{i}"] = attr
+        if value is None:
+            removes.append(f"#a{i}")
+        else:
+            sets.append(f"#a{i} = :v{i}")
+            values[f":v{i}"] = value
+    expr = ("SET " + ", ".join(sets) if sets else "") + (" REMOVE " + ", ".join(removes) if removes else "")
+    return expr.strip(), names, values

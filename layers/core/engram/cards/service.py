@@ -122,14 +122,14 @@ def put_card_type(deps: Any, t: str, name: str, body: CardTypeBody) -> tuple[Car
     if name in BUILT_IN_CARD_TYPES:
         raise Conflict(f"{name} is a built-in card type and cannot be changed; use another name", field="name", code="built_in_card_type")
     fields = check_definition(body)
-    existing = deps.table.get_card_type(t, name)
+    existing = deps.card_types.get(t, name)
     now = now_iso()
     card_type = CardType(
         id=name, name=name, created_at=existing.created_at if existing else now, updated_at=now,
         description=body.description, fields=fields, re_examinable=body.re_examinable,
         re_examine_actions=body.re_examine_actions, summary_fields=body.summary_fields,
     )
-    deps.table.put_card_type(t, card_type)
+    deps.card_types.put(t, card_type)
     return card_type, existing is None
 
 
@@ -138,7 +138,7 @@ def find_card_type(deps: Any, t: str, name: str) -> CardType | None:
         return None
     if name in BUILT_IN_CARD_TYPES:
         return _built_in(name)
-    return deps.table.get_card_type(t, check_id("cardType", name))
+    return deps.card_types.get(t, check_id("cardType", name))
 
 
 def get_card_type(deps: Any, t: str, name: str) -> CardType:
@@ -151,7 +151,7 @@ def get_card_type(deps: Any, t: str, name: str) -> CardType:
 
 def list_card_types(deps: Any, t: str, limit: int, token: str | None) -> dict[str, Any]:
     """Built-ins first (on the first page), then the caller's own types by name."""
-    custom, nxt = deps.table.list_card_types(t, limit=limit, token=token)
+    custom, nxt = deps.card_types.list(t, limit=limit, token=token)
     items = ([_built_in(n) for n in BUILT_IN_CARD_TYPES] if not token else []) + custom
     return {"items": [c.public() for c in items], "nextToken": nxt}
 
@@ -288,7 +288,7 @@ def decision_of(run: Run, card_type: CardType | None, now: datetime) -> Decision
 
 def recent_decisions(deps: Any, t: str, agent_id: str, limit: int = 5) -> list[Decision]:
     """The agent's last `limit` result cards, newest first, from one bounded Query of its runs."""
-    runs = deps.table.recent_runs_with_cards(t, agent_id, limit=limit)
+    runs = deps.runs.recent_with_cards(t, agent_id, limit=limit)
     now = datetime.now(timezone.utc)
     types: dict[str, CardType | None] = {}
     out = []
@@ -305,6 +305,6 @@ def recent_decisions(deps: Any, t: str, agent_id: str, limit: int = 5) -> list[D
 
 def list_decisions(deps: Deps, t: str, agent_id: str, limit: int) -> dict[str, Any]:
     """The agent's last result cards, newest first, as get_my_decisions shows them (plus the cards)."""
-    if deps.table.get_agent(t, check_id("agentId", agent_id)) is None:
+    if deps.agents.get(t, check_id("agentId", agent_id)) is None:
         raise NotFound("agent not found", field="agentId")
     return page(recent_decisions(deps, t, agent_id, limit=limit), None)

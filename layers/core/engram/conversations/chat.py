@@ -18,8 +18,8 @@ from engram.runs.models import Run
 def enqueue_turn(deps: Deps, *, tenant: str, agent_id: str, session_id: str, message: str, trigger: str) -> Run:
     """Queues a turn on the session's FIFO group and records a `queued` run the caller can poll."""
     check_message(deps, message)
-    if deps.table.get_session(tenant, agent_id, session_id) is None:
-        if deps.table.get_agent(tenant, agent_id) is None:
+    if deps.sessions.get(tenant, agent_id, session_id) is None:
+        if deps.agents.get(tenant, agent_id) is None:
             raise NotFound("agent not found", field="agentId")
         raise NotFound("session not found", field="sessionId")
     now = now_iso()
@@ -29,7 +29,7 @@ def enqueue_turn(deps: Deps, *, tenant: str, agent_id: str, session_id: str, mes
     )
     job = {"runId": run.id, "tenant": tenant, "agentId": agent_id, "sessionId": session_id, "message": message,
            "kind": "chat", "trigger": trigger, "createdAt": now}
-    deps.table.put_run(tenant, run, only_if_new=True)
+    deps.runs.put(tenant, run, only_if_new=True)
     deps.queues.enqueue_turn(job, group=f"{tenant}#{agent_id}#{session_id}", dedup_id=run.id)
     return run
 
@@ -37,13 +37,13 @@ def enqueue_turn(deps: Deps, *, tenant: str, agent_id: str, session_id: str, mes
 def ensure_session(deps: Deps, tenant: str, agent_id: str, session_id: str) -> None:
     """Webhooks may name a new session: it is created on first use."""
     now = now_iso()
-    deps.table.create_session(tenant, Session(id=session_id, agent_id=agent_id, created_at=now, updated_at=now), if_absent_ok=True)
+    deps.sessions.create(tenant, Session(id=session_id, agent_id=agent_id, created_at=now, updated_at=now), if_absent_ok=True)
 
 
 def process_turn_job(deps: Deps, job: dict[str, Any]) -> None:
     """One queued turn. Raises only when it should be retried (the session is busy)."""
     tenant, run_id = job["tenant"], job["runId"]
-    existing = deps.table.get_run(tenant, run_id)
+    existing = deps.runs.get(tenant, run_id)
     if existing is not None and existing.status in ("succeeded", "failed"):
         logger.info("turn already finished; redelivery ignored", extra={"run_id": run_id})
         return
@@ -58,7 +58,7 @@ def process_turn_job(deps: Deps, job: dict[str, Any]) -> None:
         raise  # SQS redelivers; the FIFO group keeps later turns of this session behind it
     except NotFound as err:
         now = now_iso()
-        deps.table.put_run(tenant, Run(
+        deps.runs.put(tenant, Run(
             id=run_id, created_at=job.get("createdAt") or now, updated_at=now, agent_id=job["agentId"], kind="chat",
             status="failed", prompt=job["message"], session_id=job["sessionId"],
             error={"code": err.code, "message": err.message},

@@ -19,21 +19,21 @@ def _session_public(item: dict[str, Any]) -> dict[str, Any]:
 def create_session(deps: Deps, t: str, agent_id: str, body: SessionCreate) -> Session:
     now = now_iso()
     session = Session(id=body.id or new_id("s"), agent_id=check_id("agentId", agent_id), created_at=now, updated_at=now, title=body.title)
-    deps.table.create_session(t, session)
+    deps.sessions.create(t, session)
     return session
 
 
 def list_sessions(deps: Deps, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, Any]:
-    items, nxt = deps.table.list_sessions(t, agent_id, limit=limit, token=token)
+    items, nxt = deps.sessions.list(t, agent_id, limit=limit, token=token)
     if not items and not token:
         get_agent(deps, t, agent_id)  # an empty list and an unknown agent are different answers
     return page(items, nxt)
 
 
 def get_session(deps: Deps, t: str, agent_id: str, session_id: str) -> dict[str, Any]:
-    item = deps.table.get_session(t, agent_id, session_id)
+    item = deps.sessions.get(t, agent_id, session_id)
     if item is None:
-        if deps.table.get_agent(t, agent_id) is None:
+        if deps.agents.get(t, agent_id) is None:
             raise NotFound("agent not found", field="agentId")
         raise NotFound("session not found", field="sessionId")
     history = deps.history.load(t, agent_id, session_id)
@@ -42,12 +42,12 @@ def get_session(deps: Deps, t: str, agent_id: str, session_id: str) -> dict[str,
 
 def delete_session(deps: Deps, t: str, agent_id: str, session_id: str) -> dict[str, Any]:
     """Deletes the history (never long-term memory). `dashboard` always exists: it is emptied."""
-    item = deps.table.get_session(t, agent_id, session_id)
+    item = deps.sessions.get(t, agent_id, session_id)
     if item is None:
-        if deps.table.get_agent(t, agent_id) is None:
+        if deps.agents.get(t, agent_id) is None:
             raise NotFound("agent not found", field="agentId")
         raise NotFound("session not found", field="sessionId")
-    deps.table.delete_session(t, agent_id, session_id)  # refused while a turn holds it
+    deps.sessions.delete(t, agent_id, session_id)  # refused while a turn holds it
     deps.history.delete(t, agent_id, session_id)
     from engram.recall.index import delete_session_archive  # the search index stays off the import path
 
@@ -55,7 +55,7 @@ def delete_session(deps: Deps, t: str, agent_id: str, session_id: str) -> dict[s
     deps.memories.delete_session_memories(t, agent_id, session_id)
     if session_id == DASHBOARD:
         now = now_iso()
-        deps.table.create_session(
+        deps.sessions.create(
             t, Session(id=DASHBOARD, agent_id=agent_id, created_at=now, updated_at=now, title="Dashboard"), if_absent_ok=True
         )
     return {"id": session_id, "deleted": True}

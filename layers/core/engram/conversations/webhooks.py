@@ -47,8 +47,8 @@ def verify(deps: Deps, agent_id: str, headers: Mapping[str, Any], raw_body: str)
         raise denied from None
     if age > deps.settings.webhook_tolerance_s:
         raise Unauthorized("the webhook timestamp is too old or in the future", code="stale_signature")
-    tenant = deps.table.tenant_of_agent(agent_id)
-    secret = deps.table.get_agent_secret(tenant, agent_id) if tenant else None
+    tenant = deps.agents.tenant_of(agent_id)
+    secret = deps.agents.webhook_secret(tenant, agent_id) if tenant else None
     expected = sign(secret or "no-secret", timestamp, raw_body)
     if not (secret and hmac.compare_digest(expected, signature)):
         raise denied

@@ -25,7 +25,6 @@ from engram.engine.pricing import Usage
 from engram.usage.models import UsageRow
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
-from engram.recall.archive import ArchiveStore
 
 _LEASE_MARGIN_S = 5
 _EXTRACT_JOB_MAX_BYTES = 200_000  # SQS allows 256 KiB; keep room for the envelope
@@ -93,7 +92,7 @@ def acquire_session(deps: Deps, t: str, agent_id: str, session_id: str, owner: s
     pause = 0.05
     while True:
         try:
-            return deps.table.acquire_lease(t, agent_id, session_id, owner, ttl_s)
+            return deps.sessions.acquire_lease(t, agent_id, session_id, owner, ttl_s)
         except SessionBusy:
             if time.monotonic() + pause > give_up:
                 raise SessionBusy(busy_message, field="sessionId") from None
@@ -123,11 +122,11 @@ def _load_agent_and_session(deps: Deps, req: TurnRequest, run_id: str, budget: f
     """The agent (one GetItem unless the caller has it) and, for a session run, the session lease
     taken in parallel with it. A clean-slate run has no session."""
     if req.session_id is None:
-        agent = req.agent or deps.table.get_agent(req.tenant, req.agent_id)
+        agent = req.agent or deps.agents.get(req.tenant, req.agent_id)
         if agent is None:
             raise NotFound("agent not found", field="agentId")
         return agent, None
-    agent_future = None if req.agent else deps.executor.submit(deps.table.get_agent, req.tenant, req.agent_id)
+    agent_future = None if req.agent else deps.executor.submit(deps.agents.get, req.tenant, req.agent_id)
     try:
         session = acquire_session(
             deps, req.tenant, req.agent_id, req.session_id, run_id, budget + _LEASE_MARGIN_S,
@@ -140,7 +139,7 @@ def _load_agent_and_session(deps: Deps, req: TurnRequest, run_id: str, budget: f
         raise
     agent = req.agent or agent_future.result()  # type: ignore[union-attr]
     if agent is None:
-        deps.table.release_lease(req.tenant, req.agent_id, req.session_id, run_id)
+        deps.sessions.release_lease(req.tenant, req.agent_id, req.session_id, run_id)
         raise NotFound("agent not found", field="agentId")
     return agent, session
 
@@ -256,10 +255,9 @@ def run_turn(deps: Deps, req: TurnRequest) -> TurnResult:
         if not session.get("title"):
             changes["title"] = req.message[:60]
         # The turn's messages join the conversation archive in the same transaction (no extra call).
-        archive = getattr(deps, "archive", None) or ArchiveStore(deps.table)
-        archived = archive.items_for_turn(req.tenant, agent.id, req.session_id, run_id, [incoming] + loop.new_messages, run.updated_at)
+        archived = deps.archive.items_for_turn(req.tenant, agent.id, req.session_id, run_id, [incoming] + loop.new_messages, run.updated_at)
     try:
-        deps.table.finish_turn(req.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes, extra_items=archived)
+        deps.runs.finish_turn(req.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes, extra_items=archived)
     except Exception as err:
         if history is not None:
             # The transcript is already written: put the previous one back so the turn stays all-or-nothing.
@@ -312,7 +310,7 @@ def _fail(deps: Deps, req: TurnRequest, run: Run, loop: LoopResult, err: Excepti
     )
     logger.warning("turn failed", extra={"run_id": run.id, "code": code, "error": message})
     try:
-        deps.table.finish_turn(req.tenant, run=failed, usage_rows=_usage_rows(failed, loop), session_changes=None)
+        deps.runs.finish_turn(req.tenant, run=failed, usage_rows=_usage_rows(failed, loop), session_changes=None)
     except Exception:  # the lease expires on its own; the original error is what the caller needs
         logger.exception("could not record the failed run", extra={"run_id": run.id})
     _record_metrics(failed, loop, None, ok=False)

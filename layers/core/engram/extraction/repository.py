@@ -13,15 +13,14 @@ import time
 from dataclasses import dataclass
 from typing import Any
 
-from botocore.exceptions import ClientError
-
-from engram.kernel.errors import Conflict
-from engram.memory.models import Memory
-from engram.usage.models import UsageRow
-from engram.kernel.model import now_iso
 from engram.aws import keys
-from engram.aws.table import cancellation_codes, condition_failed, deserialize, serialize
-from engram.stores.memories import MemoryStore, owner_pk
+from engram.aws.table import ConditionFailed, Table
+from engram.kernel.errors import Conflict
+from engram.kernel.model import now_iso
+from engram.memory.models import Memory
+from engram.memory.repository import MemoryRepository
+from engram.usage.models import UsageRow
+from engram.usage.repository import UsageRepository
 
 # SQS keeps a message 4 days, the DLQ 14; a redrive from the DLQ must still find the marker.
 MARKER_TTL_S = 15 * 86400
@@ -63,99 +62,56 @@ class RowWrite:
 
 
 class ExtractionStore:
-    def __init__(self, memories: MemoryStore):
-        self.memories = memories
-        self.table = memories.table
-
-    @property
-    def client(self) -> Any:
-        return self.table.client
-
-    def _marker_key(self, t: str, agent_id: str, run_id: str) -> dict[str, Any]:
-        return serialize({"PK": keys.agent_pk(t, agent_id), "SK": keys.extract_marker_sk(run_id)})
+    def __init__(self, table: Table, memories: MemoryRepository | None = None, usage: UsageRepository | None = None):
+        self.table = table
+        self.memories = memories or MemoryRepository(table)
+        self.usage = usage or UsageRepository(table)
 
     # --- the marker -----------------------------------------------------------------------------
     def claim(self, t: str, agent_id: str, run_id: str, *, attempt_id: str, lease_s: float) -> Claim:
         now = int(time.time())
         try:
-            out = self.client.update_item(
-                TableName=self.table.name,
-                Key=self._marker_key(t, agent_id, run_id),
-                UpdateExpression=(
-                    "SET #st = :running, attemptId = :attempt, leaseUntil = :until, runId = :run, "
-                    "updatedAt = :iso, expiresAt = :exp ADD attempts :one"
-                ),
-                ConditionExpression="attribute_not_exists(PK) OR (#st = :running AND leaseUntil < :now)",
-                ExpressionAttributeNames={"#st": "status"},
-                ExpressionAttributeValues=serialize(
-                    {
-                        ":running": "running",
-                        ":attempt": attempt_id,
-                        ":until": now + int(lease_s) + 1,
-                        ":run": run_id,
-                        ":iso": now_iso(),
-                        ":exp": now + MARKER_TTL_S,
-                        ":one": 1,
-                        ":now": now,
-                    }
-                ),
-                ReturnValues="ALL_NEW",
-                ReturnValuesOnConditionCheckFailure="ALL_OLD",
+            item = self.table.update(
+                keys.agent_pk(t, agent_id), keys.extract_marker_sk(run_id),
+                "SET #st = :running, attemptId = :attempt, leaseUntil = :until, runId = :run, "
+                "updatedAt = :iso, expiresAt = :exp ADD attempts :one",
+                condition="attribute_not_exists(PK) OR (#st = :running AND leaseUntil < :now)",
+                names={"#st": "status"},
+                values={
+                    ":running": "running",
+                    ":attempt": attempt_id,
+                    ":until": now + int(lease_s) + 1,
+                    ":run": run_id,
+                    ":iso": now_iso(),
+                    ":exp": now + MARKER_TTL_S,
+                    ":one": 1,
+                    ":now": now,
+                },
+                old_on_failure=True,
             )
-        except ClientError as err:
-            if condition_failed(err):
-                old = deserialize(err.response.get("Item") or {})
-                if old.get("status") == "done":
-                    raise AlreadyExtracted(old) from None
-                raise ExtractionBusy("another delivery of this job is running") from None
-            raise
-        return Claim(attempt_id=attempt_id, attempt=int(deserialize(out["Attributes"]).get("attempts", 1)))
+        except ConditionFailed as err:
+            if (err.item or {}).get("status") == "done":
+                raise AlreadyExtracted(err.item or {}) from None
+            raise ExtractionBusy("another delivery of this job is running") from None
+        return Claim(attempt_id=attempt_id, attempt=int(item.get("attempts", 1)))
 
     def release(self, t: str, agent_id: str, run_id: str, claim: Claim) -> None:
         """After a failure: the next delivery may claim at once instead of waiting out the lease."""
         try:
-            self.client.update_item(
-                TableName=self.table.name,
-                Key=self._marker_key(t, agent_id, run_id),
-                UpdateExpression="SET leaseUntil = :zero",
-                ConditionExpression="attemptId = :attempt AND #st = :running",
-                ExpressionAttributeNames={"#st": "status"},
-                ExpressionAttributeValues=serialize({":zero": 0, ":attempt": claim.attempt_id, ":running": "running"}),
-            )
-        except ClientError as err:
-            if not condition_failed(err):
-                raise
-
-    def get_marker(self, t: str, agent_id: str, run_id: str) -> dict[str, Any] | None:
-        return self.table._get(keys.agent_pk(t, agent_id), keys.extract_marker_sk(run_id))
+            self.table.update(keys.agent_pk(t, agent_id), keys.extract_marker_sk(run_id), "SET leaseUntil = :zero",
+                              condition="attemptId = :attempt AND #st = :running", names={"#st": "status"},
+                              values={":zero": 0, ":attempt": claim.attempt_id, ":running": "running"})
+        except ConditionFailed:
+            pass  # another attempt holds it now
 
     # --- reads ----------------------------------------------------------------------------------
     def live_rows(self, t: str, scope: str, owner_id: str, *, limit: int, session_id: str) -> list[Memory]:
         """The owner's live rows, best first (pinned > importance > recent): one bounded Query."""
-        return self.memories.top_memories(t, scope, owner_id, limit=limit, session_id=session_id)
+        return self.memories.top(t, scope, owner_id, limit=limit, session_id=session_id)
 
     def get_rows(self, t: str, wanted: list[tuple[str, str, str]]) -> dict[str, Memory]:
         """(scope, owner, memoryId) -> the stored row (archived ones too), by id; one BatchGetItem."""
-        if not wanted:
-            return {}
-        unique = {mid: (scope, owner) for scope, owner, mid in wanted}
-        request = {
-            self.table.name: {
-                "Keys": [serialize({"PK": owner_pk(t, scope, owner), "SK": keys.memory_sk(mid)}) for mid, (scope, owner) in unique.items()],
-                "ConsistentRead": True,
-            }
-        }
-        found: dict[str, Memory] = {}
-        for attempt in range(6):
-            out = self.client.batch_get_item(RequestItems=request)
-            for item in out.get("Responses", {}).get(self.table.name, []):
-                m = Memory.model_validate(deserialize(item))
-                found[m.id] = m
-            request = out.get("UnprocessedKeys") or {}
-            if not request:
-                break
-            time.sleep(min(0.05 * 2**attempt, 1.0))
-        return found
+        return self.memories.get_many(t, wanted) if wanted else {}
 
     # --- the commit -----------------------------------------------------------------------------
     def commit(
@@ -170,40 +126,29 @@ class ExtractionStore:
         rows: list[RowWrite],
     ) -> None:
         """Marker `done` + usage row + memory rows, all or nothing (at most 1 + 1 + 15 items)."""
-        items: list[dict[str, Any]] = [
-            {
-                "Update": {
-                    "TableName": self.table.name,
-                    "Key": self._marker_key(t, agent_id, run_id),
-                    "UpdateExpression": "SET #st = :done, outcome = :outcome, updatedAt = :iso REMOVE leaseUntil",
-                    "ConditionExpression": "attemptId = :attempt AND #st = :running",
-                    "ExpressionAttributeNames": {"#st": "status"},
-                    "ExpressionAttributeValues": serialize(
-                        {":done": "done", ":outcome": outcome, ":iso": now_iso(), ":attempt": claim.attempt_id, ":running": "running"}
-                    ),
-                }
-            }
+        ops = [
+            self.table.update_op(
+                keys.agent_pk(t, agent_id), keys.extract_marker_sk(run_id),
+                "SET #st = :done, outcome = :outcome, updatedAt = :iso REMOVE leaseUntil",
+                condition="attemptId = :attempt AND #st = :running", names={"#st": "status"},
+                values={":done": "done", ":outcome": outcome, ":iso": now_iso(), ":attempt": claim.attempt_id, ":running": "running"},
+            )
         ]
         if usage is not None:
-            items.append({"Put": {"TableName": self.table.name, "Item": serialize(self.table._usage_item(t, usage))}})
+            ops.append(self.table.put_op(self.usage.item(t, usage)))
         for row in rows:
-            put: dict[str, Any] = {"TableName": self.table.name, "Item": serialize(self.memories._memory_item(t, row.memory, row.owner_id))}
+            item = self.memories.item(t, row.memory, row.owner_id)
             if row.expect_updated_at is None:
-                put["ConditionExpression"] = "attribute_not_exists(PK)"
+                ops.append(self.table.put_op(item, condition="attribute_not_exists(PK)"))
             else:
-                put["ConditionExpression"] = "updatedAt = :seen"
-                put["ExpressionAttributeValues"] = serialize({":seen": row.expect_updated_at})
-            items.append({"Put": put})
+                ops.append(self.table.put_op(item, condition="updatedAt = :seen", values={":seen": row.expect_updated_at}))
         try:
-            self.client.transact_write_items(TransactItems=items)
-        except ClientError as err:
-            codes = cancellation_codes(err)
-            if codes and codes[0] == "ConditionalCheckFailed":
+            self.table.transact(ops)
+        except ConditionFailed as err:
+            if err.failed_at(0):
                 raise LeaseLost("the extraction marker was taken over by another attempt") from None
-            if "ConditionalCheckFailed" in codes:
-                raise RowsChanged("a memory row changed while the extraction ran", code="memory_changed") from None
-            raise
+            raise RowsChanged("a memory row changed while the extraction ran", code="memory_changed") from None
 
     def put_usage(self, t: str, usage: UsageRow) -> None:
         """A model call whose results could not be committed still cost money: record it alone."""
-        self.client.put_item(TableName=self.table.name, Item=serialize(self.table._usage_item(t, usage)))
+        self.usage.put(t, usage)

@@ -52,7 +52,7 @@ from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.engine.pricing import prices_for, usage_of
 from engram.extraction.repository import AlreadyExtracted, Claim, ExtractionBusy, ExtractionStore, LeaseLost, RowsChanged, RowWrite
-from engram.stores.memories import memory_id
+from engram.memory.models import memory_id
 
 if TYPE_CHECKING:
     from engram.deps import Deps
@@ -566,14 +566,14 @@ def _run(deps: "Deps", job: ExtractJob, remaining_s: float | None, log: dict[str
         return _finish(Outcome("skipped", "short", transcript_chars=len(rendered)), log, started)
     transcript = cap_transcript(rendered)
 
-    agent = deps.table.get_agent(job.tenant, job.agent_id)
+    agent = deps.agents.get(job.tenant, job.agent_id)
     if agent is None:
         return _finish(Outcome("skipped", "agent_gone", transcript_chars=len(rendered)), log, started)
     targets = _target_scopes(agent)
     if not targets:
         return _finish(Outcome("skipped", "no_target", transcript_chars=len(rendered)), log, started)
 
-    store = ExtractionStore(deps.memories)
+    store = deps.extraction
     lease_s = (remaining_s if remaining_s is not None else DEFAULT_LEASE_S) + LEASE_MARGIN_S
     claim_future = deps.executor.submit(
         store.claim, job.tenant, job.agent_id, job.run_id, attempt_id=uuid.uuid4().hex, lease_s=lease_s

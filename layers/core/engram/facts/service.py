@@ -29,27 +29,27 @@ def add_fact(
     text = check_text("fact", text, s.fact_min_chars, s.fact_max_chars)
     refuse_secrets("fact", text)
     now = now_iso()
-    for existing in deps.memories.list_facts(t):
+    for existing in deps.facts.list(t):
         if existing.archived_at is None and _norm(existing.fact) == _norm(text):
             refreshed = existing.model_copy(update={"last_referenced_at": now, "updated_at": now, "topic": topic or existing.topic})
             if confidence == "asserted":
                 refreshed = refreshed.model_copy(update={"confidence": "asserted"})
-            deps.memories.put_fact(t, refreshed, expect_updated_at=existing.updated_at)
+            deps.facts.put(t, refreshed, expect_updated_at=existing.updated_at)
             return refreshed, False
     fact = Fact(id=new_id("f"), created_at=now, updated_at=now, fact=text, source=source, confidence=confidence,
                 topic=topic, last_referenced_at=now, origin=origin)  # type: ignore[arg-type]
-    deps.memories.put_fact(t, fact)
+    deps.facts.put(t, fact)
     return fact, True
 
 
 def list_facts(deps: Deps, t: str, *, include_archived: bool = False) -> list[Fact]:
-    rows = [f for f in deps.memories.list_facts(t) if include_archived or f.archived_at is None]
+    rows = [f for f in deps.facts.list(t) if include_archived or f.archived_at is None]
     # Active first, then most recently referenced: the order the prompt picks them in.
     return sorted(rows, key=lambda f: (f.archived_at is None, f.last_referenced_at or f.created_at), reverse=True)
 
 
 def get_fact(deps: Deps, t: str, fact_id: str) -> Fact:
-    fact = deps.memories.get_fact(t, check_id("factId", fact_id))
+    fact = deps.facts.get(t, check_id("factId", fact_id))
     if fact is None:
         raise NotFound("fact not found", field="factId")
     return fact
@@ -77,7 +77,7 @@ def update_fact(deps: Deps, t: str, fact_id: str, body: FactUpdate) -> Fact:
     elif reason is not None:
         raise BadRequest("archivedReason goes with archived: true", field="archivedReason")
     updated = fact.model_copy(update={**changes, "updated_at": now})
-    deps.memories.put_fact(t, updated, expect_updated_at=fact.updated_at)
+    deps.facts.put(t, updated, expect_updated_at=fact.updated_at)
     return updated
 
 
@@ -87,5 +87,5 @@ def archive_fact(deps: Deps, t: str, fact_id: str, reason: str) -> Fact:
         return fact
     now = now_iso()
     archived = fact.model_copy(update={"archived_at": now, "archived_reason": reason, "updated_at": now})
-    deps.memories.put_fact(t, archived, expect_updated_at=fact.updated_at)
+    deps.facts.put(t, archived, expect_updated_at=fact.updated_at)
     return archived

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import time
 from typing import Annotated, Any, Literal
 
 from pydantic import Field
@@ -56,3 +58,23 @@ class Memory(Resource):
     expires_at: int | None = None  # daily rows: epoch seconds, DynamoDB TTL
     origin: dict[str, Any] | None = None  # the run/session that wrote it
     superseded_by: str | None = None  # archived as `superseded`: the id of the row that replaced it
+
+
+def memory_id(scope: str, owner_id: str, key: str) -> str:
+    digest = hashlib.sha256(f"{scope}\x00{owner_id}\x00{key}".encode()).hexdigest()
+    return f"m_{digest[:30]}"
+
+
+LEARNING_KEY_PREFIX = "director:learning:"
+
+
+def is_director_learning(m: Memory) -> bool:
+    """An agent-scope row the director stored with store_learning (RM4)."""
+    return m.scope == "agent" and m.source == "director" and m.key.startswith(LEARNING_KEY_PREFIX)
+
+
+def is_live(m: Memory, now: float | None = None) -> bool:
+    """Active and not past its daily expiry (DynamoDB TTL deletes lazily, so reads check too)."""
+    if m.archived_at:
+        return False
+    return not (m.expires_at and m.expires_at <= (now or time.time()))

@@ -45,7 +45,7 @@ def _fence(scope: str, lines: list[str]) -> str:
 def load_agent_memory(ctx: Any) -> list[Memory]:
     if not ctx.agent.agent_memory:
         return []
-    return ctx.deps.memories.top_memories(ctx.tenant, "agent", ctx.agent.id, limit=_AGENT_ROWS_READ, session_id=ctx.session_id)
+    return ctx.deps.memories.top(ctx.tenant, "agent", ctx.agent.id, limit=_AGENT_ROWS_READ, session_id=ctx.session_id)
 
 
 def render_agent_memory(rows: list[Memory], budget_tokens: int) -> str | None:
@@ -69,7 +69,7 @@ def load_workspace_memory(ctx: Any) -> list[Memory]:
     if not ctx.agent.workspace_id:
         return []
     rows = ctx.deps.settings.workspace_memory_rows
-    return ctx.deps.memories.top_memories(ctx.tenant, "workspace", ctx.agent.workspace_id, limit=rows, session_id=ctx.session_id)
+    return ctx.deps.memories.top(ctx.tenant, "workspace", ctx.agent.workspace_id, limit=rows, session_id=ctx.session_id)
 
 
 def render_workspace_memory(rows: list[Memory]) -> str | None:
@@ -81,7 +81,7 @@ def render_workspace_memory(rows: list[Memory]) -> str | None:
 
 # --- user facts -----------------------------------------------------------------------------
 def load_user_facts(ctx: Any) -> list[Fact]:
-    facts = ctx.deps.memories.top_facts(ctx.tenant, ctx.deps.settings.user_fact_rows)
+    facts = ctx.deps.facts.top(ctx.tenant, ctx.deps.settings.user_fact_rows)
     if facts:
         # Injecting a fact is referencing it; the bump runs beside the turn, off its critical path.
         ctx.background.append(ctx.deps.executor.submit(_bump, ctx, facts))
@@ -90,7 +90,7 @@ def load_user_facts(ctx: Any) -> list[Fact]:
 
 def _bump(ctx: Any, facts: list[Fact]) -> None:
     try:
-        ctx.deps.memories.bump_facts(ctx.tenant, facts, now_iso())
+        ctx.deps.facts.bump(ctx.tenant, facts, now_iso())
     except Exception:
         logger.exception("could not bump lastReferencedAt of injected facts")
 

@@ -12,7 +12,7 @@ from engram.kernel.ids import check_id
 from engram.kernel.model import now_iso
 from engram.kernel.validation import check_text, refuse_secrets
 from engram.memory.models import Memory, MemoryUpdate
-from engram.stores.memories import is_live, memory_id
+from engram.memory.models import is_live, memory_id
 
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -23,9 +23,9 @@ _STOP = frozenset("a an and are as at be by did do does for from has have i in i
 
 def _owner_exists(deps: Deps, t: str, scope: str, owner_id: str) -> None:
     if scope == "agent":
-        if deps.table.get_agent(t, owner_id) is None:
+        if deps.agents.get(t, owner_id) is None:
             raise NotFound("agent not found", field="agentId")
-    elif deps.table.get_workspace(t, owner_id) is None:
+    elif deps.workspaces.get(t, owner_id) is None:
         raise NotFound("workspace not found", field="workspaceId")
 
 
@@ -52,7 +52,7 @@ def upsert_memory(
     if not owner_checked:
         _owner_exists(deps, t, scope, owner_id)
     mid = memory_id(scope, owner_id, key)
-    existing = deps.memories.get_memory(t, scope, owner_id, mid)
+    existing = deps.memories.get(t, scope, owner_id, mid)
     now = now_iso()
     category = fields.get("category") or (existing.category if existing else "core")
     if category == "conversation" and not session_id:
@@ -72,7 +72,7 @@ def upsert_memory(
         origin=origin or (existing.origin if existing else None),
     )
     memory = Memory.model_validate(base)
-    deps.memories.put_memory(t, memory, owner_id, expect_updated_at=existing.updated_at if existing else None)
+    deps.memories.put(t, memory, owner_id, expect_updated_at=existing.updated_at if existing else None)
     return memory, existing is None
 
 
@@ -86,13 +86,13 @@ def _sorted_for_list(rows: list[Memory], scope: str) -> list[Memory]:
 def list_memories(deps: Deps, t: str, scope: str, owner_id: str, *, include_archived: bool = False) -> list[Memory]:
     _owner_exists(deps, t, scope, owner_id)
     now = time.time()
-    rows = [m for m in deps.memories.list_memories(t, scope, owner_id) if include_archived or is_live(m, now)]
+    rows = [m for m in deps.memories.list(t, scope, owner_id) if include_archived or is_live(m, now)]
     return _sorted_for_list(rows, scope)
 
 
 def _get(deps: Deps, t: str, scope: str, owner_id: str, mid: str) -> Memory:
     _owner_exists(deps, t, scope, owner_id)
-    memory = deps.memories.get_memory(t, scope, owner_id, check_id("memoryId", mid))
+    memory = deps.memories.get(t, scope, owner_id, check_id("memoryId", mid))
     if memory is None:
         raise NotFound("memory not found", field="memoryId")
     return memory
@@ -117,25 +117,25 @@ def update_memory(deps: Deps, t: str, scope: str, owner_id: str, mid: str, body:
         daily = changes["category"] == "daily"
         changes["expires_at"] = int(time.time()) + deps.settings.daily_memory_ttl_days * 86400 if daily else None
     updated = memory.model_copy(update={**changes, "updated_at": now_iso()})
-    deps.memories.put_memory(t, updated, owner_id, expect_updated_at=memory.updated_at)
+    deps.memories.put(t, updated, owner_id, expect_updated_at=memory.updated_at)
     return updated
 
 
 def pin_memory(deps: Deps, t: str, scope: str, owner_id: str, mid: str, pinned: bool) -> Memory:
     memory = _get(deps, t, scope, owner_id, mid)
     updated = memory.model_copy(update={"pinned": pinned, "updated_at": now_iso()})
-    deps.memories.put_memory(t, updated, owner_id, expect_updated_at=memory.updated_at)
+    deps.memories.put(t, updated, owner_id, expect_updated_at=memory.updated_at)
     return updated
 
 
 def delete_memory(deps: Deps, t: str, scope: str, owner_id: str, mid: str) -> None:
     _owner_exists(deps, t, scope, owner_id)
-    deps.memories.delete_memory(t, scope, owner_id, check_id("memoryId", mid))
+    deps.memories.delete(t, scope, owner_id, check_id("memoryId", mid))
 
 
 def archive_memory(deps: Deps, t: str, memory: Memory, owner_id: str, reason: str) -> Memory:
     archived = memory.model_copy(update={"archived_at": now_iso(), "archived_reason": reason, "updated_at": now_iso()})
-    deps.memories.put_memory(t, archived, owner_id, expect_updated_at=memory.updated_at)
+    deps.memories.put(t, archived, owner_id, expect_updated_at=memory.updated_at)
     return archived
 
 
@@ -149,11 +149,11 @@ def recall(deps: Deps, t: str, *, agent: Any, session_id: str, query: str, scope
     wanted = _terms(query)
     candidates: list[tuple[str, Any]] = []
     if "agent" in scopes:
-        candidates += [("agent", m) for m in deps.memories.list_memories(t, "agent", agent.id)]
+        candidates += [("agent", m) for m in deps.memories.list(t, "agent", agent.id)]
     if "workspace" in scopes and agent.workspace_id:
-        candidates += [("workspace", m) for m in deps.memories.list_memories(t, "workspace", agent.workspace_id)]
+        candidates += [("workspace", m) for m in deps.memories.list(t, "workspace", agent.workspace_id)]
     if "user" in scopes:
-        candidates += [("user", f) for f in deps.memories.list_facts(t)]
+        candidates += [("user", f) for f in deps.facts.list(t)]
     now = time.time()
     scored = []
     for scope, row in candidates:

@@ -102,9 +102,9 @@ def _forget_memory(ctx: ToolContext, inp: ForgetMemoryInput) -> Any:
     owner = agent.workspace_id if inp.scope == "workspace" else agent.id
     if not owner:
         return ToolOutcome("this agent has no workspace", is_error=True)
-    from engram.stores.memories import memory_id
+    from engram.memory.models import memory_id
 
-    row = deps.memories.get_memory(t, inp.scope, owner, memory_id(inp.scope, owner, inp.key))
+    row = deps.memories.get(t, inp.scope, owner, memory_id(inp.scope, owner, inp.key))
     if row is None or row.archived_at:
         return ToolOutcome(f"no active {inp.scope} memory with key {inp.key!r}", is_error=True)
     memory_service.archive_memory(deps, t, row, owner, "agent_forget")
@@ -143,7 +143,7 @@ def _forget(ctx: ToolContext, inp: ForgetInput) -> Any:
     if not fact_id and inp.fact:
         wanted = memory_service._terms(inp.fact)
         best = max(
-            ((len(wanted & memory_service._terms(f.fact)), f) for f in deps.memories.list_facts(t) if f.archived_at is None),
+            ((len(wanted & memory_service._terms(f.fact)), f) for f in deps.facts.list(t) if f.archived_at is None),
             key=lambda pair: pair[0],
             default=(0, None),
         )

@@ -17,7 +17,7 @@ that size, each its own item (at most ``MAX_PARTS`` = 8 parts, 32,000 characters
 an item stays small (well under 20 KB) and a long reply stays searchable to its end.
 
 Archiving costs no extra AWS call on the hot path: ``items_for_turn`` builds plain items that
-``TableStore.finish_turn`` adds to the turn's own TransactWriteItems.
+``RunRepository.finish_turn`` adds to the turn's own TransactWriteItems.
 
 Deleting a session (``delete_session``) deletes its items with a Query + BatchWriteItem and writes a
 tombstone (SK ``ARCHDEL#<sessionId>#<deletedAt>``, in the same GSI1 partition, expiring after
@@ -31,7 +31,7 @@ import time
 from typing import Any
 
 from engram.aws import keys
-from engram.aws.table import chunks, deserialize, serialize
+from engram.aws.table import Table
 
 TEXT_CAP = 4000
 MAX_PARTS = 8
@@ -83,19 +83,13 @@ def _iso_now() -> str:
 
 
 class ArchiveStore:
-    def __init__(self, table: Any = None, *, client: Any = None, table_name: str | None = None):
-        """Takes a ``TableStore`` (sharing its lazily created client) or a client and a table name."""
-        self._table = table
-        self._client = client
-        self.name = table_name or (table.name if table is not None else None)
-        if self.name is None:
-            raise ValueError("ArchiveStore needs a TableStore or a table name")
+    def __init__(self, table: Table):
+        self.table = table
 
     @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = self._table.client
-        return self._client
+    def name(self) -> str:
+        """The table's name: warm search caches are keyed by it."""
+        return self.table.name
 
     # --- writing ------------------------------------------------------------------------------
     def items_for_turn(
@@ -163,21 +157,8 @@ class ArchiveStore:
         for item in items:
             if item.get("PK") != pk or not str(item.get("SK", "")).startswith(keys.archive_prefix()):
                 raise ValueError("put_many only writes archive items of this agent")
-        written = 0
-        for batch in chunks(items, 25):
-            self._batch_write([{"PutRequest": {"Item": serialize(i)}} for i in batch])
-            written += len(batch)
-        return written
-
-    def _batch_write(self, requests: list[dict[str, Any]]) -> None:
-        pending = {self.name: requests}
-        for attempt in range(10):
-            out = self.client.batch_write_item(RequestItems=pending)
-            pending = out.get("UnprocessedItems") or {}
-            if not pending:
-                return
-            time.sleep(min(0.05 * 2**attempt, 2.0))
-        raise RuntimeError(f"{sum(len(v) for v in pending.values())} archive writes stayed unprocessed")
+        self.table.batch_write(puts=items)
+        return len(items)
 
     # --- reading ------------------------------------------------------------------------------
     def load_since(
@@ -188,71 +169,22 @@ class ArchiveStore:
         ``after`` is an archivedAt prefix (e.g. an ISO timestamp); None reads everything.
         ``limit`` keeps only the newest ``limit`` items (read newest first, returned oldest first).
         """
-        expr = "GSI1PK = :pk"
-        values: dict[str, Any] = {":pk": keys.archive_by_agent(t, agent_id)}
-        if after:
-            expr += " AND GSI1SK > :after"
-            values[":after"] = keys.check_stamp("after", after)
-        args: dict[str, Any] = {
-            "TableName": self.name,
-            "IndexName": "GSI1",
-            "KeyConditionExpression": expr,
-            "ExpressionAttributeValues": serialize(values),
-            "ScanIndexForward": limit is None,
-        }
-        out_items: list[dict[str, Any]] = []
-        while True:
-            if limit is not None:
-                args["Limit"] = min(1000, limit - len(out_items))
-            out = self.client.query(**args)
-            out_items.extend(deserialize(i) for i in out.get("Items", []))
-            last = out.get("LastEvaluatedKey")
-            if not last or (limit is not None and len(out_items) >= limit):
-                break
-            args["ExclusiveStartKey"] = last
-        if limit is not None:
-            out_items.reverse()
-        return out_items
+        gsi_pk = keys.archive_by_agent(t, agent_id)
+        after = keys.check_stamp("after", after) if after else None
+        if limit is None:
+            return self.table.query_all(gsi_pk, index="GSI1", sk_after=after)
+        newest = self.table.query_all(gsi_pk, index="GSI1", sk_after=after, newest_first=True, max_items=limit)
+        return newest[::-1]
 
     def session_items(self, t: str, agent_id: str, session_id: str) -> list[dict[str, Any]]:
         """A session's archive in time order (strongly consistent: it reads the base table)."""
-        args: dict[str, Any] = {
-            "TableName": self.name,
-            "KeyConditionExpression": "PK = :pk AND begins_with(SK, :sk)",
-            "ExpressionAttributeValues": serialize(
-                {":pk": keys.agent_pk(t, agent_id), ":sk": keys.archive_session_prefix(session_id)}
-            ),
-            "ConsistentRead": True,
-        }
-        items: list[dict[str, Any]] = []
-        while True:
-            out = self.client.query(**args)
-            items.extend(deserialize(i) for i in out.get("Items", []))
-            if not out.get("LastEvaluatedKey"):
-                return items
-            args["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+        return self.table.query_all(keys.agent_pk(t, agent_id), sk_prefix=keys.archive_session_prefix(session_id), consistent=True)
 
     # --- deleting -----------------------------------------------------------------------------
     def delete_session(self, t: str, agent_id: str, session_id: str) -> int:
         """Deletes one session's archive and leaves a tombstone for warm caches. Returns the count."""
         pk = keys.agent_pk(t, agent_id)
-        args: dict[str, Any] = {
-            "TableName": self.name,
-            "KeyConditionExpression": "PK = :pk AND begins_with(SK, :sk)",
-            "ExpressionAttributeValues": serialize({":pk": pk, ":sk": keys.archive_session_prefix(session_id)}),
-            "ProjectionExpression": "PK, SK",
-            "ConsistentRead": True,
-        }
-        deleted = 0
-        while True:
-            out = self.client.query(**args)
-            found = out.get("Items", [])
-            for batch in chunks(found, 25):
-                self._batch_write([{"DeleteRequest": {"Key": key}} for key in batch])
-            deleted += len(found)
-            if not out.get("LastEvaluatedKey"):
-                break
-            args["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+        deleted = self.table.delete_all(pk, sk_prefix=keys.archive_session_prefix(session_id), consistent=True)
         now = _iso_now()
         tombstone = {
             "PK": pk,
@@ -264,5 +196,5 @@ class ArchiveStore:
             "archivedAt": now,
             "expiresAt": int(time.time()) + TOMBSTONE_TTL_S,
         }
-        self.client.put_item(TableName=self.name, Item=serialize(tombstone))
+        self.table.put(tombstone)
         return deleted

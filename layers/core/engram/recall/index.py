@@ -56,8 +56,8 @@ PARAMS = Params()
 
 
 def archive_of(deps: Any) -> ArchiveStore:
-    """The Deps' archive store once wired (``deps.archive``), else one over the same table."""
-    return getattr(deps, "archive", None) or ArchiveStore(deps.table)
+    """The archive store (a seam the recall-cache tests replace)."""
+    return deps.archive
 
 
 def _iso(ts: float) -> str:

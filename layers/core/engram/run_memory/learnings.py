@@ -17,7 +17,7 @@ from engram.kernel.validation import check_text, refuse_secrets
 from engram.memory.section import _fence, quote
 from engram.memory.models import Memory
 from engram.run_memory.store import iso_micro, next_instant
-from engram.stores.memories import LEARNING_KEY_PREFIX, memory_id
+from engram.memory.models import LEARNING_KEY_PREFIX, memory_id
 
 
 def store_learning(deps: Deps, t: str, lead_agent_id: str, text: str, *, origin: dict[str, Any] | None) -> Memory:
@@ -40,7 +40,7 @@ def store_learning(deps: Deps, t: str, lead_agent_id: str, text: str, *, origin:
         confidence="inferred",
         origin=origin,
     )
-    deps.memories.put_memory(t, row, lead_agent_id)
+    deps.memories.put(t, row, lead_agent_id)
     return row
 
 

@@ -10,13 +10,11 @@ strings and maps, nulls), which DynamoDB's native types would not all do.
 from __future__ import annotations
 
 import json
-import time
 from typing import Any, Iterable
 
 from engram.run_memory.store import RunMemoryEntry
 from engram.aws import keys
-from engram.aws.table import chunks, deserialize, serialize
-from engram.stores.table import TableStore
+from engram.aws.table import Table
 
 # Attributes an entry sets; the optional ones are REMOVEd when absent, so an overwrite replaces
 # the whole entry except its createdAt.
@@ -40,7 +38,7 @@ def _entry(item: dict[str, Any]) -> RunMemoryEntry:
 
 
 class RunMemoryStore:
-    def __init__(self, table: TableStore):
+    def __init__(self, table: Table):
         self.table = table
 
     def put(self, t: str, agent_id: str, run_id: str, entry: RunMemoryEntry) -> RunMemoryEntry:
@@ -50,15 +48,13 @@ class RunMemoryStore:
         present = {attr: value for attr, value in fields.items() if value is not None}
         assignments = [f"#{attr} = :{attr}" for attr in present] + ["#createdAt = if_not_exists(#createdAt, :createdAt)"]
         absent = [f"#{attr}" for attr in fields if attr not in present]
-        out = self.table.client.update_item(
-            TableName=self.table.name,
-            Key=serialize({"PK": keys.agent_pk(t, agent_id), "SK": keys.run_memory_sk(run_id, entry.key)}),
-            UpdateExpression="SET " + ", ".join(assignments) + (" REMOVE " + ", ".join(absent) if absent else ""),
-            ExpressionAttributeNames={f"#{attr}": attr for attr in [*fields, "createdAt"]},
-            ExpressionAttributeValues=serialize({**{f":{attr}": value for attr, value in present.items()}, ":createdAt": entry.created_at}),
-            ReturnValues="ALL_NEW",
+        item = self.table.update(
+            keys.agent_pk(t, agent_id), keys.run_memory_sk(run_id, entry.key),
+            "SET " + ", ".join(assignments) + (" REMOVE " + ", ".join(absent) if absent else ""),
+            names={f"#{attr}": attr for attr in [*fields, "createdAt"]},
+            values={**{f":{attr}": value for attr, value in present.items()}, ":createdAt": entry.created_at},
         )
-        return _entry(deserialize(out["Attributes"]))
+        return _entry(item)
 
     def put_many(self, t: str, agent_id: str, run_id: str, entries: Iterable[RunMemoryEntry]) -> None:
         """BatchWriteItem of whole entries (the caller's inputs at run start), retrying unprocessed
@@ -68,27 +64,14 @@ class RunMemoryStore:
             {"PK": pk, "SK": keys.run_memory_sk(run_id, e.key), **_item_fields(e, run_id), "createdAt": e.created_at}
             for e in entries
         ]
-        for batch in chunks(items, 25):
-            request: dict[str, Any] = {self.table.name: [{"PutRequest": {"Item": serialize(item)}} for item in batch]}
-            for attempt in range(10):
-                request = self.table.client.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
-                if not request:
-                    break
-                time.sleep(min(0.05 * 2**attempt, 1.0))
-            if request:
-                raise RuntimeError(f"DynamoDB left {len(request.get(self.table.name, []))} run memory items unprocessed")
+        self.table.batch_write(puts=items)
 
     def load(self, t: str, agent_id: str, run_id: str) -> list[RunMemoryEntry]:
         """Every entry of the run (all pages), in createdAt order."""
-        items = self.table._query_all(keys.agent_pk(t, agent_id), sk_prefix=keys.run_memory_prefix(run_id))
+        items = self.table.query_all(keys.agent_pk(t, agent_id), sk_prefix=keys.run_memory_prefix(run_id))
         return sorted((_entry(i) for i in items), key=lambda e: (e.created_at, e.key))
 
     def agent_entries(self, t: str, agent_id: str) -> list[tuple[str, RunMemoryEntry]]:
         """(runId, entry) of every run memory held in the agent's partition (account export)."""
-        items = self.table._query_all(keys.agent_pk(t, agent_id), sk_prefix="RUNMEM#")
+        items = self.table.query_all(keys.agent_pk(t, agent_id), sk_prefix="RUNMEM#")
         return [(str(i.get("runId", "")), _entry(i)) for i in items]
-
-    def delete_run(self, t: str, agent_id: str, run_id: str) -> int:
-        items = self.table._query_all(keys.agent_pk(t, agent_id), sk_prefix=keys.run_memory_prefix(run_id), projection="PK, SK")
-        self.table._delete_keys([(i["PK"], i["SK"]) for i in items])
-        return len(items)

@@ -153,7 +153,7 @@ def _ordered(entries: Iterable[RunMemoryEntry]) -> list[RunMemoryEntry]:
 
 # --- the store of one run ---------------------------------------------------------------------
 class RunMemory:
-    """The scratch store of ONE run. `store` is a `stores.run_memory.RunMemoryStore` (or None for
+    """The scratch store of ONE run. `store` is a `run_memory.repository.RunMemoryStore` (or None for
     memory that is never persisted); every write reaches it before it is visible here."""
 
     def __init__(self, store: Any, tenant: str, agent_id: str, run_id: str, settings: "Settings",
@@ -271,6 +271,4 @@ class RunMemory:
 def run_memory_listing(deps: "Deps", t: str, agent_id: str, run_id: str) -> list[dict[str, Any]]:
     """Every entry of a run, with values, in createdAt order (GET /api/runs/{runId}/memory).
     `agent_id` is the agent the run memory belongs to (the lead of a council run)."""
-    from engram.run_memory.repository import RunMemoryStore
-
-    return [e.public() for e in RunMemoryStore(deps.table).load(t, agent_id, run_id)]
+    return [e.public() for e in deps.run_memory.load(t, agent_id, run_id)]

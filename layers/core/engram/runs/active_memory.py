@@ -29,8 +29,8 @@ def _age_seconds(stamp: str | None) -> int | None:
 
 def status(deps: Deps, t: str, agent_id: str) -> ActiveMemoryStatus:
     """GET /api/agents/{agentId}/active-memory: the panel's data (AM3)."""
-    agent_future = deps.executor.submit(deps.table.get_agent, t, check_id("agentId", agent_id))
-    session = deps.table.get_session(t, agent_id, DASHBOARD)
+    agent_future = deps.executor.submit(deps.agents.get, t, check_id("agentId", agent_id))
+    session = deps.sessions.get(t, agent_id, DASHBOARD)
     agent = agent_future.result()
     if agent is None:
         raise NotFound("agent not found", field="agentId")
@@ -60,10 +60,10 @@ def reset(deps: Deps, t: str, agent_id: str) -> ActiveMemoryStatus:
     from engram.engine.turn import acquire_session
 
     check_id("agentId", agent_id)
-    if deps.table.get_agent(t, agent_id) is None:
+    if deps.agents.get(t, agent_id) is None:
         raise NotFound("agent not found", field="agentId")
     token = new_id("reset")
     acquire_session(deps, t, agent_id, DASHBOARD, token, 10, deps.settings.session_wait_s,
                     "a run is using the agent's main session; retry the reset when it finishes")
-    deps.table.reset_session_context(t, agent_id, DASHBOARD, token)
+    deps.sessions.reset_context(t, agent_id, DASHBOARD, token)
     return status(deps, t, agent_id)

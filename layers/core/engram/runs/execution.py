@@ -11,7 +11,7 @@ and an extraction job. What differs is where its context comes from:
 - A re-examination (AM6) is a fresh run anchored to a prior decision: its prompt is built here
   from the parent's card, and its card is the re-examination card, whatever the agent's own format.
 
-Runs are claimed before they execute (`TableStore.start_run`), so a redelivered scheduler firing
+Runs are claimed before they execute (`RunRepository.start`), so a redelivered scheduler firing
 or SQS message never runs an agent twice.
 """
 
@@ -80,14 +80,14 @@ def process_schedule_event(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
     if scheduled is None:
         logger.error("ignored a scheduler event without a scheduled time", extra={"agent_id": agent_id})
         return {"status": "ignored", "reason": "invalid_event"}
-    agent = deps.table.get_agent(tenant, agent_id)
+    agent = deps.agents.get(tenant, agent_id)
     if agent is None or not agent.schedule:
         # Deleted, or its schedule was cleared while this firing was in flight.
         logger.info("scheduled firing for an agent without a schedule ignored", extra={"agent_id": agent_id})
         return {"status": "ignored", "reason": "no_schedule" if agent else "agent_not_found"}
     run_id = firing_run_id(agent_id, scheduled)
     prompt = agent.default_prompt or _FALLBACK_PROMPT
-    created = deps.table.create_run(tenant, _queued(agent.id, run_id, kind="heartbeat", trigger="schedule", prompt=prompt))
+    created = deps.runs.create(tenant, _queued(agent.id, run_id, kind="heartbeat", trigger="schedule", prompt=prompt))
     if not created:
         metrics.add_metric(name="HeartbeatRedelivered", unit=MetricUnit.Count, value=1)
     outcome = execute_run(deps, tenant, run_id, agent=agent)
@@ -108,7 +108,7 @@ def process_run_job(deps: Deps, job: dict[str, Any]) -> None:
     except SessionBusy as err:
         attempt = int(job.get("attempt", 1) or 1)
         if attempt >= _BUSY_RETRIES:
-            run = deps.table.start_run(tenant, run_id, claim_s=60)
+            run = deps.runs.start(tenant, run_id, claim_s=60)
             if run is not None:
                 _record_failure(deps, tenant, run, err)
             return
@@ -127,7 +127,7 @@ def _queued(agent_id: str, run_id: str, *, kind: str, trigger: str, prompt: str,
 # --- API use cases ----------------------------------------------------------------------------
 def start_manual_run(deps: Deps, t: str, agent_id: str, body: RunCreate) -> Run:
     """POST /api/agents/{agentId}/runs: runs the agent now, with its default prompt or an override (AM4)."""
-    agent = deps.table.get_agent(t, check_id("agentId", agent_id))
+    agent = deps.agents.get(t, check_id("agentId", agent_id))
     if agent is None:
         raise NotFound("agent not found", field="agentId")
     prompt = body.prompt or agent.default_prompt
@@ -143,7 +143,7 @@ def start_manual_run(deps: Deps, t: str, agent_id: str, body: RunCreate) -> Run:
 def start_reexamination(deps: Deps, t: str, parent_run_id: str) -> Run:
     """POST /api/runs/{runId}/re-examine (AM6): a new full run of the same agent, anchored to the
     parent's card. The parent is never modified."""
-    parent = deps.table.get_run(t, check_id("runId", parent_run_id))
+    parent = deps.runs.get(t, check_id("runId", parent_run_id))
     if parent is None:
         raise NotFound("run not found", field="runId")
     card = parent.result.get("card") if isinstance(parent.result, dict) else None
@@ -157,7 +157,7 @@ def start_reexamination(deps: Deps, t: str, parent_run_id: str) -> Run:
     if card_type.re_examinable == "until_resolved" and parent.resolution_status in ("resolved", "expired"):
         raise Conflict(f"the decision is {parent.resolution_status}: a {card_type.name} card is re-examined only until it is resolved",
                        field="runId", code="decision_resolved")
-    agent = deps.table.get_agent(t, parent.agent_id)
+    agent = deps.agents.get(t, parent.agent_id)
     if agent is None:
         raise NotFound("the run's agent no longer exists", field="runId")
     prompt = reexamination_prompt(parent, card, card_type)
@@ -167,7 +167,7 @@ def start_reexamination(deps: Deps, t: str, parent_run_id: str) -> Run:
 
 
 def _enqueue(deps: Deps, t: str, run: Run, *, inputs: dict[str, Any] | None = None) -> None:
-    deps.table.create_run(t, run)
+    deps.runs.create(t, run)
     job: dict[str, Any] = {"tenant": t, "runId": run.id, "agentId": run.agent_id, "kind": run.kind}
     if inputs:
         job["inputs"] = inputs
@@ -176,7 +176,7 @@ def _enqueue(deps: Deps, t: str, run: Run, *, inputs: dict[str, Any] | None = No
     except Exception as err:
         failed = run.model_copy(update={"status": "failed", "updated_at": now_iso(),
                                         "error": {"code": "enqueue_failed", "message": "the run could not be queued"}})
-        deps.table.put_run(t, failed)
+        deps.runs.put(t, failed)
         raise EngramError("the run could not be queued; try again", code="enqueue_failed") from err
 
 
@@ -205,19 +205,19 @@ def reexamination_prompt(parent: Run, card: dict[str, Any], card_type: Any) -> s
 def execute_run(deps: Deps, t: str, run_id: str, *, agent: Agent | None = None, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     """Claims the run (or returns at once if it finished or another worker has it) and executes it."""
     budget = deps.settings.run_budget_s
-    run = deps.table.start_run(t, run_id, claim_s=2 * budget + _CLAIM_MARGIN_S)
+    run = deps.runs.start(t, run_id, claim_s=2 * budget + _CLAIM_MARGIN_S)
     if run is None:
         logger.info("run already finished or running elsewhere; delivery ignored", extra={"run_id": run_id})
         return {"status": "duplicate"}
     started = time.monotonic()
-    agent = agent if agent is not None and agent.id == run.agent_id else deps.table.get_agent(t, run.agent_id)
+    agent = agent if agent is not None and agent.id == run.agent_id else deps.agents.get(t, run.agent_id)
     if agent is None:
         _record_failure(deps, t, run, NotFound("agent not found", field="agentId"))
         return {"status": "failed"}
     try:
         status = _execute(deps, t, run, agent, inputs)
     except SessionBusy:
-        deps.table.requeue_run(t, run.id)  # the retry claims it again
+        deps.runs.requeue(t, run.id)  # the retry claims it again
         raise
     except TurnFailed:
         status = "failed"  # recorded by run_turn
@@ -231,23 +231,22 @@ def execute_run(deps: Deps, t: str, run_id: str, *, agent: Agent | None = None, 
 
 
 def _record_failure(deps: Deps, t: str, run: Run, err: Exception) -> None:
-    deps.table.put_run(t, run.model_copy(update={"status": "failed", "updated_at": now_iso(), "error": error_of(err)}))
+    deps.runs.put(t, run.model_copy(update={"status": "failed", "updated_at": now_iso(), "error": error_of(err)}))
 
 
 def _execute(deps: Deps, t: str, run: Run, agent: Agent, inputs: dict[str, Any] | None) -> str:
     from engram.run_memory.learnings import recent_learnings, render_learnings
     from engram.run_memory.store import RunMemory, input_key
-    from engram.run_memory.repository import RunMemoryStore
 
     settings = deps.settings
     card_type = None
     if run.kind == "reexamination":  # checked first: a council is not run for a parent that is gone
-        parent = deps.table.get_run(t, run.parent_run_id or "")
+        parent = deps.runs.get(t, run.parent_run_id or "")
         parent_type = find_card_type(deps, t, (parent.result or {}).get("cardType") or "") if parent else None
         if parent is None or parent_type is None:
             raise NotFound("the run being re-examined no longer exists", field="parentRunId")
         card_type = reexamination_card_type(parent_type)
-    memory = RunMemory(RunMemoryStore(deps.table), t, agent.id, run.id, settings)
+    memory = RunMemory(deps.run_memory, t, agent.id, run.id, settings)
     if inputs:
         memory.seed_inputs(inputs)
     declared = [(input_key(name), f"caller input {name}") for name, value in (inputs or {}).items() if value is not None]
@@ -278,7 +277,7 @@ def _execute(deps: Deps, t: str, run: Run, agent: Agent, inputs: dict[str, Any] 
     ))
     if run.kind == "reexamination" and run.parent_run_id:
         card = (result.run.result or {}).get("card") or {}
-        deps.table.set_latest_conviction(t, run.parent_run_id, score=int(card["conviction_score"]), child_run_id=run.id,
+        deps.runs.set_latest_conviction(t, run.parent_run_id, score=int(card["conviction_score"]), child_run_id=run.id,
                                          child_created_at=run.created_at)
     return result.run.status
 
@@ -321,7 +320,7 @@ def _run_member(deps: Deps, t: str, lead_run: Run, lead: Agent, member_id: str, 
     key = task_key(member_id)
     member = None
     try:
-        member = deps.table.get_agent(t, member_id)
+        member = deps.agents.get(t, member_id)
         if member is None:
             raise NotFound(f"team member {member_id} not found", field="team")
         persona = (member.persona or "").strip().splitlines()[0][:_ROSTER_PERSONA_CHARS] if member.persona else ""

@@ -15,7 +15,7 @@ def list_usage(deps: Deps, t: str, agent_id: str | None, session_id: str | None,
         raise BadRequest("sessionId filters need agentId (session ids are per agent)", field="agentId", code="missing_filter")
     if agent_id:
         check_id("agentId", agent_id)
-    rows, nxt = deps.table.list_usage(t, agent_id=agent_id, session_key=session_id, limit=limit, token=token)
+    rows, nxt = deps.usage.list(t, agent_id=agent_id, session_key=session_id, limit=limit, token=token)
     totals = {"inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0, "cacheWriteTokens": 0, "costUsd": 0.0}
     for row in rows:
         data = row.public()

@@ -1,0 +1,131 @@
+"""Workspaces and agents in the single table (the tenant's partition), and the webhook lookup."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engram.agents.models import Agent, Workspace
+from engram.aws import keys
+from engram.aws.table import ConditionFailed, Table, set_expression
+from engram.kernel.errors import NotFound
+
+_WORKSPACE_NOT_FOUND = "workspace not found"
+
+
+class WorkspaceRepository:
+    def __init__(self, table: Table):
+        self.table = table
+
+    def put(self, t: str, ws: Workspace) -> None:
+        item = {"PK": keys.tenant_pk(t), "SK": keys.workspace_sk(ws.id), **ws.model_dump(by_alias=True)}
+        self.table.put(item, condition="attribute_not_exists(PK)")
+
+    def get(self, t: str, workspace_id: str) -> Workspace | None:
+        item = self.table.get(keys.tenant_pk(t), keys.workspace_sk(workspace_id))
+        return Workspace.model_validate(item) if item else None
+
+    def list(self, t: str, *, limit: int, token: str | None) -> tuple[list[Workspace], str | None]:
+        items, nxt = self.table.query(keys.tenant_pk(t), sk_prefix="WS#", limit=limit, token=token)
+        return [Workspace.model_validate(i) for i in items], nxt
+
+    def update(self, t: str, workspace_id: str, changes: dict[str, Any]) -> Workspace:
+        try:
+            item = self.table.set_fields(keys.tenant_pk(t), keys.workspace_sk(workspace_id), changes)
+        except ConditionFailed:
+            raise NotFound(_WORKSPACE_NOT_FOUND, field="workspaceId") from None
+        return Workspace.model_validate(item)
+
+    def delete(self, t: str, workspace_id: str) -> None:
+        try:
+            self.table.delete(keys.tenant_pk(t), keys.workspace_sk(workspace_id), condition="attribute_exists(PK)")
+        except ConditionFailed:
+            raise NotFound(_WORKSPACE_NOT_FOUND, field="workspaceId") from None
+
+    def exists_op(self, t: str, workspace_id: str) -> dict[str, Any]:
+        """A transaction's check that the workspace exists (an agent joining it)."""
+        return self.table.check_op(keys.tenant_pk(t), keys.workspace_sk(workspace_id))
+
+
+class AgentRepository:
+    def __init__(self, table: Table):
+        self.table = table
+        self.workspaces = WorkspaceRepository(table)
+
+    def _item(self, t: str, agent: Agent) -> dict[str, Any]:
+        return {
+            "PK": keys.tenant_pk(t),
+            "SK": keys.agent_sk(agent.id),
+            "GSI2PK": keys.agent_lookup(agent.id),
+            "GSI2SK": t,
+            "tenant": t,
+            **agent.model_dump(by_alias=True),
+        }
+
+    def create(self, t: str, agent: Agent, *, webhook_secret: str, with_items: list[dict[str, Any]]) -> None:
+        """The agent, `with_items` (its `dashboard` session) and the workspace check commit together
+        or not at all."""
+        ops = [self.table.put_op({**self._item(t, agent), "webhookSecret": webhook_secret}, condition="attribute_not_exists(PK)")]
+        ops += [self.table.put_op(item) for item in with_items]
+        if agent.workspace_id:
+            ops.append(self.workspaces.exists_op(t, agent.workspace_id))
+        try:
+            self.table.transact(ops)
+        except ConditionFailed as err:
+            if agent.workspace_id and err.failed_at(len(ops) - 1):
+                raise NotFound(_WORKSPACE_NOT_FOUND, field="workspaceId") from None
+            raise
+
+    def get(self, t: str, agent_id: str) -> Agent | None:
+        item = self.table.get(keys.tenant_pk(t), keys.agent_sk(agent_id))
+        return Agent.model_validate(item) if item else None
+
+    def webhook_secret(self, t: str, agent_id: str) -> str | None:
+        item = self.table.get(keys.tenant_pk(t), keys.agent_sk(agent_id))
+        return item.get("webhookSecret") if item else None
+
+    def tenant_of(self, agent_id: str) -> str | None:
+        """The webhook arrives without a principal: GSI2 maps an agent id to its tenant."""
+        items, _ = self.table.query(keys.agent_lookup(agent_id), index="GSI2", limit=1)
+        return items[0]["GSI2SK"] if items else None
+
+    def list(self, t: str, *, limit: int, token: str | None) -> tuple[list[Agent], str | None]:
+        items, nxt = self.table.query(keys.tenant_pk(t), sk_prefix="AGENT#", limit=limit, token=token)
+        return [Agent.model_validate(i) for i in items], nxt
+
+    def in_workspace(self, t: str, workspace_id: str) -> list[str]:
+        items = self.table.query_all(keys.tenant_pk(t), sk_prefix="AGENT#", projection="id, workspaceId")
+        return [i["id"] for i in items if i.get("workspaceId") == workspace_id]
+
+    def update(self, t: str, agent_id: str, changes: dict[str, Any]) -> Agent:
+        pk, sk = keys.tenant_pk(t), keys.agent_sk(agent_id)
+        if not changes.get("workspaceId"):
+            try:
+                return Agent.model_validate(self.table.set_fields(pk, sk, changes))
+            except ConditionFailed:
+                raise NotFound("agent not found", field="agentId") from None
+        # The workspace must exist at the moment the agent moves into it.
+        expression, names, values = set_expression(changes)
+        try:
+            self.table.transact([
+                self.table.update_op(pk, sk, expression, condition="attribute_exists(PK)", names=names, values=values),
+                self.workspaces.exists_op(t, changes["workspaceId"]),
+            ])
+        except ConditionFailed as err:
+            if err.failed_at(0):
+                raise NotFound("agent not found", field="agentId") from None
+            raise NotFound(_WORKSPACE_NOT_FOUND, field="workspaceId") from None
+        agent = self.get(t, agent_id)
+        if agent is None:
+            raise NotFound("agent not found", field="agentId")
+        return agent
+
+    def delete_cascade(self, t: str, agent_id: str) -> list[str]:
+        """Deletes the agent's runs, everything in its partition (sessions, memories, archive, run
+        memory, markers) and, last, the agent row; returns the session ids. Children go first, so
+        a retry after a partial failure finishes the job."""
+        runs = self.table.query_all(keys.runs_by_agent(t, agent_id), index="GSI1", projection="PK, SK")
+        children = self.table.query_all(keys.agent_pk(t, agent_id), projection="PK, SK")
+        session_ids = [c["SK"].split("#", 1)[1] for c in children if c["SK"].startswith("SESSION#")]
+        self.table.batch_write(deletes=[(r["PK"], r["SK"]) for r in runs] + [(c["PK"], c["SK"]) for c in children])
+        self.table.delete(keys.tenant_pk(t), keys.agent_sk(agent_id))
+        return session_ids

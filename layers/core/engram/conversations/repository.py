@@ -1,0 +1,102 @@
+"""Session rows (in the agent's partition) and the lease that serialises a session's turns."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from engram.aws import keys
+from engram.aws.table import ConditionFailed, Table
+from engram.conversations.models import Session
+from engram.kernel.errors import Conflict, NotFound, SessionBusy
+from engram.kernel.model import now_iso
+
+_FREE = "attribute_exists(PK) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)"
+
+
+class SessionRepository:
+    def __init__(self, table: Table):
+        self.table = table
+
+    def item(self, t: str, session: Session) -> dict[str, Any]:
+        return {"PK": keys.agent_pk(t, session.agent_id), "SK": keys.session_sk(session.id), **session.model_dump(by_alias=True)}
+
+    def create(self, t: str, session: Session, *, if_absent_ok: bool = False) -> bool:
+        """Creates a session of an existing agent; False when it already existed and if_absent_ok."""
+        try:
+            self.table.transact([
+                self.table.put_op(self.item(t, session), condition="attribute_not_exists(PK)"),
+                self.table.check_op(keys.tenant_pk(t), keys.agent_sk(session.agent_id)),
+            ])
+        except ConditionFailed as err:
+            if err.failed_at(1):
+                raise NotFound("agent not found", field="agentId") from None
+            if if_absent_ok:
+                return False
+            raise Conflict(f"session {session.id} already exists", field="id", code="session_exists") from None
+        return True
+
+    def get(self, t: str, agent_id: str, session_id: str) -> dict[str, Any] | None:
+        return self.table.get(keys.agent_pk(t, agent_id), keys.session_sk(session_id))
+
+    def list(self, t: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Session], str | None]:
+        items, nxt = self.table.query(keys.agent_pk(t, agent_id), sk_prefix="SESSION#", limit=limit, token=token)
+        return [Session.model_validate(i) for i in items], nxt
+
+    def delete(self, t: str, agent_id: str, session_id: str) -> None:
+        """Refused while a turn holds the session, so a running turn cannot resurrect it."""
+        try:
+            self.table.delete(keys.agent_pk(t, agent_id), keys.session_sk(session_id), condition=_FREE,
+                              values={":now": int(time.time())}, old_on_failure=True)
+        except ConditionFailed as err:
+            if err.item:
+                raise SessionBusy("a turn is running on this session; try again when it ends", field="sessionId") from None
+            raise NotFound("session not found", field="sessionId") from None
+
+    # --- the lease ------------------------------------------------------------------------------
+    def acquire_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> dict[str, Any]:
+        """Takes the session for one turn (or run, or reset); returns the session item."""
+        now = int(time.time())
+        try:
+            return self.table.update(
+                keys.agent_pk(t, agent_id), keys.session_sk(session_id), "SET leaseOwner = :run, leaseUntil = :until",
+                condition=_FREE, values={":run": owner, ":until": now + int(ttl_s) + 1, ":now": now}, old_on_failure=True,
+            )
+        except ConditionFailed as err:
+            if err.item:
+                raise SessionBusy("another turn is running on this session", field="sessionId") from None
+            raise NotFound("session not found", field="sessionId") from None
+
+    def release_lease(self, t: str, agent_id: str, session_id: str, owner: str) -> None:
+        try:
+            self.table.update(keys.agent_pk(t, agent_id), keys.session_sk(session_id), "REMOVE leaseOwner, leaseUntil",
+                              condition="leaseOwner = :run", values={":run": owner})
+        except ConditionFailed:
+            pass  # not ours any more: nothing to release
+
+    def commit_op(self, t: str, agent_id: str, session_id: str, owner: str, changes: dict[str, Any] | None, now: str) -> dict[str, Any]:
+        """A turn's commit, as one operation of its transaction: the counters it changes (a
+        successful turn) and the release of its lease, conditional on still holding it."""
+        sets = ["updatedAt = :now"] if changes else []
+        values: dict[str, Any] = {":run": owner}
+        if changes:
+            values[":now"] = now
+            for i, (attr, value) in enumerate(changes.items()):
+                sets.append(f"{attr} = :s{i}")
+                values[f":s{i}"] = value
+        expression = ("SET " + ", ".join(sets) + " " if sets else "") + "REMOVE leaseOwner, leaseUntil"
+        return self.table.update_op(keys.agent_pk(t, agent_id), keys.session_sk(session_id), expression,
+                                    condition="leaseOwner = :run", values=values)
+
+    def reset_context(self, t: str, agent_id: str, session_id: str, owner: str) -> dict[str, Any]:
+        """Active Memory reset, under the lease `owner` holds: the model's context starts after the
+        messages the session holds now (they stay in the transcript); the run counter restarts."""
+        try:
+            return self.table.update(
+                keys.agent_pk(t, agent_id), keys.session_sk(session_id),
+                "SET contextFrom = if_not_exists(messageCount, :zero), revisionAtReset = if_not_exists(revision, :zero), "
+                "runsSinceReset = :zero, lastResetAt = :now REMOVE leaseOwner, leaseUntil",
+                condition="leaseOwner = :token", values={":zero": 0, ":now": now_iso(), ":token": owner},
+            )
+        except ConditionFailed:
+            raise SessionBusy("the session lease was lost during the reset; retry", field="sessionId") from None

@@ -1,0 +1,124 @@
+"""Long-term memory rows (agent and workspace scope) in the single table.
+
+A memory's id is derived from (scope, owner, key), so "unique key per scope" and "every create
+is an upsert by key" hold by construction. Active rows also carry a sparse GSI2 rank key
+(pinned, importance desc, most recent) so the prompt reads its top rows with one bounded Query,
+however many rows exist. Director learnings are indexed per agent on GSI1 instead.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime
+from typing import Any
+
+from engram.aws import keys
+from engram.aws.table import ConditionFailed, Table
+from engram.kernel.errors import Conflict, NotFound
+from engram.memory.models import Memory, is_director_learning, is_live
+
+_MAX_EPOCH_MS = 9_999_999_999_999
+
+
+def epoch_ms(iso: str) -> int:
+    return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def owner_pk(t: str, scope: str, owner_id: str) -> str:
+    return keys.agent_pk(t, owner_id) if scope == "agent" else keys.workspace_pk(t, owner_id)
+
+
+def memory_rank(m: Memory) -> str:
+    recency = _MAX_EPOCH_MS - epoch_ms(m.updated_at)
+    return f"{0 if m.pinned else 1}#{100 - m.importance:03d}#{recency:013d}#{m.id}"
+
+
+def inverse_recency(iso: str) -> int:
+    return _MAX_EPOCH_MS - epoch_ms(iso)
+
+
+class MemoryRepository:
+    def __init__(self, table: Table):
+        self.table = table
+
+    def item(self, t: str, m: Memory, owner_id: str) -> dict[str, Any]:
+        pk = owner_pk(t, m.scope, owner_id)
+        item = {"PK": pk, "SK": keys.memory_sk(m.id), "ownerId": owner_id, **m.model_dump(by_alias=True, mode="json")}
+        if m.archived_at is None and is_director_learning(m):
+            # Shown in their own prompt section (run_memory.learnings), newest first; not in the rank index.
+            item["GSI1PK"] = keys.learnings_by_agent(t, owner_id)
+            item["GSI1SK"] = f"{m.created_at}#{m.id}"
+        elif m.archived_at is None:
+            item["GSI2PK"] = keys.memory_rank_pk(pk)
+            item["GSI2SK"] = memory_rank(m)
+        if m.expires_at:
+            item["expiresAt"] = m.expires_at
+        return item
+
+    def put(self, t: str, m: Memory, owner_id: str, *, expect_updated_at: str | None = None) -> None:
+        """With `expect_updated_at` (read-modify-write), refused if the row changed since it was read."""
+        try:
+            if expect_updated_at is None:
+                self.table.put(self.item(t, m, owner_id))
+            else:
+                self.table.put(self.item(t, m, owner_id), condition="updatedAt = :seen", values={":seen": expect_updated_at})
+        except ConditionFailed:
+            raise Conflict("the memory changed while it was being updated; retry", field="memoryId", code="memory_changed") from None
+
+    def get(self, t: str, scope: str, owner_id: str, mid: str) -> Memory | None:
+        item = self.table.get(owner_pk(t, scope, owner_id), keys.memory_sk(mid))
+        return Memory.model_validate(item) if item else None
+
+    def get_many(self, t: str, wanted: list[tuple[str, str, str]]) -> dict[str, Memory]:
+        """(scope, owner, memoryId) -> the stored row (archived ones too), by id; one BatchGetItem."""
+        unique = {mid: (scope, owner) for scope, owner, mid in wanted}
+        items = self.table.get_many([(owner_pk(t, scope, owner), keys.memory_sk(mid)) for mid, (scope, owner) in unique.items()])
+        return {m.id: m for m in (Memory.model_validate(i) for i in items)}
+
+    def list(self, t: str, scope: str, owner_id: str) -> list[Memory]:
+        items = self.table.query_all(owner_pk(t, scope, owner_id), sk_prefix="MEM#")
+        return [Memory.model_validate(i) for i in items]
+
+    def top(self, t: str, scope: str, owner_id: str, *, limit: int, session_id: str | None, page: int = 50) -> list[Memory]:
+        """The owner's live rows in injection order (pinned > importance > recent), at most `limit`."""
+        if limit <= 0:
+            return []
+        pk = keys.memory_rank_pk(owner_pk(t, scope, owner_id))
+        out: list[Memory] = []
+        token = None
+        now = time.time()
+        for _ in range(20):  # bounded: expired or other-session rows are skipped, not unbounded
+            items, token = self.table.query(pk, index="GSI2", limit=max(page, limit), token=token)
+            for item in items:
+                m = Memory.model_validate(item)
+                if not is_live(m, now) or (m.category == "conversation" and m.session_id != session_id):
+                    continue
+                out.append(m)
+                if len(out) >= limit:
+                    return out
+            if not token:
+                break
+        return out
+
+    def recent_learnings(self, t: str, agent_id: str, *, limit: int) -> list[Memory]:
+        """An agent's `limit` newest active director learnings, newest first (one bounded Query)."""
+        if limit <= 0:
+            return []
+        items, _ = self.table.query(keys.learnings_by_agent(t, agent_id), index="GSI1", limit=limit, newest_first=True)
+        return [Memory.model_validate(i) for i in items]
+
+    def delete(self, t: str, scope: str, owner_id: str, mid: str) -> None:
+        try:
+            self.table.delete(owner_pk(t, scope, owner_id), keys.memory_sk(mid), condition="attribute_exists(PK)")
+        except ConditionFailed:
+            raise NotFound("memory not found", field="memoryId") from None
+
+    def delete_owner(self, t: str, scope: str, owner_id: str) -> int:
+        """Removes every memory row of an agent or workspace (the agent cascade covers agents)."""
+        return self.table.delete_all(owner_pk(t, scope, owner_id), sk_prefix="MEM#")
+
+    def delete_session_memories(self, t: str, agent_id: str, session_id: str) -> int:
+        """Conversation-category rows are bound to their session and go with it."""
+        rows = [m for m in self.list(t, "agent", agent_id) if m.category == "conversation" and m.session_id == session_id]
+        self.table.batch_write(deletes=[(keys.agent_pk(t, agent_id), keys.memory_sk(m.id)) for m in rows])
+        return len(rows)

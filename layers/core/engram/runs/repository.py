@@ -1,0 +1,169 @@
+"""Run records in the tenant's partition: listed per agent through GSI1 (time-ordered ids), a
+re-examination's children through a sparse GSI2 key; and the one transaction that ends a turn."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from engram.aws import keys
+from engram.aws.table import ConditionFailed, Table
+from engram.conversations.repository import SessionRepository
+from engram.kernel.errors import Conflict, NotFound, SessionBusy
+from engram.kernel.model import now_iso
+from engram.kernel.observability import logger
+from engram.runs.models import Run
+from engram.usage.models import UsageRow
+from engram.usage.repository import UsageRepository
+
+_TRANSACTION_ITEMS = 90  # TransactWriteItems takes at most 100 items
+
+
+class RunRepository:
+    def __init__(self, table: Table, sessions: SessionRepository | None = None, usage: UsageRepository | None = None):
+        self.table = table
+        self.sessions = sessions or SessionRepository(table)
+        self.usage = usage or UsageRepository(table)
+
+    def item(self, t: str, run: Run) -> dict[str, Any]:
+        item = {
+            "PK": keys.tenant_pk(t),
+            "SK": keys.run_sk(run.id),
+            "GSI1PK": keys.runs_by_agent(t, run.agent_id),
+            "GSI1SK": run.id,
+            **run.model_dump(by_alias=True, mode="json", exclude={"latest_conviction", "resolution_status"}),
+        }
+        # Set by their own updates (re-examinations finishing, PATCH): a run's rewrite keeps them.
+        for attr, value in (("latestConviction", run.latest_conviction), ("resolutionStatus", run.resolution_status)):
+            if value is not None:
+                item[attr] = value
+        if run.kind == "reexamination" and run.parent_run_id:
+            # Sparse: GET /api/runs/{parent}/re-examinations is one Query, in creation order.
+            item["GSI2PK"] = keys.reexaminations_of(t, run.parent_run_id)
+            item["GSI2SK"] = f"{run.created_at}#{run.id}"
+        return item
+
+    def create(self, t: str, run: Run) -> bool:
+        """Records a queued run; False if a run with this id already exists (a redelivered firing)."""
+        try:
+            self.table.put(self.item(t, run), condition="attribute_not_exists(PK)")
+        except ConditionFailed:
+            return False
+        return True
+
+    def put(self, t: str, run: Run, *, only_if_new: bool = False) -> None:
+        try:
+            self.table.put(self.item(t, run), condition="attribute_not_exists(PK)" if only_if_new else None)
+        except ConditionFailed:
+            pass  # only_if_new: it is there already
+
+    def get(self, t: str, run_id: str) -> Run | None:
+        item = self.table.get(keys.tenant_pk(t), keys.run_sk(run_id))
+        return Run.model_validate(item) if item else None
+
+    def list(self, t: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Run], str | None]:
+        items, nxt = self.table.query(keys.runs_by_agent(t, agent_id), index="GSI1", limit=limit, token=token, newest_first=True)
+        return [Run.model_validate(i) for i in items], nxt
+
+    def start(self, t: str, run_id: str, *, claim_s: float) -> Run | None:
+        """Claims a queued run for one worker (status running, a claim that expires after `claim_s`,
+        so a crashed worker's run can be taken again). None: finished, or another worker has it."""
+        now = int(time.time())
+        try:
+            item = self.table.update(
+                keys.tenant_pk(t), keys.run_sk(run_id), "SET #s = :running, claimedUntil = :until, updatedAt = :at",
+                condition="attribute_exists(PK) AND (#s = :queued OR (#s = :running AND claimedUntil < :now))",
+                names={"#s": "status"},
+                values={":running": "running", ":queued": "queued", ":until": now + int(claim_s) + 1, ":now": now, ":at": now_iso()},
+            )
+        except ConditionFailed:
+            return None
+        return Run.model_validate(item)
+
+    def requeue(self, t: str, run_id: str) -> None:
+        """Gives a claimed run back (its session was busy): the retry claims it again."""
+        try:
+            self.table.update(keys.tenant_pk(t), keys.run_sk(run_id), "SET #s = :queued REMOVE claimedUntil",
+                              condition="#s = :running", names={"#s": "status"}, values={":queued": "queued", ":running": "running"})
+        except ConditionFailed:
+            pass  # finished meanwhile: nothing to give back
+
+    def set_resolution(self, t: str, run_id: str, status: str) -> Run:
+        try:
+            item = self.table.set_fields(keys.tenant_pk(t), keys.run_sk(run_id), {"resolutionStatus": status, "updatedAt": now_iso()})
+        except ConditionFailed:
+            raise NotFound("run not found", field="runId") from None
+        return Run.model_validate(item)
+
+    def set_latest_conviction(self, t: str, parent_run_id: str, *, score: int, child_run_id: str, child_created_at: str) -> None:
+        """The parent run shows its newest re-examination's conviction; its result never changes.
+        An older re-examination finishing late does not overwrite a newer one."""
+        try:
+            self.table.update(
+                keys.tenant_pk(t), keys.run_sk(parent_run_id),
+                "SET latestConviction = :score, latestReexaminationId = :child, latestConvictionAt = :at",
+                condition="attribute_exists(PK) AND (attribute_not_exists(latestConvictionAt) OR latestConvictionAt <= :at)",
+                values={":score": score, ":child": child_run_id, ":at": f"{child_created_at}#{child_run_id}"},
+            )
+        except ConditionFailed:
+            pass  # gone, or a newer re-examination already set it
+
+    def list_reexaminations(self, t: str, parent_run_id: str, *, limit: int, token: str | None) -> tuple[list[Run], str | None]:
+        items, nxt = self.table.query(keys.reexaminations_of(t, parent_run_id), index="GSI2", limit=limit, token=token)
+        return [Run.model_validate(i) for i in items], nxt
+
+    def recent_with_cards(self, t: str, agent_id: str, *, limit: int, page: int = 25, max_pages: int = 4) -> list[Run]:
+        """The agent's newest runs whose result holds a card: its runs through GSI1 newest first,
+        a bounded number of small pages (at most `page * max_pages` runs are read)."""
+        found: list[Run] = []
+        token = None
+        for _ in range(max_pages):
+            items, token = self.table.query(keys.runs_by_agent(t, agent_id), index="GSI1", limit=page, token=token, newest_first=True)
+            for item in items:
+                result = item.get("result")
+                if item.get("status") == "succeeded" and isinstance(result, dict) and isinstance(result.get("card"), dict):
+                    found.append(Run.model_validate(item))
+                    if len(found) >= limit:
+                        return found
+            if not token:
+                break
+        return found
+
+    def finish_turn(self, t: str, *, run: Run, usage_rows: list[UsageRow], session_changes: dict[str, Any] | None,
+                    extra_items: list[dict[str, Any]] | None = None) -> None:
+        """Ends a turn in one transaction: the run record, its usage, and the session's lease.
+
+        `session_changes` (successful turns) bumps the revision and counters in the same write;
+        a run can only be finished once (a redelivered job cannot double-count).
+        `extra_items` (plain attribute dicts with their keys, e.g. the turn's archived messages)
+        are Puts of the same transaction, up to 90 items in all (DynamoDB allows 100); any
+        overflow is written after the transaction commits, with BatchWriteItem.
+        """
+        ops: list[dict[str, Any]] = []
+        if run.session_id is not None:
+            ops.append(self.sessions.commit_op(t, run.agent_id, run.session_id, run.id, session_changes, run.updated_at))
+        # A clean-slate run (no session) has no lease: the run record's own status guards it.
+        run_index = len(ops)
+        ops.append(self.table.put_op(self.item(t, run), condition="attribute_not_exists(PK) OR #s IN (:queued, :running)",
+                                     names={"#s": "status"}, values={":queued": "queued", ":running": "running"}))
+        ops += [self.table.put_op(self.usage.item(t, row)) for row in usage_rows]
+        extra = list(extra_items or [])
+        room = max(0, _TRANSACTION_ITEMS - len(ops))
+        ops += [self.table.put_op(item) for item in extra[:room]]
+        try:
+            self.table.transact(ops)
+        except ConditionFailed as err:
+            if run.session_id is not None and err.failed_at(0):
+                raise SessionBusy("the session lease was lost before the turn finished", field="sessionId") from None
+            if err.failed_at(run_index):
+                raise Conflict("this run has already finished", field="runId", code="run_finished") from None
+            raise
+        overflow = extra[room:]
+        if overflow:
+            # Only a turn with very many long messages gets here; the turn itself is committed, so
+            # these are written best-effort.
+            try:
+                self.table.batch_write(puts=overflow)
+            except Exception:
+                logger.exception("could not write the items that overflowed the turn transaction",
+                                 extra={"run_id": run.id, "count": len(overflow)})
