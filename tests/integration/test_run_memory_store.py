@@ -9,7 +9,7 @@ from engram.run_memory.tools import register_tools
 from engram.engine.tools import ToolContext, ToolRegistry
 from engram.kernel.ids import tenant_key
 from engram.run_memory.learnings import recent_learnings, render_learnings, store_learning
-from engram.run_memory.store import RunMemory, RunMemoryEntry, run_memory_listing
+from engram.run_memory.store import RUN_MEMORY, RunMemory, RunMemoryEntry, run_memory_listing
 from engram.aws import keys
 
 T = tenant_key("alice")
@@ -35,7 +35,7 @@ def _tools():
 
 
 def _ctx(stack, agent, rm, t=T):
-    return ToolContext(t, agent, "", rm.run_id if rm else "run_1", stack.deps, run_memory=rm, run_kind="heartbeat")
+    return ToolContext(t, agent, "", rm.run_id if rm else "run_1", stack.deps, state={RUN_MEMORY: rm} if rm is not None else {})
 
 
 def _entry(key, kind, value, created):

@@ -321,7 +321,7 @@ def test_webhook_secret_only_in_the_create_response():
 
 def test_turn_result_schema_matches_public():
     run = models.Run(id="run_1", created_at="t", updated_at="t", agent_id="ag_1", session_id="dashboard")
-    public = turns.TurnResult(run=run, reply="hi", tool_calls=[{"name": "x", "input": {}, "result": 1, "isError": False}]).public()
+    public = turns.TurnOutcome(run=run, reply="hi", tool_calls=[{"name": "x", "input": {}, "result": 1, "isError": False}]).public()
     schemas = DOC["components"]["schemas"]
     assert set(schemas["TurnResult"]["properties"]) == set(public)
     assert set(schemas["ToolCall"]["properties"]) == set(public["toolCalls"][0])

@@ -13,6 +13,7 @@ from engram.run_memory.tools import _learning_intent, _read_intent, register_too
 from engram.engine.tools import ToolContext, ToolRegistry
 from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge
 from engram.run_memory.store import (
+    RUN_MEMORY,
     RunMemory,
     RunMemoryEntry,
     input_key,
@@ -195,7 +196,7 @@ def test_works_without_a_store():
 def _ctx(rm, *, team=()):
     deps = SimpleNamespace(settings=settings())
     agent = SimpleNamespace(id="ag_lead", team=list(team))
-    return ToolContext("t1", agent, "", "run_1", deps, run_memory=rm, run_kind="heartbeat")
+    return ToolContext("t1", agent, "", "run_1", deps, state={RUN_MEMORY: rm} if rm is not None else {})
 
 
 def test_memory_list_cap_keeps_the_newest(rm):

@@ -120,9 +120,8 @@ def update_agent(deps: Deps, t: str, agent_id: str, body: AgentUpdate) -> Agent:
         changes["model"] = deps.settings.chat_model  # null means "back to the default model"
     changes["updatedAt"] = now_iso()
     if changes.get("activeMemory") is True and not before.active_memory:
-        from engram.runs.active_memory import reset
-
-        reset(deps, t, agent_id)  # enabling is a reset; done first, so a busy session changes nothing
+        # Enabling Active Memory is a reset; done first, so a busy session changes nothing.
+        deps.sessions.reset_context(t, agent_id, DASHBOARD, wait_s=deps.settings.session_wait_s)
     schedule_changed = "schedule" in changes and changes["schedule"] != before.schedule
     if schedule_changed:
         _sync_schedule(deps, t, agent_id, changes["schedule"])

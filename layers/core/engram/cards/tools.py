@@ -8,6 +8,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from engram.cards import service as cards
+from engram.cards.policy import card_state
 from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
 
 SUBMIT_RESULT = "submit_result"
@@ -23,7 +24,9 @@ class _CardInput(BaseModel):
 
 
 def _submit(ctx: ToolContext, card: _CardInput) -> Any:
-    card_type = ctx.card_type
+    state = card_state(ctx)
+    card_type = state.card_type
+    assert card_type is not None  # the tool is only offered with a card type
     raw = card.model_dump()
     problems = cards.card_problems(card_type, raw)
     if problems:
@@ -31,12 +34,14 @@ def _submit(ctx: ToolContext, card: _CardInput) -> Any:
             f"the {card_type.name} card is invalid; fix these and call submit_result again: " + "; ".join(problems),
             is_error=True,
         )
-    ctx.card = cards.clean_card(card_type, raw)
-    return {"accepted": True, "cardType": card_type.name, "card": ctx.card}
+    state.card = cards.clean_card(card_type, raw)
+    return {"accepted": True, "cardType": card_type.name, "card": state.card}
 
 
 def _submit_schema(ctx: ToolContext) -> dict[str, Any]:
-    return cards.input_schema(ctx.card_type)
+    card_type = card_state(ctx).card_type
+    assert card_type is not None  # the tool is only offered with a card type
+    return cards.input_schema(card_type)
 
 
 class _NoInput(BaseModel):
@@ -56,7 +61,7 @@ def register_tools(registry: ToolRegistry) -> None:
         "Submit this run's result card. Call it once at the end of the run with every required field; "
         "if it answers with problems, fix them and call it again.",
         _CardInput, _submit,
-        enabled=lambda ctx: ctx.card_type is not None,
+        enabled=lambda ctx: card_state(ctx).card_type is not None,
         schema_for=_submit_schema,
     ))
     registry.register(Tool(
@@ -64,5 +69,5 @@ def register_tools(registry: ToolRegistry) -> None:
         "Your own last few decision cards, newest first, as compact entries (age · decision · summary). "
         "Call it first in every run to stay consistent with what you decided before.",
         _NoInput, _my_decisions,
-        enabled=lambda ctx: bool(getattr(ctx.agent, "review_decisions", False)),
+        enabled=lambda ctx: ctx.agent.review_decisions,
     ))

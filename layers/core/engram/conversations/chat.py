@@ -7,7 +7,10 @@ from typing import Any
 
 from engram.conversations.models import Session
 from engram.deps import Deps
-from engram.engine.turn import TurnRequest, check_message, run_turn
+from engram.engine.turn import TurnOutcome, TurnPlan, TurnPolicy, check_message, run_turn
+from engram.cards.policy import CardPolicy
+from engram.extraction.enqueue import ExtractionPolicy
+from engram.recall.policy import ArchivePolicy
 from engram.kernel.errors import NotFound, SessionBusy, TurnFailed
 from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
@@ -40,6 +43,22 @@ def ensure_session(deps: Deps, tenant: str, agent_id: str, session_id: str) -> N
     deps.sessions.create(tenant, Session(id=session_id, agent_id=agent_id, created_at=now, updated_at=now), if_absent_ok=True)
 
 
+def turn_policies(deps: Deps, **extraction: Any) -> list[TurnPolicy]:
+    """What every turn of an agent gets: its result card, the conversation archive, extraction."""
+    return [CardPolicy(deps), ArchivePolicy(deps.archive), ExtractionPolicy(deps.queues, **extraction)]
+
+
+def chat_plan(deps: Deps, agent_id: str, session_id: str, *, run_id: str | None = None, budget_s: float | None = None,
+              wait_s: float | None = None, trigger: str = "api", created_at: str | None = None) -> TurnPlan:
+    return TurnPlan(session_id=session_id, run_id=run_id, budget_s=budget_s, wait_s=wait_s, policies=turn_policies(deps),
+                    run_fields={"agent_id": agent_id, "kind": "chat", "trigger": trigger, "created_at": created_at})
+
+
+def run_chat_turn(deps: Deps, tenant: str, agent_id: str, session_id: str, message: str) -> TurnOutcome:
+    """A sync chat turn (POST .../messages): within the request's budget."""
+    return run_turn(deps, tenant, message, chat_plan(deps, agent_id, session_id))
+
+
 def process_turn_job(deps: Deps, job: dict[str, Any]) -> None:
     """One queued turn. Raises only when it should be retried (the session is busy)."""
     tenant, run_id = job["tenant"], job["runId"]
@@ -47,13 +66,10 @@ def process_turn_job(deps: Deps, job: dict[str, Any]) -> None:
     if existing is not None and existing.status in ("succeeded", "failed"):
         logger.info("turn already finished; redelivery ignored", extra={"run_id": run_id})
         return
-    req = TurnRequest(
-        tenant=tenant, agent_id=job["agentId"], session_id=job["sessionId"], message=job["message"], run_id=run_id,
-        kind=job.get("kind", "chat"), trigger=job.get("trigger", "async"), created_at=job.get("createdAt"),
-        budget_s=deps.settings.async_turn_budget_s, wait_s=0,
-    )
+    plan = chat_plan(deps, job["agentId"], job["sessionId"], run_id=run_id, budget_s=deps.settings.async_turn_budget_s, wait_s=0,
+                     trigger=job.get("trigger", "async"), created_at=job.get("createdAt"))
     try:
-        run_turn(deps, req)
+        run_turn(deps, tenant, job["message"], plan)
     except SessionBusy:
         raise  # SQS redelivers; the FIFO group keeps later turns of this session behind it
     except NotFound as err:

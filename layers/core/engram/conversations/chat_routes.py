@@ -11,7 +11,6 @@ from engram.deps import get_deps
 from engram.kernel.ids import check_id
 from engram.conversations.models import MessageIn
 from engram.conversations import chat
-from engram.engine import turn as turns
 from engram.conversations import webhooks
 from engram.api.http import ok, tenant
 
@@ -25,8 +24,7 @@ def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotate
     if async_:
         run = chat.enqueue_turn(deps, tenant=t, agent_id=agentId, session_id=sessionId, message=body.message, trigger="async")
         return ok({"runId": run.id, "sessionId": sessionId, "status": run.status}, 202)
-    result = turns.run_turn(deps, turns.TurnRequest(tenant=t, agent_id=agentId, session_id=sessionId, message=body.message))
-    return ok(result.public())
+    return ok(chat.run_chat_turn(deps, t, agentId, sessionId, body.message).public())
 
 
 @router.post("/api/agents/<agentId>/webhook")

@@ -9,6 +9,7 @@ from engram.aws import keys
 from engram.aws.table import ConditionFailed, Table
 from engram.conversations.models import Session
 from engram.kernel.errors import Conflict, NotFound, SessionBusy
+from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
 
 _FREE = "attribute_exists(PK) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)"
@@ -67,6 +68,21 @@ class SessionRepository:
                 raise SessionBusy("another turn is running on this session", field="sessionId") from None
             raise NotFound("session not found", field="sessionId") from None
 
+    def wait_for_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float, wait_s: float,
+                       busy_message: str) -> dict[str, Any]:
+        """acquire_lease, waiting up to `wait_s` (with backoff) while another turn, run or reset
+        holds the session; then SessionBusy with `busy_message`."""
+        give_up = time.monotonic() + wait_s
+        pause = 0.05
+        while True:
+            try:
+                return self.acquire_lease(t, agent_id, session_id, owner, ttl_s)
+            except SessionBusy:
+                if time.monotonic() + pause > give_up:
+                    raise SessionBusy(busy_message, field="sessionId") from None
+                time.sleep(pause)
+                pause = min(pause * 2, 0.5)
+
     def release_lease(self, t: str, agent_id: str, session_id: str, owner: str) -> None:
         try:
             self.table.update(keys.agent_pk(t, agent_id), keys.session_sk(session_id), "REMOVE leaseOwner, leaseUntil",
@@ -88,9 +104,13 @@ class SessionRepository:
         return self.table.update_op(keys.agent_pk(t, agent_id), keys.session_sk(session_id), expression,
                                     condition="leaseOwner = :run", values=values)
 
-    def reset_context(self, t: str, agent_id: str, session_id: str, owner: str) -> dict[str, Any]:
-        """Active Memory reset, under the lease `owner` holds: the model's context starts after the
-        messages the session holds now (they stay in the transcript); the run counter restarts."""
+    def reset_context(self, t: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, Any]:
+        """Active Memory reset: the model's context starts after the messages the session holds now
+        (they stay in the transcript); the run counter restarts. Taken under the session's lease,
+        waiting for a turn or run that holds it, so a reset is never lost under a finishing run."""
+        owner = new_id("reset")
+        self.wait_for_lease(t, agent_id, session_id, owner, 10, wait_s,
+                            "a run is using the agent's main session; retry the reset when it finishes")
         try:
             return self.table.update(
                 keys.agent_pk(t, agent_id), keys.session_sk(session_id),

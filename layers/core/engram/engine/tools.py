@@ -1,4 +1,4 @@
-"""The tool registry the agent loop runs. Later features register their tools here.
+"""The tool registry the agent loop runs; each feature registers its own tools.
 
 A tool whose input is invalid answers the model with an error result (the model can correct
 itself); a tool that raises is a crashed turn (history stays as it was).
@@ -6,12 +6,14 @@ itself); a tool that raises is a crashed turn (history stays as it was).
 
 from __future__ import annotations
 
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Callable
 
 from pydantic import BaseModel, ValidationError
 
+from engram.agents.models import Agent
 from engram.kernel.errors import EngramError, ToolCrashed
 
 
@@ -20,20 +22,16 @@ class ToolContext:
     """What a tool may know about the turn it runs in."""
 
     tenant: str
-    agent: Any
+    agent: Agent
     session_id: str
     run_id: str
+    # The function's dependencies: each feature's tools reach their repositories through it.
     deps: Any = None
     # Best-effort writes started during the turn (e.g. reference bumps); awaited before it returns.
-    background: list[Any] = field(default_factory=list)
-    # The agent's card type (when it has one) and the valid card submit_result accepted.
-    card_type: Any = None
-    card: dict[str, Any] | None = None
-    # The run's scratch store (run_memory.RunMemory) for heartbeat, manual, re-examination and
-    # council runs; None in chat turns. Enables memory_list / memory_read / memory_write.
-    run_memory: Any = None
-    # The kind of run (chat, heartbeat, manual, reexamination, council_member).
-    run_kind: str = "chat"
+    background: list[Future[Any]] = field(default_factory=list)
+    # Per-feature state of this turn, set by the turn's plan and its policies (e.g. the card
+    # policy's card, a run's memory); each feature reads its own key through its own accessor.
+    state: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

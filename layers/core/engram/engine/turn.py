@@ -1,68 +1,84 @@
-"""A chat turn, applied atomically: history, run record and usage change together or not at all.
+"""One turn, applied atomically: transcript, run record and usage change together or not at all.
 
-Hot path (DESIGN §6): agent read and session lease in parallel (2 DynamoDB calls), one S3 GET,
-the model, one conditional S3 PUT, one DynamoDB transaction (session + run + usage), then the
-extraction job (one SQS send) after the reply is settled.
+The engine knows how a turn runs (lease, transcript, prompt, tool loop, one commit); what a turn
+is FOR is its caller's business, handed over as a `TurnPlan`: where its context comes from (a
+session, or a clean slate), run-specific system text, state for the caller's tools, and
+`TurnPolicy` hooks that features plug in (a card policy, the conversation archive, extraction).
+
+Hot path of a chat turn: agent read and session lease in parallel (2 DynamoDB calls), one S3 GET,
+the model, one conditional S3 PUT, one DynamoDB transaction (session + run + usage + archive),
+then the after-commit hooks (the extraction job: one SQS send) once the reply is settled.
 """
 
 from __future__ import annotations
 
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
+from engram.agents.models import Agent
 from engram.engine.loop import LoopResult, run_loop
 from engram.engine.prompt import build_system, start_sections
 from engram.engine.tools import ToolContext
-from engram.cards.service import find_card_type
-from engram.deps import Deps
-from engram.kernel.errors import EngramError, NoCard, NotFound, PayloadTooLarge, SessionBusy, TurnFailed, error_of
-from engram.kernel.ids import new_id
 from engram.engine.trim import sequence_problems, trim_history
-from engram.agents.models import Agent
-from engram.runs.models import Run
-from engram.engine.pricing import Usage
-from engram.usage.models import UsageRow
+from engram.kernel.errors import EngramError, NotFound, PayloadTooLarge, TurnFailed, error_of
+from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
+from engram.runs.models import Run
+from engram.usage.models import UsageRow
 
 _LEASE_MARGIN_S = 5
-_EXTRACT_JOB_MAX_BYTES = 200_000  # SQS allows 256 KiB; keep room for the envelope
+
+
+class TurnPolicy:
+    """A feature's hooks into a turn; every hook is optional (the defaults do nothing)."""
+
+    def prepare(self, ctx: ToolContext) -> None:
+        """I/O the turn needs before the model runs; runs beside the transcript GET."""
+
+    def persona(self, ctx: ToolContext) -> list[str]:
+        """Paragraphs appended to the cached persona block."""
+        return []
+
+    def finish(self, ctx: ToolContext, loop: LoopResult, result: dict[str, Any]) -> None:
+        """After the loop, before the commit: add to the run's result, or raise to fail the turn."""
+
+    def commit_items(self, ctx: ToolContext, messages: list[dict[str, Any]], at: str) -> list[dict[str, Any]]:
+        """Items written in the turn's own commit transaction (session turns only)."""
+        return []
+
+    def after_commit(self, ctx: ToolContext, outcome: TurnOutcome) -> None:
+        """Best-effort work once the turn is committed; it must never fail the turn."""
 
 
 @dataclass
-class TurnRequest:
-    tenant: str
-    agent_id: str
-    # None: a clean-slate run (heartbeats without Active Memory, council members, re-examinations):
-    # no session, no lease, no transcript read or written; the run record keeps what it did.
+class TurnPlan:
+    """How one turn runs, chosen by its caller (a chat turn, a heartbeat, a council member, ...)."""
+
+    # None: a clean slate (no session, no lease, no transcript read or written).
     session_id: str | None
-    message: str
     run_id: str | None = None
-    kind: str = "chat"
-    trigger: str = "api"
-    created_at: str | None = None
+    # Fields of the run record the engine writes but does not interpret (kind, trigger, createdAt,
+    # parentRunId, councilRunId).
+    run_fields: dict[str, Any] = field(default_factory=dict)
     budget_s: float | None = None
     wait_s: float | None = None
-    # Runs (runs.py) pass what they already know or need beyond a chat turn.
-    agent: Agent | None = None
-    parent_run_id: str | None = None
-    council_run_id: str | None = None
-    extra_system: str | None = None  # run-specific instructions (team roster, learnings, ...)
-    card_type: Any = None  # overrides the agent's card type (re-examination cards)
-    require_card: bool = False  # a run whose purpose is its card fails without a valid one
-    run_memory: Any = None  # the run's scratch store (memory_list / memory_read / memory_write)
-    counts_for_active_memory: bool = False  # a heartbeat or manual run on the shared session
-    extraction: bool = True  # council members are extracted once, as the chain
-    chain_id: str | None = None  # a council run: one extraction over the chain, memory-extract:chain:<id8>
-    chain_messages: list[dict[str, Any]] = field(default_factory=list)  # the members' replies, for it
+    agent: Agent | None = None  # when the caller has read it already
+    session_counters: tuple[str, ...] = ()  # session attributes a successful turn counts up by one
+    system_blocks: list[str] = field(default_factory=list)  # run-specific instructions, last and uncached
+    tool_state: dict[str, Any] = field(default_factory=dict)  # what the plan's tools read from ToolContext.state
+    policies: list[TurnPolicy] = field(default_factory=list)
 
 
 @dataclass
-class TurnResult:
+class TurnOutcome:
     run: Run
     reply: str
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    # Every message of the turn: the user's and what the model and its tools added.
+    messages: list[dict[str, Any]] = field(default_factory=list)
 
     def public(self) -> dict[str, Any]:
         return {
@@ -74,209 +90,235 @@ class TurnResult:
         }
 
 
+class TurnDeps(Protocol):
+    """What the engine needs from its composition root."""
+
+    settings: Any
+    agents: Any
+    sessions: Any
+    history: Any
+    runs: Any
+    registry: Any
+    sections: Any
+    executor: Any
+
+    @property
+    def provider(self) -> Any: ...
+
+
 def user_message(text: str) -> dict[str, Any]:
     return {"role": "user", "content": [{"type": "text", "text": text}]}
 
 
-def check_message(deps: Deps, message: str) -> None:
+def check_message(deps: TurnDeps, message: str) -> None:
     limit = deps.settings.message_max_chars
     if len(message) > limit:
         raise PayloadTooLarge(f"message is {len(message)} characters; the limit is {limit}", field="message", code="message_too_long")
 
 
-def acquire_session(deps: Deps, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float, wait_s: float,
-                    busy_message: str) -> dict[str, Any]:
-    """Takes the session's lease for `owner`, waiting up to `wait_s` (with backoff) while another
-    turn, run or reset holds it; then SessionBusy with `busy_message`."""
-    give_up = time.monotonic() + wait_s
-    pause = 0.05
-    while True:
-        try:
-            return deps.sessions.acquire_lease(t, agent_id, session_id, owner, ttl_s)
-        except SessionBusy:
-            if time.monotonic() + pause > give_up:
-                raise SessionBusy(busy_message, field="sessionId") from None
-            time.sleep(pause)
-            pause = min(pause * 2, 0.5)
+@dataclass
+class _Turn:
+    """The state of one turn in flight."""
+
+    deps: TurnDeps
+    tenant: str
+    message: str
+    plan: TurnPlan
+    run: Run
+    ctx: ToolContext
+    session: dict[str, Any] | None
+    started: float
+    deadline: float
+    loop: LoopResult = field(default_factory=LoopResult)
+    history: Any = None
+    context_from: int = 0
+    loaded: dict[str, Future[Any]] = field(default_factory=dict)  # the memory sections' reads
+    prepared: list[Future[None]] = field(default_factory=list)  # the policies' reads
 
 
-def _usage_rows(run: Run, loop: LoopResult) -> list[UsageRow]:
-    """Usage of a session run is keyed by its session; a clean-slate run is its own session."""
-    rows = []
-    for i, (model, usage) in enumerate(sorted(loop.usage_by_model.items())):
-        rows.append(
-            UsageRow(
-                id=f"{run.id}-{i}",
-                created_at=run.updated_at,
-                agent_id=run.agent_id,
-                session_key=run.session_id or run.id,
-                run_id=run.id,
-                model=model,
-                **usage.model_dump(),
-            )
-        )
-    return rows
+def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnOutcome:
+    """Runs one turn as `plan` says; a failure is recorded (run failed, tokens billed, lease freed,
+    transcript untouched) and raised as TurnFailed."""
+    turn = _start(deps, tenant, message, plan)
+    try:
+        sent = _load_context(turn)
+        system = build_system(turn.ctx.agent, deps.sections, turn.loaded, on_error=_section_failed,
+                              persona_extra=[line for p in plan.policies for line in p.persona(turn.ctx)],
+                              extra="\n\n".join(plan.system_blocks) or None)
+        settings = deps.settings
+        run_loop(provider=deps.provider, registry=deps.registry, ctx=turn.ctx, model=turn.ctx.agent.model, system=system,
+                 messages=sent, max_tokens=settings.max_output_tokens, max_rounds=settings.max_tool_rounds,
+                 deadline=turn.deadline, model_timeout=settings.model_timeout_s, result=turn.loop)
+        result: dict[str, Any] = {"reply": turn.loop.reply}
+        for policy in plan.policies:
+            policy.finish(turn.ctx, turn.loop, result)
+        new_etag, trimmed = _save_transcript(turn)
+    except Exception as err:
+        _fail(turn, err)
+        _await_background(turn.ctx)
+        raise _as_turn_failure(err, turn.run.id) from err
+    return _commit(turn, result, new_etag, trimmed)
 
 
-def _load_agent_and_session(deps: Deps, req: TurnRequest, run_id: str, budget: float) -> tuple[Agent, dict[str, Any] | None]:
-    """The agent (one GetItem unless the caller has it) and, for a session run, the session lease
-    taken in parallel with it. A clean-slate run has no session."""
-    if req.session_id is None:
-        agent = req.agent or deps.agents.get(req.tenant, req.agent_id)
+def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> _Turn:
+    started = time.monotonic()
+    budget = plan.budget_s or deps.settings.sync_turn_budget_s
+    run_id = plan.run_id or new_id("run")
+    check_message(deps, message)
+    agent_id = plan.run_fields.get("agent_id") or (plan.agent.id if plan.agent else "")
+    agent, session = _load_agent_and_session(deps, tenant, agent_id, plan, run_id, budget)
+    run = Run(
+        id=run_id,
+        created_at=plan.run_fields.get("created_at") or now_iso(),
+        updated_at=now_iso(),
+        agent_id=agent.id,
+        status="running",
+        prompt=message,
+        session_id=plan.session_id,
+        session_revision_before=int(session.get("revision", 0)) if session is not None else None,
+        model=agent.model,
+        **{k: v for k, v in plan.run_fields.items() if k not in ("agent_id", "created_at") and v is not None},
+    )
+    ctx = ToolContext(tenant=tenant, agent=agent, session_id=plan.session_id or "", run_id=run_id, deps=deps,
+                      state=dict(plan.tool_state))
+    turn = _Turn(deps=deps, tenant=tenant, message=message, plan=plan, run=run, ctx=ctx, session=session,
+                 started=started, deadline=started + budget)
+    # Memory sections and the policies' reads run in parallel with the transcript GET; sections are best-effort.
+    turn.loaded = start_sections(deps.sections, ctx, deps.executor)
+    turn.prepared = [deps.executor.submit(p.prepare, ctx) for p in plan.policies]
+    return turn
+
+
+def _load_agent_and_session(deps: TurnDeps, tenant: str, agent_id: str, plan: TurnPlan, run_id: str,
+                            budget: float) -> tuple[Agent, dict[str, Any] | None]:
+    """The agent (one GetItem unless the caller has it) and, for a session turn, the session lease
+    taken in parallel with it. A clean-slate turn has no session."""
+    if plan.session_id is None:
+        agent = plan.agent or deps.agents.get(tenant, agent_id)
         if agent is None:
             raise NotFound("agent not found", field="agentId")
         return agent, None
-    agent_future = None if req.agent else deps.executor.submit(deps.agents.get, req.tenant, req.agent_id)
+    agent_future: Future[Agent | None] | None = None if plan.agent else deps.executor.submit(deps.agents.get, tenant, agent_id)
+
+    def the_agent() -> Agent | None:
+        return plan.agent or (agent_future.result() if agent_future is not None else None)
+
     try:
-        session = acquire_session(
-            deps, req.tenant, req.agent_id, req.session_id, run_id, budget + _LEASE_MARGIN_S,
-            deps.settings.session_wait_s if req.wait_s is None else req.wait_s,
+        session = deps.sessions.wait_for_lease(
+            tenant, agent_id, plan.session_id, run_id, budget + _LEASE_MARGIN_S,
+            deps.settings.session_wait_s if plan.wait_s is None else plan.wait_s,
             "another turn is running on this session; retry when it finishes or use ?async=true",
         )
     except NotFound:
-        if (req.agent or agent_future.result()) is None:  # type: ignore[union-attr]
+        if the_agent() is None:
             raise NotFound("agent not found", field="agentId") from None
         raise
-    agent = req.agent or agent_future.result()  # type: ignore[union-attr]
+    agent = the_agent()
     if agent is None:
-        deps.sessions.release_lease(req.tenant, req.agent_id, req.session_id, run_id)
+        deps.sessions.release_lease(tenant, agent_id, plan.session_id, run_id)
         raise NotFound("agent not found", field="agentId")
     return agent, session
 
 
 def _context_start(session: dict[str, Any] | None, stored: int) -> int:
-    """Active Memory reset (AM2): the model's context starts after the messages the session held
-    at the reset; they stay in the transcript (visible), but are not sent."""
+    """Active Memory reset: the model's context starts after the messages the session held at the
+    reset; they stay in the transcript (visible), but are not sent."""
     start = int((session or {}).get("contextFrom", 0) or 0)
     return min(max(start, 0), stored)
 
 
-def run_turn(deps: Deps, req: TurnRequest) -> TurnResult:
-    settings = deps.settings
-    started = time.monotonic()
-    budget = req.budget_s or settings.sync_turn_budget_s
-    deadline = started + budget
-    run_id = req.run_id or new_id("run")
-    check_message(deps, req.message)
+def _load_context(turn: _Turn) -> list[dict[str, Any]]:
+    """The messages sent to the model: the session's context (if any) and the new message,
+    trimmed to the cap and checked to be a valid sequence."""
+    deps, plan = turn.deps, turn.plan
+    if plan.session_id is not None:
+        turn.history = deps.history.load(turn.tenant, turn.ctx.agent.id, plan.session_id)
+        turn.context_from = _context_start(turn.session, len(turn.history.messages))
+    for prepared in turn.prepared:
+        prepared.result()
+    incoming = user_message(turn.message)
+    earlier = turn.history.messages[turn.context_from:] if turn.history is not None else []
+    sent = trim_history(earlier + [incoming], deps.settings.history_cap).kept
+    problems = sequence_problems(sent)
+    if problems:
+        # Never send an invalid sequence; start from this message alone rather than fail.
+        logger.error("stored history is not a valid sequence", extra={"problems": problems[:5], "run_id": turn.run.id})
+        sent = [incoming]
+    return sent
 
-    agent, session = _load_agent_and_session(deps, req, run_id, budget)
-    revision_before = int(session.get("revision", 0)) if session is not None else None
-    run = Run(
-        id=run_id,
-        created_at=req.created_at or now_iso(),
-        updated_at=now_iso(),
-        agent_id=agent.id,
-        kind=req.kind,  # type: ignore[arg-type]
-        trigger=req.trigger,
-        status="running",
-        prompt=req.message,
-        session_id=req.session_id,
-        session_revision_before=revision_before,
-        parent_run_id=req.parent_run_id,
-        council_run_id=req.council_run_id,
-        model=agent.model,
-    )
-    loop = LoopResult()
-    ctx = ToolContext(tenant=req.tenant, agent=agent, session_id=req.session_id or "", run_id=run_id, deps=deps,
-                      run_memory=req.run_memory, run_kind=req.kind)
-    # Memory sections read in parallel with the transcript GET; each is best-effort.
-    loaded = start_sections(deps.sections, ctx, deps.executor)
-    # A custom card type is one GetItem, beside the transcript GET; built-ins cost nothing.
-    card_type_future = None
-    if req.card_type is not None:
-        ctx.card_type = req.card_type
-    elif agent.card_type:
-        card_type_future = deps.executor.submit(find_card_type, deps, req.tenant, agent.card_type)
-    history = None
-    context_from = 0
-    try:
-        if req.session_id is not None:
-            history = deps.history.load(req.tenant, agent.id, req.session_id)
-            context_from = _context_start(session, len(history.messages))
-        if card_type_future is not None:
-            ctx.card_type = card_type_future.result()
-            if ctx.card_type is None:
-                logger.warning("the agent's card type no longer exists; no submit_result this run", extra={"card_type": agent.card_type})
-        incoming = user_message(req.message)
-        earlier = history.messages[context_from:] if history is not None else []
-        sent = trim_history(earlier + [incoming], settings.history_cap).kept
-        problems = sequence_problems(sent)
-        if problems:
-            # Never send an invalid sequence; start from this message alone rather than fail.
-            logger.error("stored history is not a valid sequence", extra={"problems": problems[:5], "run_id": run_id})
-            sent = [incoming]
-        system = build_system(agent, deps.sections, loaded, on_error=_section_failed,
-                              card_type_name=ctx.card_type.name if ctx.card_type is not None else None, extra=req.extra_system)
-        run_loop(
-            provider=deps.provider,
-            registry=deps.registry,
-            ctx=ctx,
-            model=agent.model,
-            system=system,
-            messages=sent,
-            max_tokens=settings.max_output_tokens,
-            max_rounds=settings.max_tool_rounds,
-            deadline=deadline,
-            model_timeout=settings.model_timeout_s,
-            result=loop,
-        )
-        if req.require_card and ctx.card is None:
-            raise NoCard("the run ended without a valid result card (submit_result was not accepted)", field="card", code="no_card")
-        new_etag = None
-        if history is not None:
-            all_messages = history.messages + [incoming] + loop.new_messages
-            trimmed = trim_history(all_messages, settings.history_cap)
-            new_etag = deps.history.save(req.tenant, agent.id, req.session_id, trimmed.kept, etag=history.etag)
-    except Exception as err:
-        _fail(deps, req, run, loop, err)
-        _await_background(ctx)
-        raise _as_turn_failure(err, run_id) from err
 
-    run = run.model_copy(
-        update={
-            "status": "succeeded",
-            "updated_at": now_iso(),
-            "session_revision_after": revision_before + 1 if revision_before is not None else None,
-            "result": _result(agent, ctx, loop),
-            "usage": loop.usage,
-            "tool_calls": loop.tool_calls,
-        }
-    )
+def _turn_messages(turn: _Turn) -> list[dict[str, Any]]:
+    return [user_message(turn.message), *turn.loop.new_messages]
+
+
+def _save_transcript(turn: _Turn) -> tuple[str | None, Any]:
+    """The conditional PUT of a session turn's transcript (nothing for a clean slate)."""
+    if turn.history is None:
+        return None, None
+    trimmed = trim_history(turn.history.messages + _turn_messages(turn), turn.deps.settings.history_cap)
+    etag = turn.deps.history.save(turn.tenant, turn.ctx.agent.id, turn.plan.session_id, trimmed.kept, etag=turn.history.etag)
+    return etag, trimmed
+
+
+def _session_changes(turn: _Turn, trimmed: Any) -> dict[str, Any]:
+    session = turn.session or {}
+    revision = int(session.get("revision", 0))
+    changes: dict[str, Any] = {"revision": revision + 1, "messageCount": len(trimmed.kept), "lastRunId": turn.run.id}
+    if turn.context_from:
+        # Trimming drops the oldest messages; the context start moves with them.
+        dropped = len(turn.history.messages) + len(_turn_messages(turn)) - len(trimmed.kept)
+        changes["contextFrom"] = max(0, turn.context_from - dropped)
+    for counter in turn.plan.session_counters:
+        changes[counter] = int(session.get(counter, 0) or 0) + 1
+    if not session.get("title"):
+        changes["title"] = turn.message[:60]
+    return changes
+
+
+def _commit(turn: _Turn, result: dict[str, Any], new_etag: str | None, trimmed: Any) -> TurnOutcome:
+    """One transaction: session counters and lease, run record, usage rows, the policies' items."""
+    deps, loop = turn.deps, turn.loop
+    before = turn.run.session_revision_before
+    run = turn.run.model_copy(update={
+        "status": "succeeded",
+        "updated_at": now_iso(),
+        "session_revision_after": before + 1 if before is not None else None,
+        "result": result,
+        "usage": loop.usage,
+        "tool_calls": loop.tool_calls,
+    })
     changes: dict[str, Any] | None = None
-    archived: list[dict[str, Any]] = []
-    if history is not None:
-        assert session is not None and revision_before is not None and req.session_id is not None
-        changes = {"revision": revision_before + 1, "messageCount": len(trimmed.kept), "lastRunId": run_id}
-        if context_from:
-            # Trimming drops the oldest messages; the context start moves with them.
-            changes["contextFrom"] = max(0, context_from - (len(all_messages) - len(trimmed.kept)))
-        if req.counts_for_active_memory:
-            changes["runsSinceReset"] = int(session.get("runsSinceReset", 0) or 0) + 1
-        if not session.get("title"):
-            changes["title"] = req.message[:60]
-        # The turn's messages join the conversation archive in the same transaction (no extra call).
-        archived = deps.archive.items_for_turn(req.tenant, agent.id, req.session_id, run_id, [incoming] + loop.new_messages, run.updated_at)
+    extra: list[dict[str, Any]] = []
+    if turn.history is not None:
+        changes = _session_changes(turn, trimmed)
+        for policy in turn.plan.policies:
+            extra += policy.commit_items(turn.ctx, _turn_messages(turn), run.updated_at)
     try:
-        deps.runs.finish_turn(req.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes, extra_items=archived)
+        deps.runs.finish_turn(turn.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes, extra_items=extra)
     except Exception as err:
-        if history is not None:
+        if turn.history is not None:
             # The transcript is already written: put the previous one back so the turn stays all-or-nothing.
-            deps.history.restore(req.tenant, agent.id, req.session_id, history, written_etag=new_etag)
-        _fail(deps, req, run, loop, err)
-        raise _as_turn_failure(err, run_id) from err
-    _await_background(ctx)
-    _record_metrics(run, loop, started, ok=True)
-    if req.extraction:
-        _enqueue_extraction(deps, req, agent, run, req.chain_messages + [incoming] + loop.new_messages, chain_id=req.chain_id)
-    return TurnResult(run=run, reply=loop.reply, tool_calls=loop.tool_calls)
+            deps.history.restore(turn.tenant, turn.ctx.agent.id, turn.plan.session_id, turn.history, written_etag=new_etag)
+        _fail(turn, err)
+        raise _as_turn_failure(err, run.id) from err
+    _await_background(turn.ctx)
+    _record_metrics(run, loop, turn.started, ok=True)
+    outcome = TurnOutcome(run=run, reply=loop.reply, tool_calls=loop.tool_calls, messages=_turn_messages(turn))
+    for policy in turn.plan.policies:
+        try:
+            policy.after_commit(turn.ctx, outcome)
+        except Exception:
+            logger.exception("an after-commit hook failed; the turn stands", extra={"run_id": run.id})
+    return outcome
 
 
-def _result(agent: Agent, ctx: ToolContext, loop: LoopResult) -> dict[str, Any]:
-    """A run's result: the reply, and when the run had a card type the card it submitted."""
-    if ctx.card_type is None and not agent.card_type:
-        return {"reply": loop.reply}
-    name = ctx.card_type.name if ctx.card_type is not None else agent.card_type
-    return {"reply": loop.reply, "card": ctx.card, "cardType": name}
+def _usage_rows(run: Run, loop: LoopResult) -> list[UsageRow]:
+    """Usage of a session turn is keyed by its session; a clean-slate turn is its own session."""
+    return [
+        UsageRow(id=f"{run.id}-{i}", created_at=run.updated_at, agent_id=run.agent_id, session_key=run.session_id or run.id,
+                 run_id=run.id, model=model, **usage.model_dump())
+        for i, (model, usage) in enumerate(sorted(loop.usage_by_model.items()))
+    ]
 
 
 def _await_background(ctx: ToolContext) -> None:
@@ -293,26 +335,24 @@ def _section_failed(name: str, err: Exception) -> None:
     metrics.add_metric(name="PromptSectionFailed", unit=MetricUnit.Count, value=1)
 
 
-def _fail(deps: Deps, req: TurnRequest, run: Run, loop: LoopResult, err: Exception) -> None:
+def _fail(turn: _Turn, err: Exception) -> None:
     """Records the failed run (and the tokens it spent) and frees the session; history is untouched."""
     error = error_of(err)
-    code, message = error["code"], error["message"]
-    failed = run.model_copy(
-        update={
-            "status": "failed",
-            "updated_at": now_iso(),
-            "session_revision_after": run.session_revision_before,
-            "result": {"reply": loop.reply} if loop.reply else None,
-            "usage": loop.usage,
-            "tool_calls": loop.tool_calls,
-            "error": error,
-        }
-    )
-    logger.warning("turn failed", extra={"run_id": run.id, "code": code, "error": message})
+    loop = turn.loop
+    failed = turn.run.model_copy(update={
+        "status": "failed",
+        "updated_at": now_iso(),
+        "session_revision_after": turn.run.session_revision_before,
+        "result": {"reply": loop.reply} if loop.reply else None,
+        "usage": loop.usage,
+        "tool_calls": loop.tool_calls,
+        "error": error,
+    })
+    logger.warning("turn failed", extra={"run_id": failed.id, "code": error["code"], "error": error["message"]})
     try:
-        deps.runs.finish_turn(req.tenant, run=failed, usage_rows=_usage_rows(failed, loop), session_changes=None)
+        turn.deps.runs.finish_turn(turn.tenant, run=failed, usage_rows=_usage_rows(failed, loop), session_changes=None)
     except Exception:  # the lease expires on its own; the original error is what the caller needs
-        logger.exception("could not record the failed run", extra={"run_id": run.id})
+        logger.exception("could not record the failed run", extra={"run_id": failed.id})
     _record_metrics(failed, loop, None, ok=False)
 
 
@@ -326,45 +366,8 @@ def _record_metrics(run: Run, loop: LoopResult, started: float | None, *, ok: bo
     metrics.add_metric(name="TurnSucceeded" if ok else "TurnFailed", unit=MetricUnit.Count, value=1)
     if started is not None:
         metrics.add_metric(name="TurnLatency", unit=MetricUnit.Milliseconds, value=(time.monotonic() - started) * 1000)
-    usage: Usage = loop.usage
+    usage = loop.usage
     metrics.add_metric(name="InputTokens", unit=MetricUnit.Count, value=usage.input_tokens)
     metrics.add_metric(name="OutputTokens", unit=MetricUnit.Count, value=usage.output_tokens)
     metrics.add_metric(name="CacheReadTokens", unit=MetricUnit.Count, value=usage.cache_read_tokens)
     metrics.add_metric(name="CostUsd", unit=MetricUnit.NoUnit, value=usage.cost_usd)
-
-
-def _enqueue_extraction(deps: Deps, req: TurnRequest, agent: Agent, run: Run, transcript: list[dict[str, Any]],
-                        *, chain_id: str | None = None) -> None:
-    """Best-effort and after the turn is committed: extraction must never fail or change a turn."""
-    import json
-
-    if not agent.workspace_id and not agent.agent_memory:
-        return  # extraction could store nothing (EX3): no job, no SQS call
-
-    job: dict[str, Any] = {
-        "runId": run.id,
-        "tenant": req.tenant,
-        "agentId": agent.id,
-        # A clean-slate run is its own session: its cost lands under memory-extract:<runId>.
-        "sessionId": req.session_id or run.id,
-        "workspaceId": agent.workspace_id,
-        "kind": run.kind,
-        "messages": transcript,
-    }
-    if chain_id:
-        job["chainId"] = chain_id  # council runs: memory-extract:chain:<id8>
-    while len(json.dumps(job, ensure_ascii=False).encode()) > _EXTRACT_JOB_MAX_BYTES:
-        if req.session_id is not None:
-            job["messages"] = None  # the worker reads the session instead
-            job["truncated"] = True
-            break
-        # No session to read back: keep the end (extraction caps the transcript at its end anyway).
-        job["messages"] = job["messages"][len(job["messages"]) // 2 + 1:] or [transcript[-1]]
-        job["truncated"] = True
-        if len(job["messages"]) == 1:
-            break
-    try:
-        deps.queues.enqueue_extraction(job)
-    except Exception:
-        logger.exception("could not enqueue extraction", extra={"run_id": run.id})
-        metrics.add_metric(name="ExtractionEnqueueFailed", unit=MetricUnit.Count, value=1)

@@ -15,7 +15,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, StringConstraints
 
 from engram.kernel.secrets import find_secret
-from engram.run_memory.store import Kind
+from engram.run_memory.store import Kind, RunMemory, run_memory_of
 from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
 
 MEMORY_LIST = "memory_list"
@@ -27,12 +27,18 @@ READ_MAX_KEYS = 50
 _NAMESPACED = re.compile(r"^[^:\s]+:")
 
 
+def _memory(ctx: ToolContext) -> RunMemory:
+    memory = run_memory_of(ctx)
+    assert memory is not None  # the tools are only offered with a run memory
+    return memory
+
+
 def _has_run_memory(ctx: ToolContext) -> bool:
-    return ctx.run_memory is not None
+    return run_memory_of(ctx) is not None
 
 
 def _is_lead(ctx: ToolContext) -> bool:
-    return ctx.run_memory is not None and bool(getattr(ctx.agent, "team", None))
+    return run_memory_of(ctx) is not None and bool(ctx.agent.team)
 
 
 # --- memory_list --------------------------------------------------------------------------------
@@ -46,7 +52,7 @@ class ListInput(BaseModel):
 
 def _list(ctx: ToolContext, inp: ListInput) -> Any:
     cap = ctx.deps.settings.run_memory_list_cap
-    found = ctx.run_memory.list(kind=inp.kind, key_prefix=inp.key_prefix, sources=inp.sources)
+    found = _memory(ctx).list(kind=inp.kind, key_prefix=inp.key_prefix, sources=inp.sources)
     shown = found[-cap:]  # the newest `cap`, still in createdAt order
     return {"total": len(found), "returned": len(shown), "truncated": len(found) > len(shown), "entries": [e.meta() for e in shown]}
 
@@ -62,7 +68,7 @@ def _read(ctx: ToolContext, inp: ReadInput) -> Any:
     entries: dict[str, Any] = {}
     missing: list[str] = []
     for key in dict.fromkeys(inp.keys):
-        entry = ctx.run_memory.get(key)
+        entry = _memory(ctx).get(key)
         if entry is None:
             missing.append(key)
         else:
@@ -123,7 +129,7 @@ def _write(ctx: ToolContext, inp: WriteInput) -> Any:
         if kind:
             return ToolOutcome(f"the {field} looks like it contains {kind}; secrets are never stored in memory", is_error=True)
     # A bad name is a BadRequest, an oversize value PayloadTooLarge: error results the model can fix.
-    entry = ctx.run_memory.set(key, "shared", inp.value, source=ctx.agent.id, title=inp.title, description=inp.description)
+    entry = _memory(ctx).set(key, "shared", inp.value, source=ctx.agent.id, title=inp.title, description=inp.description)
     return {"ok": True, "key": entry.key, "kind": entry.kind, "createdAt": entry.created_at}
 
 

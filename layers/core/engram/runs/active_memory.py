@@ -12,7 +12,7 @@ from datetime import datetime, timezone
 
 from engram.deps import Deps
 from engram.kernel.errors import NotFound
-from engram.kernel.ids import check_id, new_id
+from engram.kernel.ids import check_id
 from engram.runs.models import ActiveMemoryStatus
 from engram.conversations.models import DASHBOARD
 
@@ -57,13 +57,8 @@ def status(deps: Deps, t: str, agent_id: str) -> ActiveMemoryStatus:
 def reset(deps: Deps, t: str, agent_id: str) -> ActiveMemoryStatus:
     """POST .../active-memory/reset, and what enabling the toggle does (AM2). Waits for a run that
     holds the session, like a chat turn would, so a reset is never lost under a finishing run."""
-    from engram.engine.turn import acquire_session
-
     check_id("agentId", agent_id)
     if deps.agents.get(t, agent_id) is None:
         raise NotFound("agent not found", field="agentId")
-    token = new_id("reset")
-    acquire_session(deps, t, agent_id, DASHBOARD, token, 10, deps.settings.session_wait_s,
-                    "a run is using the agent's main session; retry the reset when it finishes")
-    deps.sessions.reset_context(t, agent_id, DASHBOARD, token)
+    deps.sessions.reset_context(t, agent_id, DASHBOARD, wait_s=deps.settings.session_wait_s)
     return status(deps, t, agent_id)

@@ -8,7 +8,6 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from engram.runs import active_memory
 
-from engram.runs import execution as runs
 
 from engram.runs import service as run_records
 from engram.deps import get_deps
@@ -24,7 +23,7 @@ def _accepted(run):
 
 @router.post("/api/agents/<agentId>/runs")
 def create_run(agentId: str, body: RunCreate):
-    return _accepted(runs.start_manual_run(get_deps(), tenant(router), agentId, body))
+    return _accepted(run_records.start_manual_run(get_deps(), tenant(router), agentId, body))
 
 
 @router.get("/api/agents/<agentId>/active-memory")
@@ -44,7 +43,7 @@ def update_run(runId: str, body: RunUpdate):
 
 @router.post("/api/runs/<runId>/re-examine")
 def reexamine_run(runId: str):
-    return _accepted(runs.start_reexamination(get_deps(), tenant(router), runId))
+    return _accepted(run_records.start_reexamination(get_deps(), tenant(router), runId))
 
 
 @router.get("/api/runs/<runId>/re-examinations")

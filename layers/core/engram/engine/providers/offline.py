@@ -152,7 +152,9 @@ class OfflineProvider:
 
 
 # --- decision tools -------------------------------------------------------------------------------
-from engram.cards.tools import GET_MY_DECISIONS, SUBMIT_RESULT  # noqa: E402  (names shared with the tools)
+# The decision tools' names (cards.tools): the engine does not import features, so they are named here.
+GET_MY_DECISIONS = "get_my_decisions"
+SUBMIT_RESULT = "submit_result"
 
 
 def _this_turn(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:

@@ -1,0 +1,18 @@
+"""Every user message and assistant reply of a session turn joins the conversation archive in the
+turn's own commit transaction (no extra AWS call), so trimming the history never loses anything."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engram.engine.tools import ToolContext
+from engram.engine.turn import TurnPolicy
+from engram.recall.archive import ArchiveStore
+
+
+class ArchivePolicy(TurnPolicy):
+    def __init__(self, archive: ArchiveStore):
+        self.archive = archive
+
+    def commit_items(self, ctx: ToolContext, messages: list[dict[str, Any]], at: str) -> list[dict[str, Any]]:
+        return self.archive.items_for_turn(ctx.tenant, ctx.agent.id, ctx.session_id, ctx.run_id, messages, at)
