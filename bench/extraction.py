@@ -108,10 +108,9 @@ def bench_jobs(conversations: list[list[list[dict[str, Any]]]], limit: int | Non
     counter = AwsCallCounter()
     handle = start_stack(port=0, model_provider="offline", workers=False)
     try:
-        from engram.deps import get_deps
         from engram.kernel.ids import tenant_key
 
-        deps = get_deps()
+        deps = handle.functions["ExtractFunction"].module().ROOT.deps  # the function's own composition root
         timed = TimedProvider(deps.provider)
         model_seconds = timed.seconds
         deps.provider_override = timed

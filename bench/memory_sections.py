@@ -23,7 +23,7 @@ def main() -> int:
 
     from engram.engine.prompt import build_system, start_sections
     from engram.engine.tools import ToolContext
-    from engram.deps import Deps
+    from engram.roots import chat
     from engram.kernel.ids import tenant_key
     from engram.memory.section import estimate_tokens
     from engram.agents.models import Agent, Workspace
@@ -44,7 +44,7 @@ def main() -> int:
         with mock_aws():
             resources = create_resources(load_template(ROOT / "template.yaml"))
             settings = Settings.from_env(resources.env())
-            deps = Deps.from_settings(settings)
+            deps = chat.build(settings)
             t = tenant_key("bench")
             now = now_iso()
             ws = Workspace(id="ws_bench", created_at=now, updated_at=now, name="bench")

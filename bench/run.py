@@ -86,9 +86,8 @@ def bench_turns(turns_per_session: int, sessions: int) -> dict:
     counter = AwsCallCounter()
     handle = start_stack(port=0, model_provider="offline", workers=False)
     try:
-        from engram.deps import get_deps
 
-        deps = get_deps()
+        deps = handle.functions["ChatFunction"].module().ROOT.deps  # the function's own composition root
         timed = TimedProvider(deps.provider)
         model_seconds = timed.seconds
         deps.provider_override = timed

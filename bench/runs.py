@@ -125,10 +125,9 @@ def bench_runs(heartbeats: int, councils: int) -> dict[str, Any]:
     handle = start_stack(port=0, model_provider="offline", workers=False)
     emulator = EmulatorErrors(boto3.DEFAULT_SESSION)  # after start_stack, which sets the werkzeug logger up
     try:
-        from engram.deps import get_deps
         from engram.kernel.ids import tenant_key
 
-        deps = get_deps()
+        deps = handle.functions["HeartbeatFunction"].module().ROOT.deps  # the function's own composition root
         timed = TimedProvider(deps.provider)
         model_seconds = timed.seconds  # shared by the council's parallel specialists: summed, all excluded
         deps.provider_override = timed

@@ -93,6 +93,11 @@ class LoadedFunction:
                 self._handler = getattr(self._import(), self.handler_name)
             return self._handler
 
+    def module(self) -> ModuleType:
+        """The handler's module (imported on first use), e.g. to reach the function's composition root."""
+        self.handler()
+        return sys.modules[self.module_name]
+
     def _import(self) -> ModuleType:
         spec = importlib.util.spec_from_file_location(self.module_name, self.module_file)
         if spec is None or spec.loader is None:

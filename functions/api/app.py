@@ -1,4 +1,4 @@
-"""`api` function: CRUD routes for agents, workspaces, sessions, runs, usage, memories, facts, card types, decisions, manual runs, re-examinations, run memory and Active Memory (never imports the model SDK)."""
+"""`api` function: CRUD routes for agents, workspaces, sessions, runs, usage, memories, facts, card types, decisions, manual runs, re-examinations, run memory and Active Memory (never imports the engine or the model SDK)."""
 
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -11,9 +11,12 @@ from engram.conversations.routes import router as sessions
 from engram.facts.routes import router as facts
 from engram.kernel.observability import logger, metrics, tracer
 from engram.memory.routes import router as memory
+from engram.roots import api
+from engram.roots.function import FunctionRoot
 from engram.runs.routes import router as runs
 from engram.usage.routes import router as usage
 
+ROOT = FunctionRoot(api.build)
 app = build_app(agents, sessions, memory, facts, account, cards, runs, usage)
 
 
@@ -21,4 +24,5 @@ app = build_app(agents, sessions, memory, facts, account, cards, runs, usage)
 @tracer.capture_lambda_handler
 @metrics.log_metrics(capture_cold_start_metric=True)
 def lambda_handler(event: dict, context: LambdaContext) -> dict:
+    app.append_context(deps=ROOT.deps)
     return app.resolve(event, context)

@@ -7,10 +7,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from engram.api.http import build_app
 from engram.conversations.chat_routes import router as chat
-from engram.deps import get_deps
 from engram.kernel.observability import logger, metrics, tracer
+from engram.roots import chat as chat_root
+from engram.roots.function import FunctionRoot
 from engram.conversations.chat import process_turn_job
 
+ROOT = FunctionRoot(chat_root.build)
 app = build_app(chat)
 # A failed turn holds back the rest of its session's group; other sessions carry on.
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
@@ -19,7 +21,7 @@ processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 def handle_turn_record(record: SQSRecord) -> None:
     job = record.json_body
     logger.append_keys(run_id=job.get("runId"))
-    process_turn_job(get_deps(), job)
+    process_turn_job(ROOT.deps, job)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)
@@ -28,4 +30,5 @@ def handle_turn_record(record: SQSRecord) -> None:
 def lambda_handler(event: dict, context: LambdaContext) -> dict:
     if "Records" in event:
         return process_partial_response(event=event, record_handler=handle_turn_record, processor=processor, context=context)
+    app.append_context(deps=ROOT.deps)
     return app.resolve(event, context)

@@ -4,10 +4,12 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from engram.deps import get_deps
 from engram.extraction.service import process_extraction_job
 from engram.kernel.observability import logger, metrics, tracer
+from engram.roots import extract
+from engram.roots.function import FunctionRoot
 
+ROOT = FunctionRoot(extract.build)
 # A failed job is reported alone and redelivered; after three receives SQS parks it in the DLQ.
 processor = BatchProcessor(event_type=EventType.SQS)
 
@@ -17,7 +19,7 @@ def handle_extract_record(record: SQSRecord, lambda_context: LambdaContext | Non
     job = record.json_body  # not JSON: raises, so the record fails and ends in the DLQ
     logger.append_keys(run_id=job.get("runId") if isinstance(job, dict) else None)
     remaining = lambda_context.get_remaining_time_in_millis() / 1000 if lambda_context else None
-    process_extraction_job(get_deps(), job, remaining_s=remaining)
+    process_extraction_job(ROOT.deps, job, remaining_s=remaining)
 
 
 @logger.inject_lambda_context

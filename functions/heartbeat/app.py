@@ -4,10 +4,12 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from engram.deps import get_deps
 from engram.kernel.observability import logger, metrics, tracer
+from engram.roots import heartbeat
+from engram.roots.function import FunctionRoot
 from engram.runs.execution import process_run_job, process_schedule_event
 
+ROOT = FunctionRoot(heartbeat.build)
 # A failed job is reported alone and redelivered; after three receives SQS parks it in RunDLQ.
 processor = BatchProcessor(event_type=EventType.SQS)
 
@@ -16,7 +18,7 @@ def handle_run_record(record: SQSRecord) -> None:
     logger.remove_keys(["run_id"])  # a warm container must not log the previous job's id
     job = record.json_body  # not JSON: raises, so the record fails and ends in the DLQ
     logger.append_keys(run_id=job.get("runId") if isinstance(job, dict) else None)
-    process_run_job(get_deps(), job)
+    process_run_job(ROOT.deps, job)
 
 
 @logger.inject_lambda_context
@@ -27,4 +29,4 @@ def lambda_handler(event: dict, context: LambdaContext) -> dict:
         return process_partial_response(event=event, record_handler=handle_run_record, processor=processor, context=context)
     # Anything else is a schedule firing (Scheduler invokes asynchronously; the result is for logs and tests).
     logger.remove_keys(["run_id"])
-    return process_schedule_event(get_deps(), event)
+    return process_schedule_event(ROOT.deps, event)

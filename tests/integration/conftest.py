@@ -12,7 +12,8 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from engram.deps import Deps, set_deps
+from engram.roots import heartbeat
+from engram.wiring.model import ModelDeps
 from engram.kernel.settings import get_settings
 from engram.conversations.webhooks import sign
 from local.apigw import invoke_http, load_functions
@@ -40,12 +41,19 @@ class Reply:
 
 
 class Stack:
-    def __init__(self, resources: Any, deps: Deps):
+    def __init__(self, resources: Any, deps: ModelDeps):
         self.resources = resources
         self.deps = deps
         if not _FUNCTIONS:
             _FUNCTIONS.append(load_functions(TEMPLATE, ROOT))
         self.functions = _FUNCTIONS[0]
+        # One set of dependencies for every function (the heartbeat's is a superset of the others'),
+        # so a test that swaps the model or a setting reaches them all.
+        self.use(deps)
+
+    def use(self, deps: ModelDeps | None) -> None:
+        for function in self.functions:
+            function.module().ROOT.use(deps)
         self.s3 = boto3.client("s3")
         self.sqs = boto3.client("sqs")
 
@@ -148,10 +156,9 @@ def stack(monkeypatch: pytest.MonkeyPatch):
         monkeypatch.setenv("MODEL_PROVIDER", "offline")
         monkeypatch.setenv("SESSION_WAIT_SECONDS", "0")
         get_settings.cache_clear()
-        deps = Deps.from_settings(get_settings())
-        set_deps(deps)
+        stack = Stack(resources, heartbeat.build(get_settings()))
         try:
-            yield Stack(resources, deps)
+            yield stack
         finally:
-            set_deps(None)
+            stack.use(None)
             get_settings.cache_clear()

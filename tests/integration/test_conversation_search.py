@@ -8,7 +8,7 @@ import pytest
 from engram.kernel.errors import ProviderError
 from engram.kernel.ids import tenant_key
 from engram.recall import index as recall
-from engram.recall.index import conversation_search, delete_session_archive
+from engram.recall.index import conversation_search
 from engram.runs.models import Run
 from engram.conversations.models import Session
 from engram.kernel.model import now_iso
@@ -205,5 +205,5 @@ def test_sessions_created_later_keep_their_own_archive(stack):
     for sid in ("s1", "s10"):
         stack.deps.sessions.create(t, Session(id=sid, agent_id=agent["id"], created_at=now_iso(), updated_at=now_iso()))
         stack.say(agent["id"], f"note in {sid} about pelicans", session=sid)
-    delete_session_archive(stack.deps, t, agent["id"], "s1")
+    stack.deps.archive.delete_session(t, agent["id"], "s1")
     assert {h["sessionId"] for h in _search(stack, "alice", agent["id"], "pelicans")} == {"s10"}

@@ -107,9 +107,10 @@ def test_workspace_section_is_the_top_30(stack):
 
 
 def test_agent_memory_is_bounded_by_its_token_budget(stack):
-    stack.deps.sections = None
+    from engram.memory.section import memory_sections
+
     stack.deps.settings = stack.deps.settings.model_copy(update={"agent_memory_token_budget": 200})
-    stack.deps.__post_init__()
+    stack.deps.sections = memory_sections(200)
     agent = stack.agent(agentMemory=True)
     for i in range(20):
         stack.call("POST", f"/api/agents/{agent['id']}/memories", body={"key": f"k{i:02d}", "value": "x" * 100, "importance": i})

@@ -9,7 +9,8 @@ from engram.run_memory.tools import register_tools
 from engram.engine.tools import ToolContext, ToolRegistry
 from engram.kernel.ids import tenant_key
 from engram.run_memory.learnings import recent_learnings, render_learnings, store_learning
-from engram.run_memory.store import RUN_MEMORY, RunMemory, RunMemoryEntry, run_memory_listing
+from engram.run_memory.models import RunMemoryEntry
+from engram.run_memory.store import RUN_MEMORY, RunMemory, run_memory_listing
 from engram.aws import keys
 
 T = tenant_key("alice")

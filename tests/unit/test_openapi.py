@@ -35,6 +35,7 @@ from engram.facts import models as fact_models
 from engram.facts import routes as fact_routes
 from engram.memory import models as memory_models
 from engram.memory import routes as memory_routes
+from engram.run_memory import models as run_memory_models
 from engram.run_memory import store as run_memory
 from engram.runs import models as run_models
 from engram.runs import routes as run_routes
@@ -69,7 +70,7 @@ RESOURCE_SCHEMAS = {
     "CardType": models.CardType,
     "Decision": models.Decision,
     "ActiveMemory": models.ActiveMemoryStatus,
-    "RunMemoryEntry": run_memory.RunMemoryEntry,
+    "RunMemoryEntry": run_memory_models.RunMemoryEntry,
 }
 # Limits the use cases check against Settings (so REST, tools and extraction agree), and the
 # thresholds responses report against; the document states them in the field's description as
@@ -340,7 +341,7 @@ def test_run_started_schema_matches_the_accepted_response():
 
 
 def test_run_memory_schema_matches_the_listing(monkeypatch):
-    entry = run_memory.RunMemoryEntry(key="input:ticker", kind="input", value="ACME", created_at="t", updated_at="t", value_bytes=6)
+    entry = run_memory_models.RunMemoryEntry(key="input:ticker", kind="input", value="ACME", created_at="t", updated_at="t", value_bytes=6)
     monkeypatch.setattr(run_memory, "run_memory_listing", lambda deps, t, agent_id, run_id: [entry.public()])
     run = models.Run(id="run_1", created_at="t", updated_at="t", agent_id="ag_1", kind="manual")
     deps = SimpleNamespace(runs=SimpleNamespace(get=lambda t, run_id: run))
@@ -384,7 +385,7 @@ def _fake_deps() -> Any:
     fact = models.Fact(id="f_1", fact="likes tea", **stamp)
     card_type = models.CardType(id="c", name="c", created_at="t", updated_at="t", fields={"x": {"type": "string"}})
     usage = models.UsageRow(id="u_1", created_at="t", agent_id="ag_1", session_key="dashboard", run_id="run_1", model="m")
-    entry = run_memory.RunMemoryEntry(key="input:x", kind="input", value=1, created_at="t", updated_at="t", value_bytes=1)
+    entry = run_memory_models.RunMemoryEntry(key="input:x", kind="input", value=1, created_at="t", updated_at="t", value_bytes=1)
     one_page = lambda item: (lambda *a, **kw: ([item], None))  # noqa: E731
     return SimpleNamespace(
         agents=SimpleNamespace(list=one_page(agent), delete_cascade=lambda t, agent_id: ["dashboard"]),

@@ -12,6 +12,7 @@ from pydantic import ValidationError
 
 from engram.engine.tools import ToolContext, ToolRegistry
 from engram.recall import index as recall
+from engram.recall import tools as recall_tools
 from engram.aws.table import Table
 from engram.recall.archive import ArchiveStore, split_text
 
@@ -182,12 +183,12 @@ def test_blank_queries(archive):
     ],
 )
 def test_offline_intent(text, query):
-    assert recall._intent(text) == (None if query is None else {"query": query})
+    assert recall_tools._intent(text) == (None if query is None else {"query": query})
 
 
 def test_tool_is_registered_with_its_schema():
     registry = ToolRegistry()
-    recall.register_tools(registry)
+    recall_tools.register_tools(registry)
     spec = next(s for s in registry.specs() if s["name"] == "conversation_search")
     props = spec["input_schema"]["properties"]
     assert set(props) == {"query", "limit", "session_id"} and spec["input_schema"]["required"] == ["query"]
@@ -199,13 +200,13 @@ def test_tool_is_registered_with_its_schema():
                                  {"query": "x", "session_id": "../etc"}, {"query": "x", "extra": 1}, {}])
 def test_tool_input_is_validated(bad):
     with pytest.raises(ValidationError):
-        recall.ConversationSearchInput.model_validate(bad)
+        recall_tools.ConversationSearchInput.model_validate(bad)
 
 
 def test_tool_output_trims_long_text_and_says_no_matches(archive):
     archive.add_turn("t1", "a1", "s1", "r1", "budget " + "x" * 3000, _at(1))
     registry = ToolRegistry()
-    recall.register_tools(registry)
+    recall_tools.register_tools(registry)
     ctx = ToolContext(tenant="t1", agent=SimpleNamespace(id="a1"), session_id="s1", run_id="run1", deps=None)
     out = registry.call("conversation_search", {"query": "budget"}, ctx)
     assert not out.is_error and len(out.content) == 1

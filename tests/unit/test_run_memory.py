@@ -12,15 +12,8 @@ import pytest
 from engram.run_memory.tools import _learning_intent, _read_intent, register_tools
 from engram.engine.tools import ToolContext, ToolRegistry
 from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge
-from engram.run_memory.store import (
-    RUN_MEMORY,
-    RunMemory,
-    RunMemoryEntry,
-    input_key,
-    shared_key,
-    step_key,
-    task_key,
-)
+from engram.run_memory.models import RunMemoryEntry
+from engram.run_memory.store import RUN_MEMORY, RunMemory, input_key, shared_key, task_key
 from engram.kernel.settings import Settings
 
 
@@ -64,7 +57,7 @@ def rm(store):
 
 
 def test_key_helpers_validate():
-    assert (task_key("ag_1"), input_key("topic"), step_key("s.1"), shared_key("plan")) == ("task:ag_1", "input:topic", "step:s.1", "shared:plan")
+    assert (task_key("ag_1"), input_key("topic"), shared_key("plan")) == ("task:ag_1", "input:topic", "shared:plan")
     for bad in ("", "has space", "x" * 121, "sl/ash"):
         with pytest.raises(BadRequest):
             shared_key(bad)
@@ -75,7 +68,7 @@ def test_namespaces_decide_the_kind(rm):
     rm.set("step:s1", "step_result", {"ok": True})
     rm.set("task:ag_1", "task_result", [1, 2])
     rm.set("shared:plan", "shared", "go")
-    assert [e.kind for e in rm.snapshot()] == ["input", "step_result", "task_result", "shared"]
+    assert [e.kind for e in rm.list()] == ["input", "step_result", "task_result", "shared"]
     for key, kind in [("task:x", "shared"), ("shared:x", "task_result"), ("input:x", "step_result"), ("step:x", "input")]:
         with pytest.raises(BadRequest):
             rm.set(key, kind, 1)
@@ -161,8 +154,8 @@ def test_load_reads_a_persisted_run(rm, store):
     rm.set("task:ag_1", "task_result", {"a": 1})
     rm.set("shared:x", "shared", "y")
     again = RunMemory.load(store, "t1", "ag_lead", "run_1", settings())
-    assert again.snapshot() == rm.snapshot()
-    assert RunMemory.load(store, "t1", "ag_lead", "run_2", settings()).snapshot() == []
+    assert again.list() == rm.list()
+    assert RunMemory.load(store, "t1", "ag_lead", "run_2", settings()).list() == []
 
 
 def test_concurrent_set_from_threads(store):
@@ -181,7 +174,7 @@ def test_concurrent_set_from_threads(store):
     for th in threads:
         th.join()
     assert len(rm) == 401
-    assert len({e.created_at for e in rm.snapshot()}) == 401  # distinct, ordered instants
+    assert len({e.created_at for e in rm.list()}) == 401  # distinct, ordered instants
     assert rm.get("shared:last").value == store.rows[("t1", "ag", "run_1", "shared:last")].value
     assert all(len(rm.list(sources=[f"w{n}"])) == 50 for n in range(8))
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import ok, tenant
-from engram.deps import get_deps
+from engram.api.http import deps_of, ok, tenant
 from engram.account import service as account
 
 router = Router()
@@ -14,9 +13,9 @@ router = Router()
 
 @router.get("/api/me/export")
 def export_me():
-    return ok(account.export(get_deps(), tenant(router)))
+    return ok(account.export(deps_of(router), tenant(router)))
 
 
 @router.delete("/api/me")
 def delete_me():
-    return ok({"deleted": account.delete_everything(get_deps(), tenant(router))})
+    return ok({"deleted": account.delete_everything(deps_of(router), tenant(router))})

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from engram.deps import Deps
+from engram.wiring.stores import Stores
 from engram.kernel.model import now_iso
 from engram.aws import keys
 
@@ -17,15 +17,15 @@ def _every_page(fetch: Callable[..., tuple[list[Any], str | None]]) -> list[Any]
     return items
 
 
-def _all_agents(deps: Deps, t: str) -> list[Any]:
+def _all_agents(deps: Stores, t: str) -> list[Any]:
     return _every_page(lambda **page: deps.agents.list(t, **page))
 
 
-def _all_workspaces(deps: Deps, t: str) -> list[Any]:
+def _all_workspaces(deps: Stores, t: str) -> list[Any]:
     return _every_page(lambda **page: deps.workspaces.list(t, **page))
 
 
-def export(deps: Deps, t: str) -> dict[str, Any]:
+def export(deps: Stores, t: str) -> dict[str, Any]:
     """Everything stored for the caller, as JSON (webhook secrets excluded)."""
     agents_out = []
     runs_out: list[dict[str, Any]] = []
@@ -56,7 +56,7 @@ def export(deps: Deps, t: str) -> dict[str, Any]:
     }
 
 
-def delete_everything(deps: Deps, t: str) -> dict[str, int]:
+def delete_everything(deps: Stores, t: str) -> dict[str, int]:
     """Removes every row and object of the caller: agents (sessions, transcripts, memories, runs),
     workspaces and their memory, facts and usage rows."""
     counts = {"agents": 0, "workspaces": 0, "facts": 0, "usageRows": 0, "transcripts": 0}

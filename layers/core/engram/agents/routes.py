@@ -8,9 +8,8 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from engram.agents import service as agents
-from engram.deps import get_deps
 from engram.agents.models import AgentCreate, AgentUpdate, WorkspaceCreate, WorkspaceUpdate
-from engram.api.http import ok, tenant
+from engram.api.http import deps_of, ok, tenant
 
 router = Router()
 
@@ -20,50 +19,50 @@ Token = Annotated[str | None, Query(max_length=2048)]
 
 @router.post("/api/agents")
 def create_agent(body: AgentCreate):
-    return ok(agents.create_agent(get_deps(), tenant(router), body), 201)
+    return ok(agents.create_agent(deps_of(router), tenant(router), body), 201)
 
 
 @router.get("/api/agents")
 def list_agents(limit: Limit = 50, nextToken: Token = None):
-    return ok(agents.list_agents(get_deps(), tenant(router), limit, nextToken))
+    return ok(agents.list_agents(deps_of(router), tenant(router), limit, nextToken))
 
 
 @router.get("/api/agents/<agentId>")
 def get_agent(agentId: str):
-    return ok(agents.get_agent(get_deps(), tenant(router), agentId).public())
+    return ok(agents.get_agent(deps_of(router), tenant(router), agentId).public())
 
 
 @router.patch("/api/agents/<agentId>")
 def update_agent(agentId: str, body: AgentUpdate):
-    return ok(agents.update_agent(get_deps(), tenant(router), agentId, body).public())
+    return ok(agents.update_agent(deps_of(router), tenant(router), agentId, body).public())
 
 
 @router.delete("/api/agents/<agentId>")
 def delete_agent(agentId: str):
-    return ok(agents.delete_agent(get_deps(), tenant(router), agentId))
+    return ok(agents.delete_agent(deps_of(router), tenant(router), agentId))
 
 
 @router.post("/api/workspaces")
 def create_workspace(body: WorkspaceCreate):
-    return ok(agents.create_workspace(get_deps(), tenant(router), body).public(), 201)
+    return ok(agents.create_workspace(deps_of(router), tenant(router), body).public(), 201)
 
 
 @router.get("/api/workspaces")
 def list_workspaces(limit: Limit = 50, nextToken: Token = None):
-    return ok(agents.list_workspaces(get_deps(), tenant(router), limit, nextToken))
+    return ok(agents.list_workspaces(deps_of(router), tenant(router), limit, nextToken))
 
 
 @router.get("/api/workspaces/<workspaceId>")
 def get_workspace(workspaceId: str):
-    return ok(agents.get_workspace(get_deps(), tenant(router), workspaceId).public())
+    return ok(agents.get_workspace(deps_of(router), tenant(router), workspaceId).public())
 
 
 @router.patch("/api/workspaces/<workspaceId>")
 def update_workspace(workspaceId: str, body: WorkspaceUpdate):
-    return ok(agents.update_workspace(get_deps(), tenant(router), workspaceId, body).public())
+    return ok(agents.update_workspace(deps_of(router), tenant(router), workspaceId, body).public())
 
 
 @router.delete("/api/workspaces/<workspaceId>")
 def delete_workspace(workspaceId: str):
-    agents.delete_workspace(get_deps(), tenant(router), workspaceId)
+    agents.delete_workspace(deps_of(router), tenant(router), workspaceId)
     return ok({"id": workspaceId, "deleted": True})

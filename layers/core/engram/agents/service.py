@@ -6,7 +6,7 @@ import secrets
 from typing import Any
 
 from engram.cards.service import require_card_type
-from engram.deps import Deps
+from engram.wiring.stores import Stores
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import changes_of, now_iso, page
@@ -18,31 +18,31 @@ from engram.conversations.models import DASHBOARD, Session
 _NULLABLE_AGENT_FIELDS = {"workspaceId", "schedule", "cardType", "model"}
 
 
-def create_workspace(deps: Deps, t: str, body: WorkspaceCreate) -> Workspace:
+def create_workspace(deps: Stores, t: str, body: WorkspaceCreate) -> Workspace:
     now = now_iso()
     ws = Workspace(id=new_id("ws"), created_at=now, updated_at=now, **body.model_dump())
     deps.workspaces.put(t, ws)
     return ws
 
 
-def get_workspace(deps: Deps, t: str, workspace_id: str) -> Workspace:
+def get_workspace(deps: Stores, t: str, workspace_id: str) -> Workspace:
     ws = deps.workspaces.get(t, workspace_id)
     if ws is None:
         raise NotFound("workspace not found", field="workspaceId")
     return ws
 
 
-def list_workspaces(deps: Deps, t: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_workspaces(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, Any]:
     return page(*deps.workspaces.list(t, limit=limit, token=token))
 
 
-def update_workspace(deps: Deps, t: str, workspace_id: str, body: WorkspaceUpdate) -> Workspace:
+def update_workspace(deps: Stores, t: str, workspace_id: str, body: WorkspaceUpdate) -> Workspace:
     changes = changes_of(body, nullable=set())
     changes["updatedAt"] = now_iso()
     return deps.workspaces.update(t, check_id("workspaceId", workspace_id), changes)
 
 
-def delete_workspace(deps: Deps, t: str, workspace_id: str) -> None:
+def delete_workspace(deps: Stores, t: str, workspace_id: str) -> None:
     get_workspace(deps, t, workspace_id)
     members = deps.agents.in_workspace(t, workspace_id)
     if members:
@@ -61,7 +61,7 @@ def _check_schedule(schedule: str | None, default_prompt: str | None) -> None:
                          code="missing_default_prompt")
 
 
-def _check_team(deps: Deps, t: str, agent_id: str | None, team: list[str] | None) -> None:
+def _check_team(deps: Stores, t: str, agent_id: str | None, team: list[str] | None) -> None:
     """A lead's specialists are the caller's own agents, named once, and not the lead itself."""
     if not team:
         return
@@ -75,7 +75,7 @@ def _check_team(deps: Deps, t: str, agent_id: str | None, team: list[str] | None
             raise NotFound(f"team member {member} not found", field="team", code="team_member_not_found")
 
 
-def create_agent(deps: Deps, t: str, body: AgentCreate) -> dict[str, Any]:
+def create_agent(deps: Stores, t: str, body: AgentCreate) -> dict[str, Any]:
     require_card_type(deps, t, body.card_type)
     _check_schedule(body.schedule, body.default_prompt)
     _check_team(deps, t, None, body.team)
@@ -97,18 +97,18 @@ def create_agent(deps: Deps, t: str, body: AgentCreate) -> dict[str, Any]:
     return {**agent.public(), "webhookSecret": secret}
 
 
-def get_agent(deps: Deps, t: str, agent_id: str) -> Agent:
+def get_agent(deps: Stores, t: str, agent_id: str) -> Agent:
     agent = deps.agents.get(t, agent_id)
     if agent is None:
         raise NotFound("agent not found", field="agentId")
     return agent
 
 
-def list_agents(deps: Deps, t: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_agents(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, Any]:
     return page(*deps.agents.list(t, limit=limit, token=token))
 
 
-def update_agent(deps: Deps, t: str, agent_id: str, body: AgentUpdate) -> Agent:
+def update_agent(deps: Stores, t: str, agent_id: str, body: AgentUpdate) -> Agent:
     """Changing, adding or clearing `schedule` updates, creates or deletes the agent's schedule;
     turning activeMemory on is a reset (AM2): the shared session starts fresh."""
     changes = changes_of(body, nullable=_NULLABLE_AGENT_FIELDS)
@@ -134,14 +134,14 @@ def update_agent(deps: Deps, t: str, agent_id: str, body: AgentUpdate) -> Agent:
     return agent
 
 
-def _sync_schedule(deps: Deps, t: str, agent_id: str, schedule: str | None) -> None:
+def _sync_schedule(deps: Stores, t: str, agent_id: str, schedule: str | None) -> None:
     if schedule:
         deps.schedules.put(t, agent_id, schedule)
     else:
         deps.schedules.delete(agent_id)
 
 
-def delete_agent(deps: Deps, t: str, agent_id: str) -> dict[str, Any]:
+def delete_agent(deps: Stores, t: str, agent_id: str) -> dict[str, Any]:
     """Removes the agent and everything derived from it: sessions, transcripts and runs."""
     agent = get_agent(deps, t, agent_id)
     if agent.schedule:

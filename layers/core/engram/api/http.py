@@ -46,6 +46,12 @@ def fail(status: int, code: str, message: str, field: str | None = None, **extra
     return envelope(status, error=error)
 
 
+def deps_of(router: Router | APIGatewayHttpResolver) -> Any:
+    """The function's dependencies: its handler puts them in the resolver's context
+    (`app.append_context(deps=...)`) for every request."""
+    return router.context["deps"]
+
+
 def tenant(router: Router | APIGatewayHttpResolver) -> str:
     """The caller's tenant, from the JWT the authorizer verified (`sub`)."""
     try:

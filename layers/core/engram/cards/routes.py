@@ -9,29 +9,28 @@ from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from engram.cards import service as cards
 
-from engram.deps import get_deps
 from engram.cards.models import CardTypeBody
-from engram.api.http import Limit, Token, ok, tenant
+from engram.api.http import Limit, Token, deps_of, ok, tenant
 
 router = Router()
 
 
 @router.get("/api/card-types")
 def list_card_types(limit: Limit = 50, nextToken: Token = None):
-    return ok(cards.list_card_types(get_deps(), tenant(router), limit, nextToken))
+    return ok(cards.list_card_types(deps_of(router), tenant(router), limit, nextToken))
 
 
 @router.get("/api/card-types/<name>")
 def get_card_type(name: str):
-    return ok(cards.get_card_type(get_deps(), tenant(router), name).public())
+    return ok(cards.get_card_type(deps_of(router), tenant(router), name).public())
 
 
 @router.put("/api/card-types/<name>")
 def put_card_type(name: str, body: CardTypeBody):
-    card_type, created = cards.put_card_type(get_deps(), tenant(router), name, body)
+    card_type, created = cards.put_card_type(deps_of(router), tenant(router), name, body)
     return ok(card_type.public(), 201 if created else 200)
 
 
 @router.get("/api/agents/<agentId>/decisions")
 def list_decisions(agentId: str, limit: Annotated[int, Query(ge=1, le=20)] = 5):
-    return ok(cards.list_decisions(get_deps(), tenant(router), agentId, limit))
+    return ok(cards.list_decisions(deps_of(router), tenant(router), agentId, limit))

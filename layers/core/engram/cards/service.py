@@ -19,7 +19,7 @@ from engram.kernel.ids import check_id
 from engram.cards.models import CardType, CardTypeBody, Decision
 from engram.runs.models import Run
 from engram.kernel.model import now_iso, page
-from engram.deps import Deps
+from engram.wiring.stores import Stores
 
 _EPOCH = "2025-01-01T00:00:00.000Z"
 
@@ -303,7 +303,7 @@ def recent_decisions(deps: Any, t: str, agent_id: str, limit: int = 5) -> list[D
     return out
 
 
-def list_decisions(deps: Deps, t: str, agent_id: str, limit: int) -> dict[str, Any]:
+def list_decisions(deps: Stores, t: str, agent_id: str, limit: int) -> dict[str, Any]:
     """The agent's last result cards, newest first, as get_my_decisions shows them (plus the cards)."""
     if deps.agents.get(t, check_id("agentId", agent_id)) is None:
         raise NotFound("agent not found", field="agentId")

@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import Any
 
 from engram.conversations.models import Session
-from engram.deps import Deps
+from engram.wiring.model import ModelDeps
 from engram.engine.turn import TurnOutcome, TurnPlan, TurnPolicy, check_message, run_turn
 from engram.cards.policy import CardPolicy
 from engram.extraction.enqueue import ExtractionPolicy
@@ -18,7 +18,7 @@ from engram.kernel.observability import logger
 from engram.runs.models import Run
 
 
-def enqueue_turn(deps: Deps, *, tenant: str, agent_id: str, session_id: str, message: str, trigger: str) -> Run:
+def enqueue_turn(deps: ModelDeps, *, tenant: str, agent_id: str, session_id: str, message: str, trigger: str) -> Run:
     """Queues a turn on the session's FIFO group and records a `queued` run the caller can poll."""
     check_message(deps, message)
     if deps.sessions.get(tenant, agent_id, session_id) is None:
@@ -37,29 +37,29 @@ def enqueue_turn(deps: Deps, *, tenant: str, agent_id: str, session_id: str, mes
     return run
 
 
-def ensure_session(deps: Deps, tenant: str, agent_id: str, session_id: str) -> None:
+def ensure_session(deps: ModelDeps, tenant: str, agent_id: str, session_id: str) -> None:
     """Webhooks may name a new session: it is created on first use."""
     now = now_iso()
     deps.sessions.create(tenant, Session(id=session_id, agent_id=agent_id, created_at=now, updated_at=now), if_absent_ok=True)
 
 
-def turn_policies(deps: Deps, **extraction: Any) -> list[TurnPolicy]:
+def turn_policies(deps: ModelDeps, **extraction: Any) -> list[TurnPolicy]:
     """What every turn of an agent gets: its result card, the conversation archive, extraction."""
     return [CardPolicy(deps), ArchivePolicy(deps.archive), ExtractionPolicy(deps.queues, **extraction)]
 
 
-def chat_plan(deps: Deps, agent_id: str, session_id: str, *, run_id: str | None = None, budget_s: float | None = None,
+def chat_plan(deps: ModelDeps, agent_id: str, session_id: str, *, run_id: str | None = None, budget_s: float | None = None,
               wait_s: float | None = None, trigger: str = "api", created_at: str | None = None) -> TurnPlan:
     return TurnPlan(session_id=session_id, run_id=run_id, budget_s=budget_s, wait_s=wait_s, policies=turn_policies(deps),
                     run_fields={"agent_id": agent_id, "kind": "chat", "trigger": trigger, "created_at": created_at})
 
 
-def run_chat_turn(deps: Deps, tenant: str, agent_id: str, session_id: str, message: str) -> TurnOutcome:
+def run_chat_turn(deps: ModelDeps, tenant: str, agent_id: str, session_id: str, message: str) -> TurnOutcome:
     """A sync chat turn (POST .../messages): within the request's budget."""
     return run_turn(deps, tenant, message, chat_plan(deps, agent_id, session_id))
 
 
-def process_turn_job(deps: Deps, job: dict[str, Any]) -> None:
+def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
     """One queued turn. Raises only when it should be retried (the session is busy)."""
     tenant, run_id = job["tenant"], job["runId"]
     existing = deps.runs.get(tenant, run_id)

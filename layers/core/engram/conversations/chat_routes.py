@@ -7,19 +7,18 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from engram.deps import get_deps
 from engram.kernel.ids import check_id
 from engram.conversations.models import MessageIn
 from engram.conversations import chat
 from engram.conversations import webhooks
-from engram.api.http import ok, tenant
+from engram.api.http import deps_of, ok, tenant
 
 router = Router()
 
 
 @router.post("/api/agents/<agentId>/sessions/<sessionId>/messages")
 def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotated[bool, Query(alias="async")] = False):
-    deps, t = get_deps(), tenant(router)
+    deps, t = deps_of(router), tenant(router)
     check_id("agentId", agentId), check_id("sessionId", sessionId)
     if async_:
         run = chat.enqueue_turn(deps, tenant=t, agent_id=agentId, session_id=sessionId, message=body.message, trigger="async")
@@ -30,5 +29,5 @@ def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotate
 @router.post("/api/agents/<agentId>/webhook")
 def post_webhook(agentId: str):
     event = router.current_event
-    run = webhooks.accept(get_deps(), agent_id=agentId, headers=event.headers or {}, raw_body=event.decoded_body or "")
+    run = webhooks.accept(deps_of(router), agent_id=agentId, headers=event.headers or {}, raw_body=event.decoded_body or "")
     return ok({"runId": run.id, "sessionId": run.session_id, "status": run.status}, 202)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from engram.agents.service import get_agent
-from engram.deps import Deps
+from engram.wiring.stores import Stores
 from engram.kernel.errors import NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page
@@ -16,21 +16,21 @@ def _session_public(item: dict[str, Any]) -> dict[str, Any]:
     return Session.model_validate(item).public()
 
 
-def create_session(deps: Deps, t: str, agent_id: str, body: SessionCreate) -> Session:
+def create_session(deps: Stores, t: str, agent_id: str, body: SessionCreate) -> Session:
     now = now_iso()
     session = Session(id=body.id or new_id("s"), agent_id=check_id("agentId", agent_id), created_at=now, updated_at=now, title=body.title)
     deps.sessions.create(t, session)
     return session
 
 
-def list_sessions(deps: Deps, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_sessions(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, Any]:
     items, nxt = deps.sessions.list(t, agent_id, limit=limit, token=token)
     if not items and not token:
         get_agent(deps, t, agent_id)  # an empty list and an unknown agent are different answers
     return page(items, nxt)
 
 
-def get_session(deps: Deps, t: str, agent_id: str, session_id: str) -> dict[str, Any]:
+def get_session(deps: Stores, t: str, agent_id: str, session_id: str) -> dict[str, Any]:
     item = deps.sessions.get(t, agent_id, session_id)
     if item is None:
         if deps.agents.get(t, agent_id) is None:
@@ -40,7 +40,7 @@ def get_session(deps: Deps, t: str, agent_id: str, session_id: str) -> dict[str,
     return {**_session_public(item), "messages": history.messages}
 
 
-def delete_session(deps: Deps, t: str, agent_id: str, session_id: str) -> dict[str, Any]:
+def delete_session(deps: Stores, t: str, agent_id: str, session_id: str) -> dict[str, Any]:
     """Deletes the history (never long-term memory). `dashboard` always exists: it is emptied."""
     item = deps.sessions.get(t, agent_id, session_id)
     if item is None:
@@ -49,9 +49,7 @@ def delete_session(deps: Deps, t: str, agent_id: str, session_id: str) -> dict[s
         raise NotFound("session not found", field="sessionId")
     deps.sessions.delete(t, agent_id, session_id)  # refused while a turn holds it
     deps.history.delete(t, agent_id, session_id)
-    from engram.recall.index import delete_session_archive  # the search index stays off the import path
-
-    delete_session_archive(deps, t, agent_id, session_id)  # before dashboard is re-created
+    deps.archive.delete_session(t, agent_id, session_id)  # before dashboard is re-created
     deps.memories.delete_session_memories(t, agent_id, session_id)
     if session_id == DASHBOARD:
         now = now_iso()

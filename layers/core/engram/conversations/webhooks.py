@@ -15,7 +15,7 @@ from typing import Any, Mapping
 
 from pydantic import ValidationError
 
-from engram.deps import Deps
+from engram.wiring.model import ModelDeps
 from engram.kernel.errors import BadRequest, Unauthorized
 from engram.kernel.ids import check_id
 from engram.runs.models import Run
@@ -35,7 +35,7 @@ def _header(headers: Mapping[str, Any], name: str) -> str:
     return ""
 
 
-def verify(deps: Deps, agent_id: str, headers: Mapping[str, Any], raw_body: str) -> str:
+def verify(deps: ModelDeps, agent_id: str, headers: Mapping[str, Any], raw_body: str) -> str:
     """Returns the agent's tenant when the signature is valid."""
     denied = Unauthorized("missing or invalid webhook signature", code="invalid_signature")
     timestamp, signature = _header(headers, "x-engram-timestamp"), _header(headers, "x-engram-signature")
@@ -55,7 +55,7 @@ def verify(deps: Deps, agent_id: str, headers: Mapping[str, Any], raw_body: str)
     return tenant  # type: ignore[return-value]
 
 
-def accept(deps: Deps, *, agent_id: str, headers: Mapping[str, Any], raw_body: str) -> Run:
+def accept(deps: ModelDeps, *, agent_id: str, headers: Mapping[str, Any], raw_body: str) -> Run:
     check_id("agentId", agent_id)
     tenant = verify(deps, agent_id, headers, raw_body)
     try:

@@ -55,7 +55,7 @@ from engram.extraction.repository import AlreadyExtracted, Claim, ExtractionBusy
 from engram.memory.models import memory_id
 
 if TYPE_CHECKING:
-    from engram.deps import Deps
+    from engram.wiring.model import ModelDeps
 
 EXTRACTION_TOOL = "record_memories"
 MIN_TRANSCRIPT_CHARS = 200
@@ -532,7 +532,7 @@ def _finish(outcome: Outcome, log: dict[str, Any], started: float) -> Outcome:
     return outcome
 
 
-def process_extraction_job(deps: "Deps", raw: Any, *, remaining_s: float | None = None) -> Outcome:
+def process_extraction_job(deps: "ModelDeps", raw: Any, *, remaining_s: float | None = None) -> Outcome:
     """One extraction job. Returns what it did; raises only when SQS should deliver it again
     (an invalid job, a model or AWS failure, a concurrent delivery, a row changed under it).
     Every failure is logged with the run id and counted."""
@@ -557,7 +557,7 @@ def process_extraction_job(deps: "Deps", raw: Any, *, remaining_s: float | None 
         raise
 
 
-def _run(deps: "Deps", job: ExtractJob, remaining_s: float | None, log: dict[str, Any], started: float) -> Outcome:
+def _run(deps: "ModelDeps", job: ExtractJob, remaining_s: float | None, log: dict[str, Any], started: float) -> Outcome:
     messages = job.messages
     if messages is None:  # too big for the message (or an old job): the run ends the session's transcript
         messages = deps.history.load(job.tenant, job.agent_id, job.session_id).messages
@@ -605,7 +605,7 @@ def _run(deps: "Deps", job: ExtractJob, remaining_s: float | None, log: dict[str
 
 
 def _extract(
-    deps: "Deps",
+    deps: "ModelDeps",
     store: ExtractionStore,
     job: ExtractJob,
     agent: Agent,

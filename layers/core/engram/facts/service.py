@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from engram.deps import Deps
+from engram.wiring.stores import Stores
 from engram.kernel.errors import BadRequest, NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso
@@ -21,7 +21,7 @@ def _norm(text: str) -> str:
 
 
 def add_fact(
-    deps: Deps, t: str, text: str, *, source: str, confidence: str, topic: str | None = None, origin: dict[str, Any] | None = None
+    deps: Stores, t: str, text: str, *, source: str, confidence: str, topic: str | None = None, origin: dict[str, Any] | None = None
 ) -> tuple[Fact, bool]:
     """Adds a fact (referenced at creation, so it can enter the prompt's top 10 at once).
     Restating an active fact refreshes it instead of duplicating it."""
@@ -42,20 +42,20 @@ def add_fact(
     return fact, True
 
 
-def list_facts(deps: Deps, t: str, *, include_archived: bool = False) -> list[Fact]:
+def list_facts(deps: Stores, t: str, *, include_archived: bool = False) -> list[Fact]:
     rows = [f for f in deps.facts.list(t) if include_archived or f.archived_at is None]
     # Active first, then most recently referenced: the order the prompt picks them in.
     return sorted(rows, key=lambda f: (f.archived_at is None, f.last_referenced_at or f.created_at), reverse=True)
 
 
-def get_fact(deps: Deps, t: str, fact_id: str) -> Fact:
+def get_fact(deps: Stores, t: str, fact_id: str) -> Fact:
     fact = deps.facts.get(t, check_id("factId", fact_id))
     if fact is None:
         raise NotFound("fact not found", field="factId")
     return fact
 
 
-def update_fact(deps: Deps, t: str, fact_id: str, body: FactUpdate) -> Fact:
+def update_fact(deps: Stores, t: str, fact_id: str, body: FactUpdate) -> Fact:
     fact = get_fact(deps, t, fact_id)
     changes = body.model_dump(exclude_unset=True)
     if not changes:
@@ -81,7 +81,7 @@ def update_fact(deps: Deps, t: str, fact_id: str, body: FactUpdate) -> Fact:
     return updated
 
 
-def archive_fact(deps: Deps, t: str, fact_id: str, reason: str) -> Fact:
+def archive_fact(deps: Stores, t: str, fact_id: str, reason: str) -> Fact:
     fact = get_fact(deps, t, fact_id)
     if fact.archived_at:
         return fact

@@ -7,10 +7,9 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 
 from engram.memory import service as memory_service
-from engram.deps import get_deps
 from engram.kernel.ids import check_id
 from engram.memory.models import MemoryCreate, MemoryUpdate, PinBody
-from engram.api.http import IncludeArchived, ok, tenant
+from engram.api.http import IncludeArchived, deps_of, ok, tenant
 
 router = Router()
 
@@ -19,14 +18,14 @@ def _create(scope: str, owner_id: str, body: MemoryCreate):
     # Upsert: fields the body leaves out keep their stored values (defaults apply to new rows).
     fields = body.model_dump(exclude={"key", "value", "source"}, exclude_unset=True)
     row, created = memory_service.upsert_memory(
-        get_deps(), tenant(router), scope=scope, owner_id=check_id(f"{scope}Id", owner_id), key=body.key, value=body.value,
+        deps_of(router), tenant(router), scope=scope, owner_id=check_id(f"{scope}Id", owner_id), key=body.key, value=body.value,
         source="manual", fields=fields,
     )
     return ok(row.public(), 201 if created else 200)
 
 
 def _list(scope: str, owner_id: str, include_archived: bool):
-    rows = memory_service.list_memories(get_deps(), tenant(router), scope, check_id(f"{scope}Id", owner_id), include_archived=include_archived)
+    rows = memory_service.list_memories(deps_of(router), tenant(router), scope, check_id(f"{scope}Id", owner_id), include_archived=include_archived)
     return ok({"items": [m.public() for m in rows], "nextToken": None})
 
 
@@ -43,17 +42,17 @@ def upsert_agent_memory(agentId: str, body: MemoryCreate):
 
 @router.patch("/api/agents/<agentId>/memories/<memoryId>")
 def update_agent_memory(agentId: str, memoryId: str, body: MemoryUpdate):
-    return ok(memory_service.update_memory(get_deps(), tenant(router), "agent", check_id("agentId", agentId), memoryId, body).public())
+    return ok(memory_service.update_memory(deps_of(router), tenant(router), "agent", check_id("agentId", agentId), memoryId, body).public())
 
 
 @router.patch("/api/agents/<agentId>/memories/<memoryId>/pin")
 def pin_agent_memory(agentId: str, memoryId: str, body: PinBody):
-    return ok(memory_service.pin_memory(get_deps(), tenant(router), "agent", check_id("agentId", agentId), memoryId, body.pinned).public())
+    return ok(memory_service.pin_memory(deps_of(router), tenant(router), "agent", check_id("agentId", agentId), memoryId, body.pinned).public())
 
 
 @router.delete("/api/agents/<agentId>/memories/<memoryId>")
 def delete_agent_memory(agentId: str, memoryId: str):
-    memory_service.delete_memory(get_deps(), tenant(router), "agent", check_id("agentId", agentId), memoryId)
+    memory_service.delete_memory(deps_of(router), tenant(router), "agent", check_id("agentId", agentId), memoryId)
     return ok({"id": memoryId, "deleted": True})
 
 
@@ -70,17 +69,17 @@ def upsert_workspace_memory(workspaceId: str, body: MemoryCreate):
 
 @router.patch("/api/workspaces/<workspaceId>/memories/<memoryId>")
 def update_workspace_memory(workspaceId: str, memoryId: str, body: MemoryUpdate):
-    return ok(memory_service.update_memory(get_deps(), tenant(router), "workspace", check_id("workspaceId", workspaceId), memoryId, body).public())
+    return ok(memory_service.update_memory(deps_of(router), tenant(router), "workspace", check_id("workspaceId", workspaceId), memoryId, body).public())
 
 
 @router.patch("/api/workspaces/<workspaceId>/memories/<memoryId>/pin")
 def pin_workspace_memory(workspaceId: str, memoryId: str, body: PinBody):
-    return ok(memory_service.pin_memory(get_deps(), tenant(router), "workspace", check_id("workspaceId", workspaceId), memoryId, body.pinned).public())
+    return ok(memory_service.pin_memory(deps_of(router), tenant(router), "workspace", check_id("workspaceId", workspaceId), memoryId, body.pinned).public())
 
 
 @router.delete("/api/workspaces/<workspaceId>/memories/<memoryId>")
 def delete_workspace_memory(workspaceId: str, memoryId: str):
-    memory_service.delete_memory(get_deps(), tenant(router), "workspace", check_id("workspaceId", workspaceId), memoryId)
+    memory_service.delete_memory(deps_of(router), tenant(router), "workspace", check_id("workspaceId", workspaceId), memoryId)
     return ok({"id": memoryId, "deleted": True})
 
 

@@ -6,7 +6,7 @@ import re
 import time
 from typing import Any
 
-from engram.deps import Deps
+from engram.wiring.stores import Stores
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id
 from engram.kernel.model import now_iso
@@ -21,7 +21,7 @@ _WORD = re.compile(r"[a-z0-9]+")
 _STOP = frozenset("a an and are as at be by did do does for from has have i in is it me my of on or our so that the this to was we what when where which who with you your".split())
 
 
-def _owner_exists(deps: Deps, t: str, scope: str, owner_id: str) -> None:
+def _owner_exists(deps: Stores, t: str, scope: str, owner_id: str) -> None:
     if scope == "agent":
         if deps.agents.get(t, owner_id) is None:
             raise NotFound("agent not found", field="agentId")
@@ -30,7 +30,7 @@ def _owner_exists(deps: Deps, t: str, scope: str, owner_id: str) -> None:
 
 
 def upsert_memory(
-    deps: Deps,
+    deps: Stores,
     t: str,
     *,
     scope: str,
@@ -83,14 +83,14 @@ def _sorted_for_list(rows: list[Memory], scope: str) -> list[Memory]:
     return sorted(sorted(rows, key=lambda m: m.updated_at, reverse=True), key=lambda m: (not m.pinned, -m.importance))
 
 
-def list_memories(deps: Deps, t: str, scope: str, owner_id: str, *, include_archived: bool = False) -> list[Memory]:
+def list_memories(deps: Stores, t: str, scope: str, owner_id: str, *, include_archived: bool = False) -> list[Memory]:
     _owner_exists(deps, t, scope, owner_id)
     now = time.time()
     rows = [m for m in deps.memories.list(t, scope, owner_id) if include_archived or is_live(m, now)]
     return _sorted_for_list(rows, scope)
 
 
-def _get(deps: Deps, t: str, scope: str, owner_id: str, mid: str) -> Memory:
+def _get(deps: Stores, t: str, scope: str, owner_id: str, mid: str) -> Memory:
     _owner_exists(deps, t, scope, owner_id)
     memory = deps.memories.get(t, scope, owner_id, check_id("memoryId", mid))
     if memory is None:
@@ -98,7 +98,7 @@ def _get(deps: Deps, t: str, scope: str, owner_id: str, mid: str) -> Memory:
     return memory
 
 
-def update_memory(deps: Deps, t: str, scope: str, owner_id: str, mid: str, body: MemoryUpdate) -> Memory:
+def update_memory(deps: Stores, t: str, scope: str, owner_id: str, mid: str, body: MemoryUpdate) -> Memory:
     memory = _get(deps, t, scope, owner_id, mid)
     changes = body.model_dump(exclude_unset=True)
     if not changes:
@@ -121,19 +121,19 @@ def update_memory(deps: Deps, t: str, scope: str, owner_id: str, mid: str, body:
     return updated
 
 
-def pin_memory(deps: Deps, t: str, scope: str, owner_id: str, mid: str, pinned: bool) -> Memory:
+def pin_memory(deps: Stores, t: str, scope: str, owner_id: str, mid: str, pinned: bool) -> Memory:
     memory = _get(deps, t, scope, owner_id, mid)
     updated = memory.model_copy(update={"pinned": pinned, "updated_at": now_iso()})
     deps.memories.put(t, updated, owner_id, expect_updated_at=memory.updated_at)
     return updated
 
 
-def delete_memory(deps: Deps, t: str, scope: str, owner_id: str, mid: str) -> None:
+def delete_memory(deps: Stores, t: str, scope: str, owner_id: str, mid: str) -> None:
     _owner_exists(deps, t, scope, owner_id)
     deps.memories.delete(t, scope, owner_id, check_id("memoryId", mid))
 
 
-def archive_memory(deps: Deps, t: str, memory: Memory, owner_id: str, reason: str) -> Memory:
+def archive_memory(deps: Stores, t: str, memory: Memory, owner_id: str, reason: str) -> Memory:
     archived = memory.model_copy(update={"archived_at": now_iso(), "archived_reason": reason, "updated_at": now_iso()})
     deps.memories.put(t, archived, owner_id, expect_updated_at=memory.updated_at)
     return archived
@@ -143,7 +143,7 @@ def _terms(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
-def recall(deps: Deps, t: str, *, agent: Any, session_id: str, query: str, scopes: list[str], limit: int) -> list[dict[str, Any]]:
+def recall(deps: Stores, t: str, *, agent: Any, session_id: str, query: str, scopes: list[str], limit: int) -> list[dict[str, Any]]:
     """Live memories of the given scopes that share words with the query, best first (an empty
     query lists the top rows). Reads only this tenant's partitions."""
     wanted = _terms(query)

@@ -28,6 +28,7 @@ next incremental read.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from engram.aws import keys
@@ -80,6 +81,16 @@ def _iso_now() -> str:
     from engram.kernel.model import now_iso
 
     return now_iso()
+
+
+# Called with (table, tenant, agent_id) after a session's archive is deleted: a warm search cache
+# in this process (recall.index registers itself on import) forgets the agent at once; caches in
+# other containers drop the session on their next read, through the tombstone.
+_session_deleted_hooks: list[Callable[[str, str, str], None]] = []
+
+
+def on_session_deleted(hook: Callable[[str, str, str], None]) -> None:
+    _session_deleted_hooks.append(hook)
 
 
 class ArchiveStore:
@@ -197,4 +208,6 @@ class ArchiveStore:
             "expiresAt": int(time.time()) + TOMBSTONE_TTL_S,
         }
         self.table.put(tombstone)
+        for hook in _session_deleted_hooks:
+            hook(self.name, t, agent_id)
         return deleted

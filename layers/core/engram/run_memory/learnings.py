@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
-from engram.deps import Deps
+from engram.wiring.stores import Stores
 from engram.kernel.validation import check_text, refuse_secrets
 from engram.memory.section import _fence, quote
 from engram.memory.models import Memory
@@ -20,7 +20,7 @@ from engram.run_memory.store import iso_micro, next_instant
 from engram.memory.models import LEARNING_KEY_PREFIX, memory_id
 
 
-def store_learning(deps: Deps, t: str, lead_agent_id: str, text: str, *, origin: dict[str, Any] | None) -> Memory:
+def store_learning(deps: Stores, t: str, lead_agent_id: str, text: str, *, origin: dict[str, Any] | None) -> Memory:
     """Stores one learning on the lead; secrets and overlong text are refused (BadRequest /
     PayloadTooLarge)."""
     text = check_text("learning", text, 1, deps.settings.memory_value_max_chars)
@@ -44,7 +44,7 @@ def store_learning(deps: Deps, t: str, lead_agent_id: str, text: str, *, origin:
     return row
 
 
-def _gather(deps: Deps, fn: Any, args: list[Any]) -> list[Any]:
+def _gather(deps: Stores, fn: Any, args: list[Any]) -> list[Any]:
     """fn(arg) for every arg, in parallel on the shared executor. The first runs on this thread,
     and any that no worker has started yet are taken back and run here too, so a caller that is
     itself on the executor (a prompt section load) can never deadlock it."""
@@ -57,7 +57,7 @@ def _gather(deps: Deps, fn: Any, args: list[Any]) -> list[Any]:
     return results
 
 
-def recent_learnings(deps: Deps, t: str, agent_ids: Iterable[str], limit: int) -> list[Memory]:
+def recent_learnings(deps: Stores, t: str, agent_ids: Iterable[str], limit: int) -> list[Memory]:
     """The `limit` newest learnings across these agents (the lead and its team), newest first."""
     ids = list(dict.fromkeys(agent_ids))
     if limit <= 0 or not ids:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Iterable
 
-from engram.run_memory.store import RunMemoryEntry
+from engram.run_memory.models import RunMemoryEntry
 from engram.aws import keys
 from engram.aws.table import Table
 

@@ -20,19 +20,17 @@ import json
 import re
 import threading
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Iterable, Literal
+from typing import TYPE_CHECKING, Any, Iterable
 
-from pydantic import BaseModel, ConfigDict
-from pydantic.alias_generators import to_camel
 
+from engram.run_memory.models import RunMemoryEntry
 from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge
 from engram.aws.keys import RUN_MEMORY_KEY_PATTERN
 
 if TYPE_CHECKING:
-    from engram.deps import Deps
+    from engram.wiring.stores import Stores
     from engram.kernel.settings import Settings
 
-Kind = Literal["input", "step_result", "task_result", "shared"]
 KINDS: tuple[str, ...] = ("input", "step_result", "task_result", "shared")
 # The kind every namespace holds: a key's prefix decides its kind.
 NAMESPACE_KINDS: dict[str, str] = {"input": "input", "step": "step_result", "task": "task_result", "shared": "shared"}
@@ -65,27 +63,6 @@ def iso_micro(instant: datetime) -> str:
 
 
 # --- entries and keys -------------------------------------------------------------------------
-class RunMemoryEntry(BaseModel):
-    """One entry; camelCase in public (`createdAt`, `valueBytes`)."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
-
-    key: str
-    kind: Kind
-    value: Any = None
-    source: str | None = None
-    title: str | None = None
-    description: str | None = None
-    created_at: str
-    updated_at: str
-    value_bytes: int = 0
-
-    def public(self) -> dict[str, Any]:
-        return self.model_dump(by_alias=True, mode="json")
-
-    def meta(self) -> dict[str, Any]:
-        """What memory_list shows: everything but the value."""
-        return self.model_dump(by_alias=True, mode="json", exclude={"value"})
 
 
 def check_key(key: object) -> str:
@@ -105,10 +82,6 @@ def task_key(task_id: str) -> str:
 
 def input_key(name: str) -> str:
     return check_key(f"input:{name}")
-
-
-def step_key(step_id: str) -> str:
-    return check_key(f"step:{step_id}")
 
 
 def shared_key(name: str) -> str:
@@ -244,9 +217,6 @@ class RunMemory:
         with self._lock:
             return self._entries.get(key) if isinstance(key, str) else None
 
-    def get_value(self, key: str, default: Any = None) -> Any:
-        entry = self.get(key)
-        return entry.value if entry is not None else default
 
     def list(self, kind: str | Iterable[str] | None = None, key_prefix: str | None = None,
              sources: Iterable[str] | None = None) -> list[RunMemoryEntry]:
@@ -262,13 +232,9 @@ class RunMemory:
             and (wanted_sources is None or e.source in wanted_sources)
         )
 
-    def snapshot(self) -> list[RunMemoryEntry]:
-        """Every entry, in createdAt order."""
-        return self.list()
-
 
 # --- the API's view of a finished (or running) run ---------------------------------------------
-def run_memory_listing(deps: "Deps", t: str, agent_id: str, run_id: str) -> list[dict[str, Any]]:
+def run_memory_listing(deps: "Stores", t: str, agent_id: str, run_id: str) -> list[dict[str, Any]]:
     """Every entry of a run, with values, in createdAt order (GET /api/runs/{runId}/memory).
     `agent_id` is the agent the run memory belongs to (the lead of a council run)."""
     return [e.public() for e in deps.run_memory.load(t, agent_id, run_id)]

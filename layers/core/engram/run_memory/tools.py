@@ -15,7 +15,8 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, StringConstraints
 
 from engram.kernel.secrets import find_secret
-from engram.run_memory.store import Kind, RunMemory, run_memory_of
+from engram.run_memory.models import Kind
+from engram.run_memory.store import RunMemory, run_memory_of
 from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
 
 MEMORY_LIST = "memory_list"

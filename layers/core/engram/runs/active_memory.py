@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timezone
 
-from engram.deps import Deps
+from engram.wiring.stores import Stores
 from engram.kernel.errors import NotFound
 from engram.kernel.ids import check_id
 from engram.runs.models import ActiveMemoryStatus
@@ -27,7 +27,7 @@ def _age_seconds(stamp: str | None) -> int | None:
     return max(0, int((datetime.now(timezone.utc) - then).total_seconds()))
 
 
-def status(deps: Deps, t: str, agent_id: str) -> ActiveMemoryStatus:
+def status(deps: Stores, t: str, agent_id: str) -> ActiveMemoryStatus:
     """GET /api/agents/{agentId}/active-memory: the panel's data (AM3)."""
     agent_future = deps.executor.submit(deps.agents.get, t, check_id("agentId", agent_id))
     session = deps.sessions.get(t, agent_id, DASHBOARD)
@@ -54,7 +54,7 @@ def status(deps: Deps, t: str, agent_id: str) -> ActiveMemoryStatus:
     )
 
 
-def reset(deps: Deps, t: str, agent_id: str) -> ActiveMemoryStatus:
+def reset(deps: Stores, t: str, agent_id: str) -> ActiveMemoryStatus:
     """POST .../active-memory/reset, and what enabling the toggle does (AM2). Waits for a run that
     holds the session, like a chat turn would, so a reset is never lost under a finishing run."""
     check_id("agentId", agent_id)

@@ -24,7 +24,7 @@ from typing import Any
 
 from engram.conversations.models import DASHBOARD
 from engram.cards.service import find_card_type, reexamination_card_type
-from engram.deps import Deps
+from engram.wiring.model import ModelDeps
 from engram.kernel.errors import BadRequest, NotFound, SessionBusy, TurnFailed, error_of
 from engram.kernel.ids import check_id, time_ordered_id
 from engram.agents.models import Agent
@@ -63,7 +63,7 @@ def _scheduled_time(value: Any) -> str | None:
     return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def process_schedule_event(deps: Deps, event: dict[str, Any]) -> dict[str, Any]:
+def process_schedule_event(deps: ModelDeps, event: dict[str, Any]) -> dict[str, Any]:
     """One EventBridge Scheduler firing (delivered at least once): the agent runs once per
     scheduled time, with its scheduled prompt (AM4)."""
     try:
@@ -94,7 +94,7 @@ _BUSY_RETRY_DELAY_S = 60  # SQS DelaySeconds of a run whose shared session was b
 _BUSY_RETRIES = 5
 
 
-def process_run_job(deps: Deps, job: dict[str, Any]) -> None:
+def process_run_job(deps: ModelDeps, job: dict[str, Any]) -> None:
     """One API-started run from the run queue; a failed run is recorded, not retried. A run whose
     shared session stayed busy is sent again with a delay (the queue's own redelivery would wait
     for the hour-long visibility timeout), and recorded as failed after a few tries."""
@@ -113,7 +113,7 @@ def process_run_job(deps: Deps, job: dict[str, Any]) -> None:
 
 
 
-def execute_run(deps: Deps, t: str, run_id: str, *, agent: Agent | None = None, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+def execute_run(deps: ModelDeps, t: str, run_id: str, *, agent: Agent | None = None, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
     """Claims the run (or returns at once if it finished or another worker has it) and executes it."""
     budget = deps.settings.run_budget_s
     run = deps.runs.start(t, run_id, claim_s=2 * budget + _CLAIM_MARGIN_S)
@@ -141,11 +141,11 @@ def execute_run(deps: Deps, t: str, run_id: str, *, agent: Agent | None = None, 
     return {"status": status}
 
 
-def _record_failure(deps: Deps, t: str, run: Run, err: Exception) -> None:
+def _record_failure(deps: ModelDeps, t: str, run: Run, err: Exception) -> None:
     deps.runs.put(t, run.model_copy(update={"status": "failed", "updated_at": now_iso(), "error": error_of(err)}))
 
 
-def _execute(deps: Deps, t: str, run: Run, agent: Agent, inputs: dict[str, Any] | None) -> str:
+def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, Any] | None) -> str:
     settings = deps.settings
     card_type = None
     if run.kind == "reexamination":  # checked first: a council is not run for a parent that is gone

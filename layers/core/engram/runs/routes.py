@@ -10,9 +10,8 @@ from engram.runs import active_memory
 
 
 from engram.runs import service as run_records
-from engram.deps import get_deps
 from engram.runs.models import RunCreate, RunUpdate
-from engram.api.http import Limit, Token, ok, tenant
+from engram.api.http import Limit, Token, deps_of, ok, tenant
 
 router = Router()
 
@@ -23,44 +22,44 @@ def _accepted(run):
 
 @router.post("/api/agents/<agentId>/runs")
 def create_run(agentId: str, body: RunCreate):
-    return _accepted(run_records.start_manual_run(get_deps(), tenant(router), agentId, body))
+    return _accepted(run_records.start_manual_run(deps_of(router), tenant(router), agentId, body))
 
 
 @router.get("/api/agents/<agentId>/active-memory")
 def get_active_memory(agentId: str):
-    return ok(active_memory.status(get_deps(), tenant(router), agentId).public())
+    return ok(active_memory.status(deps_of(router), tenant(router), agentId).public())
 
 
 @router.post("/api/agents/<agentId>/active-memory/reset")
 def reset_active_memory(agentId: str):
-    return ok(active_memory.reset(get_deps(), tenant(router), agentId).public())
+    return ok(active_memory.reset(deps_of(router), tenant(router), agentId).public())
 
 
 @router.patch("/api/runs/<runId>")
 def update_run(runId: str, body: RunUpdate):
-    return ok(run_records.update_run(get_deps(), tenant(router), runId, body).public())
+    return ok(run_records.update_run(deps_of(router), tenant(router), runId, body).public())
 
 
 @router.post("/api/runs/<runId>/re-examine")
 def reexamine_run(runId: str):
-    return _accepted(run_records.start_reexamination(get_deps(), tenant(router), runId))
+    return _accepted(run_records.start_reexamination(deps_of(router), tenant(router), runId))
 
 
 @router.get("/api/runs/<runId>/re-examinations")
 def list_reexaminations(runId: str, limit: Limit = 50, nextToken: Token = None):
-    return ok(run_records.list_reexaminations(get_deps(), tenant(router), runId, limit, nextToken))
+    return ok(run_records.list_reexaminations(deps_of(router), tenant(router), runId, limit, nextToken))
 
 
 @router.get("/api/runs/<runId>/memory")
 def get_run_memory(runId: str):
-    return ok(run_records.run_memory(get_deps(), tenant(router), runId))
+    return ok(run_records.run_memory(deps_of(router), tenant(router), runId))
 
 
 @router.get("/api/agents/<agentId>/runs")
 def list_runs(agentId: str, limit: Limit = 50, nextToken: Token = None):
-    return ok(run_records.list_runs(get_deps(), tenant(router), agentId, limit, nextToken))
+    return ok(run_records.list_runs(deps_of(router), tenant(router), agentId, limit, nextToken))
 
 
 @router.get("/api/runs/<runId>")
 def get_run(runId: str):
-    return ok(run_records.get_run(get_deps(), tenant(router), runId).public())
+    return ok(run_records.get_run(deps_of(router), tenant(router), runId).public())

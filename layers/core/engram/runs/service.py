@@ -9,26 +9,26 @@ from typing import Any
 
 from engram.agents.service import get_agent
 from engram.cards.service import find_card_type
-from engram.deps import Deps
+from engram.wiring.stores import Stores
 from engram.kernel.errors import BadRequest, Conflict, EngramError, NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page
 from engram.runs.models import Run, RunCreate, RunUpdate
 
 
-def get_run(deps: Deps, t: str, run_id: str) -> Run:
+def get_run(deps: Stores, t: str, run_id: str) -> Run:
     run = deps.runs.get(t, run_id)
     if run is None:
         raise NotFound("run not found", field="runId")
     return run
 
 
-def list_runs(deps: Deps, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_runs(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, Any]:
     get_agent(deps, t, agent_id)
     return page(*deps.runs.list(t, agent_id, limit=limit, token=token))
 
 
-def update_run(deps: Deps, t: str, run_id: str, body: RunUpdate) -> Run:
+def update_run(deps: Stores, t: str, run_id: str, body: RunUpdate) -> Run:
     """PATCH /api/runs/{runId}: the decision's lifetime (open, resolved, expired); the result itself
     never changes."""
     run = get_run(deps, t, check_id("runId", run_id))
@@ -37,13 +37,13 @@ def update_run(deps: Deps, t: str, run_id: str, body: RunUpdate) -> Run:
     return deps.runs.set_resolution(t, run_id, body.resolution_status)
 
 
-def list_reexaminations(deps: Deps, t: str, run_id: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_reexaminations(deps: Stores, t: str, run_id: str, limit: int, token: str | None) -> dict[str, Any]:
     """GET /api/runs/{runId}/re-examinations: the parent's conviction history, oldest first."""
     get_run(deps, t, check_id("runId", run_id))
     return page(*deps.runs.list_reexaminations(t, run_id, limit=limit, token=token))
 
 
-def run_memory(deps: Deps, t: str, run_id: str) -> dict[str, Any]:
+def run_memory(deps: Stores, t: str, run_id: str) -> dict[str, Any]:
     """GET /api/runs/{runId}/memory: the run's scratch store as it was left (RM1, persisted)."""
     from engram.run_memory.store import run_memory_listing
 
@@ -66,7 +66,7 @@ def queued(agent_id: str, run_id: str, *, kind: str, trigger: str, prompt: str, 
                status="queued", prompt=prompt, parent_run_id=parent_run_id)
 
 
-def start_manual_run(deps: Deps, t: str, agent_id: str, body: RunCreate) -> Run:
+def start_manual_run(deps: Stores, t: str, agent_id: str, body: RunCreate) -> Run:
     """POST /api/agents/{agentId}/runs: runs the agent now, with its default prompt or an override (AM4)."""
     agent = deps.agents.get(t, check_id("agentId", agent_id))
     if agent is None:
@@ -81,7 +81,7 @@ def start_manual_run(deps: Deps, t: str, agent_id: str, body: RunCreate) -> Run:
     return run
 
 
-def start_reexamination(deps: Deps, t: str, parent_run_id: str) -> Run:
+def start_reexamination(deps: Stores, t: str, parent_run_id: str) -> Run:
     """POST /api/runs/{runId}/re-examine (AM6): a new full run of the same agent, anchored to the
     parent's card. The parent is never modified."""
     parent = deps.runs.get(t, check_id("runId", parent_run_id))
@@ -107,7 +107,7 @@ def start_reexamination(deps: Deps, t: str, parent_run_id: str) -> Run:
     return run
 
 
-def _enqueue(deps: Deps, t: str, run: Run, *, inputs: dict[str, Any] | None = None) -> None:
+def _enqueue(deps: Stores, t: str, run: Run, *, inputs: dict[str, Any] | None = None) -> None:
     deps.runs.create(t, run)
     job: dict[str, Any] = {"tenant": t, "runId": run.id, "agentId": run.agent_id, "kind": run.kind}
     if inputs:

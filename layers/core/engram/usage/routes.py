@@ -7,8 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from engram.api.http import Limit, Token, ok, tenant
-from engram.deps import get_deps
+from engram.api.http import Limit, Token, deps_of, ok, tenant
 from engram.usage import service as usage
 
 router = Router()
@@ -21,4 +20,4 @@ def list_usage(
     limit: Limit = 100,
     nextToken: Token = None,
 ):
-    return ok(usage.list_usage(get_deps(), tenant(router), agentId, sessionId, limit, nextToken))
+    return ok(usage.list_usage(deps_of(router), tenant(router), agentId, sessionId, limit, nextToken))

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram.deps import Deps
+from engram.wiring.stores import Stores
 from engram.kernel.errors import BadRequest
 from engram.kernel.ids import check_id
 from engram.kernel.model import page
 
 
-def list_usage(deps: Deps, t: str, agent_id: str | None, session_id: str | None, limit: int, token: str | None) -> dict[str, Any]:
+def list_usage(deps: Stores, t: str, agent_id: str | None, session_id: str | None, limit: int, token: str | None) -> dict[str, Any]:
     if session_id and not agent_id:
         raise BadRequest("sessionId filters need agentId (session ids are per agent)", field="agentId", code="missing_filter")
     if agent_id:

@@ -1,0 +1,28 @@
+"""The chat function: chat turns (sync, queued, webhooks) with the tools a chat turn can use."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engram.cards.tools import register_tools as card_tools
+from engram.engine.tools import ToolRegistry, default_registry
+from engram.kernel.settings import Settings
+from engram.memory.section import memory_sections
+from engram.memory.tools import register_tools as memory_tools
+from engram.recall.tools import register_tools as recall_tools
+from engram.wiring.model import ModelDeps
+from engram.wiring.stores import clients
+
+
+def chat_tools() -> ToolRegistry:
+    """Built-ins, long-term memory and facts, conversation search, decision cards."""
+    registry = default_registry()
+    memory_tools(registry)
+    recall_tools(registry)
+    card_tools(registry)
+    return registry
+
+
+def build(settings: Settings, registry: ToolRegistry | None = None, **given: Any) -> ModelDeps:
+    return ModelDeps(**clients(settings, **given), registry=registry or chat_tools(),
+                     sections=memory_sections(settings.agent_memory_token_budget))
