@@ -1,4 +1,5 @@
-"""The api function must never pay for the anthropic SDK (~1.5 s of imports)."""
+"""Cold starts: the api function never pays for the anthropic SDK (~1.5 s of imports) nor for the
+turn engine, the agent's tools or the search index; the others import the SDK only with a model call."""
 
 from __future__ import annotations
 
@@ -15,14 +16,21 @@ spec = importlib.util.spec_from_file_location("handler", {path!r})
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 print(sorted(m for m in ("anthropic", "httpx2", "moto") if m in sys.modules))
+print(sorted(m for m in sys.modules if m.startswith(("engram.engine", "engram.recall.index", "engram.recall.search", "engram.roots"))
+             or m.endswith((".tools", ".policy", ".section"))))
 """
 
 
 def _loaded(function: str) -> str:
+    """The third-party modules of interest the handler's import loaded (first line of the probe)."""
+    return _probe(function)[0]
+
+
+def _probe(function: str) -> list[str]:
     code = PROBE.format(layer=str(ROOT / "layers" / "core"), path=str(ROOT / "functions" / function / "app.py"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1"})
-    return out.stdout.strip()
+    return out.stdout.strip().splitlines()
 
 
 def test_api_handler_does_not_import_the_model_sdk():
@@ -35,3 +43,10 @@ def test_chat_handler_defers_the_model_sdk_until_a_model_is_called():
 
 def test_extract_handler_defers_the_model_sdk_until_a_model_is_called():
     assert _loaded("extract") == "[]"
+
+
+def test_api_handler_loads_no_engine_tools_or_search_index():
+    loaded = _probe("api")[1]
+    # The api function's own root is all it loads of the roots; of the engine only the token-price table
+    # (usage records are priced in it).
+    assert loaded == "['engram.engine', 'engram.engine.pricing', 'engram.roots', 'engram.roots.api', 'engram.roots.function']"

@@ -36,7 +36,6 @@ from engram.facts import routes as fact_routes
 from engram.memory import models as memory_models
 from engram.memory import routes as memory_routes
 from engram.run_memory import models as run_memory_models
-from engram.run_memory import store as run_memory
 from engram.runs import models as run_models
 from engram.runs import routes as run_routes
 from engram.runs import service as services
@@ -342,9 +341,8 @@ def test_run_started_schema_matches_the_accepted_response():
 
 def test_run_memory_schema_matches_the_listing(monkeypatch):
     entry = run_memory_models.RunMemoryEntry(key="input:ticker", kind="input", value="ACME", created_at="t", updated_at="t", value_bytes=6)
-    monkeypatch.setattr(run_memory, "run_memory_listing", lambda deps, t, agent_id, run_id: [entry.public()])
     run = models.Run(id="run_1", created_at="t", updated_at="t", agent_id="ag_1", kind="manual")
-    deps = SimpleNamespace(runs=SimpleNamespace(get=lambda t, run_id: run))
+    deps = SimpleNamespace(runs=SimpleNamespace(get=lambda t, run_id: run), run_memory=SimpleNamespace(load=lambda t, a, r: [entry]))
     out = services.run_memory(deps, "t1", "run_1")
     schema = DOC["components"]["schemas"]["RunMemory"]
     assert set(schema["properties"]) == set(schema["required"]) == set(out)
@@ -353,7 +351,8 @@ def test_run_memory_schema_matches_the_listing(monkeypatch):
     # A council member's run answers with its council's (the lead's) run memory, as documented.
     lead = models.Run(id="run_lead", created_at="t", updated_at="t", agent_id="ag_lead", kind="manual")
     member = models.Run(id="run_m", created_at="t", updated_at="t", agent_id="ag_1", kind="council_member", council_run_id="run_lead")
-    deps = SimpleNamespace(runs=SimpleNamespace(get=lambda t, run_id: {"run_m": member, "run_lead": lead}[run_id]))
+    deps = SimpleNamespace(runs=SimpleNamespace(get=lambda t, run_id: {"run_m": member, "run_lead": lead}[run_id]),
+                           run_memory=SimpleNamespace(load=lambda t, a, r: [entry]))
     assert services.run_memory(deps, "t1", "run_m")["runId"] == "run_lead"
 
 

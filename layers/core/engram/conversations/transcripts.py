@@ -10,6 +10,7 @@ from botocore.exceptions import ClientError
 
 from engram.aws.clients import make_client
 from engram.kernel.errors import SessionBusy
+from engram.kernel.observability import logger
 from engram.aws import keys
 
 
@@ -72,8 +73,6 @@ class HistoryStore:
             else:
                 self.save(t, agent_id, session_id, previous.messages, etag=written_etag)
         except Exception:  # best-effort: the failed run is still recorded by the caller
-            from engram.kernel.observability import logger
-
             logger.exception("could not restore the transcript after a failed commit", extra={"key": key})
 
     def delete(self, t: str, agent_id: str, session_id: str) -> None:

@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field, StringConstraints
 from engram.facts import service as facts
 from engram.memory import service as memory_service
 from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
+from engram.memory.models import memory_id
 
 Scope = Literal["agent", "workspace", "user"]
 
@@ -102,8 +103,6 @@ def _forget_memory(ctx: ToolContext, inp: ForgetMemoryInput) -> Any:
     owner = agent.workspace_id if inp.scope == "workspace" else agent.id
     if not owner:
         return ToolOutcome("this agent has no workspace", is_error=True)
-    from engram.memory.models import memory_id
-
     row = deps.memories.get(t, inp.scope, owner, memory_id(inp.scope, owner, inp.key))
     if row is None or row.archived_at:
         return ToolOutcome(f"no active {inp.scope} memory with key {inp.key!r}", is_error=True)

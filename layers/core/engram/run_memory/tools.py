@@ -15,6 +15,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, Field, StringConstraints
 
 from engram.kernel.secrets import find_secret
+from engram.run_memory.learnings import store_learning
 from engram.run_memory.models import Kind
 from engram.run_memory.store import RunMemory, run_memory_of
 from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
@@ -142,8 +143,6 @@ class LearningInput(BaseModel):
 
 
 def _store_learning(ctx: ToolContext, inp: LearningInput) -> Any:
-    from engram.run_memory.learnings import store_learning
-
     origin = {"runId": ctx.run_id, "agentId": ctx.agent.id, "sessionId": ctx.session_id or None}
     row = store_learning(ctx.deps, ctx.tenant, ctx.agent.id, inp.learning, origin=origin)
     return {"stored": True, "key": row.key}

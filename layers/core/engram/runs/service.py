@@ -13,6 +13,7 @@ from engram.wiring.stores import Stores
 from engram.kernel.errors import BadRequest, Conflict, EngramError, NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page
+from engram.run_memory.store import run_memory_listing
 from engram.runs.models import Run, RunCreate, RunUpdate
 
 
@@ -45,8 +46,6 @@ def list_reexaminations(deps: Stores, t: str, run_id: str, limit: int, token: st
 
 def run_memory(deps: Stores, t: str, run_id: str) -> dict[str, Any]:
     """GET /api/runs/{runId}/memory: the run's scratch store as it was left (RM1, persisted)."""
-    from engram.run_memory.store import run_memory_listing
-
     run = get_run(deps, t, check_id("runId", run_id))
     owner = run.agent_id
     if run.kind == "council_member" and run.council_run_id:

@@ -1,0 +1,155 @@
+"""The core's import directions (docs/ARCHITECTURE.md, "Packages and import directions"), checked
+on the source: every import counts, including those inside functions and under TYPE_CHECKING.
+
+Layers, lowest first; a module may import its own layer or a lower one, never a higher one:
+  0 kernel            errors, ids, settings, observability, validation, secrets, base models
+  1 aws               the one AWS adapter: table helper, keys, clients, queues
+  2 models            each feature's `models` module: the domain vocabulary
+  3 stores            each feature's `repository` (and the S3 transcripts, archive, scheduler)
+  4 engine            turn, tool loop, prompt, tool registry, providers
+  5 wiring            the typed containers services receive (Stores, ModelDeps)
+  6 features          services, tools, prompt sections, turn policies, the HTTP kernel
+  7 routes            powertools routers
+  8 roots             one composition root per function
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+CORE = Path(__file__).resolve().parents[2] / "layers" / "core"
+STORES = {"engram.recall.archive", "engram.conversations.transcripts", "engram.runs.schedules"}
+# What the engine may know of the features: the records a turn reads and writes.
+ENGINE_MAY_IMPORT = {"engram.agents.models", "engram.runs.models", "engram.usage.models"}
+# Imports inside functions keep something heavy off a cold start; each is listed here with its reason.
+DEFERRED = {
+    ("engram.aws.clients", "boto3"): "boto3 is imported with the first client, not with the module",
+    ("engram.aws.clients", "botocore.config"): "as boto3",
+    ("engram.aws.table", "boto3.dynamodb.types"): "as boto3: the codecs are built on first use",
+    ("engram.engine.providers", "engram.engine.providers.anthropic_provider"): "the anthropic SDK (~1.5 s) only with a model call",
+    ("engram.engine.providers", "engram.engine.providers.offline"): "the offline model only where it is configured",
+    ("engram.engine.providers.anthropic_provider", "aws_lambda_powertools.utilities"): "Parameters only when the key is read",
+}
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in (CORE / "engram").rglob("*.py"):
+        name = ".".join(path.relative_to(CORE).with_suffix("").parts)
+        out[name.removesuffix(".__init__")] = path
+    return out
+
+
+MODULES = _modules()
+
+
+def _target(name: str) -> str | None:
+    while name and name not in MODULES:
+        name = name.rpartition(".")[0]
+    return name or None
+
+
+def _imports(module: str) -> list[tuple[str, bool]]:
+    """(imported name, inside a function) for every import statement of `module`."""
+    tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
+    inside: set[int] = set()
+    for fn in ast.walk(tree):
+        if isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            inside |= {id(node) for node in ast.walk(fn) if isinstance(node, (ast.Import, ast.ImportFrom))}
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names = [f"{node.module}.{a.name}" for a in node.names]
+            found += [(n if n in MODULES else node.module, id(node) in inside) for n in names]
+        elif isinstance(node, ast.Import):
+            found += [(a.name, id(node) in inside) for a in node.names]
+    return found
+
+
+def _edges() -> dict[str, set[str]]:
+    edges: dict[str, set[str]] = {m: set() for m in MODULES}
+    for module in MODULES:
+        for name, _ in _imports(module):
+            target = _target(name) if name.startswith("engram") else None
+            if target and target != module:
+                edges[module].add(target)
+    return edges
+
+
+def layer(module: str) -> int:
+    parts = module.split(".")
+    area = parts[1] if len(parts) > 1 else ""
+    if area == "kernel":
+        return 0
+    if area == "aws":
+        return 1
+    if parts[-1] == "models":
+        return 2
+    if parts[-1] == "repository" or module in STORES:
+        return 3
+    if area == "engine":
+        return 4
+    if area == "wiring":
+        return 5
+    if area == "roots":
+        return 8
+    if parts[-1] in ("routes", "chat_routes"):
+        return 7
+    return 6
+
+
+def test_no_module_imports_a_higher_layer():
+    wrong = [
+        f"{module} (layer {layer(module)}) imports {target} (layer {layer(target)})"
+        for module, targets in _edges().items()
+        for target in targets
+        if layer(target) > layer(module)
+    ]
+    assert wrong == []
+
+
+def test_the_engine_knows_no_feature_but_the_records_a_turn_writes():
+    wrong = [
+        f"{module} imports {target}"
+        for module, targets in _edges().items()
+        if module.startswith("engram.engine")
+        for target in targets
+        if not target.startswith(("engram.engine", "engram.kernel")) and target not in ENGINE_MAY_IMPORT
+    ]
+    assert wrong == []
+
+
+def test_only_the_composition_roots_import_them():
+    assert [f"{m} imports {t}" for m, ts in _edges().items() if not m.startswith("engram.roots") for t in ts
+            if t.startswith("engram.roots")] == []
+
+
+def test_there_is_no_import_cycle():
+    edges = _edges()
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, path: list[str]) -> None:
+        state[node] = 1
+        for nxt in sorted(edges[node]):
+            if state.get(nxt) == 1:
+                cycles.append(path[path.index(nxt):] + [nxt])
+            elif nxt not in state:
+                visit(nxt, path + [nxt])
+        state[node] = 2
+
+    for module in sorted(edges):
+        if module not in state:
+            visit(module, [module])
+    assert cycles == []
+
+
+def test_imports_inside_functions_are_the_listed_cold_start_deferrals():
+    found = {(module, name) for module in MODULES for name, inside in _imports(module) if inside}
+    assert found - set(DEFERRED) == set()
+
+
+def test_the_layering_rules_see_every_module():
+    # A guard for the test itself: the walk found the core and every area has a layer.
+    assert len(MODULES) > 60 and {layer(m) for m in MODULES} == set(range(9))
