@@ -47,6 +47,5 @@ def test_extract_handler_defers_the_model_sdk_until_a_model_is_called():
 
 def test_api_handler_loads_no_engine_tools_or_search_index():
     loaded = _probe("api")[1]
-    # The api function's own root is all it loads of the roots; of the engine only the token-price table
-    # (usage records are priced in it).
-    assert loaded == "['engram.engine', 'engram.engine.pricing', 'engram.roots', 'engram.roots.api', 'engram.roots.function']"
+    # Of the roots, the api function loads its own; of the engine, nothing.
+    assert loaded == "['engram.roots', 'engram.roots.api', 'engram.roots.function']"

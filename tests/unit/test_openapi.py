@@ -29,7 +29,6 @@ from engram.cards import routes as card_routes
 from engram.conversations import chat_routes, webhooks
 from engram.conversations import models as conversation_models
 from engram.conversations import routes as session_routes
-from engram.engine import pricing
 from engram.engine import turn as turns
 from engram.facts import models as fact_models
 from engram.facts import routes as fact_routes
@@ -50,7 +49,7 @@ ROUTERS = tuple(m.router for m in (agent_routes, session_routes, chat_routes, me
 # Every public model, by the name this test has always used for it.
 models = SimpleNamespace(**{
     name: getattr(module, name)
-    for module in (agent_models, card_models, conversation_models, fact_models, memory_models, run_models, usage_models, pricing)
+    for module in (agent_models, card_models, conversation_models, fact_models, memory_models, run_models, usage_models)
     for name in dir(module) if isinstance(getattr(module, name), type) or name in ("RunKind", "RunStatus")
 })
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}

@@ -8,6 +8,9 @@ Ids are validated here, before they can reach a key or an S3 path.
 
 from __future__ import annotations
 
+import re
+
+from engram.kernel.errors import BadRequest
 from engram.kernel.ids import check_id
 
 
@@ -100,8 +103,6 @@ _STAMP_CHARS = frozenset("0123456789-:.TZ+")
 
 def check_stamp(field: str, value: object) -> str:
     """An ISO-8601 timestamp as this project writes them: sortable, and never carrying a key separator."""
-    from engram.kernel.errors import BadRequest
-
     if not isinstance(value, str) or not 10 <= len(value) <= 40 or not set(value) <= _STAMP_CHARS:
         raise BadRequest(f"{field} must be an ISO-8601 timestamp", field=field, code="invalid_timestamp")
     return value
@@ -154,6 +155,7 @@ def reexaminations_of(t: str, parent_run_id: str) -> str:
 
 
 RUN_MEMORY_KEY_PATTERN = r"^(input|step|task|shared):[A-Za-z0-9_.:-]{1,120}$"
+_RUN_MEMORY_KEY = re.compile(RUN_MEMORY_KEY_PATTERN)
 
 
 def run_memory_prefix(run_id: str) -> str:
@@ -162,11 +164,7 @@ def run_memory_prefix(run_id: str) -> str:
 
 
 def run_memory_sk(run_id: str, key: str) -> str:
-    import re
-
-    from engram.kernel.errors import BadRequest
-
-    if not isinstance(key, str) or not re.match(RUN_MEMORY_KEY_PATTERN, key):
+    if not isinstance(key, str) or not _RUN_MEMORY_KEY.match(key):
         raise BadRequest("a run memory key is <input|step|task|shared>:<1-120 of A-Z a-z 0-9 _ . : ->", field="key", code="invalid_key")
     return f"{run_memory_prefix(run_id)}{key}"
 

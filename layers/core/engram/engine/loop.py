@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engram.kernel.errors import TurnTimeout
-from engram.engine.pricing import Usage
+from engram.usage.models import Usage
 from engram.engine.pricing import usage_of
 from engram.engine.providers.base import ModelProvider
 from engram.engine.prompt import with_history_breakpoint

@@ -46,7 +46,7 @@ from engram.kernel.ids import ID_PATTERN
 from engram.kernel.validation import refuse_secrets
 from engram.agents.models import Agent
 from engram.memory.models import Memory
-from engram.engine.pricing import Usage
+from engram.usage.models import Usage
 from engram.usage.models import UsageRow
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics

@@ -33,6 +33,7 @@ from typing import Any
 
 from engram.aws import keys
 from engram.aws.table import Table
+from engram.kernel.model import now_iso
 
 TEXT_CAP = 4000
 MAX_PARTS = 8
@@ -75,12 +76,6 @@ def split_text(text: str, cap: int = TEXT_CAP, max_parts: int = MAX_PARTS) -> li
         parts.append(rest[:cut].rstrip())
         rest = rest[cut:].lstrip()
     return [p for p in parts if p]
-
-
-def _iso_now() -> str:
-    from engram.kernel.model import now_iso
-
-    return now_iso()
 
 
 # Called with (table, tenant, agent_id) after a session's archive is deleted: a warm search cache
@@ -196,7 +191,7 @@ class ArchiveStore:
         """Deletes one session's archive and leaves a tombstone for warm caches. Returns the count."""
         pk = keys.agent_pk(t, agent_id)
         deleted = self.table.delete_all(pk, sk_prefix=keys.archive_session_prefix(session_id), consistent=True)
-        now = _iso_now()
+        now = now_iso()
         tombstone = {
             "PK": pk,
             "SK": keys.archive_tombstone_sk(session_id, now),

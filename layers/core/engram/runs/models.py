@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
-from engram.engine.pricing import Usage
+from engram.usage.models import Usage
 from engram.kernel.model import Body, Resource
 
 RunKind = Literal["chat", "heartbeat", "manual", "reexamination", "council_member"]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram.wiring.stores import Stores
 from engram.kernel.errors import BadRequest
 from engram.kernel.ids import check_id
 from engram.kernel.model import page
+from engram.wiring.stores import Stores
 
 
 def list_usage(deps: Stores, t: str, agent_id: str | None, session_id: str | None, limit: int, token: str | None) -> dict[str, Any]:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 from typing import Any
 
 import anthropic
@@ -101,8 +103,6 @@ class BedrockProvider(AnthropicProvider):
     name = "bedrock"
 
     def _make_client(self) -> Any:
-        import os
-
         kwargs: dict[str, Any] = {"max_retries": self.settings.model_max_retries, "timeout": self.settings.model_timeout_s}
         if self._http_client is not None:
             kwargs["http_client"] = self._http_client
