@@ -31,7 +31,6 @@ def main() -> int:
     from engram.memory.models import Memory
     from engram.kernel.model import now_iso
     from engram.kernel.settings import Settings
-    from engram.aws.table import chunks, serialize
     from local.resources import create_resources
     from local.template import load_template
 
@@ -57,10 +56,7 @@ def main() -> int:
                                value=f"{scope} fact number {i}: the service on host {i} answers on port {8000 + i % 1000}", importance=i % 101)
                     items.append(deps.memories.item(t, m, owner))
                 items.append(deps.facts.item(t, Fact(id=f"f_{i}", created_at=now, updated_at=now, fact=f"user fact number {i} about preferences", last_referenced_at=now)))
-            for batch in chunks(items, 25):
-                request = {deps.table.name: [{"PutRequest": {"Item": serialize(item)}} for item in batch]}
-                while request:
-                    request = deps.table.client.batch_write_item(RequestItems=request).get("UnprocessedItems") or {}
+            deps.table.batch_write(puts=items)
             rows_read = [0]
 
             def count_rows(parsed=None, **_kwargs):

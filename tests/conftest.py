@@ -17,3 +17,29 @@ os.environ.pop("ANTHROPIC_API_KEY", None)
 from local.emulator import serialize_dynamodb  # noqa: E402
 
 serialize_dynamodb()
+
+
+# Creating a boto3 client costs ~80 ms (its service model is loaded and a class built), and every
+# test builds a fresh stack: the functions' stores, the resource creator and the queue workers
+# would create a dozen. A client holds no AWS state (moto's backends are reset per test), so tests
+# share one client per (service, region, endpoint, config).
+import boto3  # noqa: E402
+
+_real_client = boto3.client
+_shared_clients: dict[tuple[object, ...], object] = {}
+
+
+def _shared_client(service_name: str, *args: object, **kwargs: object) -> object:
+    if args:
+        return _real_client(service_name, *args, **kwargs)
+    config = kwargs.get("config")
+    options = repr(sorted(getattr(config, "_user_provided_options", {}).items())) if config is not None else ""
+    # The local stack points clients at its emulator through AWS_ENDPOINT_URL: part of the key too.
+    endpoint = kwargs.get("endpoint_url") or os.environ.get("AWS_ENDPOINT_URL")
+    key = (service_name, kwargs.get("region_name"), endpoint, options)  # type: ignore[assignment]
+    if key not in _shared_clients:
+        _shared_clients[key] = _real_client(service_name, **kwargs)  # type: ignore[arg-type]
+    return _shared_clients[key]
+
+
+boto3.client = _shared_client  # type: ignore[assignment]

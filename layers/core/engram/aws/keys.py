@@ -31,7 +31,7 @@ def agent_lookup(agent_id: str) -> str:
 
 
 def agent_pk(t: str, agent_id: str) -> str:
-    """The partition holding an agent's sessions (and later its memories)."""
+    """The partition holding everything of one agent: sessions, memories, archive, run memory, markers."""
     return f"{t}#A#{check_id('agentId', agent_id)}"
 
 

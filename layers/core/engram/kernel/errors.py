@@ -1,4 +1,4 @@
-"""Domain errors. The HTTP layer maps them to status codes in one place (api/errors.py)."""
+"""Domain errors. The HTTP layer maps them to status codes in one place (engram.api.http)."""
 
 from __future__ import annotations
 

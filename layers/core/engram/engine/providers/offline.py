@@ -78,7 +78,7 @@ class OfflineProvider:
             )
         last = messages[-1]
         may_call = (tool_choice or {}).get("type") != "none"
-        # Decision tools: get_my_decisions first, submit_result before the final answer (DESIGN AM5).
+        # Decision tools: get_my_decisions first, submit_result before the final answer (AM5).
         first, final = _decision_calls(tools, messages) if may_call else (None, None)
         # The tools the turn's opening message asks for, each once per turn (after get_my_decisions).
         opening, turn = _this_turn(messages)
