@@ -20,8 +20,7 @@ install: $(STAMP)
 dev: $(STAMP)
 	$(BIN)/python -m local.stack
 
-test: $(STAMP)
-	$(BIN)/cfn-lint template.yaml
+test: lint
 	$(BIN)/python -m pytest
 
 bench: $(STAMP)
@@ -30,8 +29,12 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.extraction
 	$(BIN)/python -m bench.runs
 
+# ruff (lint and format), mypy --strict on the core (pyproject.toml), cfn-lint on the template.
 lint: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 	$(BIN)/cfn-lint template.yaml
 
 clean:
-	rm -rf $(VENV) .pytest_cache .hypothesis .aws-sam
+	rm -rf $(VENV) .pytest_cache .hypothesis .aws-sam .mypy_cache .ruff_cache

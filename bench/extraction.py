@@ -94,7 +94,7 @@ def _event(job: dict[str, Any], queue_arn: str) -> dict[str, Any]:
         "MessageId": str(uuid.uuid4()),
         "ReceiptHandle": "bench",
         "Body": body,
-        "MD5OfBody": hashlib.md5(body.encode()).hexdigest(),  # noqa: S324 - what SQS sends, not security
+        "MD5OfBody": hashlib.md5(body.encode()).hexdigest(),
         "Attributes": {"ApproximateReceiveCount": "1", "SentTimestamp": str(int(time.time() * 1000))},
     }
     return build_sqs_event([message], queue_arn, "us-east-1")
@@ -126,7 +126,14 @@ def bench_jobs(conversations: list[list[list[dict[str, Any]]]], limit: int | Non
             return json.loads(raw)["data"]
 
         def run_job(agent_id: str, run_id: str, messages: list[dict[str, Any]]) -> tuple[float, float, Counter[str]]:
-            job = {"runId": run_id, "tenant": tenant, "agentId": agent_id, "sessionId": "dashboard", "kind": "chat", "messages": messages}
+            job = {
+                "runId": run_id,
+                "tenant": tenant,
+                "agentId": agent_id,
+                "sessionId": "dashboard",
+                "kind": "chat",
+                "messages": messages,
+            }
             event = _event(job, queue_arn)
             counter.take()
             model_seconds[0] = 0.0
@@ -154,8 +161,8 @@ def bench_jobs(conversations: list[list[list[dict[str, Any]]]], limit: int | Non
                 marker = deps.table.get(f"{tenant}#A#{agent['id']}", f"EXTRACT#{run_id}")
                 statuses[(marker or {}).get("outcome", {}).get("status", "skipped")] += 1
                 done += 1
-            rows += sum(1 for m in deps.memories.list(tenant, "workspace", ws["id"]) if m.source == "auto")
-            rows += sum(1 for m in deps.memories.list(tenant, "agent", agent["id"]) if m.source == "auto")
+            rows += sum(1 for m in deps.memories.all(tenant, "workspace", ws["id"]) if m.source == "auto")
+            rows += sum(1 for m in deps.memories.all(tenant, "agent", agent["id"]) if m.source == "auto")
 
         # the default agent (no workspace, agent memory off): nothing can be stored, so no model call
         plain = call("POST", "/api/agents", {"name": "plain"})
@@ -200,22 +207,32 @@ def main(argv: list[str] | None = None) -> int:
     print("== extraction: the 12,000-character transcript cap on LoCoMo dev sessions (one session = one run)")
     print(f"sessions                {share['sessions']}   ({share['under_min']} under the 200-character minimum)")
     print(f"transcript characters   median {share['chars_median']:.0f}   p90 {share['chars_p90']:.0f}   max {share['chars_max']}")
-    print(f"share of the cap used   mean {share['share_mean']:.0%}   median {share['share_median']:.0%}   p90 {share['share_p90']:.0%}")
-    print(f"over the cap            {share['over_cap']} session(s); {share['cut_chars_share']:.1%} of all characters cut (the start of those sessions)")
+    print(
+        f"share of the cap used   mean {share['share_mean']:.0%}   median {share['share_median']:.0%}   p90 {share['share_p90']:.0%}"
+    )
+    print(
+        f"over the cap            {share['over_cap']} session(s); {share['cut_chars_share']:.1%} of all characters cut (the start of those sessions)"
+    )
 
     # powertools prints EMF blobs to stdout even with metrics disabled (cold starts, every 100 values)
     with contextlib.redirect_stdout(io.StringIO()):
         jobs = bench_jobs(conversations, args.jobs)
     print("\n== extraction worker per job (ExtractFunction handler, offline model, local emulator; model time excluded)")
     print(f"jobs                    {jobs['jobs']}   outcomes {jobs['statuses']}   auto rows stored {jobs['auto_rows']}")
-    print(f"worker time per job     median {jobs['median_ms']:.1f} ms   p95 {jobs['p95_ms']:.1f} ms   (with the emulator's AWS round trips)")
-    print(f"  without AWS calls     median {jobs['own_median_ms']:.1f} ms   p95 {jobs['own_p95_ms']:.1f} ms   (Python only: render, prompt, parse, choose)")
+    print(
+        f"worker time per job     median {jobs['median_ms']:.1f} ms   p95 {jobs['p95_ms']:.1f} ms   (with the emulator's AWS round trips)"
+    )
+    print(
+        f"  without AWS calls     median {jobs['own_median_ms']:.1f} ms   p95 {jobs['own_p95_ms']:.1f} ms   (Python only: render, prompt, parse, choose)"
+    )
     print(f"AWS calls per job       {jobs['total_calls_per_job']:.2f}")
     for op, count in jobs["calls_per_job"].items():
         print(f"  {op:<34} {count:.2f}")
     skipped_total = sum(jobs["skipped_calls_per_job"].values())
     ops = ", ".join(f"{op} {c:.0f}" for op, c in jobs["skipped_calls_per_job"].items())
-    print(f"default agent (nothing to store): median {jobs['skipped_median_ms']:.1f} ms, {skipped_total:.0f} AWS call(s) ({ops}), no model call")
+    print(
+        f"default agent (nothing to store): median {jobs['skipped_median_ms']:.1f} ms, {skipped_total:.0f} AWS call(s) ({ops}), no model call"
+    )
     return 0
 
 

@@ -75,7 +75,7 @@ def _percentile(values: list[float], pct: float) -> float:
 
 
 def session_iso(raw: str | None) -> str | None:
-    """"1:56 pm on 8 May, 2023" -> "2023-05-08T13:56:00.000Z"."""
+    """ "1:56 pm on 8 May, 2023" -> "2023-05-08T13:56:00.000Z"."""
     if not raw:
         return None
     try:
@@ -117,24 +117,40 @@ def load_conversations(path: Path, *, captions: bool = True) -> list[dict[str, A
             evidence = evidence_ids(qa.get("evidence"))
             if category in CATEGORIES and evidence:
                 questions.append({"question": qa["question"], "category": category, "evidence": evidence})
-        conversations.append({"id": sample.get("sample_id", f"conv-{len(conversations)}"), "speaker_a": conv["speaker_a"],
-                              "speaker_b": conv["speaker_b"], "sessions": sessions, "questions": questions})
+        conversations.append(
+            {
+                "id": sample.get("sample_id", f"conv-{len(conversations)}"),
+                "speaker_a": conv["speaker_a"],
+                "speaker_b": conv["speaker_b"],
+                "sessions": sessions,
+                "questions": questions,
+            }
+        )
     return conversations
 
 
-def _archive_items(archive: Any, agent_id: str, conv: dict[str, Any], session: dict[str, Any], fallback: str) -> list[dict[str, Any]]:
+def _archive_items(
+    archive: Any, agent_id: str, conv: dict[str, Any], session: dict[str, Any], fallback: str
+) -> list[dict[str, Any]]:
     """One LoCoMo session as one archived "turn" of the agent: seq follows the conversation order."""
     roles = {conv["speaker_a"]: "user", conv["speaker_b"]: "assistant"}
-    messages = [{"role": roles.get(t["speaker"], "user"), "content": [{"type": "text", "text": t["text"]}]} for t in session["turns"]]
+    messages = [
+        {"role": roles.get(t["speaker"], "user"), "content": [{"type": "text", "text": t["text"]}]} for t in session["turns"]
+    ]
     created = session["createdAt"] or fallback
     items = archive.items_for_turn(
-        TENANT, agent_id, session["id"], f"locomo-{session['id']}", messages, created,
+        TENANT,
+        agent_id,
+        session["id"],
+        f"locomo-{session['id']}",
+        messages,
+        created,
         speakers={"user": conv["speaker_a"], "assistant": conv["speaker_b"]},
     )
     by_text = [t for t in session["turns"] if t["text"].strip()]
     if len(items) != len(by_text):
         raise RuntimeError(f"{conv['id']} {session['id']}: {len(items)} items for {len(by_text)} turns (a turn was split?)")
-    for item, turn in zip(items, by_text):
+    for item, turn in zip(items, by_text, strict=False):
         item["ref"] = turn["ref"]
         item["speaker"] = turn["speaker"]
     return items
@@ -147,8 +163,12 @@ def _score(results: list[tuple[int, set[str], list[str]]]) -> dict[str, Any]:
         per_cat[category].append(row)
         per_cat["all"].append(row)
     return {
-        cat: {"n": len(rows), "any5": sum(r[0] for r in rows) / len(rows), "any10": sum(r[1] for r in rows) / len(rows),
-              "all10": sum(r[2] for r in rows) / len(rows)}
+        cat: {
+            "n": len(rows),
+            "any5": sum(r[0] for r in rows) / len(rows),
+            "any10": sum(r[1] for r in rows) / len(rows),
+            "all10": sum(r[2] for r in rows) / len(rows),
+        }
         for cat, rows in per_cat.items()
     }
 
@@ -158,8 +178,12 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
     import boto3
     from moto import mock_aws
 
-    for key, value in {"AWS_ACCESS_KEY_ID": "testing", "AWS_SECRET_ACCESS_KEY": "testing", "AWS_DEFAULT_REGION": "us-east-1",
-                       "AWS_REGION": "us-east-1"}.items():
+    for key, value in {
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+    }.items():
         os.environ.setdefault(key, value)
     saved_endpoint = os.environ.pop("AWS_ENDPOINT_URL", None)
     conversations = load_conversations(path, captions=captions)
@@ -167,14 +191,14 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
         with mock_aws():
             from types import SimpleNamespace
 
-            from engram.recall import index as recall
             from engram.agents.models import Agent
-            from engram.conversations.models import Session
-            from engram.kernel.model import now_iso
-            from engram.recall.archive import ArchiveStore
             from engram.agents.repository import AgentRepository
             from engram.aws.table import Table
+            from engram.conversations.models import Session
             from engram.conversations.repository import SessionRepository
+            from engram.kernel.model import now_iso
+            from engram.recall import index as recall
+            from engram.recall.archive import ArchiveStore
             from local.resources import create_resources
             from local.template import load_template
 
@@ -235,7 +259,6 @@ def _ranker_times(conversations: list[dict[str, Any]], params: Any = None) -> tu
     """p50/p95 of the ranking alone (an index built the way the cache builds it, no I/O)."""
     from datetime import date
 
-
     times = []
     for conv in conversations:
         index = _index_for(conv, params)
@@ -264,14 +287,23 @@ def ablation(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
     from engram.recall.search import Params
 
-    off = Params(stemming=False, ctx_window=0, speaker_weight=0.0, speaker_text=1.0, session_weight=0.0, time_weight=0.0,
-                 date_weight=0.0)
+    off = Params(
+        stemming=False, ctx_window=0, speaker_weight=0.0, speaker_text=1.0, session_weight=0.0, time_weight=0.0, date_weight=0.0
+    )
     steps = [
         ("BM25, stop words", off, False),
         ("+ photo captions", off, True),
         ("+ Porter stemming", replace(off, stemming=True), True),
-        ("+ ctx: neighbours (1 each side, 0.25)", replace(off, stemming=True, ctx_window=1, ctx_weight=0.25, ctx_next_weight=0.25), True),
-        ("+ ctx window 2, 0.4 before / 0.25 after", replace(off, stemming=True, ctx_window=2, ctx_weight=0.4, ctx_next_weight=0.25), True),
+        (
+            "+ ctx: neighbours (1 each side, 0.25)",
+            replace(off, stemming=True, ctx_window=1, ctx_weight=0.25, ctx_next_weight=0.25),
+            True,
+        ),
+        (
+            "+ ctx window 2, 0.4 before / 0.25 after",
+            replace(off, stemming=True, ctx_window=2, ctx_weight=0.4, ctx_next_weight=0.25),
+            True,
+        ),
         ("+ speaker field", replace(Params(), session_weight=0.0, time_weight=0.0, date_weight=0.0), True),
         ("+ 'when' answer-type cue", replace(Params(), session_weight=0.0, date_weight=0.0), True),
         ("+ dates", replace(Params(), session_weight=0.0), True),
@@ -295,7 +327,9 @@ def ablation(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
 def print_report(report: dict[str, Any]) -> None:
     scores = report["scores"]
-    print(f"{report['conversations']} conversations, {report['items']} archived turns, {report['questions']} questions (categories 1-4 with evidence)")
+    print(
+        f"{report['conversations']} conversations, {report['items']} archived turns, {report['questions']} questions (categories 1-4 with evidence)"
+    )
     print(f"{'category':<16}{'n':>5}{'any@5':>9}{'any@10':>9}{'all@10':>9}")
     for cat in [1, 2, 3, 4, "all"]:
         if cat not in scores:
@@ -305,18 +339,24 @@ def print_report(report: dict[str, Any]) -> None:
         print(f"{label:<16}{s['n']:>5}{s['any5']:>9.3f}{s['any10']:>9.3f}{s['all10']:>9.3f}")
     per = "  ".join(f"{k} {v:.3f}" for k, v in report["per_conversation"].items())
     print(f"any@10 per conversation: {per}")
-    print(f"conversation_search  p50 {report['search_p50_ms']:.2f} ms   p95 {report['search_p95_ms']:.2f} ms   "
-          f"(warm cache, incl. its incremental GSI Query to in-process moto, which scans the table in Python)")
+    print(
+        f"conversation_search  p50 {report['search_p50_ms']:.2f} ms   p95 {report['search_p95_ms']:.2f} ms   "
+        f"(warm cache, incl. its incremental GSI Query to in-process moto, which scans the table in Python)"
+    )
     r50, r95 = report["ranker_ms"]
-    print(f"  ranking alone      p50 {r50:.2f} ms   p95 {r95:.2f} ms;   first search of an agent (loads and indexes "
-          f"its archive) {report['first_search_ms']:.0f} ms")
+    print(
+        f"  ranking alone      p50 {r50:.2f} ms   p95 {r95:.2f} ms;   first search of an agent (loads and indexes "
+        f"its archive) {report['first_search_ms']:.0f} ms"
+    )
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="conversation_search recall on LoCoMo")
     parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO, help="the LoCoMo JSON file (a list of conversations)")
     parser.add_argument("--no-captions", action="store_true", help="leave photo captions out of the turn text")
-    parser.add_argument("--ablation", action="store_true", help="also print the kept steps of the log, cumulatively (ranker only)")
+    parser.add_argument(
+        "--ablation", action="store_true", help="also print the kept steps of the log, cumulatively (ranker only)"
+    )
     args = parser.parse_args(argv)
 
     print("\n== conversation_search recall (LoCoMo evidence turns)")

@@ -12,8 +12,13 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "layers" / "core"), str(ROOT)]
-for key, value in {"AWS_ACCESS_KEY_ID": "bench", "AWS_SECRET_ACCESS_KEY": "bench", "AWS_DEFAULT_REGION": "us-east-1",
-                   "POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}.items():
+for key, value in {
+    "AWS_ACCESS_KEY_ID": "bench",
+    "AWS_SECRET_ACCESS_KEY": "bench",
+    "AWS_DEFAULT_REGION": "us-east-1",
+    "POWERTOOLS_TRACE_DISABLED": "true",
+    "POWERTOOLS_METRICS_DISABLED": "true",
+}.items():
     os.environ.setdefault(key, value)
 os.environ.pop("AWS_ENDPOINT_URL", None)
 
@@ -21,16 +26,16 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 def main() -> int:
     from moto import mock_aws
 
+    from engram.agents.models import Agent, Workspace
     from engram.engine.prompt import build_system, start_sections
     from engram.engine.tools import ToolContext
-    from engram.roots import chat
-    from engram.kernel.ids import tenant_key
-    from engram.memory.section import estimate_tokens
-    from engram.agents.models import Agent, Workspace
     from engram.facts.models import Fact
-    from engram.memory.models import Memory
+    from engram.kernel.ids import tenant_key
     from engram.kernel.model import now_iso
     from engram.kernel.settings import Settings
+    from engram.memory.models import Memory
+    from engram.memory.section import estimate_tokens
+    from engram.roots import chat
     from local.resources import create_resources
     from local.template import load_template
 
@@ -48,18 +53,44 @@ def main() -> int:
             now = now_iso()
             ws = Workspace(id="ws_bench", created_at=now, updated_at=now, name="bench")
             deps.workspaces.put(t, ws)
-            agent = Agent(id="ag_bench", created_at=now, updated_at=now, name="bench", model="offline", workspace_id=ws.id, agent_memory=True)
+            agent = Agent(
+                id="ag_bench",
+                created_at=now,
+                updated_at=now,
+                name="bench",
+                model="offline",
+                workspace_id=ws.id,
+                agent_memory=True,
+            )
             items = []
             for i in range(n):
                 for scope, owner in (("agent", agent.id), ("workspace", ws.id)):
-                    m = Memory(id=f"m_{scope}{i}", created_at=now, updated_at=now, key=f"{scope}-fact-{i}", scope=scope,
-                               value=f"{scope} fact number {i}: the service on host {i} answers on port {8000 + i % 1000}", importance=i % 101)
+                    m = Memory(
+                        id=f"m_{scope}{i}",
+                        created_at=now,
+                        updated_at=now,
+                        key=f"{scope}-fact-{i}",
+                        scope=scope,
+                        value=f"{scope} fact number {i}: the service on host {i} answers on port {8000 + i % 1000}",
+                        importance=i % 101,
+                    )
                     items.append(deps.memories.item(t, m, owner))
-                items.append(deps.facts.item(t, Fact(id=f"f_{i}", created_at=now, updated_at=now, fact=f"user fact number {i} about preferences", last_referenced_at=now)))
+                items.append(
+                    deps.facts.item(
+                        t,
+                        Fact(
+                            id=f"f_{i}",
+                            created_at=now,
+                            updated_at=now,
+                            fact=f"user fact number {i} about preferences",
+                            last_referenced_at=now,
+                        ),
+                    )
+                )
             deps.table.batch_write(puts=items)
             rows_read = [0]
 
-            def count_rows(parsed=None, **_kwargs):
+            def count_rows(parsed=None, rows_read=rows_read, **_kwargs):
                 if isinstance(parsed, dict) and "Items" in parsed:
                     rows_read[0] += len(parsed["Items"])
 
@@ -73,7 +104,9 @@ def main() -> int:
                     future.result()
                 reads = rows_read[0]
                 start = time.perf_counter()
-                blocks = build_system(agent, deps.sections, loaded, on_error=lambda name, err: print("section failed:", name, err))
+                blocks = build_system(
+                    agent, deps.sections, loaded, on_error=lambda name, err: print("section failed:", name, err)
+                )
                 render_ms.append((time.perf_counter() - start) * 1000)
                 for f in ctx.background:
                     f.result()

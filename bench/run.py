@@ -86,7 +86,6 @@ def bench_turns(turns_per_session: int, sessions: int) -> dict:
     counter = AwsCallCounter()
     handle = start_stack(port=0, model_provider="offline", workers=False)
     try:
-
         deps = handle.functions["ChatFunction"].module().ROOT.deps  # the function's own composition root
         timed = TimedProvider(deps.provider)
         model_seconds = timed.seconds
@@ -95,14 +94,22 @@ def bench_turns(turns_per_session: int, sessions: int) -> dict:
         cpu_ms: list[float] = []
         per_turn_calls: list[Counter[str]] = []
         for s in range(sessions):
-            status, _, body = invoke_http(handle.functions, "POST", "/api/agents", body={"name": f"bench-{s}", "persona": "Benchmark agent."}, user="bench")
+            status, _, body = invoke_http(
+                handle.functions, "POST", "/api/agents", body={"name": f"bench-{s}", "persona": "Benchmark agent."}, user="bench"
+            )
             agent_id = json.loads(body)["data"]["id"]
             for i in range(turns_per_session):
                 text = "what time is it?" if i % 5 == 4 else f"message {i}: tell me something about benchmarks"
                 counter.take()
                 model_seconds[0] = 0.0
                 start = time.perf_counter()
-                status, _, body = invoke_http(handle.functions, "POST", f"/api/agents/{agent_id}/sessions/dashboard/messages", body={"message": text}, user="bench")
+                status, _, body = invoke_http(
+                    handle.functions,
+                    "POST",
+                    f"/api/agents/{agent_id}/sessions/dashboard/messages",
+                    body={"message": text},
+                    user="bench",
+                )
                 elapsed = time.perf_counter() - start
                 if status != 200:
                     raise RuntimeError(f"turn failed: {status} {body[:300]!r}")
@@ -147,8 +154,13 @@ def bench_imports(repeats: int) -> dict:
         times, anthropic_loaded = [], False
         for _ in range(repeats):
             code = _IMPORT_PROBE.format(layer=str(ROOT / "layers" / "core"), path=str(ROOT / "functions" / fn / "app.py"))
-            out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                                 env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true"})
+            out = subprocess.run(
+                [sys.executable, "-c", code],
+                capture_output=True,
+                text=True,
+                check=True,
+                env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true"},
+            )
             seconds, loaded = out.stdout.split()
             times.append(float(seconds) * 1000)
             anthropic_loaded = anthropic_loaded or loaded == "True"
@@ -166,9 +178,15 @@ def main(argv: list[str] | None = None) -> int:
     print("== chat turns (offline model, local emulator; model time excluded)")
     turns = bench_turns(args.turns, args.sessions)
     print(f"turns measured          {turns['turns']}")
-    print(f"our code per turn       median {turns['median_ms']:.1f} ms   p95 {turns['p95_ms']:.1f} ms   (with the emulator's AWS round trips)")
-    print(f"  without AWS calls     median {turns['own_median_ms']:.1f} ms   p95 {turns['own_p95_ms']:.1f} ms   (Python only: handler, prompt, loop, trim)")
-    print(f"AWS calls per turn      {turns['total_calls_per_turn']:.2f} in all, {turns['before_reply_calls_per_turn']:.2f} before the reply (extraction enqueue aside)")
+    print(
+        f"our code per turn       median {turns['median_ms']:.1f} ms   p95 {turns['p95_ms']:.1f} ms   (with the emulator's AWS round trips)"
+    )
+    print(
+        f"  without AWS calls     median {turns['own_median_ms']:.1f} ms   p95 {turns['own_p95_ms']:.1f} ms   (Python only: handler, prompt, loop, trim)"
+    )
+    print(
+        f"AWS calls per turn      {turns['total_calls_per_turn']:.2f} in all, {turns['before_reply_calls_per_turn']:.2f} before the reply (extraction enqueue aside)"
+    )
     for op, count in turns["calls_per_turn"].items():
         print(f"  {op:<34} {count:.2f}")
 

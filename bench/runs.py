@@ -35,7 +35,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -45,7 +45,7 @@ if str(ROOT / "layers" / "core") not in sys.path:
 
 USER = "bench"
 PROMPT = "Check BTC and report."
-_EPOCH = datetime(2030, 1, 1, tzinfo=timezone.utc)  # firings one hour apart from here: distinct scheduled times
+_EPOCH = datetime(2030, 1, 1, tzinfo=UTC)  # firings one hour apart from here: distinct scheduled times
 
 
 def _scheduled_time(i: int) -> str:
@@ -69,8 +69,11 @@ def _summary(per_run_ms: list[float], own_ms: list[float], per_run_calls: list[C
 
     n = len(per_run_calls)
     by_op = sum(per_run_calls, Counter())
-    out: dict[str, Any] = {"runs": n, "calls_per_run": {op: count / n for op, count in sorted(by_op.items())},
-                           "total_calls_per_run": by_op.total() / n}
+    out: dict[str, Any] = {
+        "runs": n,
+        "calls_per_run": {op: count / n for op, count in sorted(by_op.items())},
+        "total_calls_per_run": by_op.total() / n,
+    }
     for prefix, values in (("", per_run_ms), ("own_", own_ms)):
         out[f"{prefix}median_ms"], out[f"{prefix}p95_ms"] = statistics.median(values), _percentile(values, 95)
     return out
@@ -142,8 +145,14 @@ def bench_runs(heartbeats: int, councils: int) -> dict[str, Any]:
             return json.loads(raw)["data"]["id"]
 
         def fire(agent_id: str, when: str) -> tuple[float, float, Counter[str], dict[str, Any]]:
-            event = {"source": "engram.schedule", "tenant": tenant, "agentId": agent_id, "scheduledTime": when,
-                     "executionId": "bench", "attempt": "1"}
+            event = {
+                "source": "engram.schedule",
+                "tenant": tenant,
+                "agentId": agent_id,
+                "scheduledTime": when,
+                "executionId": "bench",
+                "attempt": "1",
+            }
             return measure(counter, model_seconds, lambda: fn.invoke(event))
 
         def scenario(agent_id: str, n: int, check: Any = None) -> dict[str, Any]:
@@ -173,13 +182,25 @@ def bench_runs(heartbeats: int, councils: int) -> dict[str, Any]:
             if "memory_read" not in tool_calls(run_id):
                 raise RuntimeError(f"council {run_id}: the lead did not call memory_read: {sorted(tool_calls(run_id))}")
 
-        decision = {"persona": "Benchmark agent.", "cardType": "decision", "reviewDecisions": True,
-                    "defaultPrompt": PROMPT, "schedule": "rate(1 hour)"}
+        decision = {
+            "persona": "Benchmark agent.",
+            "cardType": "decision",
+            "reviewDecisions": True,
+            "defaultPrompt": PROMPT,
+            "schedule": "rate(1 hour)",
+        }
         plain = create_agent({"name": "bench-am-off", **decision})
         shared = create_agent({"name": "bench-am-on", **decision, "activeMemory": True})
         team = [create_agent({"name": f"bench-specialist-{i}", "persona": f"Specialist {i}."}) for i in range(3)]
-        lead = create_agent({"name": "bench-lead", "persona": "Leads the council.", "team": team,
-                             "defaultPrompt": "Decide on BTC today.", "schedule": "rate(1 hour)"})
+        lead = create_agent(
+            {
+                "name": "bench-lead",
+                "persona": "Leads the council.",
+                "team": team,
+                "defaultPrompt": "Decide on BTC today.",
+                "schedule": "rate(1 hour)",
+            }
+        )
 
         out = {
             "heartbeat_am_off": scenario(plain, heartbeats, decision_cycle),
@@ -199,14 +220,20 @@ def bench_runs(heartbeats: int, councils: int) -> dict[str, Any]:
 def _print_scenario(title: str, s: dict[str, Any]) -> None:
     print(f"\n== {title}")
     print(f"runs measured           {s['runs']}")
-    print(f"our code per run        median {s['median_ms']:.1f} ms   p95 {s['p95_ms']:.1f} ms   (with the emulator's AWS round trips)")
-    print(f"  without AWS calls     median {s['own_median_ms']:.1f} ms   p95 {s['own_p95_ms']:.1f} ms   (Python only: handler, claim, prompt, tool loop, card)")
+    print(
+        f"our code per run        median {s['median_ms']:.1f} ms   p95 {s['p95_ms']:.1f} ms   (with the emulator's AWS round trips)"
+    )
+    print(
+        f"  without AWS calls     median {s['own_median_ms']:.1f} ms   p95 {s['own_p95_ms']:.1f} ms   (Python only: handler, claim, prompt, tool loop, card)"
+    )
     print(f"AWS calls per run       {s['total_calls_per_run']:.2f}")
     for op, count in s["calls_per_run"].items():
         print(f"  {op:<34} {count:.2f}")
     if s["emulator_errors"] or s["retries_per_run"]:
         errors = "; ".join(f"{n} x {line}" for line, n in s["emulator_errors"].items())
-        print(f"emulator errors         {s['retries_per_run']:.2f} botocore retries per run (moto's server: {errors or 'none logged'})")
+        print(
+            f"emulator errors         {s['retries_per_run']:.2f} botocore retries per run (moto's server: {errors or 'none logged'})"
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -220,9 +247,16 @@ def main(argv: list[str] | None = None) -> int:
     with contextlib.redirect_stdout(io.StringIO()):
         results = bench_runs(args.heartbeats, args.councils)
     print("== runs (HeartbeatFunction handler, one scheduler firing per run, offline model, local emulator; model time excluded)")
-    _print_scenario("heartbeat, Active Memory off (decision card, reviewDecisions: get_my_decisions, submit_result)", results["heartbeat_am_off"])
-    _print_scenario("heartbeat, Active Memory on (the dashboard session's transcript from and back to S3)", results["heartbeat_am_on"])
-    _print_scenario("council: a lead and three specialists (specialists in parallel; the lead calls memory_read)", results["council"])
+    _print_scenario(
+        "heartbeat, Active Memory off (decision card, reviewDecisions: get_my_decisions, submit_result)",
+        results["heartbeat_am_off"],
+    )
+    _print_scenario(
+        "heartbeat, Active Memory on (the dashboard session's transcript from and back to S3)", results["heartbeat_am_on"]
+    )
+    _print_scenario(
+        "council: a lead and three specialists (specialists in parallel; the lead calls memory_read)", results["council"]
+    )
     dup = results["duplicate"]
     ops = ", ".join(f"{op} {c}" for op, c in dup.items())
     print(f"\nredelivered firing (same scheduledTime): {sum(dup.values())} AWS call(s) ({ops}), nothing run")

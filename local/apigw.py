@@ -456,7 +456,7 @@ def dispatch(functions: Functions, request: HttpRequest) -> HttpResponse:
     started = time.monotonic()
     try:
         result = function.invoke(event)
-    except Exception:  # noqa: BLE001 - Lambda reports any unhandled error as a 500
+    except Exception:
         log.error("%s raised on %s:\n%s", function.function_name, route.route_key, traceback.format_exc())
         return _message(500, "Internal Server Error")
     if time.monotonic() - started > INTEGRATION_TIMEOUT_S:

@@ -31,7 +31,15 @@ REGION = "us-east-1"
 FIXED_TIME = datetime(2025, 1, 1, 12, 0, 0, tzinfo=UTC)
 SAMPLE_USER = "alice"
 
-SAMPLE_PATH_VALUES = {"agentId": "a1", "workspaceId": "w1", "sessionId": "dashboard", "runId": "r1", "memoryId": "m1", "factId": "f1", "name": "release-call"}
+SAMPLE_PATH_VALUES = {
+    "agentId": "a1",
+    "workspaceId": "w1",
+    "sessionId": "dashboard",
+    "runId": "r1",
+    "memoryId": "m1",
+    "factId": "f1",
+    "name": "release-call",
+}
 SAMPLE_BODIES: dict[str, Any] = {
     "POST /api/agents": {"name": "Scout", "persona": "A concise research assistant."},
     "PATCH /api/agents/{agentId}": {"persona": "A concise research assistant who cites sources."},
@@ -40,7 +48,12 @@ SAMPLE_BODIES: dict[str, Any] = {
     "POST /api/agents/{agentId}/sessions": {"id": "planning", "title": "Planning"},
     "POST /api/agents/{agentId}/sessions/{sessionId}/messages": {"message": "hi"},
     "POST /api/agents/{agentId}/webhook": {"message": "hi", "session_id": "dashboard"},
-    "POST /api/agents/{agentId}/memories": {"key": "deploy-cmd", "value": "Deploy with make deploy from the repo root", "pinned": True, "importance": 80},
+    "POST /api/agents/{agentId}/memories": {
+        "key": "deploy-cmd",
+        "value": "Deploy with make deploy from the repo root",
+        "pinned": True,
+        "importance": 80,
+    },
     "PATCH /api/agents/{agentId}/memories/{memoryId}": {"value": "Deploy with make deploy"},
     "PATCH /api/agents/{agentId}/memories/{memoryId}/pin": {"pinned": True},
     "POST /api/workspaces/{workspaceId}/memories": {"key": "tech-stack", "value": "Python 3.13 on AWS Lambda"},
@@ -102,8 +115,16 @@ def route_file_name(spec_short: str, route: HttpRoute) -> str:
         name = last
     # Nested resources (an agent's or a workspace's memories) are named after their owner too.
     literals = [s for s in segments if not s.startswith("{")]
-    if len(literals) > 1 and literals[0] in ("agents", "workspaces", "runs") and literals[1] not in ("sessions", "runs", "webhook"):
-        name = f"{literals[0].removesuffix('s')}-{'-'.join(literals[1:])}" if not last.startswith("{") else f"{literals[0].removesuffix('s')}-{name}"
+    if (
+        len(literals) > 1
+        and literals[0] in ("agents", "workspaces", "runs")
+        and literals[1] not in ("sessions", "runs", "webhook")
+    ):
+        name = (
+            f"{literals[0].removesuffix('s')}-{'-'.join(literals[1:])}"
+            if not last.startswith("{")
+            else f"{literals[0].removesuffix('s')}-{name}"
+        )
     return f"{spec_short}-{route.method.lower()}-{name}.json"
 
 

@@ -53,7 +53,9 @@ class UnsupportedExpression(ValueError):
 _RATE = re.compile(r"^rate\(\s*(\d+)\s+(minute|minutes|hour|hours|day|days)\s*\)$")
 _CRON = re.compile(r"^cron\((.*)\)$")
 _UNITS = {"minute": timedelta(minutes=1), "hour": timedelta(hours=1), "day": timedelta(days=1)}
-_MONTHS = {name: i for i, name in enumerate(("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"), 1)}
+_MONTHS = {
+    name: i for i, name in enumerate(("JAN", "FEB", "MAR", "APR", "MAY", "JUN", "JUL", "AUG", "SEP", "OCT", "NOV", "DEC"), 1)
+}
 _WEEKDAYS = {name: i for i, name in enumerate(("SUN", "MON", "TUE", "WED", "THU", "FRI", "SAT"), 1)}
 _UNSUPPORTED_ATOM = re.compile(r"^(\d*L|\d+W|LW|L-\d+)$")
 
@@ -268,7 +270,7 @@ class ScheduleLoop:
         while not self._stop.wait(self.interval):
             try:
                 self.tick()
-            except Exception:  # noqa: BLE001 - keep going; the endpoint may be restarting
+            except Exception:
                 if self._stop.is_set():
                     break
                 log.exception("firing schedules failed")
@@ -327,7 +329,7 @@ class ScheduleLoop:
         for function, event in calls:
             try:
                 function.invoke(event)
-            except Exception:  # noqa: BLE001 - an asynchronous invocation: the error is only logged
+            except Exception:
                 log.exception("%s failed a scheduled invocation", function.spec.logical_id)
             else:
                 log.info("%s <- schedule fired", function.spec.logical_id)

@@ -123,7 +123,7 @@ class SqsPoller:
         ids = [m["MessageId"] for m in messages]
         try:
             result = self.function.invoke(build_sqs_event(messages, self.queue_arn, self.region))
-        except Exception:  # noqa: BLE001 - like Lambda, any error fails the batch
+        except Exception:
             log.exception("%s failed a batch of %d from %s", self.function.function_name, len(messages), self.source.queue_id)
             failed = set(ids)
         else:
@@ -176,7 +176,7 @@ class Workers:
         while not self._stop.is_set():
             try:
                 poller.poll_once(self.wait_seconds)
-            except Exception:  # noqa: BLE001 - keep polling; the endpoint may be restarting
+            except Exception:
                 if self._stop.is_set():
                     break
                 log.exception("polling %s failed", poller.source.queue_id)

@@ -14,7 +14,7 @@ os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.pop("ANTHROPIC_API_KEY", None)
 
 # moto's DynamoDB is not thread-safe (the service is): council runs write from several threads.
-from local.emulator import serialize_dynamodb  # noqa: E402
+from local.emulator import serialize_dynamodb
 
 serialize_dynamodb()
 

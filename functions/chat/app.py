@@ -6,11 +6,11 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from engram.api.http import build_app
+from engram.conversations.chat import process_turn_job
 from engram.conversations.chat_routes import router as chat
 from engram.kernel.observability import logger, metrics, tracer
 from engram.roots import chat as chat_root
 from engram.roots.function import FunctionRoot
-from engram.conversations.chat import process_turn_job
 
 ROOT = FunctionRoot(chat_root.build)
 app = build_app(chat)

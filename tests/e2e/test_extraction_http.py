@@ -40,8 +40,12 @@ def test_the_reply_does_not_wait_for_the_extraction(held):
     ws_id = ws["data"]["id"]
     _, created = http(url, "POST", "/api/agents", body={"name": "Ada", "workspaceId": ws_id, "agentMemory": True})
     agent_id = created["data"]["id"]
-    status, said = http(url, "POST", f"/api/agents/{agent_id}/sessions/dashboard/messages",
-                        body={"message": "Quick context: our deploy command is make deploy, and we use Postgres 16 with FastAPI."})
+    status, said = http(
+        url,
+        "POST",
+        f"/api/agents/{agent_id}/sessions/dashboard/messages",
+        body={"message": "Quick context: our deploy command is make deploy, and we use Postgres 16 with FastAPI."},
+    )
     assert status == 200 and said["data"]["reply"]
 
     # the reply is out, and the job has not run: it is still on the queue, nothing is stored or billed
@@ -51,7 +55,9 @@ def test_the_reply_does_not_wait_for_the_extraction(held):
     usage_path = f"/api/usage?agentId={agent_id}&sessionId=memory-extract:dashboard"
     assert http(url, "GET", usage_path)[1]["data"]["items"] == []
     # the chat's own usage was committed with the turn
-    assert [u["runId"] for u in http(url, "GET", f"/api/usage?agentId={agent_id}&sessionId=dashboard")[1]["data"]["items"]] == [said["data"]["runId"]]
+    assert [u["runId"] for u in http(url, "GET", f"/api/usage?agentId={agent_id}&sessionId=dashboard")[1]["data"]["items"]] == [
+        said["data"]["runId"]
+    ]
 
     assert held.drain("ExtractQueue") == 1  # now the consumer runs
     _, mems = http(url, "GET", f"/api/workspaces/{ws_id}/memories")

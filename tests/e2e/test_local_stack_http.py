@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
 import threading
 import time
 import urllib.error
 import urllib.request
+from datetime import UTC, datetime, timedelta
 
 import boto3
 import pytest
@@ -97,7 +97,9 @@ def test_two_concurrent_turns_on_one_session_keep_both_messages(stack_url):
 
 def test_async_turn_through_the_queue(stack_url):
     agent = new_agent(stack_url)
-    status, body = http(stack_url, "POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages?async=true", body={"message": "do it later"})
+    status, body = http(
+        stack_url, "POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages?async=true", body={"message": "do it later"}
+    )
     assert status == 202 and body["data"]["status"] == "queued"
     run = wait_for_run(stack_url, body["data"]["runId"])
     assert run["status"] == "succeeded" and "do it later" in run["result"]["reply"]
@@ -107,11 +109,23 @@ def test_webhook_bad_signature_then_good(stack_url):
     agent = new_agent(stack_url)
     raw = json.dumps({"message": "deploy finished", "session_id": "ops"}).encode()
     ts = str(int(time.time()))
-    status, body = http(stack_url, "POST", f"/api/agents/{agent['id']}/webhook", user=None, raw=raw,
-                        headers={"x-engram-timestamp": ts, "x-engram-signature": "sha256=" + "0" * 64})
+    status, body = http(
+        stack_url,
+        "POST",
+        f"/api/agents/{agent['id']}/webhook",
+        user=None,
+        raw=raw,
+        headers={"x-engram-timestamp": ts, "x-engram-signature": "sha256=" + "0" * 64},
+    )
     assert status == 401 and body["error"]["code"] == "invalid_signature"
-    status, body = http(stack_url, "POST", f"/api/agents/{agent['id']}/webhook", user=None, raw=raw,
-                        headers={"x-engram-timestamp": ts, "x-engram-signature": sign(agent["webhookSecret"], ts, raw.decode())})
+    status, body = http(
+        stack_url,
+        "POST",
+        f"/api/agents/{agent['id']}/webhook",
+        user=None,
+        raw=raw,
+        headers={"x-engram-timestamp": ts, "x-engram-signature": sign(agent["webhookSecret"], ts, raw.decode())},
+    )
     assert status == 202
     run = wait_for_run(stack_url, body["data"]["runId"])
     assert run["status"] == "succeeded" and run["sessionId"] == "ops"
@@ -132,10 +146,14 @@ def test_auth_and_isolation_over_http(stack_url):
 def test_offline_model_remembers_the_user_across_sessions_over_http(stack_url):
     agent = new_agent(stack_url, user="erin")
     base = f"/api/agents/{agent['id']}/sessions"
-    status, said = http(stack_url, "POST", f"{base}/dashboard/messages", user="erin", body={"message": "remember that I only drink green tea"})
+    status, said = http(
+        stack_url, "POST", f"{base}/dashboard/messages", user="erin", body={"message": "remember that I only drink green tea"}
+    )
     assert status == 200 and said["data"]["toolCalls"][0]["name"] == "remember"
     http(stack_url, "POST", base, user="erin", body={"id": "monday"})
-    status, answer = http(stack_url, "POST", f"{base}/monday/messages", user="erin", body={"message": "what do you know about me?"})
+    status, answer = http(
+        stack_url, "POST", f"{base}/monday/messages", user="erin", body={"message": "what do you know about me?"}
+    )
     assert status == 200 and "I only drink green tea" in answer["data"]["reply"]
     status, facts = http(stack_url, "GET", "/api/me/facts", user="erin")
     assert [f["fact"] for f in facts["data"]["items"]] == ["I only drink green tea"]
@@ -147,11 +165,17 @@ def test_offline_model_remembers_the_user_across_sessions_over_http(stack_url):
 def test_a_conversation_leaves_auto_memories_and_their_cost(stack_url):
     # the background workers feed the extraction queue to ExtractFunction, as Lambda would
     _, ws = http(stack_url, "POST", "/api/workspaces", user="gina", body={"name": "Billing"})
-    _, created = http(stack_url, "POST", "/api/agents", user="gina",
-                      body={"name": "Ada", "workspaceId": ws["data"]["id"], "agentMemory": True})
+    _, created = http(
+        stack_url, "POST", "/api/agents", user="gina", body={"name": "Ada", "workspaceId": ws["data"]["id"], "agentMemory": True}
+    )
     agent = created["data"]
-    status, said = http(stack_url, "POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages", user="gina",
-                        body={"message": "For the billing service we use Postgres 16 and FastAPI. I prefer short answers with code."})
+    status, said = http(
+        stack_url,
+        "POST",
+        f"/api/agents/{agent['id']}/sessions/dashboard/messages",
+        user="gina",
+        body={"message": "For the billing service we use Postgres 16 and FastAPI. I prefer short answers with code."},
+    )
     assert status == 200
     for _ in range(200):
         _, mems = http(stack_url, "GET", f"/api/workspaces/{ws['data']['id']}/memories", user="gina")
@@ -170,7 +194,9 @@ def test_decision_cards_with_the_offline_model(stack_url):
     second run reviewed the first card before deciding (AM5, AM7), all without a key."""
     status, types = http(stack_url, "GET", "/api/card-types")
     assert status == 200 and {"decision", "trade-decision"} <= {c["name"] for c in types["data"]["items"]}
-    status, body = http(stack_url, "POST", "/api/agents", body={"name": "Trader", "cardType": "trade-decision", "reviewDecisions": True})
+    status, body = http(
+        stack_url, "POST", "/api/agents", body={"name": "Trader", "cardType": "trade-decision", "reviewDecisions": True}
+    )
     assert status == 201, body
     agent = body["data"]
     path = f"/api/agents/{agent['id']}/sessions/dashboard/messages"
@@ -198,15 +224,19 @@ def test_decision_cards_with_the_offline_model(stack_url):
 # --- heartbeats: the schedule loop over the emulator's EventBridge Scheduler, runs via the run queue
 def test_a_rate_one_minute_agent_runs_on_its_schedule(live):
     url = live.url.rstrip("/")
-    status, created = http(url, "POST", "/api/agents", body={
-        "name": "Watcher", "schedule": "rate(1 minute)", "defaultPrompt": "Check the queue depth.", "cardType": "decision"})
+    status, created = http(
+        url,
+        "POST",
+        "/api/agents",
+        body={"name": "Watcher", "schedule": "rate(1 minute)", "defaultPrompt": "Check the queue depth.", "cardType": "decision"},
+    )
     assert status == 201, created
     agent_id = created["data"]["id"]
     scheduler = boto3.client("scheduler", endpoint_url=live.moto_url, region_name="us-east-1")
     schedule = scheduler.get_schedule(Name=agent_id, GroupName=live.env["SCHEDULE_GROUP"])
     assert schedule["ScheduleExpression"] == "rate(1 minute)"
 
-    assert live.fire_schedules(datetime.now(timezone.utc) + timedelta(seconds=30)) == []  # not due yet
+    assert live.fire_schedules(datetime.now(UTC) + timedelta(seconds=30)) == []  # not due yet
     fired = live.fire_schedules(schedule["CreationDate"] + timedelta(seconds=61))
     assert len(fired) == 1 and fired[0]["agentId"] == agent_id
     runs = http(url, "GET", f"/api/agents/{agent_id}/runs")[1]["data"]["items"]
@@ -221,8 +251,12 @@ def test_a_rate_one_minute_agent_runs_on_its_schedule(live):
 
 def test_reexamination_over_http(live):
     url = live.url.rstrip("/")
-    agent_id = http(url, "POST", "/api/agents", body={
-        "name": "Trader", "cardType": "trade-decision", "defaultPrompt": "Analyse BTC.", "reviewDecisions": True})[1]["data"]["id"]
+    agent_id = http(
+        url,
+        "POST",
+        "/api/agents",
+        body={"name": "Trader", "cardType": "trade-decision", "defaultPrompt": "Analyse BTC.", "reviewDecisions": True},
+    )[1]["data"]["id"]
     status, started = http(url, "POST", f"/api/agents/{agent_id}/runs", body={})
     assert status == 202 and started["data"]["status"] == "queued"
     parent = wait_for_run(url, started["data"]["runId"])
@@ -234,7 +268,10 @@ def test_reexamination_over_http(live):
     assert child["status"] == "succeeded" and child["result"]["card"]["suggested_action"] in ("HOLD", "CLOSE", "SCALE")
     history = http(url, "GET", f"/api/runs/{parent['id']}/re-examinations")[1]["data"]["items"]
     assert [r["id"] for r in history] == [child["id"]]
-    assert http(url, "GET", f"/api/runs/{parent['id']}")[1]["data"]["latestConviction"] == child["result"]["card"]["conviction_score"]
+    assert (
+        http(url, "GET", f"/api/runs/{parent['id']}")[1]["data"]["latestConviction"]
+        == child["result"]["card"]["conviction_score"]
+    )
 
     assert http(url, "PATCH", f"/api/runs/{parent['id']}", body={"resolutionStatus": "resolved"})[0] == 200
     status, refused = http(url, "POST", f"/api/runs/{parent['id']}/re-examine")

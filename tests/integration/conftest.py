@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import time
 from dataclasses import dataclass
+from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -12,10 +13,10 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from engram.conversations.webhooks import sign
+from engram.kernel.settings import get_settings
 from engram.roots import heartbeat
 from engram.wiring.model import ModelDeps
-from engram.kernel.settings import get_settings
-from engram.conversations.webhooks import sign
 from local.apigw import invoke_http, load_functions
 from local.resources import create_resources
 from local.template import load_template
@@ -57,8 +58,17 @@ class Stack:
         self.s3 = boto3.client("s3")
         self.sqs = boto3.client("sqs")
 
-    def call(self, method: str, path: str, *, user: str | None = "alice", body: Any = None, raw: str | None = None,
-             query: dict[str, str] | None = None, headers: dict[str, str] | None = None) -> Reply:
+    def call(
+        self,
+        method: str,
+        path: str,
+        *,
+        user: str | None = "alice",
+        body: Any = None,
+        raw: str | None = None,
+        query: dict[str, str] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> Reply:
         hdrs = {"content-type": "application/json", **(headers or {})}
         if user:
             hdrs["authorization"] = f"Bearer dev-{user}"
@@ -77,11 +87,13 @@ class Stack:
         return self.call("POST", f"/api/agents/{agent_id}/sessions/{session}/messages", user=user, body={"message": message})
 
     def transcript_bytes(self, user: str, agent_id: str, session: str = "dashboard") -> bytes | None:
-        from engram.kernel.ids import tenant_key
         from engram.aws.keys import session_object
+        from engram.kernel.ids import tenant_key
 
         try:
-            obj = self.s3.get_object(Bucket=self.deps.settings.bucket_name, Key=session_object(tenant_key(user), agent_id, session))
+            obj = self.s3.get_object(
+                Bucket=self.deps.settings.bucket_name, Key=session_object(tenant_key(user), agent_id, session)
+            )
         except self.s3.exceptions.NoSuchKey:
             return None
         return obj["Body"].read()
@@ -109,8 +121,14 @@ class Stack:
         from engram.kernel.ids import tenant_key
 
         when = when or at(0)
-        event = {"source": "engram.schedule", "tenant": tenant_key(user), "agentId": agent_id, "scheduledTime": when,
-                 "executionId": "local", "attempt": "1"}
+        event = {
+            "source": "engram.schedule",
+            "tenant": tenant_key(user),
+            "agentId": agent_id,
+            "scheduledTime": when,
+            "executionId": "local",
+            "attempt": "1",
+        }
         return self.functions["HeartbeatFunction"].invoke(event)
 
     @staticmethod
@@ -129,20 +147,27 @@ class Stack:
         self.drain_runs()
         return self.call("GET", f"/api/runs/{r.data['runId']}", user=user).data
 
-    def webhook(self, agent_id: str, secret: str, body: Any, *, timestamp: int | None = None, signature: str | None = None) -> Reply:
+    def webhook(
+        self, agent_id: str, secret: str, body: Any, *, timestamp: int | None = None, signature: str | None = None
+    ) -> Reply:
         raw = json.dumps(body)
         ts = str(timestamp if timestamp is not None else int(time.time()))
         sig = signature or sign(secret, ts, raw)
-        return self.call("POST", f"/api/agents/{agent_id}/webhook", user=None, raw=raw,
-                         headers={"x-engram-timestamp": ts, "x-engram-signature": sig})
+        return self.call(
+            "POST",
+            f"/api/agents/{agent_id}/webhook",
+            user=None,
+            raw=raw,
+            headers={"x-engram-timestamp": ts, "x-engram-signature": sig},
+        )
 
 
 def at(seconds: float) -> str:
     """A scheduled time `seconds` from now, as EventBridge Scheduler writes it (whole seconds,
     rounded up, so it sorts after anything that happened before the call)."""
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    return (datetime.now(timezone.utc) + timedelta(seconds=seconds + 1)).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return (datetime.now(UTC) + timedelta(seconds=seconds + 1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 @pytest.fixture

@@ -9,7 +9,17 @@ def test_create_get_list_update_agent(stack):
     created = stack.agent(model="claude-haiku-4-5", agentMemory=True)
     assert created["name"] == "Ada" and created["model"] == "claude-haiku-4-5" and created["agentMemory"] is True
     assert created["webhookSecret"] and created["id"].startswith("ag_")
-    assert {"createdAt", "updatedAt", "workspaceId", "activeMemory", "reviewDecisions", "defaultPrompt", "schedule", "cardType", "team"} <= set(created)
+    assert {
+        "createdAt",
+        "updatedAt",
+        "workspaceId",
+        "activeMemory",
+        "reviewDecisions",
+        "defaultPrompt",
+        "schedule",
+        "cardType",
+        "team",
+    } <= set(created)
 
     got = stack.call("GET", f"/api/agents/{created['id']}")
     assert got.status == 200 and got.data["persona"] == "You help."

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import pytest
 
+from engram.conversations.models import Session
 from engram.kernel.errors import ProviderError
 from engram.kernel.ids import tenant_key
+from engram.kernel.model import now_iso
 from engram.recall import index as recall
+from engram.recall.archive import ArchiveStore
 from engram.recall.index import conversation_search
 from engram.runs.models import Run
-from engram.conversations.models import Session
-from engram.kernel.model import now_iso
-from engram.recall.archive import ArchiveStore
 
 
 @pytest.fixture(autouse=True)
@@ -162,13 +162,25 @@ def test_finish_turn_puts_many_archive_items_past_the_transaction_limit(stack):
     sessions, runs, archive = stack.deps.sessions, stack.deps.runs, _archive(stack)
     sessions.acquire_lease(t, agent["id"], "dashboard", "run_many", 30)
     now = now_iso()
-    run = Run(id="run_many", created_at=now, updated_at=now, agent_id=agent["id"], kind="chat", status="running",
-              prompt="x", session_id="dashboard", model="offline")
-    messages = [{"role": "user" if i % 2 == 0 else "assistant", "content": [{"type": "text", "text": f"message {i} about otters"}]}
-                for i in range(120)]
+    run = Run(
+        id="run_many",
+        created_at=now,
+        updated_at=now,
+        agent_id=agent["id"],
+        kind="chat",
+        status="running",
+        prompt="x",
+        session_id="dashboard",
+        model="offline",
+    )
+    messages = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": [{"type": "text", "text": f"message {i} about otters"}]}
+        for i in range(120)
+    ]
     items = archive.items_for_turn(t, agent["id"], "dashboard", "run_many", messages, now)
-    runs.finish_turn(t, run=run.model_copy(update={"status": "succeeded"}), usage_rows=[], session_changes={"revision": 1},
-                     extra_items=items)
+    runs.finish_turn(
+        t, run=run.model_copy(update={"status": "succeeded"}), usage_rows=[], session_changes={"revision": 1}, extra_items=items
+    )
     assert len(archive.session_items(t, agent["id"], "dashboard")) == 120
     assert sessions.get(t, agent["id"], "dashboard").get("leaseOwner") is None
 
@@ -190,8 +202,12 @@ def test_the_tool_through_the_offline_model(stack):
 
 def test_turns_queued_asynchronously_are_archived_too(stack):
     agent = stack.agent()
-    r = stack.call("POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages", body={"message": "queued note about walruses"},
-                   query={"async": "true"})
+    r = stack.call(
+        "POST",
+        f"/api/agents/{agent['id']}/sessions/dashboard/messages",
+        body={"message": "queued note about walruses"},
+        query={"async": "true"},
+    )
     assert r.status == 202
     stack.drain_turns()
     hits = _search(stack, "alice", agent["id"], "walruses")

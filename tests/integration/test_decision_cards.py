@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from datetime import UTC
 from typing import Any
 
 import pytest
 
+from engram.engine.providers.base import ModelResponse, TokenCounts
 from engram.kernel.ids import tenant_key
 from engram.runs.models import Run
-from engram.engine.providers.base import ModelResponse, TokenCounts
 
 SIGNAL = {
     "description": "A release call.",
@@ -52,7 +53,13 @@ def test_built_ins_are_listed_and_readable(stack):
     assert trade["fields"]["decision"]["enum"] == ["WAIT", "LONG", "SHORT"]
     decision = stack.call("GET", "/api/card-types/decision").data
     assert set(decision["fields"]) == {"decision", "reason", "confidence"}
-    assert decision["fields"]["confidence"] == {"type": "integer", "required": True, "min": 0, "max": 100, "description": "How sure, 0-100."}
+    assert decision["fields"]["confidence"] == {
+        "type": "integer",
+        "required": True,
+        "min": 0,
+        "max": 100,
+        "description": "How sure, 0-100.",
+    }
     assert stack.call("GET", "/api/card-types/nope").status == 404
 
 
@@ -64,7 +71,11 @@ def test_put_creates_then_replaces_a_custom_type(stack):
     again = stack.call("PUT", "/api/card-types/release-call", body={**SIGNAL, "description": "Changed."})
     assert again.status == 200 and again.data["description"] == "Changed." and again.data["createdAt"] == made.data["createdAt"]
     assert stack.call("GET", "/api/card-types/release-call").data["description"] == "Changed."
-    assert [c["name"] for c in stack.call("GET", "/api/card-types").data["items"]] == ["decision", "trade-decision", "release-call"]
+    assert [c["name"] for c in stack.call("GET", "/api/card-types").data["items"]] == [
+        "decision",
+        "trade-decision",
+        "release-call",
+    ]
 
 
 @pytest.mark.parametrize("name", ["decision", "trade-decision"])
@@ -136,10 +147,12 @@ def test_agents_need_an_existing_card_type(stack):
 def test_an_invalid_card_is_answered_with_its_problems_then_a_valid_one_is_the_result(stack):
     stack.call("PUT", "/api/card-types/release-call", body=SIGNAL)
     agent = stack.agent(cardType="release-call")
-    fake = Scripted([
-        ("submit_result", {"verdict": "MAYBE", "risk": 12.5, "tested": "yes", "colour": "red"}),
-        ("submit_result", {"verdict": "SHIP", "why": " all green ", "risk": 3.0}),
-    ])
+    fake = Scripted(
+        [
+            ("submit_result", {"verdict": "MAYBE", "risk": 12.5, "tested": "yes", "colour": "red"}),
+            ("submit_result", {"verdict": "SHIP", "why": " all green ", "risk": 3.0}),
+        ]
+    )
     stack.deps.provider_override = fake
     turn = stack.say(agent["id"], "ship it?")
     assert turn.status == 200, turn.body
@@ -155,12 +168,22 @@ def test_an_invalid_card_is_answered_with_its_problems_then_a_valid_one_is_the_r
 
     first, second = turn.data["toolCalls"]
     problems = first["result"]
-    for expected in ("colour: not a field", "verdict: must be one of SHIP, HOLD", "why: required", "risk: must be a whole number", "tested: must be true or false"):
+    for expected in (
+        "colour: not a field",
+        "verdict: must be one of SHIP, HOLD",
+        "why: required",
+        "risk: must be a whole number",
+        "tested: must be true or false",
+    ):
         assert expected in problems, problems
     assert second["result"]["accepted"] is True
 
     run = stack.call("GET", f"/api/runs/{turn.data['runId']}").data
-    assert run["result"] == {"reply": "done", "card": {"verdict": "SHIP", "why": "all green", "risk": 3}, "cardType": "release-call"}
+    assert run["result"] == {
+        "reply": "done",
+        "card": {"verdict": "SHIP", "why": "all green", "risk": 3},
+        "cardType": "release-call",
+    }
 
 
 def test_without_a_card_type_there_is_no_submit_result(stack):
@@ -179,20 +202,41 @@ def test_the_offline_model_submits_a_valid_card(stack):
     assert [c["name"] for c in turn.data["toolCalls"]] == ["submit_result"]
     run = stack.call("GET", f"/api/runs/{turn.data['runId']}").data
     assert run["result"]["cardType"] == "decision"
-    assert run["result"]["card"] == {"decision": "SHOULD", "reason": "offline: should we migrate the billing database", "confidence": 50}
+    assert run["result"]["card"] == {
+        "decision": "SHOULD",
+        "reason": "offline: should we migrate the billing database",
+        "confidence": 50,
+    }
 
 
 # --- reviewDecisions --------------------------------------------------------------------------
-def _put_run(stack, user: str, agent_id: str, run_id: str, created_at: str, card: dict[str, Any] | None, card_type: str = "trade-decision", status: str = "succeeded") -> None:
+def _put_run(
+    stack,
+    user: str,
+    agent_id: str,
+    run_id: str,
+    created_at: str,
+    card: dict[str, Any] | None,
+    card_type: str = "trade-decision",
+    status: str = "succeeded",
+) -> None:
     result = {"reply": "r", "card": card, "cardType": card_type} if card is not None else {"reply": "r"}
-    run = Run(id=run_id, created_at=created_at, updated_at=created_at, agent_id=agent_id, status=status, session_id="dashboard", result=result)
+    run = Run(
+        id=run_id,
+        created_at=created_at,
+        updated_at=created_at,
+        agent_id=agent_id,
+        status=status,
+        session_id="dashboard",
+        result=result,
+    )
     stack.deps.runs.put(tenant_key(user), run)
 
 
 def _iso(days: float) -> str:
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
-    stamp = datetime.now(timezone.utc) - timedelta(days=days)
+    stamp = datetime.now(UTC) - timedelta(days=days)
     return stamp.isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -205,7 +249,9 @@ def test_get_my_decisions_returns_the_last_five_cards_newest_first(stack):
     aid = agent["id"]
     # Run ids sort by time, like the real ones; a run without a card and a failed run are skipped.
     _put_run(stack, "alice", aid, "run_00001", _iso(9), _trade("LONG", "oldest, not shown"))
-    for i, (days, decision, summary) in enumerate([(6, "LONG", "breakout held"), (5, "SHORT", "lost support"), (4, "WAIT", "chop")]):
+    for i, (days, decision, summary) in enumerate(
+        [(6, "LONG", "breakout held"), (5, "SHORT", "lost support"), (4, "WAIT", "chop")]
+    ):
         _put_run(stack, "alice", aid, f"run_0001{i}", _iso(days), _trade(decision, summary))
     _put_run(stack, "alice", aid, "run_00020", _iso(3), None)
     _put_run(stack, "alice", aid, "run_00021", _iso(2.5), _trade("LONG", "failed run"), status="failed")
@@ -220,13 +266,22 @@ def test_get_my_decisions_returns_the_last_five_cards_newest_first(stack):
     assert "Start every run by calling get_my_decisions" in system
     entries = turn.data["toolCalls"][0]["result"]["decisions"]
     assert entries[0] == "2h ago · LONG · " + "x" * 79 + "…"
-    assert entries[1:] == ["2d ago · WAIT · range unresolved", "4d ago · WAIT · chop", "5d ago · SHORT · lost support", "6d ago · LONG · breakout held"]
+    assert entries[1:] == [
+        "2d ago · WAIT · range unresolved",
+        "4d ago · WAIT · chop",
+        "5d ago · SHORT · lost support",
+        "6d ago · LONG · breakout held",
+    ]
     assert all("analyze" not in e for e in entries)  # entries, never transcripts
 
     listed = stack.call("GET", f"/api/agents/{aid}/decisions").data["items"]
     assert [d["runId"] for d in listed] == [turn.data["runId"], "run_00031", "run_00030", "run_00012", "run_00011"]
     newest = listed[0]
-    assert newest["entry"] == "just now · WAIT · still ranging" and newest["action"] == "WAIT" and newest["summary"] == "still ranging"
+    assert (
+        newest["entry"] == "just now · WAIT · still ranging"
+        and newest["action"] == "WAIT"
+        and newest["summary"] == "still ranging"
+    )
     assert newest["card"] == _trade("WAIT", "still ranging") and newest["cardType"] == "trade-decision"
     assert set(newest) == {"runId", "createdAt", "cardType", "action", "summary", "entry", "card"}
     assert len(stack.call("GET", f"/api/agents/{aid}/decisions", query={"limit": "2"}).data["items"]) == 2

@@ -10,18 +10,37 @@ import boto3
 import httpx2
 import pytest
 
+from engram.engine.providers.anthropic_provider import AnthropicProvider
 from engram.extraction.service import EXTRACTION_TOOL, MAX_TRANSCRIPT_CHARS
 from engram.kernel.ids import tenant_key
-from engram.engine.providers.anthropic_provider import AnthropicProvider
 from local.workers import Workers
 
 HAIKU = "claude-haiku-4-5-20251001"
 CONVERSATION = [
-    {"role": "user", "content": [{"type": "text", "text": "We are setting up the new billing service. We use Postgres 16 and FastAPI, "
-                                                          "and the deploy command is `make deploy` from the repo root."}]},
-    {"role": "assistant", "content": [{"type": "text", "text": "Got it: Postgres 16, FastAPI, and `make deploy` from the root. "
-                                                               "Do you want short answers or detailed walkthroughs?"}]},
-    {"role": "user", "content": [{"type": "text", "text": "Short answers with code, please. Today I am fixing the invoice PDF bug."}]},
+    {
+        "role": "user",
+        "content": [
+            {
+                "type": "text",
+                "text": "We are setting up the new billing service. We use Postgres 16 and FastAPI, "
+                "and the deploy command is `make deploy` from the repo root.",
+            }
+        ],
+    },
+    {
+        "role": "assistant",
+        "content": [
+            {
+                "type": "text",
+                "text": "Got it: Postgres 16, FastAPI, and `make deploy` from the root. "
+                "Do you want short answers or detailed walkthroughs?",
+            }
+        ],
+    },
+    {
+        "role": "user",
+        "content": [{"type": "text", "text": "Short answers with code, please. Today I am fixing the invoice PDF bug."}],
+    },
 ]
 
 
@@ -35,8 +54,13 @@ def answer(facts=None, *, tool_input=None, content=None, input_tokens=3000, outp
         tool_input = {"facts": facts or []} if tool_input is None else tool_input
         content = [{"type": "tool_use", "id": "toolu_x1", "name": EXTRACTION_TOOL, "input": tool_input}]
     return {
-        "id": "msg_x", "type": "message", "role": "assistant", "model": HAIKU, "content": content,
-        "stop_reason": "tool_use", "stop_sequence": None,
+        "id": "msg_x",
+        "type": "message",
+        "role": "assistant",
+        "model": HAIKU,
+        "content": content,
+        "stop_reason": "tool_use",
+        "stop_sequence": None,
         "usage": {"input_tokens": input_tokens, "output_tokens": output_tokens},
     }
 
@@ -59,7 +83,9 @@ OVERLOADED = (529, {"type": "error", "error": {"type": "overloaded_error", "mess
 
 
 def use_claude(stack, claude: Claude):
-    settings = stack.deps.settings.model_copy(update={"anthropic_api_key": "sk-test", "model_provider": "anthropic", "model_max_retries": 2})
+    settings = stack.deps.settings.model_copy(
+        update={"anthropic_api_key": "sk-test", "model_provider": "anthropic", "model_max_retries": 2}
+    )
     stack.deps.provider_override = AnthropicProvider(settings, http_client=httpx2.Client(transport=httpx2.MockTransport(claude)))
 
 
@@ -68,8 +94,15 @@ def workspace(stack) -> str:
 
 
 def job(agent, *, run_id="run_1", messages=CONVERSATION, session="dashboard", **extra):
-    body = {"runId": run_id, "tenant": tenant_key("alice"), "agentId": agent["id"], "sessionId": session,
-            "workspaceId": agent.get("workspaceId"), "kind": "chat", "messages": messages}
+    body = {
+        "runId": run_id,
+        "tenant": tenant_key("alice"),
+        "agentId": agent["id"],
+        "sessionId": session,
+        "workspaceId": agent.get("workspaceId"),
+        "kind": "chat",
+        "messages": messages,
+    }
     body.update(extra)
     return body
 
@@ -118,11 +151,18 @@ def team(stack):
 def test_a_normal_extraction_stores_auto_rows_and_records_its_cost(stack, team):
     agent, ws_path, agent_path = team
     stack.call("POST", f"{ws_path}/memories", body={"key": "repo", "value": "The code lives in github.com/acme/billing"})
-    claude = Claude((200, answer([
-        fact("Tech Stack", "The billing service uses Postgres 16 and FastAPI."),
-        fact("deploy command!", "Deploy with `make deploy` from the repo root."),
-        fact("answer-style", "The user wants short answers with code.", scope="agent", confidence=0.8),
-    ])))
+    claude = Claude(
+        (
+            200,
+            answer(
+                [
+                    fact("Tech Stack", "The billing service uses Postgres 16 and FastAPI."),
+                    fact("deploy command!", "Deploy with `make deploy` from the repo root."),
+                    fact("answer-style", "The user wants short answers with code.", scope="agent", confidence=0.8),
+                ]
+            ),
+        )
+    )
     use_claude(stack, claude)
     send(stack, job(agent))
     assert drain(stack) == 1
@@ -131,7 +171,10 @@ def test_a_normal_extraction_stores_auto_rows_and_records_its_cost(stack, team):
     assert request["model"] == HAIKU and request["max_tokens"] == 1024
     assert request["tool_choice"] == {"type": "tool", "name": EXTRACTION_TOOL}
     assert [t["name"] for t in request["tools"]] == [EXTRACTION_TOOL]
-    assert request["tools"][0]["input_schema"]["properties"]["facts"]["items"]["properties"]["scope"]["enum"] == ["workspace", "agent"]
+    assert request["tools"][0]["input_schema"]["properties"]["facts"]["items"]["properties"]["scope"]["enum"] == [
+        "workspace",
+        "agent",
+    ]
     prompt = prompt_of(request)
     assert "User: We are setting up the new billing service." in prompt and "Assistant: Got it" in prompt
     assert '"value": "The code lives in github.com/acme/billing"' in prompt  # shown as "do not repeat these"
@@ -164,16 +207,26 @@ def test_the_injected_prompt_carries_the_extracted_rows(stack, team):
     from engram.engine.tools import ToolContext
     from engram.memory.section import load_workspace_memory, render_workspace_memory
 
-    ctx = ToolContext(tenant=tenant_key("alice"), agent=stack.deps.agents.get(tenant_key("alice"), agent["id"]),
-                      session_id="dashboard", run_id="r", deps=stack.deps)
-    assert '[auto] "auto:tech-stack": "The billing service uses Postgres 16 and FastAPI."' in render_workspace_memory(load_workspace_memory(ctx))
+    ctx = ToolContext(
+        tenant=tenant_key("alice"),
+        agent=stack.deps.agents.get(tenant_key("alice"), agent["id"]),
+        session_id="dashboard",
+        run_id="r",
+        deps=stack.deps,
+    )
+    assert '[auto] "auto:tech-stack": "The billing service uses Postgres 16 and FastAPI."' in render_workspace_memory(
+        load_workspace_memory(ctx)
+    )
 
 
 # --- guardrails -----------------------------------------------------------------------------------
 def test_more_than_five_facts_keeps_the_five_most_confident(stack, team):
     agent, ws_path, _ = team
     confidences = [0.7, 0.95, 0.65, 0.9, 0.8, 0.85, 0.75]
-    facts = [fact(f"fact-{i}", f"Distinct durable fact number {i} about topic{i} and area{i}.", confidence=c) for i, c in enumerate(confidences)]
+    facts = [
+        fact(f"fact-{i}", f"Distinct durable fact number {i} about topic{i} and area{i}.", confidence=c)
+        for i, c in enumerate(confidences)
+    ]
     use_claude(stack, Claude((200, answer(facts))))
     send(stack, job(agent))
     drain(stack)
@@ -183,10 +236,20 @@ def test_more_than_five_facts_keeps_the_five_most_confident(stack, team):
 
 def test_low_confidence_is_dropped(stack, team):
     agent, ws_path, _ = team
-    use_claude(stack, Claude((200, answer([
-        fact("guess", "The team probably deploys on Fridays.", confidence=0.59),
-        fact("edge", "The staging database is refreshed every night.", confidence=0.6),
-    ]))))
+    use_claude(
+        stack,
+        Claude(
+            (
+                200,
+                answer(
+                    [
+                        fact("guess", "The team probably deploys on Fridays.", confidence=0.59),
+                        fact("edge", "The staging database is refreshed every night.", confidence=0.6),
+                    ]
+                ),
+            )
+        ),
+    )
     send(stack, job(agent))
     drain(stack)
     assert set(auto_rows(stack, ws_path)) == {"auto:edge"}
@@ -196,12 +259,22 @@ def test_duplicates_by_word_set_jaccard_just_above_and_below(stack, team):
     agent, ws_path, _ = team
     words = "alpha bravo charlie delta echo foxtrot golf hotel india juliet"
     stack.call("POST", f"{ws_path}/memories", body={"key": "phonetic", "value": words.title() + "."})
-    use_claude(stack, Claude((200, answer([
-        fact("above", f"{words} kilo lima"),  # 10/12 = 0.83 with the stored row: dropped
-        fact("below", f"{words} mike november oscar"),  # 10/13 = 0.77: kept
-        fact("twin", f"{words} mike november oscar papa"),  # 13/14 with the kept one: dropped
-        fact("boundary", "alpha bravo charlie delta echo foxtrot golf hotel"),  # exactly 8/10: not above, kept
-    ]))))
+    use_claude(
+        stack,
+        Claude(
+            (
+                200,
+                answer(
+                    [
+                        fact("above", f"{words} kilo lima"),  # 10/12 = 0.83 with the stored row: dropped
+                        fact("below", f"{words} mike november oscar"),  # 10/13 = 0.77: kept
+                        fact("twin", f"{words} mike november oscar papa"),  # 13/14 with the kept one: dropped
+                        fact("boundary", "alpha bravo charlie delta echo foxtrot golf hotel"),  # exactly 8/10: not above, kept
+                    ]
+                ),
+            )
+        ),
+    )
     send(stack, job(agent))
     drain(stack)
     assert set(auto_rows(stack, ws_path)) == {"auto:below", "auto:boundary"}
@@ -222,11 +295,21 @@ def test_the_same_fact_again_is_not_stored_twice(stack, team):
 def test_a_secret_is_never_stored(stack, team):
     agent, ws_path, _ = team
     token = "ghp_" + "a1B2c3D4" * 5
-    use_claude(stack, Claude((200, answer([
-        fact("ci-token", f"The CI token is {token}."),
-        fact("db-password", "The database password is Hunter2-prod!"),
-        fact("secrets-location", "Credentials are kept in AWS Secrets Manager under billing/."),
-    ]))))
+    use_claude(
+        stack,
+        Claude(
+            (
+                200,
+                answer(
+                    [
+                        fact("ci-token", f"The CI token is {token}."),
+                        fact("db-password", "The database password is Hunter2-prod!"),
+                        fact("secrets-location", "Credentials are kept in AWS Secrets Manager under billing/."),
+                    ]
+                ),
+            )
+        ),
+    )
     send(stack, job(agent))
     drain(stack)
     kept = auto_rows(stack, ws_path)
@@ -273,7 +356,12 @@ def test_overloaded_then_ok_is_retried_by_the_client(stack, team):
 def test_a_failed_delivery_is_retried_and_stores_once(stack, team):
     agent, ws_path, _ = team
     # three overloaded answers use up the client's retries (1 + 2): the first delivery fails
-    claude = Claude(OVERLOADED, OVERLOADED, OVERLOADED, (200, answer([fact("tech-stack", "The billing service uses Postgres 16 and FastAPI.")])))
+    claude = Claude(
+        OVERLOADED,
+        OVERLOADED,
+        OVERLOADED,
+        (200, answer([fact("tech-stack", "The billing service uses Postgres 16 and FastAPI.")])),
+    )
     use_claude(stack, claude)
     send(stack, job(agent))
     assert drain(stack) == 2  # received twice
@@ -295,8 +383,17 @@ def test_a_redelivered_job_stores_nothing_twice(stack, team):
     assert len(usage(stack, agent["id"])["items"]) == 1
 
     # the same SQS record handed to the function again (a Lambda retry) is a no-op as well
-    record = {"messageId": "m1", "receiptHandle": "h", "body": json.dumps(job(agent)), "attributes": {"ApproximateReceiveCount": "2"},
-              "messageAttributes": {}, "md5OfBody": "", "eventSource": "aws:sqs", "eventSourceARN": "arn:aws:sqs:us-east-1:1:q", "awsRegion": "us-east-1"}
+    record = {
+        "messageId": "m1",
+        "receiptHandle": "h",
+        "body": json.dumps(job(agent)),
+        "attributes": {"ApproximateReceiveCount": "2"},
+        "messageAttributes": {},
+        "md5OfBody": "",
+        "eventSource": "aws:sqs",
+        "eventSourceARN": "arn:aws:sqs:us-east-1:1:q",
+        "awsRegion": "us-east-1",
+    }
     assert stack.functions["ExtractFunction"].invoke({"Records": [record]}) == {"batchItemFailures": []}
     assert len(claude.requests) == 1
 
@@ -336,7 +433,20 @@ def test_a_contradiction_supersedes_the_old_row_and_the_panel_shows_the_history(
     drain(stack)
     old = auto_rows(stack, ws_path)["auto:database"]
 
-    claude = Claude((200, answer([fact("primary-datastore", "The billing service moved its data from Postgres to DynamoDB.", supersedes="auto:database")])))
+    claude = Claude(
+        (
+            200,
+            answer(
+                [
+                    fact(
+                        "primary-datastore",
+                        "The billing service moved its data from Postgres to DynamoDB.",
+                        supersedes="auto:database",
+                    )
+                ]
+            ),
+        )
+    )
     use_claude(stack, claude)
     send(stack, job(agent, run_id="run_2"))
     drain(stack)
@@ -358,12 +468,18 @@ def test_a_contradiction_under_the_same_key_keeps_the_old_value_as_history(stack
     send(stack, job(agent, run_id="run_1"))
     drain(stack)
     old = auto_rows(stack, ws_path)["auto:database"]
-    use_claude(stack, Claude((200, answer([fact("database", "The billing service stores its data in DynamoDB.", supersedes="database")]))))
+    use_claude(
+        stack,
+        Claude((200, answer([fact("database", "The billing service stores its data in DynamoDB.", supersedes="database")]))),
+    )
     send(stack, job(agent, run_id="run_2"))
     drain(stack)
 
     live = auto_rows(stack, ws_path)
-    assert live["auto:database"]["id"] == old["id"] and live["auto:database"]["value"] == "The billing service stores its data in DynamoDB."
+    assert (
+        live["auto:database"]["id"] == old["id"]
+        and live["auto:database"]["value"] == "The billing service stores its data in DynamoDB."
+    )
     every = [r for r in rows(stack, ws_path, archived=True) if r["key"] == "auto:database"]
     (history,) = [r for r in every if r["archivedAt"]]
     assert history["value"] == old["value"] and history["supersededBy"] == old["id"] and history["archivedReason"] == "superseded"
@@ -388,8 +504,16 @@ def test_a_forgotten_fact_is_not_brought_back(stack, team):
     row = auto_rows(stack, agent_path)["auto:answer-style"]
     from engram.memory import service as memories
 
-    memories.archive_memory(stack.deps, tenant_key("alice"), memories._get(stack.deps, tenant_key("alice"), "agent", agent["id"], row["id"]), agent["id"], "agent_forget")
-    use_claude(stack, Claude((200, answer([fact("answer-style", "The user likes short answers that show code.", scope="agent")]))))
+    memories.archive_memory(
+        stack.deps,
+        tenant_key("alice"),
+        memories._get(stack.deps, tenant_key("alice"), "agent", agent["id"], row["id"]),
+        agent["id"],
+        "agent_forget",
+    )
+    use_claude(
+        stack, Claude((200, answer([fact("answer-style", "The user likes short answers that show code.", scope="agent")])))
+    )
     send(stack, job(agent, run_id="run_2"))
     drain(stack)
     assert auto_rows(stack, agent_path) == {}
@@ -402,7 +526,9 @@ def test_without_a_workspace_every_fact_is_the_agents(stack):
     use_claude(stack, claude)
     send(stack, job(agent))
     drain(stack)
-    assert claude.requests[0]["tools"][0]["input_schema"]["properties"]["facts"]["items"]["properties"]["scope"]["enum"] == ["agent"]
+    assert claude.requests[0]["tools"][0]["input_schema"]["properties"]["facts"]["items"]["properties"]["scope"]["enum"] == [
+        "agent"
+    ]
     (row,) = auto_rows(stack, f"/api/agents/{agent['id']}").values()
     assert row["scope"] == "agent" and row["key"] == "auto:tech-stack"
 
@@ -410,10 +536,20 @@ def test_without_a_workspace_every_fact_is_the_agents(stack):
 def test_agent_rows_only_when_agent_memory_is_on(stack):
     ws = workspace(stack)
     agent = stack.agent(workspaceId=ws)  # agentMemory off
-    use_claude(stack, Claude((200, answer([
-        fact("tech-stack", "The billing service uses Postgres 16 and FastAPI."),
-        fact("answer-style", "The user wants short answers with code.", scope="agent"),
-    ]))))
+    use_claude(
+        stack,
+        Claude(
+            (
+                200,
+                answer(
+                    [
+                        fact("tech-stack", "The billing service uses Postgres 16 and FastAPI."),
+                        fact("answer-style", "The user wants short answers with code.", scope="agent"),
+                    ]
+                ),
+            )
+        ),
+    )
     send(stack, job(agent))
     drain(stack)
     assert set(auto_rows(stack, f"/api/workspaces/{ws}")) == {"auto:tech-stack"}
@@ -425,7 +561,10 @@ def test_no_target_scope_and_short_transcripts_skip_the_model(stack, team):
     use_claude(stack, claude)
     plain = stack.agent()  # no workspace, agent memory off: nothing could be stored
     agent, _, _ = team
-    short = [{"role": "user", "content": [{"type": "text", "text": "hi"}]}, {"role": "assistant", "content": [{"type": "text", "text": "Hello!"}]}]
+    short = [
+        {"role": "user", "content": [{"type": "text", "text": "hi"}]},
+        {"role": "assistant", "content": [{"type": "text", "text": "Hello!"}]},
+    ]
     send(stack, job(plain), job(agent, run_id="run_2", messages=short))
     assert drain(stack) == 2
     assert claude.requests == [] and dlq_bodies(stack) == []
@@ -457,7 +596,9 @@ def test_a_long_transcript_is_capped_keeping_its_end(stack, team):
     assert len(transcript) <= MAX_TRANSCRIPT_CHARS
     assert "Answer 39:" in transcript and "Question 0:" not in transcript
     marker, first = transcript.split("\n")[:2]
-    assert marker == "[... the earlier part of the run is omitted ...]" and first.startswith(("User: Question", "Assistant: Answer"))
+    assert marker == "[... the earlier part of the run is omitted ...]" and first.startswith(
+        ("User: Question", "Assistant: Answer")
+    )
 
 
 def test_max_tokens_follows_the_budget_for_a_pricier_model(stack, team):
@@ -482,8 +623,11 @@ def test_max_tokens_follows_the_budget_for_a_pricier_model(stack, team):
 # --- through a real chat turn, offline model ----------------------------------------------------------
 def test_a_chat_turn_feeds_the_offline_extractor(stack, team):
     agent, ws_path, agent_path = team
-    r = stack.say(agent["id"], "Hi there! I prefer short answers with code samples. We use Postgres 16 and FastAPI for billing. "
-                               "Our deploy command is make deploy. My password is Sup3r-secret!")
+    r = stack.say(
+        agent["id"],
+        "Hi there! I prefer short answers with code samples. We use Postgres 16 and FastAPI for billing. "
+        "Our deploy command is make deploy. My password is Sup3r-secret!",
+    )
     assert r.status == 200
     assert auto_rows(stack, ws_path) == {}  # nothing yet: the job waits on the queue
     drain(stack)

@@ -26,8 +26,6 @@ def _schedule(stack, scheduler, agent_id):
         return None
 
 
-
-
 # --- schedules ------------------------------------------------------------------------------
 def test_schedule_follows_the_agent(stack, scheduler):
     agent = stack.agent(schedule="rate(1 hour)", defaultPrompt=DEFAULT)
@@ -255,8 +253,9 @@ def test_a_run_waits_for_a_busy_shared_session_then_is_sent_again(stack):
     process_run_job(stack.deps, job)  # what the heartbeat function does with the message
     run = stack.call("GET", f"/api/runs/{r.data['runId']}").data
     assert run["status"] == "queued"  # given back, not failed and not run
-    attrs = stack.sqs.get_queue_attributes(QueueUrl=stack.resources.queue_url("RunQueue"),
-                                           AttributeNames=["ApproximateNumberOfMessagesDelayed"])["Attributes"]
+    attrs = stack.sqs.get_queue_attributes(
+        QueueUrl=stack.resources.queue_url("RunQueue"), AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )["Attributes"]
     assert attrs["ApproximateNumberOfMessagesDelayed"] == "1"  # sent again, with a delay
 
     stack.deps.sessions.release_lease(t, agent["id"], "dashboard", "someone-else")
@@ -306,8 +305,12 @@ def test_a_chain_extraction_records_its_cost_under_the_chain(stack):
 
     ws = stack.call("POST", "/api/workspaces", body={"name": "Desk"}).data
     member = stack.agent(name="Analyst", workspaceId=ws["id"])
-    lead = stack.agent(name="Director", team=[member["id"]], workspaceId=ws["id"],
-                       defaultPrompt="Decide. For context: we use Kafka for the order events and our deploy command is make ship.")
+    lead = stack.agent(
+        name="Director",
+        team=[member["id"]],
+        workspaceId=ws["id"],
+        defaultPrompt="Decide. For context: we use Kafka for the order events and our deploy command is make ship.",
+    )
     run = stack.run_now(lead["id"])
     Workers(stack.functions, stack.resources, retry_delay=0).drain("ExtractQueue", timeout=60)
     key = f"memory-extract:chain:{run['id'][-8:]}"
@@ -316,12 +319,18 @@ def test_a_chain_extraction_records_its_cost_under_the_chain(stack):
 
 
 def test_a_refused_agent_leaves_no_schedule_behind(stack, scheduler):
-    r = stack.call("POST", "/api/agents", body={"name": "x", "schedule": "rate(1 hour)", "defaultPrompt": DEFAULT,
-                                                "workspaceId": "ws_missing"})
+    r = stack.call(
+        "POST",
+        "/api/agents",
+        body={"name": "x", "schedule": "rate(1 hour)", "defaultPrompt": DEFAULT, "workspaceId": "ws_missing"},
+    )
     assert r.status == 404 and r.error["field"] == "workspaceId"
     group = stack.deps.settings.schedule_group
     assert scheduler.list_schedules(GroupName=group)["Schedules"] == []
     agent = stack.agent()
-    r = stack.call("PATCH", f"/api/agents/{agent['id']}", body={"schedule": "rate(1 hour)", "defaultPrompt": DEFAULT,
-                                                                 "workspaceId": "ws_missing"})
+    r = stack.call(
+        "PATCH",
+        f"/api/agents/{agent['id']}",
+        body={"schedule": "rate(1 hour)", "defaultPrompt": DEFAULT, "workspaceId": "ws_missing"},
+    )
     assert r.status == 404 and _schedule(stack, scheduler, agent["id"]) is None

@@ -62,8 +62,12 @@ def lambda_handler(event, context):
 
 
 def _write_stubs(root: Path) -> Path:
-    for folder, code in (("functions/api", STUB_API), ("functions/chat", STUB_CHAT), ("functions/extract", STUB_CHAT),
-                         ("functions/heartbeat", STUB_CHAT)):
+    for folder, code in (
+        ("functions/api", STUB_API),
+        ("functions/chat", STUB_CHAT),
+        ("functions/extract", STUB_CHAT),
+        ("functions/heartbeat", STUB_CHAT),
+    ):
         (root / folder).mkdir(parents=True, exist_ok=True)
         (root / folder / "app.py").write_text(textwrap.dedent(code))
     return root

@@ -6,8 +6,8 @@ import json
 
 import httpx2
 
-from engram.kernel.ids import tenant_key
 from engram.engine.providers.anthropic_provider import AnthropicProvider
+from engram.kernel.ids import tenant_key
 
 
 class Capture:
@@ -22,7 +22,9 @@ class Capture:
         from engram.engine.providers.base import ModelResponse, TokenCounts
 
         self.systems.append("\n\n".join(b["text"] for b in system))
-        return ModelResponse(content=[{"type": "text", "text": "ok"}], stop_reason="end_turn", model="offline", tokens=TokenCounts(1, 1))
+        return ModelResponse(
+            content=[{"type": "text", "text": "ok"}], stop_reason="end_turn", model="offline", tokens=TokenCounts(1, 1)
+        )
 
 
 def test_offline_model_remembers_across_sessions(stack):
@@ -99,9 +101,13 @@ def test_workspace_section_is_the_top_30(stack):
     ws = stack.call("POST", "/api/workspaces", body={"name": "W"}).data
     agent = stack.agent(workspaceId=ws["id"])
     for i in range(35):
-        stack.call("POST", f"/api/workspaces/{ws['id']}/memories", body={"key": f"k{i:02d}", "value": f"value {i:02d}", "importance": i})
+        stack.call(
+            "POST", f"/api/workspaces/{ws['id']}/memories", body={"key": f"k{i:02d}", "value": f"value {i:02d}", "importance": i}
+        )
     system = _sections(stack, agent["id"])
-    shown = [line for line in system.split("<memory scope=\"workspace\">")[1].split("</memory>")[0].splitlines() if line.startswith("- ")]
+    shown = [
+        line for line in system.split('<memory scope="workspace">')[1].split("</memory>")[0].splitlines() if line.startswith("- ")
+    ]
     assert len(shown) == 30
     assert '"k34"' in shown[0] and '"k05"' in shown[-1]  # importance desc; the 5 least important left out
 
@@ -191,9 +197,19 @@ def test_sections_reach_claude_through_the_sdk(stack):
 
     def handler(request):
         bodies.append(json.loads(request.content))
-        return httpx2.Response(200, json={"id": "m", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6",
-                                          "content": [{"type": "text", "text": "hi"}], "stop_reason": "end_turn", "stop_sequence": None,
-                                          "usage": {"input_tokens": 10, "output_tokens": 2}})
+        return httpx2.Response(
+            200,
+            json={
+                "id": "m",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-sonnet-4-6",
+                "content": [{"type": "text", "text": "hi"}],
+                "stop_reason": "end_turn",
+                "stop_sequence": None,
+                "usage": {"input_tokens": 10, "output_tokens": 2},
+            },
+        )
 
     settings = stack.deps.settings.model_copy(update={"anthropic_api_key": "sk-test"})
     stack.deps.provider_override = AnthropicProvider(settings, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))

@@ -71,7 +71,9 @@ def test_only_manual_rows_are_editable_but_all_can_be_pinned_and_deleted(stack, 
     from engram.memory.service import upsert_memory
 
     agent_id = agent_path.rsplit("/", 1)[1]
-    row, _ = upsert_memory(stack.deps, tenant_key("alice"), scope="agent", owner_id=agent_id, key="auto:stack", value="Uses Rust", source="auto")
+    row, _ = upsert_memory(
+        stack.deps, tenant_key("alice"), scope="agent", owner_id=agent_id, key="auto:stack", value="Uses Rust", source="auto"
+    )
     base = f"{agent_path}/memories/{row.id}"
     refused = stack.call("PATCH", base, body={"value": "Uses Go"})
     assert refused.status == 409 and refused.error["code"] == "memory_read_only"
@@ -122,7 +124,11 @@ def test_secrets_are_refused_and_nothing_is_stored(stack, agent_path, value):
 
 
 def test_ordinary_text_about_passwords_is_not_a_secret(stack, agent_path):
-    r = stack.call("POST", f"{agent_path}/memories", body={"key": "policy", "value": "Passwords live in 1Password; the deploy key is in SSM."})
+    r = stack.call(
+        "POST",
+        f"{agent_path}/memories",
+        body={"key": "policy", "value": "Passwords live in 1Password; the deploy key is in SSM."},
+    )
     assert r.status == 201
 
 
@@ -141,8 +147,8 @@ def test_memories_of_unknown_or_foreign_owners(stack, agent_path, ws_path):
 def test_daily_memories_carry_a_ttl(stack, agent_path):
     row = mem(stack, agent_path, key="standup", value="Standup moved to 10:00 today", category="daily").data
     assert row["expiresAt"] - time.time() == pytest.approx(7 * 86400, abs=120)
-    from engram.kernel.ids import tenant_key
     from engram.aws import keys
+    from engram.kernel.ids import tenant_key
 
     item = stack.deps.table.get(keys.agent_pk(tenant_key("alice"), agent_path.rsplit("/", 1)[1]), keys.memory_sk(row["id"]))
     assert item["expiresAt"] == row["expiresAt"]  # the table's TTL attribute
@@ -159,7 +165,9 @@ def test_deleting_a_workspace_deletes_its_memory(stack, ws_path):
 
 # --- facts ------------------------------------------------------------------------------------
 def test_facts_add_list_edit_promote_archive(stack):
-    added = stack.call("POST", "/api/me/facts", body={"fact": "I trade BTC and ETH only", "topic": "symbols", "confidence": "inferred"})
+    added = stack.call(
+        "POST", "/api/me/facts", body={"fact": "I trade BTC and ETH only", "topic": "symbols", "confidence": "inferred"}
+    )
     assert added.status == 201 and added.data["source"] == "profile" and added.data["lastReferencedAt"] == added.data["createdAt"]
     fid = added.data["id"]
     assert stack.call("PATCH", f"/api/me/facts/{fid}", body={"confidence": "asserted"}).data["confidence"] == "asserted"
@@ -175,7 +183,15 @@ def test_facts_add_list_edit_promote_archive(stack):
     assert corrected.data["archivedReason"] == "user_corrected"
 
 
-@pytest.mark.parametrize("body, field", [({"fact": "abc"}, "fact"), ({"fact": "x" * 501}, "fact"), ({"fact": "ok fact", "confidence": "sure"}, "confidence"), ({}, "fact")])
+@pytest.mark.parametrize(
+    "body, field",
+    [
+        ({"fact": "abc"}, "fact"),
+        ({"fact": "x" * 501}, "fact"),
+        ({"fact": "ok fact", "confidence": "sure"}, "confidence"),
+        ({}, "fact"),
+    ],
+)
 def test_bad_fact_bodies(stack, body, field):
     r = stack.call("POST", "/api/me/facts", body=body)
     assert r.status in (400, 413) and r.error["field"] == field
@@ -220,7 +236,13 @@ def test_export_and_delete_me(stack):
     gone = stack.call("DELETE", "/api/me").data["deleted"]
     assert gone["agents"] == 1 and gone["workspaces"] == 1 and gone["facts"] == 1 and gone["usageRows"] == 1
     after = stack.call("GET", "/api/me/export").data
-    assert after["agents"] == [] and after["workspaces"] == [] and after["facts"] == [] and after["runs"] == [] and after["usage"] == []
+    assert (
+        after["agents"] == []
+        and after["workspaces"] == []
+        and after["facts"] == []
+        and after["runs"] == []
+        and after["usage"] == []
+    )
     assert stack.transcript_bytes("alice", agent["id"]) is None
     # bob is untouched
     assert stack.call("GET", f"/api/agents/{bob_agent['id']}/sessions/dashboard", user="bob").data["messageCount"] == 2

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from engram.kernel.errors import ProviderError
 from engram.engine.providers.offline import OfflineProvider
-
+from engram.kernel.errors import ProviderError
 
 
 class RecordingProvider:
@@ -98,9 +97,15 @@ def test_until_resolved_refuses_once_resolved_or_expired(stack, model):
 
 
 def test_decision_cards_without_until_resolved_and_custom_actions(stack, model):
-    r = stack.call("PUT", "/api/card-types/thesis", body={
-        "fields": {"thesis": {"type": "string", "required": True, "maxLength": 200}},
-        "reExaminable": True, "reExamineActions": ["KEEP", "REVISE"]})
+    r = stack.call(
+        "PUT",
+        "/api/card-types/thesis",
+        body={
+            "fields": {"thesis": {"type": "string", "required": True, "maxLength": 200}},
+            "reExaminable": True,
+            "reExamineActions": ["KEEP", "REVISE"],
+        },
+    )
     assert r.status in (200, 201), r.body
     agent = stack.agent(cardType="thesis", defaultPrompt="Write a thesis.")
     parent = stack.run_now(agent["id"])
@@ -139,8 +144,13 @@ def test_reexamine_and_patch_bad_input(stack, model):
 def test_council_with_one_failing_specialist(stack, model):
     good = stack.agent(name="Chartist", persona="Reads price charts.", reviewDecisions=True, cardType="decision")
     bad = stack.agent(name="Newsreader", model="broken-model")
-    lead = stack.agent(name="Director", team=[good["id"], bad["id"]], defaultPrompt="Decide on BTC today.",
-                       cardType="trade-decision", reviewDecisions=True)
+    lead = stack.agent(
+        name="Director",
+        team=[good["id"], bad["id"]],
+        defaultPrompt="Decide on BTC today.",
+        cardType="trade-decision",
+        reviewDecisions=True,
+    )
     run = stack.run_now(lead["id"], inputs={"asset": "BTC", "budget": {"usd": 1000}})
     assert run["status"] == "succeeded", run
     assert "task:" + good["id"] in run["prompt"] and "task:" + bad["id"] in run["prompt"]  # keys named...

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 import pytest
 
-from engram.run_memory.tools import register_tools
+from engram.aws import keys
 from engram.engine.tools import ToolContext, ToolRegistry
 from engram.kernel.ids import tenant_key
 from engram.run_memory.learnings import recent_learnings, render_learnings, store_learning
 from engram.run_memory.models import RunMemoryEntry
 from engram.run_memory.store import RUN_MEMORY, RunMemory, run_memory_listing
-from engram.aws import keys
+from engram.run_memory.tools import register_tools
 
 T = tenant_key("alice")
 NESTED = {"findings": ["alpha", {"beta": [1, 2.5, None, True]}], "empty": {}, "blank": "", "unicode": "ünï <b>"}
@@ -109,7 +109,9 @@ def test_memory_write_only_shared(stack, store):
     assert rm.get("task:ag_1").value == "real result"
     assert store.load(T, agent.id, "run_1")[0].value == "real result" and len(store.load(T, agent.id, "run_1")) == 1
 
-    out = registry.call("memory_write", {"key": "top_source", "value": {"url": "https://example.com"}, "title": "Top source"}, ctx)
+    out = registry.call(
+        "memory_write", {"key": "top_source", "value": {"url": "https://example.com"}, "title": "Top source"}, ctx
+    )
     assert not out.is_error and out.content["ok"] is True and out.content["key"] == "shared:top_source"
     assert out.content["kind"] == "shared" and out.content["createdAt"]
     again = registry.call("memory_write", {"key": "shared:top_source", "value": "https://example.org"}, ctx).content
@@ -122,7 +124,9 @@ def test_memory_write_only_shared(stack, store):
     assert registry.call("memory_list", {"sources": [agent.id]}, ctx).content["returned"] == 1
     assert registry.call("memory_list", {"kind": ["task_result", "shared"], "key_prefix": "task:"}, ctx).content["total"] == 1
 
-    read = registry.call("memory_read", {"keys": ["shared:top_source", "task:ag_1", "task:nope", "not a key", "shared:top_source"]}, ctx).content
+    read = registry.call(
+        "memory_read", {"keys": ["shared:top_source", "task:ag_1", "task:nope", "not a key", "shared:top_source"]}, ctx
+    ).content
     assert set(read["entries"]) == {"shared:top_source", "task:ag_1"}
     assert read["entries"]["shared:top_source"]["value"] == "https://example.org"
     assert read["missing"] == ["task:nope", "not a key"]
@@ -135,7 +139,9 @@ def test_memory_write_refuses_secrets_and_oversize(stack, store):
     agent = _agent(stack)
     rm = RunMemory(store, T, agent.id, "run_1", stack.deps.settings)
     registry, ctx = _tools(), _ctx(stack, agent, rm)
-    out = registry.call("memory_write", {"key": "creds", "value": {"token": "sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345"}}, ctx)
+    out = registry.call(
+        "memory_write", {"key": "creds", "value": {"token": "sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345"}}, ctx
+    )
     assert out.is_error and "secret" in out.content
     out = registry.call("memory_write", {"key": "big", "value": "x" * 70_000}, ctx)
     assert out.is_error and "65536" in out.content
@@ -146,7 +152,11 @@ def test_memory_list_cap_with_250_entries(stack, store):
     agent = _agent(stack)
     rm = RunMemory(store, T, agent.id, "run_1", stack.deps.settings)
     rm.seed_inputs({f"k{i:03d}": i for i in range(250)})
-    out = _tools().call("memory_list", {}, _ctx(stack, agent, RunMemory.load(store, T, agent.id, "run_1", stack.deps.settings))).content
+    out = (
+        _tools()
+        .call("memory_list", {}, _ctx(stack, agent, RunMemory.load(store, T, agent.id, "run_1", stack.deps.settings)))
+        .content
+    )
     assert (out["total"], out["returned"], out["truncated"]) == (250, 200, True)
     assert [e["key"] for e in out["entries"]] == [f"input:k{i:03d}" for i in range(50, 250)]
 
@@ -179,7 +189,7 @@ def test_recent_learnings_newest_across_the_team(stack):
 
     section = render_learnings(rows)
     assert section.startswith("## Director learnings") and '<memory scope="director">' in section
-    assert section.index('"learning number 24"') < section.index('"learning number 5"') and "learning number 4\"" not in section
+    assert section.index('"learning number 24"') < section.index('"learning number 5"') and 'learning number 4"' not in section
     assert render_learnings([]) is None
 
     # Not in the `## Agent Memory` rank index, but still listed (and deletable) over REST.

@@ -59,7 +59,10 @@ def test_scheduler_sample_event_runs_a_heartbeat(stack):
     run = stack.call("GET", f"/api/runs/{result['runId']}").data
     assert run["kind"] == "heartbeat" and run["prompt"] == "Check in."
     # The sample as shipped names an agent nobody has: nothing runs, nothing fails.
-    assert stack.functions["HeartbeatFunction"].invoke(json.loads((EVENTS / "heartbeat-schedule.json").read_text()))["status"] == "ignored"
+    assert (
+        stack.functions["HeartbeatFunction"].invoke(json.loads((EVENTS / "heartbeat-schedule.json").read_text()))["status"]
+        == "ignored"
+    )
 
 
 def test_sqs_run_sample_event_runs_the_queued_run(stack):
@@ -67,7 +70,8 @@ def test_sqs_run_sample_event_runs_the_queued_run(stack):
     queued = stack.call("POST", f"/api/agents/{agent['id']}/runs", body={}).data
     event = json.loads((EVENTS / "sqs-run.json").read_text())
     record = event["Records"][0]
-    record["body"] = json.dumps({**json.loads(record["body"]), "tenant": tenant_key("alice"), "runId": queued["runId"],
-                                 "agentId": agent["id"]})
+    record["body"] = json.dumps(
+        {**json.loads(record["body"]), "tenant": tenant_key("alice"), "runId": queued["runId"], "agentId": agent["id"]}
+    )
     assert stack.functions["HeartbeatFunction"].invoke(event) == {"batchItemFailures": []}
     assert stack.call("GET", f"/api/runs/{queued['runId']}").data["status"] == "succeeded"

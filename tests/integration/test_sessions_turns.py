@@ -6,12 +6,12 @@ import json
 import time
 
 import pytest
-
-from engram.engine.tools import Tool
-from engram.kernel.errors import ProviderError
-from engram.engine.trim import sequence_problems
-from engram.engine.providers.base import ModelResponse, TokenCounts
 from pydantic import BaseModel
+
+from engram.engine.providers.base import ModelResponse, TokenCounts
+from engram.engine.tools import Tool
+from engram.engine.trim import sequence_problems
+from engram.kernel.errors import ProviderError
 
 
 def test_dashboard_exists_and_sessions_can_be_created_listed_read_deleted(stack):
@@ -46,7 +46,9 @@ def test_deleting_dashboard_empties_it(stack):
     assert again.status == 200 and again.data["messages"] == [] and again.data["messageCount"] == 0
 
 
-@pytest.mark.parametrize("body, field", [({"id": "../x"}, "id"), ({"id": "x" * 65}, "id"), ({"title": "t" * 201}, "title"), ({"extra": 1}, "extra")])
+@pytest.mark.parametrize(
+    "body, field", [({"id": "../x"}, "id"), ({"id": "x" * 65}, "id"), ({"title": "t" * 201}, "title"), ({"extra": 1}, "extra")]
+)
 def test_bad_session_bodies(stack, body, field):
     agent = stack.agent()
     r = stack.call("POST", f"/api/agents/{agent['id']}/sessions", body=body)
@@ -184,7 +186,9 @@ def test_crashing_tool_fails_the_turn_and_keeps_history(stack):
     def explode(ctx, _input):
         raise RuntimeError("disk on fire")
 
-    stack.deps.registry.register(Tool("explode", "explodes", In, explode, offline_intent=lambda t: {} if "explode" in t else None))
+    stack.deps.registry.register(
+        Tool("explode", "explodes", In, explode, offline_intent=lambda t: {} if "explode" in t else None)
+    )
     agent = stack.agent()
     before = _history_then(stack, agent["id"])
     r = stack.say(agent["id"], "please explode")
@@ -218,8 +222,8 @@ def test_a_concurrent_write_is_never_overwritten(stack):
     """If the transcript changes under a turn (lease bypassed), the conditional PUT refuses."""
     agent = stack.agent()
     assert stack.say(agent["id"], "first").status == 200
-    from engram.kernel.ids import tenant_key
     from engram.aws.keys import session_object
+    from engram.kernel.ids import tenant_key
 
     key = session_object(tenant_key("alice"), agent["id"], "dashboard")
     bucket = stack.deps.settings.bucket_name
@@ -229,7 +233,9 @@ def test_a_concurrent_write_is_never_overwritten(stack):
 
         def complete(self, **kwargs):
             stack.s3.put_object(Bucket=bucket, Key=key, Body=json.dumps({"version": 1, "messages": ["other writer"]}).encode())
-            return ModelResponse(content=[{"type": "text", "text": "ok"}], stop_reason="end_turn", model="offline", tokens=TokenCounts(1, 1))
+            return ModelResponse(
+                content=[{"type": "text", "text": "ok"}], stop_reason="end_turn", model="offline", tokens=TokenCounts(1, 1)
+            )
 
     stack.deps.provider_override = Sneaky()
     r = stack.say(agent["id"], "second")
@@ -240,7 +246,12 @@ def test_a_concurrent_write_is_never_overwritten(stack):
 # --- async turns and webhooks ----------------------------------------------------------------
 def test_async_turn_goes_through_the_queue(stack):
     agent = stack.agent()
-    r = stack.call("POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages", body={"message": "later please"}, query={"async": "true"})
+    r = stack.call(
+        "POST",
+        f"/api/agents/{agent['id']}/sessions/dashboard/messages",
+        body={"message": "later please"},
+        query={"async": "true"},
+    )
     assert r.status == 202 and r.data["status"] == "queued"
     assert stack.call("GET", f"/api/runs/{r.data['runId']}").data["status"] == "queued"
     stack.drain_turns()
@@ -250,13 +261,21 @@ def test_async_turn_goes_through_the_queue(stack):
 
 
 def test_redelivered_turn_job_does_not_run_twice(stack):
-    from engram.kernel.ids import tenant_key
     from engram.conversations.chat import process_turn_job
+    from engram.kernel.ids import tenant_key
 
     agent = stack.agent()
-    r = stack.call("POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages", body={"message": "once"}, query={"async": "true"})
+    r = stack.call(
+        "POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages", body={"message": "once"}, query={"async": "true"}
+    )
     stack.drain_turns()
-    job = {"runId": r.data["runId"], "tenant": tenant_key("alice"), "agentId": agent["id"], "sessionId": "dashboard", "message": "once"}
+    job = {
+        "runId": r.data["runId"],
+        "tenant": tenant_key("alice"),
+        "agentId": agent["id"],
+        "sessionId": "dashboard",
+        "message": "once",
+    }
     process_turn_job(stack.deps, job)
     assert stack.call("GET", f"/api/agents/{agent['id']}/sessions/dashboard").data["messageCount"] == 2
 

@@ -11,14 +11,26 @@ from engram.engine.providers.anthropic_provider import AnthropicProvider
 
 def _message(content, stop="end_turn"):
     return {
-        "id": "msg_x", "type": "message", "role": "assistant", "model": "claude-sonnet-4-6", "content": content,
-        "stop_reason": stop, "stop_sequence": None,
-        "usage": {"input_tokens": 1000, "output_tokens": 100, "cache_read_input_tokens": 2000, "cache_creation_input_tokens": 500},
+        "id": "msg_x",
+        "type": "message",
+        "role": "assistant",
+        "model": "claude-sonnet-4-6",
+        "content": content,
+        "stop_reason": stop,
+        "stop_sequence": None,
+        "usage": {
+            "input_tokens": 1000,
+            "output_tokens": 100,
+            "cache_read_input_tokens": 2000,
+            "cache_creation_input_tokens": 500,
+        },
     }
 
 
 def _use(stack, handler):
-    settings = stack.deps.settings.model_copy(update={"anthropic_api_key": "sk-test", "model_provider": "anthropic", "model_max_retries": 2})
+    settings = stack.deps.settings.model_copy(
+        update={"anthropic_api_key": "sk-test", "model_provider": "anthropic", "model_max_retries": 2}
+    )
     stack.deps.provider_override = AnthropicProvider(settings, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
 
 
@@ -29,7 +41,16 @@ def test_turn_with_a_tool_call_through_the_sdk(stack):
         body = json.loads(request.content)
         requests.append(body)
         if len(requests) == 1:
-            return httpx2.Response(200, json=_message([{"type": "text", "text": "Checking."}, {"type": "tool_use", "id": "toolu_1", "name": "get_current_time", "input": {}}], stop="tool_use"))
+            return httpx2.Response(
+                200,
+                json=_message(
+                    [
+                        {"type": "text", "text": "Checking."},
+                        {"type": "tool_use", "id": "toolu_1", "name": "get_current_time", "input": {}},
+                    ],
+                    stop="tool_use",
+                ),
+            )
         return httpx2.Response(200, json=_message([{"type": "text", "text": "It is noon."}]))
 
     _use(stack, handler)
@@ -42,16 +63,28 @@ def test_turn_with_a_tool_call_through_the_sdk(stack):
     first, second = requests
     # system prompt rebuilt from the agent's config, with a cache breakpoint on the stable prefix
     assert "You are terse." in first["system"][0]["text"] and first["system"][0]["cache_control"] == {"type": "ephemeral"}
-    assert {"get_current_time", "memory_store", "memory_recall", "memory_forget", "remember", "forget"} <= {t["name"] for t in first["tools"]}
+    assert {"get_current_time", "memory_store", "memory_recall", "memory_forget", "remember", "forget"} <= {
+        t["name"] for t in first["tools"]
+    }
     assert first["model"] == "claude-sonnet-4-6"
-    assert first["messages"] == [{"role": "user", "content": [{"type": "text", "text": "what time is it?", "cache_control": {"type": "ephemeral"}}]}]
+    assert first["messages"] == [
+        {"role": "user", "content": [{"type": "text", "text": "what time is it?", "cache_control": {"type": "ephemeral"}}]}
+    ]
     # the second call carries the tool call and its result in the SDK's shapes
     assert second["messages"][1]["content"][1] == {"type": "tool_use", "id": "toolu_1", "name": "get_current_time", "input": {}}
-    assert second["messages"][2]["content"][0]["type"] == "tool_result" and second["messages"][2]["content"][0]["tool_use_id"] == "toolu_1"
+    assert (
+        second["messages"][2]["content"][0]["type"] == "tool_result"
+        and second["messages"][2]["content"][0]["tool_use_id"] == "toolu_1"
+    )
 
     # usage and cost from the price table: 2 calls of (1000 in, 100 out, 2000 cache read, 500 cache write)
     usage = r.data["usage"]
-    assert (usage["inputTokens"], usage["outputTokens"], usage["cacheReadTokens"], usage["cacheWriteTokens"]) == (2000, 200, 4000, 1000)
+    assert (usage["inputTokens"], usage["outputTokens"], usage["cacheReadTokens"], usage["cacheWriteTokens"]) == (
+        2000,
+        200,
+        4000,
+        1000,
+    )
     expected = 2 * (1000 * 3 + 100 * 15 + 2000 * 0.30 + 500 * 3.75) / 1_000_000
     assert abs(usage["costUsd"] - expected) < 1e-9
 
@@ -82,7 +115,11 @@ def test_overloaded_then_ok_is_retried_within_the_turn(stack):
     def handler(request):
         calls.append(1)
         if len(calls) == 1:
-            return httpx2.Response(529, json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, headers={"retry-after-ms": "1"})
+            return httpx2.Response(
+                529,
+                json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+                headers={"retry-after-ms": "1"},
+            )
         return httpx2.Response(200, json=_message([{"type": "text", "text": "fine"}]))
 
     _use(stack, handler)
@@ -99,7 +136,11 @@ def test_failure_after_retries_leaves_history_unchanged_and_the_run_failed(stack
 
     def handler(request):
         calls.append(1)
-        return httpx2.Response(529, json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, headers={"retry-after-ms": "1"})
+        return httpx2.Response(
+            529,
+            json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+            headers={"retry-after-ms": "1"},
+        )
 
     _use(stack, handler)
     r = stack.say(agent["id"], "this one fails")

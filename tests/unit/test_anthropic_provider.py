@@ -7,8 +7,8 @@ import json
 import httpx2
 import pytest
 
-from engram.kernel.errors import ProviderError
 from engram.engine.providers.anthropic_provider import AnthropicProvider, BedrockProvider
+from engram.kernel.errors import ProviderError
 from engram.kernel.settings import Settings
 
 
@@ -21,7 +21,8 @@ def reply(text="hello", *, stop="end_turn", content=None, usage=None):
         "content": content or [{"type": "text", "text": text}],
         "stop_reason": stop,
         "stop_sequence": None,
-        "usage": usage or {"input_tokens": 120, "output_tokens": 7, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20},
+        "usage": usage
+        or {"input_tokens": 120, "output_tokens": 7, "cache_read_input_tokens": 100, "cache_creation_input_tokens": 20},
     }
 
 
@@ -59,13 +60,23 @@ def test_request_carries_system_tools_and_history_in_sdk_shapes():
     assert body["model"] == "claude-sonnet-4-6" and body["max_tokens"] == 512
     assert out.content == [{"type": "text", "text": "hello"}]
     assert out.stop_reason == "end_turn"
-    assert (out.tokens.input_tokens, out.tokens.output_tokens, out.tokens.cache_read_tokens, out.tokens.cache_write_tokens) == (120, 7, 100, 20)
+    assert (out.tokens.input_tokens, out.tokens.output_tokens, out.tokens.cache_read_tokens, out.tokens.cache_write_tokens) == (
+        120,
+        7,
+        100,
+        20,
+    )
 
 
 def test_tool_use_blocks_come_back_as_plain_dicts():
-    content = [{"type": "text", "text": "checking"}, {"type": "tool_use", "id": "toolu_9", "name": "get_current_time", "input": {}}]
+    content = [
+        {"type": "text", "text": "checking"},
+        {"type": "tool_use", "id": "toolu_9", "name": "get_current_time", "input": {}},
+    ]
     provider = provider_with(lambda r: httpx2.Response(200, json=reply(content=content, stop="tool_use")))
-    out = provider.complete(model="m", system=[], tools=[], messages=[{"role": "user", "content": "hi"}], max_tokens=10, timeout=5)
+    out = provider.complete(
+        model="m", system=[], tools=[], messages=[{"role": "user", "content": "hi"}], max_tokens=10, timeout=5
+    )
     assert out.stop_reason == "tool_use"
     assert out.content == content
 
@@ -76,10 +87,16 @@ def test_overloaded_529_is_retried_then_succeeds():
     def handler(request):
         calls.append(request)
         if len(calls) == 1:
-            return httpx2.Response(529, json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}}, headers={"retry-after-ms": "1"})
+            return httpx2.Response(
+                529,
+                json={"type": "error", "error": {"type": "overloaded_error", "message": "Overloaded"}},
+                headers={"retry-after-ms": "1"},
+            )
         return httpx2.Response(200, json=reply("after retry"))
 
-    out = provider_with(handler).complete(model="m", system=[], tools=[], messages=[{"role": "user", "content": "hi"}], max_tokens=10, timeout=5)
+    out = provider_with(handler).complete(
+        model="m", system=[], tools=[], messages=[{"role": "user", "content": "hi"}], max_tokens=10, timeout=5
+    )
     assert len(calls) == 2
     assert out.content[0]["text"] == "after retry"
 
@@ -90,10 +107,14 @@ def test_failure_after_retries_is_a_provider_error(status):
 
     def handler(request):
         calls.append(request)
-        return httpx2.Response(status, json={"type": "error", "error": {"type": "api_error", "message": "nope"}}, headers={"retry-after-ms": "1"})
+        return httpx2.Response(
+            status, json={"type": "error", "error": {"type": "api_error", "message": "nope"}}, headers={"retry-after-ms": "1"}
+        )
 
     with pytest.raises(ProviderError) as info:
-        provider_with(handler).complete(model="m", system=[], tools=[], messages=[{"role": "user", "content": "hi"}], max_tokens=10, timeout=5)
+        provider_with(handler).complete(
+            model="m", system=[], tools=[], messages=[{"role": "user", "content": "hi"}], max_tokens=10, timeout=5
+        )
     assert len(calls) == 3  # first try + MODEL_MAX_RETRIES=2
     assert str(status) in info.value.message
 
@@ -106,7 +127,9 @@ def test_bad_request_is_not_retried():
         return httpx2.Response(400, json={"type": "error", "error": {"type": "invalid_request_error", "message": "bad"}})
 
     with pytest.raises(ProviderError):
-        provider_with(handler).complete(model="m", system=[], tools=[], messages=[{"role": "user", "content": "hi"}], max_tokens=10, timeout=5)
+        provider_with(handler).complete(
+            model="m", system=[], tools=[], messages=[{"role": "user", "content": "hi"}], max_tokens=10, timeout=5
+        )
     assert len(calls) == 1
 
 
@@ -129,7 +152,9 @@ def test_bedrock_request_goes_to_the_bedrock_invoke_endpoint(monkeypatch):
 
     s = Settings(MODEL_PROVIDER="bedrock")
     provider = BedrockProvider(s, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
-    out = provider.complete(model="claude-sonnet-4-6", system=[], tools=[], messages=[{"role": "user", "content": "hi"}], max_tokens=10, timeout=5)
+    out = provider.complete(
+        model="claude-sonnet-4-6", system=[], tools=[], messages=[{"role": "user", "content": "hi"}], max_tokens=10, timeout=5
+    )
     assert out.content[0]["text"] == "from bedrock"
     assert "bedrock-runtime.us-east-1" in seen[0].url.host
     assert seen[0].url.path.endswith("/model/us.anthropic.claude-sonnet-4-6-v1:0/invoke")

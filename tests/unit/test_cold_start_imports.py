@@ -28,8 +28,13 @@ def _loaded(function: str) -> str:
 
 def _probe(function: str) -> list[str]:
     code = PROBE.format(layer=str(ROOT / "layers" / "core"), path=str(ROOT / "functions" / function / "app.py"))
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1"})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1"},
+    )
     return out.stdout.strip().splitlines()
 
 

@@ -42,9 +42,17 @@ def test_extract_function_policy_is_least_privilege():
         else:
             by_sid[s["Sid"]] = (None, s)
     table = by_sid["Table"][1]
-    assert set(table["Action"]) == {"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:PutItem", "dynamodb:BatchGetItem", "dynamodb:TransactWriteItems"}
+    assert set(table["Action"]) == {
+        "dynamodb:GetItem",
+        "dynamodb:UpdateItem",
+        "dynamodb:PutItem",
+        "dynamodb:BatchGetItem",
+        "dynamodb:TransactWriteItems",
+    }
     assert table["Resource"] == {"Fn::GetAtt": ["EngramTable", "Arn"]}
-    assert by_sid["MemoryRanks"][1]["Action"] == "dynamodb:Query" and by_sid["MemoryRanks"][1]["Resource"] == {"Fn::Sub": "${EngramTable.Arn}/index/GSI2"}
+    assert by_sid["MemoryRanks"][1]["Action"] == "dynamodb:Query" and by_sid["MemoryRanks"][1]["Resource"] == {
+        "Fn::Sub": "${EngramTable.Arn}/index/GSI2"
+    }
     assert by_sid["Transcripts"][1]["Action"] == "s3:GetObject"
     assert not any("sqs:" in a for s in statements for a in json.dumps(s).split('"') if a.startswith("sqs:"))
     chat = {s["Fn::If"][1]["Sid"]: s["Fn::If"] for s in _props("ChatFunction")["Policies"][0]["Statement"] if "Fn::If" in s}

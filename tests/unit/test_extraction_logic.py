@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from engram.extraction import service as ex
-from engram.memory.models import Memory
 from engram.engine.pricing import cost_usd
 from engram.engine.providers.offline import OfflineProvider, extract_offline
+from engram.extraction import service as ex
+from engram.memory.models import Memory
 
 
 def test_keys_follow_ex3():
@@ -31,9 +31,17 @@ def test_jaccard_on_word_sets():
 def test_render_transcript_shapes_every_block():
     messages = [
         {"role": "user", "content": [{"type": "text", "text": "remember I like tea"}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "Storing."},
-                                          {"type": "tool_use", "id": "t1", "name": "remember", "input": {"value": "likes tea"}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "x" * 1000}]}]},
+        {
+            "role": "assistant",
+            "content": [
+                {"type": "text", "text": "Storing."},
+                {"type": "tool_use", "id": "t1", "name": "remember", "input": {"value": "likes tea"}},
+            ],
+        },
+        {
+            "role": "user",
+            "content": [{"type": "tool_result", "tool_use_id": "t1", "content": [{"type": "text", "text": "x" * 1000}]}],
+        },
         {"role": "user", "content": "plain string content"},
     ]
     text = ex.render_transcript(messages)
@@ -64,7 +72,14 @@ def test_transcript_cannot_close_its_fence():
 
 
 def test_hints_are_quoted_and_clipped():
-    m = Memory(id="m", created_at="2025-01-01T00:00:00.000Z", updated_at="2025-01-01T00:00:00.000Z", key="k", value="<b>" + "v" * 500, scope="workspace")
+    m = Memory(
+        id="m",
+        created_at="2025-01-01T00:00:00.000Z",
+        updated_at="2025-01-01T00:00:00.000Z",
+        key="k",
+        value="<b>" + "v" * 500,
+        scope="workspace",
+    )
     _, _, messages = ex.build_request("User: hi", [m], ["workspace", "agent"])
     line = messages[0]["content"][0]["text"].split("<existing>\n", 1)[1].split("\n", 1)[0]
     row = json.loads(line)
@@ -74,23 +89,33 @@ def test_hints_are_quoted_and_clipped():
 
 def test_the_worst_case_call_stays_under_the_budget():
     # the biggest prompt: a full transcript, 20 full hints
-    hints = [Memory(id=f"m{i}", created_at="t", updated_at="t", key=f"auto:{'k' * 55}{i}", value="v" * 2000, scope="workspace") for i in range(20)]
+    hints = [
+        Memory(id=f"m{i}", created_at="t", updated_at="t", key=f"auto:{'k' * 55}{i}", value="v" * 2000, scope="workspace")
+        for i in range(20)
+    ]
     system, tools, messages = ex.build_request("x" * ex.MAX_TRANSCRIPT_CHARS, hints, ["workspace", "agent"])
     chars = len(json.dumps([system, tools, messages], ensure_ascii=False))
     assert chars < 22_500
     max_tokens = ex.output_budget("claude-haiku-4-5-20251001", chars, 0.03)
     assert max_tokens == ex.MAX_OUTPUT_TOKENS
-    worst = cost_usd("claude-haiku-4-5-20251001", input_tokens=chars, output_tokens=max_tokens, cache_read_tokens=0, cache_write_tokens=0)
+    worst = cost_usd(
+        "claude-haiku-4-5-20251001", input_tokens=chars, output_tokens=max_tokens, cache_read_tokens=0, cache_write_tokens=0
+    )
     assert worst < 0.03
     assert ex.output_budget("offline", chars, 0.03) == ex.MAX_OUTPUT_TOKENS
     fitted = ex.fit_request("claude-haiku-4-5-20251001", "x" * ex.MAX_TRANSCRIPT_CHARS, hints, ["workspace", "agent"], 0.03)
     assert fitted[1:] == (ex.MAX_OUTPUT_TOKENS, ex.MAX_TRANSCRIPT_CHARS)
     # a pricier model: fewer output tokens and a shorter transcript (its end), never over the budget
     transcript = "\n".join(f"User: line {i} " + "y" * 80 for i in range(130))
-    (system, tools, messages), max_tokens, sent = ex.fit_request("claude-sonnet-4-6", transcript, hints, ["workspace", "agent"], 0.03)
+    (system, tools, messages), max_tokens, sent = ex.fit_request(
+        "claude-sonnet-4-6", transcript, hints, ["workspace", "agent"], 0.03
+    )
     chars = len(json.dumps([system, tools, messages], ensure_ascii=False))
     assert ex.MIN_OUTPUT_TOKENS <= max_tokens < ex.MAX_OUTPUT_TOKENS and ex.MIN_TRANSCRIPT_CHARS <= sent < len(transcript)
-    assert cost_usd("claude-sonnet-4-6", input_tokens=chars, output_tokens=max_tokens, cache_read_tokens=0, cache_write_tokens=0) <= 0.03
+    assert (
+        cost_usd("claude-sonnet-4-6", input_tokens=chars, output_tokens=max_tokens, cache_read_tokens=0, cache_write_tokens=0)
+        <= 0.03
+    )
     assert "line 129 " in messages[0]["content"][0]["text"] and "line 0 " not in messages[0]["content"][0]["text"]
     # Opus-class prices cannot afford an answer at all: refused rather than overspent
     assert ex.fit_request("claude-opus-4-1", transcript, hints, ["workspace", "agent"], 0.03) is None
@@ -107,13 +132,21 @@ def test_parse_answer_accepts_only_the_schema():
     assert ex.parse_answer(_call(good, name="other")) is None
     assert ex.parse_answer(_call(good) * 2) is None
     assert ex.parse_answer([{"type": "text", "text": "{}"}]) is None
-    for bad in ({}, {"facts": None}, {"facts": [{"slug": "s"}]}, {"facts": [{**good["facts"][0], "confidence": "high"}]},
-                {"facts": [{**good["facts"][0], "value": ""}]}, {"facts": [good["facts"][0]] * 51}):
+    for bad in (
+        {},
+        {"facts": None},
+        {"facts": [{"slug": "s"}]},
+        {"facts": [{**good["facts"][0], "confidence": "high"}]},
+        {"facts": [{**good["facts"][0], "value": ""}]},
+        {"facts": [good["facts"][0]] * 51},
+    ):
         assert ex.parse_answer(_call(bad)) is None, bad
 
 
 def _row(key, value, scope="workspace", source="auto", pinned=False, updated="2025-01-01T00:00:00.000Z"):
-    return Memory(id=f"id-{key}", created_at=updated, updated_at=updated, key=key, value=value, scope=scope, source=source, pinned=pinned)
+    return Memory(
+        id=f"id-{key}", created_at=updated, updated_at=updated, key=key, value=value, scope=scope, source=source, pinned=pinned
+    )
 
 
 def _cand(slug, value, scope="workspace", confidence=0.9, supersedes=None):
@@ -121,8 +154,11 @@ def _cand(slug, value, scope="workspace", confidence=0.9, supersedes=None):
 
 
 def test_choose_applies_every_rule_and_counts_the_drops():
-    loaded = [_row("auto:db", "Data lives in Postgres"), _row("style", "Answers are short", source="manual"),
-              _row("auto:pinned", "Releases happen on Mondays", pinned=True)]
+    loaded = [
+        _row("auto:db", "Data lives in Postgres"),
+        _row("style", "Answers are short", source="manual"),
+        _row("auto:pinned", "Releases happen on Mondays", pinned=True),
+    ]
     kept, dropped = ex.choose(
         [
             _cand("low", "A guess about something", confidence=0.5),
@@ -138,18 +174,29 @@ def test_choose_applies_every_rule_and_counts_the_drops():
         value_max_chars=2000,
     )
     assert [(p.key, p.target.key if p.target else None) for p in kept] == [("auto:db2", "auto:db")]
-    assert dropped == {"low_confidence": 1, "contradicts_manual": 1, "contradicts_pinned": 1, "secret": 1, "duplicate": 1, "agent_memory_off": 1}
+    assert dropped == {
+        "low_confidence": 1,
+        "contradicts_manual": 1,
+        "contradicts_pinned": 1,
+        "secret": 1,
+        "duplicate": 1,
+        "agent_memory_off": 1,
+    }
 
 
 def test_choose_forces_agent_scope_without_a_workspace():
-    kept, dropped = ex.choose([_cand("a", "Project uses Rust", scope="workspace")], targets={"agent": "a1"}, loaded=[], value_max_chars=2000)
+    kept, dropped = ex.choose(
+        [_cand("a", "Project uses Rust", scope="workspace")], targets={"agent": "a1"}, loaded=[], value_max_chars=2000
+    )
     assert [(p.scope, p.owner_id) for p in kept] == [("agent", "a1")] and not dropped
 
 
 def test_plan_writes_links_the_superseded_row():
     target = _row("auto:db", "Data lives in Postgres")
     pending = [ex._Pending("workspace", "w1", "auto:db2", "Data moved to DynamoDB", 0.95, target)]
-    writes, kept, superseded, dropped = ex.plan_writes(pending, stored={target.id: target}, targets={"workspace": "w1"}, origin={"runId": "r"}, now="2025-02-01T00:00:00.000Z")
+    writes, kept, superseded, dropped = ex.plan_writes(
+        pending, stored={target.id: target}, targets={"workspace": "w1"}, origin={"runId": "r"}, now="2025-02-01T00:00:00.000Z"
+    )
     new, old = writes
     assert new.memory.key == "auto:db2" and new.memory.source == "auto" and new.expect_updated_at is None
     assert new.memory.confidence == "asserted" and new.memory.origin == {"runId": "r", "confidence": 0.95}
@@ -192,8 +239,15 @@ def test_offline_extracts_the_documented_phrases_from_user_lines_only():
         'Assistant: (offline model) You said: "my name is not this". We use nothing.\n'
         "User: thanks"
     )
-    response = OfflineProvider().complete(model="m", system=system, tools=tools, messages=messages, max_tokens=100, timeout=1,
-                                          tool_choice={"type": "tool", "name": ex.EXTRACTION_TOOL})
+    response = OfflineProvider().complete(
+        model="m",
+        system=system,
+        tools=tools,
+        messages=messages,
+        max_tokens=100,
+        timeout=1,
+        tool_choice={"type": "tool", "name": ex.EXTRACTION_TOOL},
+    )
     facts = ex.parse_answer(response.content).facts
     assert [(f.slug, f.scope, f.value) for f in facts] == [
         ("preference-short-answers", "agent", "The user prefers short answers."),
@@ -204,13 +258,19 @@ def test_offline_extracts_the_documented_phrases_from_user_lines_only():
 
 
 def test_offline_supersedes_a_key_whose_value_changed():
-    system, tools, messages = _prompt("User: our deploy command is make release", existing=[("auto:deploy-command", "Our deploy command is make deploy.")])
+    system, tools, messages = _prompt(
+        "User: our deploy command is make release", existing=[("auto:deploy-command", "Our deploy command is make deploy.")]
+    )
     out = extract_offline(messages[0]["content"][0]["text"], tools)
     assert out["facts"][0]["supersedes"] == "auto:deploy-command"
-    system, tools, messages = _prompt("User: our deploy command is make deploy", existing=[("auto:deploy-command", "Our deploy command is make deploy.")])
+    system, tools, messages = _prompt(
+        "User: our deploy command is make deploy", existing=[("auto:deploy-command", "Our deploy command is make deploy.")]
+    )
     assert extract_offline(messages[0]["content"][0]["text"], tools)["facts"][0]["supersedes"] is None
 
 
 def test_offline_chat_is_unchanged_without_the_forced_tool():
-    r = OfflineProvider().complete(model="m", system=[], tools=[], messages=[{"role": "user", "content": "I prefer tea"}], max_tokens=10, timeout=1)
+    r = OfflineProvider().complete(
+        model="m", system=[], tools=[], messages=[{"role": "user", "content": "I prefer tea"}], max_tokens=10, timeout=1
+    )
     assert r.stop_reason == "end_turn" and "I prefer tea" in r.content[0]["text"]

@@ -106,7 +106,12 @@ def test_run_queue_visibility_is_six_times_the_heartbeat_timeout_and_has_a_dlq()
 
 def test_heartbeat_function_consumes_the_run_queue_one_job_at_a_time():
     spec = TEMPLATE.function("HeartbeatFunction")
-    assert (spec.code_uri, spec.handler, spec.timeout, spec.memory_size) == ("functions/heartbeat/", "app.lambda_handler", 600, 1024)
+    assert (spec.code_uri, spec.handler, spec.timeout, spec.memory_size) == (
+        "functions/heartbeat/",
+        "app.lambda_handler",
+        600,
+        1024,
+    )
     (source,) = spec.sqs
     assert (source.queue_id, source.batch_size, source.report_failures) == ("RunQueue", 1, True)
     event = _props("HeartbeatFunction")["Events"][source.event_name]["Properties"]
@@ -120,15 +125,23 @@ def test_heartbeat_function_has_no_scheduler_or_pass_role_permission():
     assert not any(a.startswith(("scheduler:", "iam:")) for a in actions)
     flat = json.dumps(_props("HeartbeatFunction")["Policies"])
     assert '"Resource": "*"' not in flat
-    assert [s["Resource"] for s in statements.values() if "sqs:SendMessage" in _actions(s)] == [{"Fn::GetAtt": ["ExtractQueue", "Arn"]}]
+    assert [s["Resource"] for s in statements.values() if "sqs:SendMessage" in _actions(s)] == [
+        {"Fn::GetAtt": ["ExtractQueue", "Arn"]}
+    ]
 
 
 def test_heartbeat_function_policy_matches_the_chat_functions_for_state_and_models():
     heartbeat, chat = _statements("HeartbeatFunction"), _statements("ChatFunction")
     for sid in ("Table", "State", "ListState", "AnthropicKey", "GivenAnthropicKey", "Bedrock"):
         assert heartbeat[sid] == chat[sid], sid
-    conditions = {s["Fn::If"][1]["Sid"]: s["Fn::If"][0] for s in _props("HeartbeatFunction")["Policies"][0]["Statement"] if "Fn::If" in s}
-    assert conditions == {"AnthropicKey": "CreateAnthropicSecret", "GivenAnthropicKey": "UseGivenAnthropicSecret", "Bedrock": "UseBedrock"}
+    conditions = {
+        s["Fn::If"][1]["Sid"]: s["Fn::If"][0] for s in _props("HeartbeatFunction")["Policies"][0]["Statement"] if "Fn::If" in s
+    }
+    assert conditions == {
+        "AnthropicKey": "CreateAnthropicSecret",
+        "GivenAnthropicKey": "UseGivenAnthropicSecret",
+        "Bedrock": "UseBedrock",
+    }
 
 
 def test_outputs_name_the_run_queue_and_the_schedule_group():

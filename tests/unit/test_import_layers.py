@@ -27,7 +27,10 @@ DEFERRED = {
     ("engram.aws.clients", "boto3"): "boto3 is imported with the first client, not with the module",
     ("engram.aws.clients", "botocore.config"): "as boto3",
     ("engram.aws.table", "boto3.dynamodb.types"): "as boto3: the codecs are built on first use",
-    ("engram.engine.providers", "engram.engine.providers.anthropic_provider"): "the anthropic SDK (~1.5 s) only with a model call",
+    (
+        "engram.engine.providers",
+        "engram.engine.providers.anthropic_provider",
+    ): "the anthropic SDK (~1.5 s) only with a model call",
     ("engram.engine.providers", "engram.engine.providers.offline"): "the offline model only where it is configured",
     ("engram.engine.providers.anthropic_provider", "aws_lambda_powertools.utilities"): "Parameters only when the key is read",
 }
@@ -121,8 +124,13 @@ def test_the_engine_knows_no_feature_but_the_records_a_turn_writes():
 
 
 def test_only_the_composition_roots_import_them():
-    assert [f"{m} imports {t}" for m, ts in _edges().items() if not m.startswith("engram.roots") for t in ts
-            if t.startswith("engram.roots")] == []
+    assert [
+        f"{m} imports {t}"
+        for m, ts in _edges().items()
+        if not m.startswith("engram.roots")
+        for t in ts
+        if t.startswith("engram.roots")
+    ] == []
 
 
 def test_there_is_no_import_cycle():
@@ -134,7 +142,7 @@ def test_there_is_no_import_cycle():
         state[node] = 1
         for nxt in sorted(edges[node]):
             if state.get(nxt) == 1:
-                cycles.append(path[path.index(nxt):] + [nxt])
+                cycles.append(path[path.index(nxt) :] + [nxt])
             elif nxt not in state:
                 visit(nxt, path + [nxt])
         state[node] = 2

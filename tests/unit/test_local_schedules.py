@@ -113,8 +113,16 @@ def test_cron_only_counts_firings_after_the_anchor():
 
 @pytest.mark.parametrize(
     "expression",
-    ["cron(0 12 L * ? *)", "cron(0 12 15W * ? *)", "cron(0 12 LW * ? *)", "cron(0 12 ? * 6L *)", "cron(0 12 ? * 3#2 *)",
-     "cron(0 12 ? * MON#1 *)", "cron(0 12 L-2 * ? *)", "at(2025-01-01T00:00:00)"],
+    [
+        "cron(0 12 L * ? *)",
+        "cron(0 12 15W * ? *)",
+        "cron(0 12 LW * ? *)",
+        "cron(0 12 ? * 6L *)",
+        "cron(0 12 ? * 3#2 *)",
+        "cron(0 12 ? * MON#1 *)",
+        "cron(0 12 L-2 * ? *)",
+        "at(2025-01-01T00:00:00)",
+    ],
 )
 def test_l_w_hash_and_one_time_schedules_are_unsupported(expression):
     with pytest.raises(UnsupportedExpression):
@@ -154,8 +162,14 @@ def test_a_due_time_fires_once_and_a_late_loop_fires_only_the_latest():
 
 
 def test_fill_input_replaces_the_context_attributes():
-    raw = json.dumps({"t": "<aws.scheduler.scheduled-time>", "e": "<aws.scheduler.execution-id>",
-                      "a": "<aws.scheduler.attempt-number>", "s": "<aws.scheduler.schedule-arn>"})
+    raw = json.dumps(
+        {
+            "t": "<aws.scheduler.scheduled-time>",
+            "e": "<aws.scheduler.execution-id>",
+            "a": "<aws.scheduler.attempt-number>",
+            "s": "<aws.scheduler.schedule-arn>",
+        }
+    )
     event = fill_input(raw, scheduled=at(2025, 3, 4, 5, 6, 7), schedule_arn="arn:s")
     assert event["t"] == "2025-03-04T05:06:07Z" and event["a"] == "1" and event["s"] == "arn:s"
     assert event["e"] and "<" not in event["e"]
@@ -210,8 +224,14 @@ def _create(s, name: str, expression: str, *, state: str = "ENABLED", target_arn
         Target={
             "Arn": target_arn,
             "RoleArn": LOCAL_SCHEDULER_ROLE_ARN,
-            "Input": json.dumps({"agentId": name, "when": "<aws.scheduler.scheduled-time>",
-                                 "id": "<aws.scheduler.execution-id>", "attempt": "<aws.scheduler.attempt-number>"}),
+            "Input": json.dumps(
+                {
+                    "agentId": name,
+                    "when": "<aws.scheduler.scheduled-time>",
+                    "id": "<aws.scheduler.execution-id>",
+                    "attempt": "<aws.scheduler.attempt-number>",
+                }
+            ),
         },
     )
     return s.client.get_schedule(Name=name, GroupName=group)
@@ -248,8 +268,12 @@ def test_an_updated_rate_counts_from_the_update(moto_stack):
     group = moto_stack.resources.schedule_group()
     current = moto_stack.client.get_schedule(Name="a1", GroupName=group)
     moto_stack.client.update_schedule(
-        Name="a1", GroupName=group, ScheduleExpression="rate(5 minutes)", FlexibleTimeWindow={"Mode": "OFF"},
-        Target=current["Target"], State="ENABLED",
+        Name="a1",
+        GroupName=group,
+        ScheduleExpression="rate(5 minutes)",
+        FlexibleTimeWindow={"Mode": "OFF"},
+        Target=current["Target"],
+        State="ENABLED",
     )
     updated = moto_stack.client.get_schedule(Name="a1", GroupName=group)["LastModificationDate"]
     assert moto_stack.loop.tick(updated + timedelta(minutes=4, seconds=59)) == []

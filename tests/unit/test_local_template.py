@@ -14,6 +14,7 @@ from local.resources import Resolver, Unresolvable, physical_name
 from local.template import HttpRoute, load_template, load_yaml
 from local.workers import failed_message_ids, sqs_record
 
+
 def _routes_of(function_id: str, *routers) -> set[tuple[str, str]]:
     """(function, "METHOD /path") for every route of the routers that function serves."""
     out = set()
@@ -29,7 +30,8 @@ def _expected_routes() -> set[tuple[str, str]]:
     from engram.account import routes as account
     from engram.agents import routes as agents
     from engram.cards import routes as cards
-    from engram.conversations import chat_routes, routes as sessions
+    from engram.conversations import chat_routes
+    from engram.conversations import routes as sessions
     from engram.facts import routes as facts
     from engram.memory import routes as memory
     from engram.runs import routes as runs

@@ -12,9 +12,10 @@ import inspect
 import json
 import re
 import typing
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Iterator
+from typing import Any
 
 import pytest
 import yaml
@@ -32,6 +33,7 @@ from engram.conversations import routes as session_routes
 from engram.engine import turn as turns
 from engram.facts import models as fact_models
 from engram.facts import routes as fact_routes
+from engram.kernel.settings import Settings
 from engram.memory import models as memory_models
 from engram.memory import routes as memory_routes
 from engram.run_memory import models as run_memory_models
@@ -40,18 +42,32 @@ from engram.runs import routes as run_routes
 from engram.runs import service as services
 from engram.usage import models as usage_models
 from engram.usage import routes as usage_routes
-from engram.kernel.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC: dict[str, Any] = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text(encoding="utf-8"))
-ROUTERS = tuple(m.router for m in (agent_routes, session_routes, chat_routes, memory_routes, fact_routes, account_routes,
-                                   card_routes, run_routes, usage_routes))
+ROUTERS = tuple(
+    m.router
+    for m in (
+        agent_routes,
+        session_routes,
+        chat_routes,
+        memory_routes,
+        fact_routes,
+        account_routes,
+        card_routes,
+        run_routes,
+        usage_routes,
+    )
+)
 # Every public model, by the name this test has always used for it.
-models = SimpleNamespace(**{
-    name: getattr(module, name)
-    for module in (agent_models, card_models, conversation_models, fact_models, memory_models, run_models, usage_models)
-    for name in dir(module) if isinstance(getattr(module, name), type) or name in ("RunKind", "RunStatus")
-})
+models = SimpleNamespace(
+    **{
+        name: getattr(module, name)
+        for module in (agent_models, card_models, conversation_models, fact_models, memory_models, run_models, usage_models)
+        for name in dir(module)
+        if isinstance(getattr(module, name), type) or name in ("RunKind", "RunStatus")
+    }
+)
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 WEBHOOK = ("POST", "/api/agents/{agentId}/webhook")
 # The webhook reads its raw body itself (the HMAC covers the exact bytes), so no route parameter names its model.
@@ -184,14 +200,25 @@ def body_model_of(key: tuple[str, str], func: Any) -> type[BaseModel] | None:
 def success_statuses(func: Any) -> set[str]:
     """`return ok(x)` is 200, `return ok(x, 201)` 201, `return ok(x, 201 if c else 200)` both;
     `return _helper(...)` counts the statuses of that module-level helper."""
+    import ast
+    import textwrap
+
     statuses: set[str] = set()
-    for line in inspect.getsource(func).splitlines():
-        line = line.strip()
-        if line.startswith("return ok("):
-            m = re.search(r", (\d{3})(?: if .+ else (\d{3}))?\)$", line)
-            statuses |= {s for s in m.groups() if s} if m else {"200"}
-        elif helper := re.match(r"return (_\w+)\(", line):
-            statuses |= success_statuses(func.__globals__[helper.group(1)])
+    tree = ast.parse(textwrap.dedent(inspect.getsource(func)))
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Return) and isinstance(node.value, ast.Call) and isinstance(node.value.func, ast.Name)):
+            continue
+        call, name = node.value, node.value.func.id
+        if name == "ok":
+            status = call.args[1] if len(call.args) > 1 else None
+            if status is None:
+                statuses.add("200")
+            elif isinstance(status, ast.IfExp):
+                statuses |= {str(status.body.value), str(status.orelse.value)}  # type: ignore[attr-defined]
+            else:
+                statuses.add(str(status.value))  # type: ignore[attr-defined]
+        elif name.startswith("_"):
+            statuses |= success_statuses(func.__globals__[name])
     return statuses
 
 
@@ -287,10 +314,23 @@ def test_request_bodies_match_models():
         code_props = model.model_json_schema(by_alias=True)["properties"]
         for name, prop in props.items():
             assert limits(prop) == limits(code_props[name]), f"{model.__name__}.{name}"
-    expected = {models.AgentCreate, models.AgentUpdate, models.WorkspaceCreate, models.WorkspaceUpdate,
-                models.SessionCreate, models.MessageIn, models.WebhookIn, models.MemoryCreate, models.MemoryUpdate,
-                models.PinBody, models.FactCreate, models.FactUpdate, models.CardTypeBody,
-                models.RunCreate, models.RunUpdate}
+    expected = {
+        models.AgentCreate,
+        models.AgentUpdate,
+        models.WorkspaceCreate,
+        models.WorkspaceUpdate,
+        models.SessionCreate,
+        models.MessageIn,
+        models.WebhookIn,
+        models.MemoryCreate,
+        models.MemoryUpdate,
+        models.PinBody,
+        models.FactCreate,
+        models.FactUpdate,
+        models.CardTypeBody,
+        models.RunCreate,
+        models.RunUpdate,
+    }
     assert checked == expected
 
 
@@ -320,7 +360,9 @@ def test_webhook_secret_only_in_the_create_response():
 
 def test_turn_result_schema_matches_public():
     run = models.Run(id="run_1", created_at="t", updated_at="t", agent_id="ag_1", session_id="dashboard")
-    public = turns.TurnOutcome(run=run, reply="hi", tool_calls=[{"name": "x", "input": {}, "result": 1, "isError": False}]).public()
+    public = turns.TurnOutcome(
+        run=run, reply="hi", tool_calls=[{"name": "x", "input": {}, "result": 1, "isError": False}]
+    ).public()
     schemas = DOC["components"]["schemas"]
     assert set(schemas["TurnResult"]["properties"]) == set(public)
     assert set(schemas["ToolCall"]["properties"]) == set(public["toolCalls"][0])
@@ -328,8 +370,15 @@ def test_turn_result_schema_matches_public():
 
 
 def test_run_started_schema_matches_the_accepted_response():
-    run = models.Run(id="run_2", created_at="t", updated_at="t", agent_id="ag_1", kind="reexamination",
-                     trigger="reexamine", parent_run_id="run_1")
+    run = models.Run(
+        id="run_2",
+        created_at="t",
+        updated_at="t",
+        agent_id="ag_1",
+        kind="reexamination",
+        trigger="reexamine",
+        parent_run_id="run_1",
+    )
     response = run_routes._accepted(run)
     assert response.status_code == 202
     data = json.loads(response.body)["data"]
@@ -339,9 +388,13 @@ def test_run_started_schema_matches_the_accepted_response():
 
 
 def test_run_memory_schema_matches_the_listing(monkeypatch):
-    entry = run_memory_models.RunMemoryEntry(key="input:ticker", kind="input", value="ACME", created_at="t", updated_at="t", value_bytes=6)
+    entry = run_memory_models.RunMemoryEntry(
+        key="input:ticker", kind="input", value="ACME", created_at="t", updated_at="t", value_bytes=6
+    )
     run = models.Run(id="run_1", created_at="t", updated_at="t", agent_id="ag_1", kind="manual")
-    deps = SimpleNamespace(runs=SimpleNamespace(get=lambda t, run_id: run), run_memory=SimpleNamespace(load=lambda t, a, r: [entry]))
+    deps = SimpleNamespace(
+        runs=SimpleNamespace(get=lambda t, run_id: run), run_memory=SimpleNamespace(load=lambda t, a, r: [entry])
+    )
     out = services.run_memory(deps, "t1", "run_1")
     schema = DOC["components"]["schemas"]["RunMemory"]
     assert set(schema["properties"]) == set(schema["required"]) == set(out)
@@ -349,9 +402,13 @@ def test_run_memory_schema_matches_the_listing(monkeypatch):
     assert set(DOC["components"]["schemas"]["RunMemoryEntry"]["properties"]) == set(out["items"][0])
     # A council member's run answers with its council's (the lead's) run memory, as documented.
     lead = models.Run(id="run_lead", created_at="t", updated_at="t", agent_id="ag_lead", kind="manual")
-    member = models.Run(id="run_m", created_at="t", updated_at="t", agent_id="ag_1", kind="council_member", council_run_id="run_lead")
-    deps = SimpleNamespace(runs=SimpleNamespace(get=lambda t, run_id: {"run_m": member, "run_lead": lead}[run_id]),
-                           run_memory=SimpleNamespace(load=lambda t, a, r: [entry]))
+    member = models.Run(
+        id="run_m", created_at="t", updated_at="t", agent_id="ag_1", kind="council_member", council_run_id="run_lead"
+    )
+    deps = SimpleNamespace(
+        runs=SimpleNamespace(get=lambda t, run_id: {"run_m": member, "run_lead": lead}[run_id]),
+        run_memory=SimpleNamespace(load=lambda t, a, r: [entry]),
+    )
     assert services.run_memory(deps, "t1", "run_m")["runId"] == "run_lead"
 
 
@@ -359,12 +416,23 @@ def test_run_enums_match_the_model():
     run = DOC["components"]["schemas"]["Run"]["properties"]
     assert set(run["kind"]["enum"]) == set(typing.get_args(models.RunKind))
     assert set(run["status"]["enum"]) == set(typing.get_args(models.RunStatus))
-    assert set(run["resolutionStatus"]["enum"]) - {None} == set(typing.get_args(models.RunUpdate.model_fields["resolution_status"].annotation))
+    assert set(run["resolutionStatus"]["enum"]) - {None} == set(
+        typing.get_args(models.RunUpdate.model_fields["resolution_status"].annotation)
+    )
 
 
 def test_pages_and_envelope():
     schemas = DOC["components"]["schemas"]
-    for page in ("AgentPage", "WorkspacePage", "SessionPage", "RunPage", "MemoryPage", "FactPage", "CardTypePage", "DecisionPage"):
+    for page in (
+        "AgentPage",
+        "WorkspacePage",
+        "SessionPage",
+        "RunPage",
+        "MemoryPage",
+        "FactPage",
+        "CardTypePage",
+        "DecisionPage",
+    ):
         assert set(schemas[page]["properties"]) == {"items", "nextToken"}
     assert set(schemas["UsagePage"]["properties"]) == {"items", "nextToken", "totals"}
     assert set(schemas["Success"]["properties"]) == {"success", "data"}
@@ -384,19 +452,21 @@ def _fake_deps() -> Any:
     card_type = models.CardType(id="c", name="c", created_at="t", updated_at="t", fields={"x": {"type": "string"}})
     usage = models.UsageRow(id="u_1", created_at="t", agent_id="ag_1", session_key="dashboard", run_id="run_1", model="m")
     entry = run_memory_models.RunMemoryEntry(key="input:x", kind="input", value=1, created_at="t", updated_at="t", value_bytes=1)
-    one_page = lambda item: (lambda *a, **kw: ([item], None))  # noqa: E731
+    one_page = lambda item: lambda *a, **kw: ([item], None)  # noqa: E731
     return SimpleNamespace(
-        agents=SimpleNamespace(list=one_page(agent), delete_cascade=lambda t, agent_id: ["dashboard"]),
-        workspaces=SimpleNamespace(list=one_page(workspace), delete=lambda t, workspace_id: None),
-        sessions=SimpleNamespace(list=one_page(session)),
-        runs=SimpleNamespace(list=one_page(run)),
-        memories=SimpleNamespace(list=lambda t, scope, owner_id: [memory], delete_owner=lambda t, scope, owner_id: 1),
-        facts=SimpleNamespace(list=lambda t: [fact], delete_all=lambda t: 1),
-        card_types=SimpleNamespace(list_all=lambda t: [card_type]),
+        agents=SimpleNamespace(page=one_page(agent), delete_cascade=lambda t, agent_id: ["dashboard"]),
+        workspaces=SimpleNamespace(page=one_page(workspace), delete=lambda t, workspace_id: None),
+        sessions=SimpleNamespace(page=one_page(session)),
+        runs=SimpleNamespace(page=one_page(run)),
+        memories=SimpleNamespace(all=lambda t, scope, owner_id: [memory], delete_owner=lambda t, scope, owner_id: 1),
+        facts=SimpleNamespace(all=lambda t: [fact], delete_all=lambda t: 1),
+        card_types=SimpleNamespace(all=lambda t: [card_type]),
         usage=SimpleNamespace(all_rows=lambda t: [usage.public()], delete_all=lambda t: 1),
         run_memory=SimpleNamespace(agent_entries=lambda t, agent_id: [("run_1", entry)]),
-        history=SimpleNamespace(load=lambda t, agent_id, session_id: SimpleNamespace(messages=[{"role": "user", "content": []}]),
-                                delete_agent=lambda t, agent_id: 1),
+        history=SimpleNamespace(
+            load=lambda t, agent_id, session_id: SimpleNamespace(messages=[{"role": "user", "content": []}]),
+            delete_agent=lambda t, agent_id: 1,
+        ),
         table=SimpleNamespace(delete_all=lambda pk: 0),
     )
 

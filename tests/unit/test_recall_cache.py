@@ -2,18 +2,18 @@
 
 from __future__ import annotations
 
+import time
 from types import SimpleNamespace
 from typing import Any
-
-import time
 
 import pytest
 from pydantic import ValidationError
 
+from engram.aws.table import Table
 from engram.engine.tools import ToolContext, ToolRegistry
+from engram.kernel.errors import BadRequest
 from engram.recall import index as recall
 from engram.recall import tools as recall_tools
-from engram.aws.table import Table
 from engram.recall.archive import ArchiveStore, split_text
 
 
@@ -35,7 +35,9 @@ class FakeArchive:
         """Deletes a session's items (``lagging``: the index still returns them for a while)."""
         if not lagging:
             self.items[(t, agent)] = [i for i in self.items.get((t, agent), []) if i["sessionId"] != session]
-        self.items[(t, agent)].append({"kind": "session_deleted", "sessionId": session, "archivedAt": at, "GSI1SK": f"{at}#~del#{session}"})
+        self.items[(t, agent)].append(
+            {"kind": "session_deleted", "sessionId": session, "archivedAt": at, "GSI1SK": f"{at}#~del#{session}"}
+        )
 
     def load_since(self, t: str, agent: str, after: str | None, *, limit: int | None = None) -> list[dict[str, Any]]:
         self.calls.append((agent, after, limit))
@@ -86,7 +88,7 @@ def test_session_filter(archive):
     archive.add_turn("t1", "a1", "s1", "r1", "quinces in the first session", _at(1))
     archive.add_turn("t1", "a1", "s2", "r2", "quinces in the second session", _at(2))
     assert {h["sessionId"] for h in recall.conversation_search(None, "t1", "a1", "quinces", session_id="s1")} == {"s1"}
-    with pytest.raises(Exception):
+    with pytest.raises(BadRequest):
         recall.conversation_search(None, "t1", "a1", "quinces", session_id="../x")
 
 
@@ -196,8 +198,18 @@ def test_tool_is_registered_with_its_schema():
     assert "conversation_search" in registry.offline_intents()
 
 
-@pytest.mark.parametrize("bad", [{"query": ""}, {"query": "x" * 501}, {"query": "x", "limit": 0}, {"query": "x", "limit": 21},
-                                 {"query": "x", "session_id": "../etc"}, {"query": "x", "extra": 1}, {}])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        {"query": ""},
+        {"query": "x" * 501},
+        {"query": "x", "limit": 0},
+        {"query": "x", "limit": 21},
+        {"query": "x", "session_id": "../etc"},
+        {"query": "x", "extra": 1},
+        {},
+    ],
+)
 def test_tool_input_is_validated(bad):
     with pytest.raises(ValidationError):
         recall_tools.ConversationSearchInput.model_validate(bad)
@@ -225,14 +237,34 @@ def test_long_messages_are_split_into_capped_parts():
     assert len(parts) == 4 and all(len(p) <= 4000 for p in parts) and " ".join(parts) == text
     assert len(split_text("y" * 50_000)) == 8  # at most 8 parts per message
     store = ArchiveStore(Table("x"))
-    items = store.items_for_turn("t1", "a1", "s1", "r1", [
-        {"role": "user", "content": [{"type": "text", "text": text}]},
-        {"role": "assistant", "content": [{"type": "text", "text": "ok"}, {"type": "tool_use", "id": "u1", "name": "get_current_time", "input": {}}]},
-        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "u1", "content": "12:00"}]},
-        {"role": "assistant", "content": [{"type": "tool_use", "id": "u2", "name": "get_current_time", "input": {}}]},
-        {"role": "assistant", "content": "a plain string reply"},
-    ], "2030-01-01T10:00:00.000Z")
-    assert [(i["role"], i.get("part")) for i in items] == [("user", 0), ("user", 1), ("user", 2), ("user", 3), ("assistant", None), ("assistant", None)]
+    items = store.items_for_turn(
+        "t1",
+        "a1",
+        "s1",
+        "r1",
+        [
+            {"role": "user", "content": [{"type": "text", "text": text}]},
+            {
+                "role": "assistant",
+                "content": [
+                    {"type": "text", "text": "ok"},
+                    {"type": "tool_use", "id": "u1", "name": "get_current_time", "input": {}},
+                ],
+            },
+            {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "u1", "content": "12:00"}]},
+            {"role": "assistant", "content": [{"type": "tool_use", "id": "u2", "name": "get_current_time", "input": {}}]},
+            {"role": "assistant", "content": "a plain string reply"},
+        ],
+        "2030-01-01T10:00:00.000Z",
+    )
+    assert [(i["role"], i.get("part")) for i in items] == [
+        ("user", 0),
+        ("user", 1),
+        ("user", 2),
+        ("user", 3),
+        ("assistant", None),
+        ("assistant", None),
+    ]
     assert items[4]["tools"] == ["get_current_time"] and items[4]["text"] == "ok"
     assert [i["seq"] for i in items] == list(range(6)) and len({i["SK"] for i in items}) == 6
     assert all(i["GSI1PK"] == "t1#A#a1#ARCH" and i["PK"] == "t1#A#a1" for i in items)

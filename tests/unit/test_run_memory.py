@@ -9,12 +9,12 @@ from types import SimpleNamespace
 
 import pytest
 
-from engram.run_memory.tools import _learning_intent, _read_intent, register_tools
 from engram.engine.tools import ToolContext, ToolRegistry
 from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge
+from engram.kernel.settings import Settings
 from engram.run_memory.models import RunMemoryEntry
 from engram.run_memory.store import RUN_MEMORY, RunMemory, input_key, shared_key, task_key
-from engram.kernel.settings import Settings
+from engram.run_memory.tools import _learning_intent, _read_intent, register_tools
 
 
 class FakeStore:

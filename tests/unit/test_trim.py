@@ -69,7 +69,12 @@ def conversations(draw):
             if ending == "after_tool_use" and r == rounds - 1:
                 return messages
             blocks = [
-                {"type": "tool_result", "tool_use_id": i, "content": [{"type": "text", "text": "out"}], "is_error": draw(st.booleans())}
+                {
+                    "type": "tool_result",
+                    "tool_use_id": i,
+                    "content": [{"type": "text", "text": "out"}],
+                    "is_error": draw(st.booleans()),
+                }
                 for i in ids
             ]
             if draw(st.integers(0, 9)) == 0:
@@ -360,7 +365,11 @@ def test_blocks_in_the_wrong_role():
 
 def test_tool_use_needs_id_and_name():
     only_problem([user(), {"role": "assistant", "content": [{"type": "tool_use", "name": "t", "input": {}}]}], "has no id")
-    only_problem([user(), {"role": "assistant", "content": [{"type": "tool_use", "id": "x", "input": {}}]}], "has no name", allow_pending_tool_use=True)
+    only_problem(
+        [user(), {"role": "assistant", "content": [{"type": "tool_use", "id": "x", "input": {}}]}],
+        "has no name",
+        allow_pending_tool_use=True,
+    )
 
 
 def test_malformed_messages_and_content():

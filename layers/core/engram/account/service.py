@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
-from engram.wiring.stores import Stores
-from engram.kernel.model import now_iso
 from engram.aws import keys
+from engram.kernel.model import now_iso
+from engram.wiring.stores import Stores
 
 
 def _every_page(fetch: Callable[..., tuple[list[Any], str | None]]) -> list[Any]:
@@ -18,11 +19,11 @@ def _every_page(fetch: Callable[..., tuple[list[Any], str | None]]) -> list[Any]
 
 
 def _all_agents(deps: Stores, t: str) -> list[Any]:
-    return _every_page(lambda **page: deps.agents.list(t, **page))
+    return _every_page(lambda **page: deps.agents.page(t, **page))
 
 
 def _all_workspaces(deps: Stores, t: str) -> list[Any]:
-    return _every_page(lambda **page: deps.workspaces.list(t, **page))
+    return _every_page(lambda **page: deps.workspaces.page(t, **page))
 
 
 def export(deps: Stores, t: str) -> dict[str, Any]:
@@ -30,29 +31,31 @@ def export(deps: Stores, t: str) -> dict[str, Any]:
     agents_out = []
     runs_out: list[dict[str, Any]] = []
     for agent in _all_agents(deps, t):
-        sessions = _every_page(lambda **page: deps.sessions.list(t, agent.id, **page))
-        runs = _every_page(lambda **page: deps.runs.list(t, agent.id, **page))
+        sessions = _every_page(lambda agent_id=agent.id, **page: deps.sessions.page(t, agent_id, **page))
+        runs = _every_page(lambda agent_id=agent.id, **page: deps.runs.page(t, agent_id, **page))
         runs_out += [r.public() for r in runs]
         agents_out.append(
             {
                 **agent.public(),
                 "sessions": [{**s.public(), "messages": deps.history.load(t, agent.id, s.id).messages} for s in sessions],
-                "memories": [m.public() for m in deps.memories.list(t, "agent", agent.id)],
-                "runMemory": [{"runId": run_id, **entry.public()} for run_id, entry in deps.run_memory.agent_entries(t, agent.id)],
+                "memories": [m.public() for m in deps.memories.all(t, "agent", agent.id)],
+                "runMemory": [
+                    {"runId": run_id, **entry.public()} for run_id, entry in deps.run_memory.agent_entries(t, agent.id)
+                ],
             }
         )
     workspaces_out = [
-        {**ws.public(), "memories": [m.public() for m in deps.memories.list(t, "workspace", ws.id)]}
+        {**ws.public(), "memories": [m.public() for m in deps.memories.all(t, "workspace", ws.id)]}
         for ws in _all_workspaces(deps, t)
     ]
     return {
         "exportedAt": now_iso(),
         "agents": agents_out,
         "workspaces": workspaces_out,
-        "facts": [f.public() for f in deps.facts.list(t)],
+        "facts": [f.public() for f in deps.facts.all(t)],
         "runs": runs_out,
         "usage": deps.usage.all_rows(t),
-        "cardTypes": [c.public() for c in deps.card_types.list_all(t)],
+        "cardTypes": [c.public() for c in deps.card_types.all(t)],
     }
 
 

@@ -24,7 +24,7 @@ class WorkspaceRepository:
         item = self.table.get(keys.tenant_pk(t), keys.workspace_sk(workspace_id))
         return Workspace.model_validate(item) if item else None
 
-    def list(self, t: str, *, limit: int, token: str | None) -> tuple[list[Workspace], str | None]:
+    def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[Workspace], str | None]:
         items, nxt = self.table.query(keys.tenant_pk(t), sk_prefix="WS#", limit=limit, token=token)
         return [Workspace.model_validate(i) for i in items], nxt
 
@@ -88,7 +88,7 @@ class AgentRepository:
         items, _ = self.table.query(keys.agent_lookup(agent_id), index="GSI2", limit=1)
         return items[0]["GSI2SK"] if items else None
 
-    def list(self, t: str, *, limit: int, token: str | None) -> tuple[list[Agent], str | None]:
+    def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[Agent], str | None]:
         items, nxt = self.table.query(keys.tenant_pk(t), sk_prefix="AGENT#", limit=limit, token=token)
         return [Agent.model_validate(i) for i in items], nxt
 
@@ -106,10 +106,12 @@ class AgentRepository:
         # The workspace must exist at the moment the agent moves into it.
         expression, names, values = set_expression(changes)
         try:
-            self.table.transact([
-                self.table.update_op(pk, sk, expression, condition="attribute_exists(PK)", names=names, values=values),
-                self.workspaces.exists_op(t, changes["workspaceId"]),
-            ])
+            self.table.transact(
+                [
+                    self.table.update_op(pk, sk, expression, condition="attribute_exists(PK)", names=names, values=values),
+                    self.workspaces.exists_op(t, changes["workspaceId"]),
+                ]
+            )
         except ConditionFailed as err:
             if err.failed_at(0):
                 raise NotFound("agent not found", field="agentId") from None

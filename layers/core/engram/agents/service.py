@@ -5,14 +5,13 @@ from __future__ import annotations
 import secrets
 from typing import Any
 
+from engram.agents.models import Agent, AgentCreate, AgentUpdate, Workspace, WorkspaceCreate, WorkspaceUpdate
 from engram.cards.service import require_card_type
-from engram.wiring.stores import Stores
+from engram.conversations.models import DASHBOARD, Session
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import changes_of, now_iso, page
-from engram.agents.models import Agent, AgentCreate, AgentUpdate, Workspace, WorkspaceCreate, WorkspaceUpdate
-from engram.conversations.models import DASHBOARD, Session
-
+from engram.wiring.stores import Stores
 
 # Fields a PATCH may clear with null; the others must keep a value.
 _NULLABLE_AGENT_FIELDS = {"workspaceId", "schedule", "cardType", "model"}
@@ -33,7 +32,7 @@ def get_workspace(deps: Stores, t: str, workspace_id: str) -> Workspace:
 
 
 def list_workspaces(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, Any]:
-    return page(*deps.workspaces.list(t, limit=limit, token=token))
+    return page(*deps.workspaces.page(t, limit=limit, token=token))
 
 
 def update_workspace(deps: Stores, t: str, workspace_id: str, body: WorkspaceUpdate) -> Workspace:
@@ -57,8 +56,11 @@ def delete_workspace(deps: Stores, t: str, workspace_id: str) -> None:
 
 def _check_schedule(schedule: str | None, default_prompt: str | None) -> None:
     if schedule and not (default_prompt or "").strip():
-        raise BadRequest("a scheduled agent needs a defaultPrompt: it is what every heartbeat runs", field="defaultPrompt",
-                         code="missing_default_prompt")
+        raise BadRequest(
+            "a scheduled agent needs a defaultPrompt: it is what every heartbeat runs",
+            field="defaultPrompt",
+            code="missing_default_prompt",
+        )
 
 
 def _check_team(deps: Stores, t: str, agent_id: str | None, team: list[str] | None) -> None:
@@ -70,7 +72,7 @@ def _check_team(deps: Stores, t: str, agent_id: str | None, team: list[str] | No
     if agent_id in team:
         raise BadRequest("an agent cannot be on its own team", field="team")
     futures = [deps.executor.submit(deps.agents.get, t, member) for member in team]
-    for member, future in zip(team, futures):
+    for member, future in zip(team, futures, strict=False):
         if future.result() is None:
             raise NotFound(f"team member {member} not found", field="team", code="team_member_not_found")
 
@@ -105,7 +107,7 @@ def get_agent(deps: Stores, t: str, agent_id: str) -> Agent:
 
 
 def list_agents(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, Any]:
-    return page(*deps.agents.list(t, limit=limit, token=token))
+    return page(*deps.agents.page(t, limit=limit, token=token))
 
 
 def update_agent(deps: Stores, t: str, agent_id: str, body: AgentUpdate) -> Agent:

@@ -8,9 +8,9 @@ from typing import Annotated, Any
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
+from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Query
-from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from pydantic import ValidationError
 
 from engram.kernel.errors import EngramError, TurnFailed, Unauthorized
@@ -19,13 +19,16 @@ from engram.kernel.observability import logger
 
 MAX_BODY_BYTES = 256 * 1024
 
+# Every answer is the JSON envelope as text.
+Reply = Response[str]
+
 # Query parameters every list route shares.
 Limit = Annotated[int, Query(ge=1, le=100)]
 Token = Annotated[str | None, Query(max_length=2048)]
 IncludeArchived = Annotated[bool, Query()]
 
 
-def envelope(status: int, *, data: Any = None, error: dict[str, Any] | None = None) -> Response:
+def envelope(status: int, *, data: Any = None, error: dict[str, Any] | None = None) -> Reply:
     body: dict[str, Any] = {"success": error is None}
     if error is None:
         body["data"] = data
@@ -34,11 +37,11 @@ def envelope(status: int, *, data: Any = None, error: dict[str, Any] | None = No
     return Response(status_code=status, content_type="application/json", body=json.dumps(body, ensure_ascii=False, default=str))
 
 
-def ok(data: Any, status: int = 200) -> Response:
+def ok(data: Any, status: int = 200) -> Reply:
     return envelope(status, data=data)
 
 
-def fail(status: int, code: str, message: str, field: str | None = None, **extra: Any) -> Response:
+def fail(status: int, code: str, message: str, field: str | None = None, **extra: Any) -> Reply:
     error: dict[str, Any] = {"code": code, "message": message}
     if field:
         error["field"] = field
@@ -55,7 +58,7 @@ def deps_of(router: Router | APIGatewayHttpResolver) -> Any:
 def tenant(router: Router | APIGatewayHttpResolver) -> str:
     """The caller's tenant, from the JWT the authorizer verified (`sub`)."""
     try:
-        claims = router.current_event.request_context.authorizer.jwt_claim or {}
+        claims = router.current_event.request_context.authorizer.jwt_claim or {}  # type: ignore[attr-defined]  # the HTTP API event
     except (AttributeError, KeyError, TypeError):
         claims = {}
     sub = claims.get("sub")
@@ -69,9 +72,9 @@ def _field_of(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(parts)
 
 
-def _validation_response(errors: list[dict[str, Any]]) -> Response:
+def _validation_response(errors: list[dict[str, Any]]) -> Reply:
     first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-    field = _field_of(first.get("loc", ()))
+    field = _field_of(list(first.get("loc", ())))
     kind = first.get("type", "")
     if kind == "json_invalid":
         return fail(400, "invalid_body", "the request body is not valid JSON", field="body")
@@ -85,7 +88,7 @@ def _validation_response(errors: list[dict[str, Any]]) -> Response:
     return fail(400, "validation_error", message, field=field or None, details=details)
 
 
-def body_limit(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Response:
+def body_limit(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Reply:
     body = app.current_event.body or ""
     if body and app.current_event.http_method in ("POST", "PUT", "PATCH") and len(body) > MAX_BODY_BYTES:
         return fail(413, "payload_too_large", f"the request body is over {MAX_BODY_BYTES} bytes", field="body")
@@ -97,33 +100,33 @@ def build_app(*routers: Router) -> APIGatewayHttpResolver:
     app.use(middlewares=[body_limit])
 
     @app.exception_handler(EngramError)
-    def _domain(err: EngramError) -> Response:
+    def _domain(err: EngramError) -> Reply:
         extra = {"runId": err.run_id} if isinstance(err, TurnFailed) else {}
         if err.status >= 500:
             logger.warning("request failed", extra={"code": err.code, "error": err.message})
         return fail(err.status, err.code, err.message, err.field, **extra)
 
     @app.exception_handler(RequestValidationError)
-    def _invalid(err: RequestValidationError) -> Response:
+    def _invalid(err: RequestValidationError) -> Reply:
         # Validation runs before any middleware, so an oversize body is recognised here.
         if len(app.current_event.body or "") > MAX_BODY_BYTES:
             return fail(413, "payload_too_large", f"the request body is over {MAX_BODY_BYTES} bytes", field="body")
         return _validation_response(list(err.errors()))
 
     @app.exception_handler(ValidationError)
-    def _invalid_model(err: ValidationError) -> Response:
-        return _validation_response(err.errors())
+    def _invalid_model(err: ValidationError) -> Reply:
+        return _validation_response([dict(e) for e in err.errors()])
 
     @app.exception_handler(json.JSONDecodeError)
-    def _bad_json(_err: json.JSONDecodeError) -> Response:
+    def _bad_json(_err: json.JSONDecodeError) -> Reply:
         return fail(400, "invalid_body", "the request body is not valid JSON", field="body")
 
     @app.not_found
-    def _no_route(_err: NotFoundError) -> Response:
+    def _no_route(_err: NotFoundError) -> Reply:
         return fail(404, "route_not_found", f"no route {app.current_event.http_method} {app.current_event.path}")
 
     @app.exception_handler(Exception)
-    def _unexpected(err: Exception) -> Response:
+    def _unexpected(err: Exception) -> Reply:
         logger.exception("unhandled error")
         return fail(500, "internal_error", "an unexpected error occurred; it has been logged")
 

@@ -117,7 +117,9 @@ def archive_session_prefix(session_id: str) -> str:
 
 
 def archive_sk(session_id: str, created_at: str, run_id: str, seq: int) -> str:
-    return f"{archive_session_prefix(session_id)}{check_stamp('createdAt', created_at)}#{check_id('runId', run_id)}#{int(seq):04d}"
+    return (
+        f"{archive_session_prefix(session_id)}{check_stamp('createdAt', created_at)}#{check_id('runId', run_id)}#{int(seq):04d}"
+    )
 
 
 def archive_by_agent(t: str, agent_id: str) -> str:
@@ -125,7 +127,9 @@ def archive_by_agent(t: str, agent_id: str) -> str:
 
 
 def archive_gsi_sk(archived_at: str, session_id: str, run_id: str, seq: int) -> str:
-    return f"{check_stamp('archivedAt', archived_at)}#{check_id('sessionId', session_id)}#{check_id('runId', run_id)}#{int(seq):04d}"
+    return (
+        f"{check_stamp('archivedAt', archived_at)}#{check_id('sessionId', session_id)}#{check_id('runId', run_id)}#{int(seq):04d}"
+    )
 
 
 def archive_tombstone_sk(session_id: str, deleted_at: str) -> str:
@@ -165,7 +169,9 @@ def run_memory_prefix(run_id: str) -> str:
 
 def run_memory_sk(run_id: str, key: str) -> str:
     if not isinstance(key, str) or not _RUN_MEMORY_KEY.match(key):
-        raise BadRequest("a run memory key is <input|step|task|shared>:<1-120 of A-Z a-z 0-9 _ . : ->", field="key", code="invalid_key")
+        raise BadRequest(
+            "a run memory key is <input|step|task|shared>:<1-120 of A-Z a-z 0-9 _ . : ->", field="key", code="invalid_key"
+        )
     return f"{run_memory_prefix(run_id)}{key}"
 
 

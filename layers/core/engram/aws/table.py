@@ -9,20 +9,21 @@ from __future__ import annotations
 
 import base64
 import json
-from decimal import Decimal
 import time
-from typing import Any, Iterable, Iterator
+from collections.abc import Iterable, Iterator
+from decimal import Decimal
+from typing import Any
 
 from botocore.exceptions import ClientError
 
 from engram.aws.clients import make_client
 from engram.kernel.errors import BadRequest
 
-_serializer = None
-_deserializer = None
+_serializer: Any = None
+_deserializer: Any = None
 
 
-def _codecs():
+def _codecs() -> tuple[Any, Any]:
     global _serializer, _deserializer
     if _serializer is None:
         from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
@@ -58,7 +59,8 @@ def serialize(item: dict[str, Any]) -> dict[str, Any]:
 
 def deserialize(item: dict[str, Any]) -> dict[str, Any]:
     _, de = _codecs()
-    return _from_dynamo({k: de.deserialize(v) for k, v in item.items()})
+    out: dict[str, Any] = _from_dynamo({k: de.deserialize(v) for k, v in item.items()})
+    return out
 
 
 def encode_token(last_key: dict[str, Any] | None) -> str | None:
@@ -85,7 +87,7 @@ def decode_token(token: str | None, *, partition_attr: str, partition_value: str
 
 
 def condition_failed(err: ClientError) -> bool:
-    return err.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException"
+    return bool(err.response.get("Error", {}).get("Code") == "ConditionalCheckFailedException")
 
 
 def cancellation_codes(err: ClientError) -> list[str]:
@@ -179,20 +181,39 @@ class Table:
             time.sleep(min(0.05 * 2**attempt, 1.0))
         return found
 
-    def put(self, item: dict[str, Any], *, condition: str | None = None, names: dict[str, str] | None = None,
-            values: dict[str, Any] | None = None) -> None:
+    def put(
+        self,
+        item: dict[str, Any],
+        *,
+        condition: str | None = None,
+        names: dict[str, str] | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> None:
         args: dict[str, Any] = {"TableName": self.name, "Item": serialize(item), **_names(names), **_attrs(values)}
         if condition:
             args["ConditionExpression"] = condition
         self._call("put_item", args)
 
-    def update(self, pk: str, sk: str, expression: str, *, condition: str | None = None, names: dict[str, str] | None = None,
-               values: dict[str, Any] | None = None, old_on_failure: bool = False) -> dict[str, Any]:
+    def update(
+        self,
+        pk: str,
+        sk: str,
+        expression: str,
+        *,
+        condition: str | None = None,
+        names: dict[str, str] | None = None,
+        values: dict[str, Any] | None = None,
+        old_on_failure: bool = False,
+    ) -> dict[str, Any]:
         """UpdateItem; returns the item as it is now. With `old_on_failure`, a failed condition
         carries the stored item (or None when there is none)."""
         args: dict[str, Any] = {
-            "TableName": self.name, "Key": serialize({"PK": pk, "SK": sk}), "UpdateExpression": expression,
-            "ReturnValues": "ALL_NEW", **_names(names), **_attrs(values),
+            "TableName": self.name,
+            "Key": serialize({"PK": pk, "SK": sk}),
+            "UpdateExpression": expression,
+            "ReturnValues": "ALL_NEW",
+            **_names(names),
+            **_attrs(values),
         }
         if condition:
             args["ConditionExpression"] = condition
@@ -207,8 +228,15 @@ class Table:
         expression, names, values = set_expression(changes)
         return self.update(pk, sk, expression, condition="attribute_exists(PK)", names=names, values=values)
 
-    def delete(self, pk: str, sk: str, *, condition: str | None = None, values: dict[str, Any] | None = None,
-               old_on_failure: bool = False) -> None:
+    def delete(
+        self,
+        pk: str,
+        sk: str,
+        *,
+        condition: str | None = None,
+        values: dict[str, Any] | None = None,
+        old_on_failure: bool = False,
+    ) -> None:
         args: dict[str, Any] = {"TableName": self.name, "Key": serialize({"PK": pk, "SK": sk}), **_attrs(values)}
         if condition:
             args["ConditionExpression"] = condition
@@ -242,8 +270,17 @@ class Table:
         """One page. `token` is a paging token this partition issued (anything else is a 400)."""
         pk_attr = f"{index}PK" if index else "PK"
         start = decode_token(token, partition_attr=pk_attr, partition_value=pk)
-        items, last = self._page(pk, sk_prefix=sk_prefix, sk_after=sk_after, index=index, limit=limit, start=start,
-                                 newest_first=newest_first, projection=projection, consistent=consistent)
+        items, last = self._page(
+            pk,
+            sk_prefix=sk_prefix,
+            sk_after=sk_after,
+            index=index,
+            limit=limit,
+            start=start,
+            newest_first=newest_first,
+            projection=projection,
+            consistent=consistent,
+        )
         return items, encode_token(last)
 
     def query_all(self, pk: str, *, max_items: int | None = None, **kw: Any) -> list[dict[str, Any]]:
@@ -257,9 +294,19 @@ class Table:
             if not start or (max_items is not None and len(items) >= max_items):
                 return items
 
-    def _page(self, pk: str, *, sk_prefix: str | None = None, sk_after: str | None = None, index: str | None = None,
-              limit: int | None = None, start: dict[str, Any] | None = None, newest_first: bool = False,
-              projection: str | None = None, consistent: bool = False) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
+    def _page(
+        self,
+        pk: str,
+        *,
+        sk_prefix: str | None = None,
+        sk_after: str | None = None,
+        index: str | None = None,
+        limit: int | None = None,
+        start: dict[str, Any] | None = None,
+        newest_first: bool = False,
+        projection: str | None = None,
+        consistent: bool = False,
+    ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         pk_attr = f"{index}PK" if index else "PK"
         sk_attr = f"{index}SK" if index else "SK"
         expr = "#pk = :pk"
@@ -307,23 +354,44 @@ class Table:
                 raise Cancelled(codes) from None
             raise
 
-    def put_op(self, item: dict[str, Any], *, condition: str | None = None, names: dict[str, str] | None = None,
-               values: dict[str, Any] | None = None) -> dict[str, Any]:
+    def put_op(
+        self,
+        item: dict[str, Any],
+        *,
+        condition: str | None = None,
+        names: dict[str, str] | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
         op: dict[str, Any] = {"TableName": self.name, "Item": serialize(item), **_names(names), **_attrs(values)}
         if condition:
             op["ConditionExpression"] = condition
         return {"Put": op}
 
-    def update_op(self, pk: str, sk: str, expression: str, *, condition: str | None = None, names: dict[str, str] | None = None,
-                  values: dict[str, Any] | None = None) -> dict[str, Any]:
-        op: dict[str, Any] = {"TableName": self.name, "Key": serialize({"PK": pk, "SK": sk}), "UpdateExpression": expression,
-                              **_names(names), **_attrs(values)}
+    def update_op(
+        self,
+        pk: str,
+        sk: str,
+        expression: str,
+        *,
+        condition: str | None = None,
+        names: dict[str, str] | None = None,
+        values: dict[str, Any] | None = None,
+    ) -> dict[str, Any]:
+        op: dict[str, Any] = {
+            "TableName": self.name,
+            "Key": serialize({"PK": pk, "SK": sk}),
+            "UpdateExpression": expression,
+            **_names(names),
+            **_attrs(values),
+        }
         if condition:
             op["ConditionExpression"] = condition
         return {"Update": op}
 
     def check_op(self, pk: str, sk: str, condition: str = "attribute_exists(PK)") -> dict[str, Any]:
-        return {"ConditionCheck": {"TableName": self.name, "Key": serialize({"PK": pk, "SK": sk}), "ConditionExpression": condition}}
+        return {
+            "ConditionCheck": {"TableName": self.name, "Key": serialize({"PK": pk, "SK": sk}), "ConditionExpression": condition}
+        }
 
     def batch_write(self, *, puts: Iterable[dict[str, Any]] = (), deletes: Iterable[tuple[str, str]] = ()) -> None:
         """BatchWriteItem in batches of 25, retrying unprocessed items with backoff (the one

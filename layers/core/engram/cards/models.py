@@ -20,7 +20,9 @@ class CardField(Body):
 
     type: CardFieldType
     required: bool = False
-    enum: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=40)]], Field(min_length=1, max_length=30)] | None = None
+    enum: (
+        Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=40)]], Field(min_length=1, max_length=30)] | None
+    ) = None
     min: float | None = None
     max: float | None = None
     max_length: Annotated[int, Field(ge=1, le=2000)] | None = None

@@ -17,10 +17,14 @@ from engram.kernel.observability import logger
 
 _STATE = "cards"
 
-_REVIEW = ("Start every run by calling get_my_decisions: it shows your own last few decisions, so you can stay\n"
-           "consistent with them or say why you change your mind.")
-_FINISH = ("Finish every run by calling submit_result with a `{name}` card (its fields are in the tool's\n"
-           "input schema). If it answers with problems, fix them and call it again; then reply in one short line.")
+_REVIEW = (
+    "Start every run by calling get_my_decisions: it shows your own last few decisions, so you can stay\n"
+    "consistent with them or say why you change your mind."
+)
+_FINISH = (
+    "Finish every run by calling submit_result with a `{name}` card (its fields are in the tool's\n"
+    "input schema). If it answers with problems, fix them and call it again; then reply in one short line."
+)
 
 
 @dataclass
@@ -52,7 +56,9 @@ class CardPolicy(TurnPolicy):
             # A custom card type is one GetItem, beside the transcript GET; built-ins cost nothing.
             state.card_type = find_card_type(self.deps, ctx.tenant, ctx.agent.card_type)
             if state.card_type is None:
-                logger.warning("the agent's card type no longer exists; no submit_result this run", extra={"card_type": ctx.agent.card_type})
+                logger.warning(
+                    "the agent's card type no longer exists; no submit_result this run", extra={"card_type": ctx.agent.card_type}
+                )
 
     def _name(self, ctx: ToolContext) -> str | None:
         state = card_state(ctx)
@@ -68,7 +74,9 @@ class CardPolicy(TurnPolicy):
     def finish(self, ctx: ToolContext, loop: LoopResult, result: dict[str, Any]) -> None:
         state = card_state(ctx)
         if self.required and state.card is None:
-            raise NoCard("the run ended without a valid result card (submit_result was not accepted)", field="card", code="no_card")
+            raise NoCard(
+                "the run ended without a valid result card (submit_result was not accepted)", field="card", code="no_card"
+            )
         name = self._name(ctx)
         if name:
             result.update(card=state.card, cardType=name)

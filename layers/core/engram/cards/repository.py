@@ -12,15 +12,17 @@ class CardTypeRepository:
         self.table = table
 
     def put(self, t: str, card_type: CardType) -> None:
-        self.table.put({"PK": keys.tenant_pk(t), "SK": keys.card_type_sk(card_type.name), **card_type.model_dump(by_alias=True, mode="json")})
+        self.table.put(
+            {"PK": keys.tenant_pk(t), "SK": keys.card_type_sk(card_type.name), **card_type.model_dump(by_alias=True, mode="json")}
+        )
 
     def get(self, t: str, name: str) -> CardType | None:
         item = self.table.get(keys.tenant_pk(t), keys.card_type_sk(name))
         return CardType.model_validate(item) if item else None
 
-    def list(self, t: str, *, limit: int, token: str | None) -> tuple[list[CardType], str | None]:
+    def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[CardType], str | None]:
         items, nxt = self.table.query(keys.tenant_pk(t), sk_prefix="CARDTYPE#", limit=limit, token=token)
         return [CardType.model_validate(i) for i in items], nxt
 
-    def list_all(self, t: str) -> list[CardType]:
+    def all(self, t: str) -> list[CardType]:
         return [CardType.model_validate(i) for i in self.table.query_all(keys.tenant_pk(t), sk_prefix="CARDTYPE#")]

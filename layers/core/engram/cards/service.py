@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
+from engram.cards.models import CardType, CardTypeBody, Decision
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id
-from engram.cards.models import CardType, CardTypeBody, Decision
-from engram.runs.models import Run
 from engram.kernel.model import now_iso, page
+from engram.runs.models import Run
 from engram.wiring.stores import Stores
 
 _EPOCH = "2025-01-01T00:00:00.000Z"
@@ -27,8 +27,12 @@ BUILT_IN_CARD_TYPES: dict[str, dict[str, Any]] = {
     "decision": {
         "description": "A general decision: one short uppercase word, why, and how sure.",
         "fields": {
-            "decision": {"type": "string", "required": True, "maxLength": 30,
-                         "description": "The decision as one short uppercase word, e.g. GO, WAIT, STOP, BUY."},
+            "decision": {
+                "type": "string",
+                "required": True,
+                "maxLength": 30,
+                "description": "The decision as one short uppercase word, e.g. GO, WAIT, STOP, BUY.",
+            },
             "reason": {"type": "string", "required": True, "maxLength": 300, "description": "Why, in one or two sentences."},
             "confidence": {"type": "integer", "required": True, "min": 0, "max": 100, "description": "How sure, 0-100."},
         },
@@ -40,8 +44,18 @@ BUILT_IN_CARD_TYPES: dict[str, dict[str, Any]] = {
         "description": "A trade call on one asset: direction or WAIT, levels, and what would change the view.",
         "fields": {
             "asset": {"type": "string", "required": True, "maxLength": 30, "description": "The instrument, e.g. BTC."},
-            "decision": {"type": "enum", "required": True, "enum": ["WAIT", "LONG", "SHORT"], "description": "WAIT, LONG or SHORT."},
-            "summary": {"type": "string", "required": True, "maxLength": 120, "description": "The view in a few words, e.g. range unresolved."},
+            "decision": {
+                "type": "enum",
+                "required": True,
+                "enum": ["WAIT", "LONG", "SHORT"],
+                "description": "WAIT, LONG or SHORT.",
+            },
+            "summary": {
+                "type": "string",
+                "required": True,
+                "maxLength": 120,
+                "description": "The view in a few words, e.g. range unresolved.",
+            },
             "confidence": {"type": "integer", "required": True, "min": 0, "max": 100, "description": "How sure, 0-100."},
             "entry": {"type": "number", "min": 0, "description": "Entry price."},
             "take_profit": {"type": "number", "min": 0, "description": "Take-profit price."},
@@ -64,19 +78,45 @@ def reexamination_card_type(parent_type: CardType) -> CardType:
     type's reExamineActions, else any short uppercase word. Built here, so any card type that opts
     in with reExaminable is re-examinable without code."""
     actions = list(parent_type.re_examine_actions)
-    action: dict[str, Any] = {"type": "enum", "required": True, "enum": actions} if actions else {
-        "type": "string", "required": True, "maxLength": 30, "pattern": r"[A-Z][A-Z0-9_]{0,29}",
-        "patternHint": "one short UPPERCASE word, e.g. HOLD"}
+    action: dict[str, Any] = (
+        {"type": "enum", "required": True, "enum": actions}
+        if actions
+        else {
+            "type": "string",
+            "required": True,
+            "maxLength": 30,
+            "pattern": r"[A-Z][A-Z0-9_]{0,29}",
+            "patternHint": "one short UPPERCASE word, e.g. HOLD",
+        }
+    )
     action["description"] = "Advisory: what the user might do about the original decision."
     fields = {
-        "conviction_score": {"type": "integer", "required": True, "min": 0, "max": 100,
-                             "description": "0 = the original conclusion is fully invalidated, 100 = fully confirmed."},
-        "notes": {"type": "string", "required": True, "maxLength": 300, "oneSentence": True,
-                  "description": "One sentence on what changed since the original decision."},
+        "conviction_score": {
+            "type": "integer",
+            "required": True,
+            "min": 0,
+            "max": 100,
+            "description": "0 = the original conclusion is fully invalidated, 100 = fully confirmed.",
+        },
+        "notes": {
+            "type": "string",
+            "required": True,
+            "maxLength": 300,
+            "oneSentence": True,
+            "description": "One sentence on what changed since the original decision.",
+        },
         "suggested_action": action,
     }
-    return CardType(id=REEXAMINATION, name=REEXAMINATION, created_at=_EPOCH, updated_at=_EPOCH, built_in=True,
-                    description=f"Re-examination of a {parent_type.name} card.", fields=fields, summary_fields=["notes"])
+    return CardType(
+        id=REEXAMINATION,
+        name=REEXAMINATION,
+        created_at=_EPOCH,
+        updated_at=_EPOCH,
+        built_in=True,
+        description=f"Re-examination of a {parent_type.name} card.",
+        fields=fields,
+        summary_fields=["notes"],
+    )
 
 
 def _built_in(name: str) -> CardType:
@@ -120,14 +160,22 @@ def check_definition(body: CardTypeBody) -> dict[str, dict[str, Any]]:
 def put_card_type(deps: Any, t: str, name: str, body: CardTypeBody) -> tuple[CardType, bool]:
     check_id("name", name)
     if name in BUILT_IN_CARD_TYPES:
-        raise Conflict(f"{name} is a built-in card type and cannot be changed; use another name", field="name", code="built_in_card_type")
+        raise Conflict(
+            f"{name} is a built-in card type and cannot be changed; use another name", field="name", code="built_in_card_type"
+        )
     fields = check_definition(body)
     existing = deps.card_types.get(t, name)
     now = now_iso()
     card_type = CardType(
-        id=name, name=name, created_at=existing.created_at if existing else now, updated_at=now,
-        description=body.description, fields=fields, re_examinable=body.re_examinable,
-        re_examine_actions=body.re_examine_actions, summary_fields=body.summary_fields,
+        id=name,
+        name=name,
+        created_at=existing.created_at if existing else now,
+        updated_at=now,
+        description=body.description,
+        fields=fields,
+        re_examinable=body.re_examinable,
+        re_examine_actions=body.re_examine_actions,
+        summary_fields=body.summary_fields,
     )
     deps.card_types.put(t, card_type)
     return card_type, existing is None
@@ -138,7 +186,8 @@ def find_card_type(deps: Any, t: str, name: str) -> CardType | None:
         return None
     if name in BUILT_IN_CARD_TYPES:
         return _built_in(name)
-    return deps.card_types.get(t, check_id("cardType", name))
+    found: CardType | None = deps.card_types.get(t, check_id("cardType", name))
+    return found
 
 
 def get_card_type(deps: Any, t: str, name: str) -> CardType:
@@ -151,7 +200,7 @@ def get_card_type(deps: Any, t: str, name: str) -> CardType:
 
 def list_card_types(deps: Any, t: str, limit: int, token: str | None) -> dict[str, Any]:
     """Built-ins first (on the first page), then the caller's own types by name."""
-    custom, nxt = deps.card_types.list(t, limit=limit, token=token)
+    custom, nxt = deps.card_types.page(t, limit=limit, token=token)
     items = ([_built_in(n) for n in BUILT_IN_CARD_TYPES] if not token else []) + custom
     return {"items": [c.public() for c in items], "nextToken": nxt}
 
@@ -190,7 +239,7 @@ def input_schema(card_type: CardType) -> dict[str, Any]:
     }
 
 
-def card_problems(card_type: CardType, card: Any) -> list[str]:
+def card_problems(card_type: CardType, card: Any) -> list[str]:  # noqa: C901 - one branch per field rule, every problem reported at once
     """Everything wrong with a card, so the model can fix it in one go (empty: valid)."""
     if not isinstance(card, dict):
         return ["the card must be an object"]
@@ -260,19 +309,21 @@ def _age(created_at: str, now: datetime) -> str:
 
 def _action_of(card: dict[str, Any], card_type: CardType | None) -> str:
     for key in ("decision", "action", "suggested_action"):
-        if isinstance(card.get(key), str):
-            return card[key]
+        if isinstance(value := card.get(key), str):
+            return value
     if card_type is not None:
         for name, spec in card_type.fields.items():
-            if spec["type"] == "enum" and isinstance(card.get(name), str):
-                return card[name]
+            if spec["type"] == "enum" and isinstance(value := card.get(name), str):
+                return value
     return "-"
 
 
 def _summary_of(card: dict[str, Any], card_type: CardType | None) -> str:
-    names = list(card_type.summary_fields) if card_type and card_type.summary_fields else [
-        k for k, v in card.items() if isinstance(v, str) and k not in ("decision", "action")
-    ][:1]
+    names = (
+        list(card_type.summary_fields)
+        if card_type and card_type.summary_fields
+        else [k for k, v in card.items() if isinstance(v, str) and k not in ("decision", "action")][:1]
+    )
     text = ", ".join(str(card[n]) for n in names if card.get(n) not in (None, ""))
     text = re.sub(r"\s+", " ", text).strip()
     return text if len(text) <= 80 else text[:79].rstrip() + "…"
@@ -282,14 +333,21 @@ def decision_of(run: Run, card_type: CardType | None, now: datetime) -> Decision
     card = run.result["card"]
     action, summary = _action_of(card, card_type), _summary_of(card, card_type)
     entry = " · ".join(p for p in (_age(run.created_at, now), action, summary) if p)
-    return Decision(run_id=run.id, created_at=run.created_at, card_type=run.result.get("cardType"), action=action,
-                    summary=summary, entry=entry, card=card)
+    return Decision(
+        run_id=run.id,
+        created_at=run.created_at,
+        card_type=run.result.get("cardType"),
+        action=action,
+        summary=summary,
+        entry=entry,
+        card=card,
+    )
 
 
 def recent_decisions(deps: Any, t: str, agent_id: str, limit: int = 5) -> list[Decision]:
     """The agent's last `limit` result cards, newest first, from one bounded Query of its runs."""
     runs = deps.runs.recent_with_cards(t, agent_id, limit=limit)
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     types: dict[str, CardType | None] = {}
     out = []
     for run in runs:

@@ -56,18 +56,24 @@ def _my_decisions(ctx: ToolContext, _inp: _NoInput) -> Any:
 
 
 def register_tools(registry: ToolRegistry) -> None:
-    registry.register(Tool(
-        SUBMIT_RESULT,
-        "Submit this run's result card. Call it once at the end of the run with every required field; "
-        "if it answers with problems, fix them and call it again.",
-        _CardInput, _submit,
-        enabled=lambda ctx: card_state(ctx).card_type is not None,
-        schema_for=_submit_schema,
-    ))
-    registry.register(Tool(
-        GET_MY_DECISIONS,
-        "Your own last few decision cards, newest first, as compact entries (age · decision · summary). "
-        "Call it first in every run to stay consistent with what you decided before.",
-        _NoInput, _my_decisions,
-        enabled=lambda ctx: ctx.agent.review_decisions,
-    ))
+    registry.register(
+        Tool(
+            SUBMIT_RESULT,
+            "Submit this run's result card. Call it once at the end of the run with every required field; "
+            "if it answers with problems, fix them and call it again.",
+            _CardInput,
+            _submit,
+            enabled=lambda ctx: card_state(ctx).card_type is not None,
+            schema_for=_submit_schema,
+        )
+    )
+    registry.register(
+        Tool(
+            GET_MY_DECISIONS,
+            "Your own last few decision cards, newest first, as compact entries (age · decision · summary). "
+            "Call it first in every run to stay consistent with what you decided before.",
+            _NoInput,
+            _my_decisions,
+            enabled=lambda ctx: ctx.agent.review_decisions,
+        )
+    )

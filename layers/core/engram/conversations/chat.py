@@ -5,17 +5,17 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram.conversations.models import Session
-from engram.wiring.model import ModelDeps
-from engram.engine.turn import TurnOutcome, TurnPlan, TurnPolicy, check_message, run_turn
 from engram.cards.policy import CardPolicy
+from engram.conversations.models import Session
+from engram.engine.turn import TurnOutcome, TurnPlan, TurnPolicy, check_message, run_turn
 from engram.extraction.enqueue import ExtractionPolicy
-from engram.recall.policy import ArchivePolicy
 from engram.kernel.errors import NotFound, SessionBusy, TurnFailed
 from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
+from engram.recall.policy import ArchivePolicy
 from engram.runs.models import Run
+from engram.wiring.model import ModelDeps
 
 
 def enqueue_turn(deps: ModelDeps, *, tenant: str, agent_id: str, session_id: str, message: str, trigger: str) -> Run:
@@ -27,11 +27,26 @@ def enqueue_turn(deps: ModelDeps, *, tenant: str, agent_id: str, session_id: str
         raise NotFound("session not found", field="sessionId")
     now = now_iso()
     run = Run(
-        id=new_id("run"), created_at=now, updated_at=now, agent_id=agent_id, kind="chat", trigger=trigger, status="queued",
-        prompt=message, session_id=session_id,
+        id=new_id("run"),
+        created_at=now,
+        updated_at=now,
+        agent_id=agent_id,
+        kind="chat",
+        trigger=trigger,
+        status="queued",
+        prompt=message,
+        session_id=session_id,
     )
-    job = {"runId": run.id, "tenant": tenant, "agentId": agent_id, "sessionId": session_id, "message": message,
-           "kind": "chat", "trigger": trigger, "createdAt": now}
+    job = {
+        "runId": run.id,
+        "tenant": tenant,
+        "agentId": agent_id,
+        "sessionId": session_id,
+        "message": message,
+        "kind": "chat",
+        "trigger": trigger,
+        "createdAt": now,
+    }
     deps.runs.put(tenant, run, only_if_new=True)
     deps.queues.enqueue_turn(job, group=f"{tenant}#{agent_id}#{session_id}", dedup_id=run.id)
     return run
@@ -48,10 +63,25 @@ def turn_policies(deps: ModelDeps, **extraction: Any) -> list[TurnPolicy]:
     return [CardPolicy(deps), ArchivePolicy(deps.archive), ExtractionPolicy(deps.queues, **extraction)]
 
 
-def chat_plan(deps: ModelDeps, agent_id: str, session_id: str, *, run_id: str | None = None, budget_s: float | None = None,
-              wait_s: float | None = None, trigger: str = "api", created_at: str | None = None) -> TurnPlan:
-    return TurnPlan(session_id=session_id, run_id=run_id, budget_s=budget_s, wait_s=wait_s, policies=turn_policies(deps),
-                    run_fields={"agent_id": agent_id, "kind": "chat", "trigger": trigger, "created_at": created_at})
+def chat_plan(
+    deps: ModelDeps,
+    agent_id: str,
+    session_id: str,
+    *,
+    run_id: str | None = None,
+    budget_s: float | None = None,
+    wait_s: float | None = None,
+    trigger: str = "api",
+    created_at: str | None = None,
+) -> TurnPlan:
+    return TurnPlan(
+        session_id=session_id,
+        run_id=run_id,
+        budget_s=budget_s,
+        wait_s=wait_s,
+        policies=turn_policies(deps),
+        run_fields={"agent_id": agent_id, "kind": "chat", "trigger": trigger, "created_at": created_at},
+    )
 
 
 def run_chat_turn(deps: ModelDeps, tenant: str, agent_id: str, session_id: str, message: str) -> TurnOutcome:
@@ -66,18 +96,35 @@ def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
     if existing is not None and existing.status in ("succeeded", "failed"):
         logger.info("turn already finished; redelivery ignored", extra={"run_id": run_id})
         return
-    plan = chat_plan(deps, job["agentId"], job["sessionId"], run_id=run_id, budget_s=deps.settings.async_turn_budget_s, wait_s=0,
-                     trigger=job.get("trigger", "async"), created_at=job.get("createdAt"))
+    plan = chat_plan(
+        deps,
+        job["agentId"],
+        job["sessionId"],
+        run_id=run_id,
+        budget_s=deps.settings.async_turn_budget_s,
+        wait_s=0,
+        trigger=job.get("trigger", "async"),
+        created_at=job.get("createdAt"),
+    )
     try:
         run_turn(deps, tenant, job["message"], plan)
     except SessionBusy:
         raise  # SQS redelivers; the FIFO group keeps later turns of this session behind it
     except NotFound as err:
         now = now_iso()
-        deps.runs.put(tenant, Run(
-            id=run_id, created_at=job.get("createdAt") or now, updated_at=now, agent_id=job["agentId"], kind="chat",
-            status="failed", prompt=job["message"], session_id=job["sessionId"],
-            error={"code": err.code, "message": err.message},
-        ))
+        deps.runs.put(
+            tenant,
+            Run(
+                id=run_id,
+                created_at=job.get("createdAt") or now,
+                updated_at=now,
+                agent_id=job["agentId"],
+                kind="chat",
+                status="failed",
+                prompt=job["message"],
+                session_id=job["sessionId"],
+                error={"code": err.code, "message": err.message},
+            ),
+        )
     except TurnFailed:
         pass  # recorded as a failed run; a retry would be a new turn the user did not ask for

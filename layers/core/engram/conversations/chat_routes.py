@@ -7,17 +7,16 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from engram.kernel.ids import check_id
+from engram.api.http import Reply, deps_of, ok, tenant
+from engram.conversations import chat, webhooks
 from engram.conversations.models import MessageIn
-from engram.conversations import chat
-from engram.conversations import webhooks
-from engram.api.http import deps_of, ok, tenant
+from engram.kernel.ids import check_id
 
 router = Router()
 
 
 @router.post("/api/agents/<agentId>/sessions/<sessionId>/messages")
-def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotated[bool, Query(alias="async")] = False):
+def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotated[bool, Query(alias="async")] = False) -> Reply:
     deps, t = deps_of(router), tenant(router)
     check_id("agentId", agentId), check_id("sessionId", sessionId)
     if async_:
@@ -27,7 +26,7 @@ def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotate
 
 
 @router.post("/api/agents/<agentId>/webhook")
-def post_webhook(agentId: str):
+def post_webhook(agentId: str) -> Reply:
     event = router.current_event
     run = webhooks.accept(deps_of(router), agent_id=agentId, headers=event.headers or {}, raw_body=event.decoded_body or "")
     return ok({"runId": run.id, "sessionId": run.session_id, "status": run.status}, 202)

@@ -25,10 +25,12 @@ class SessionRepository:
     def create(self, t: str, session: Session, *, if_absent_ok: bool = False) -> bool:
         """Creates a session of an existing agent; False when it already existed and if_absent_ok."""
         try:
-            self.table.transact([
-                self.table.put_op(self.item(t, session), condition="attribute_not_exists(PK)"),
-                self.table.check_op(keys.tenant_pk(t), keys.agent_sk(session.agent_id)),
-            ])
+            self.table.transact(
+                [
+                    self.table.put_op(self.item(t, session), condition="attribute_not_exists(PK)"),
+                    self.table.check_op(keys.tenant_pk(t), keys.agent_sk(session.agent_id)),
+                ]
+            )
         except ConditionFailed as err:
             if err.failed_at(1):
                 raise NotFound("agent not found", field="agentId") from None
@@ -40,15 +42,20 @@ class SessionRepository:
     def get(self, t: str, agent_id: str, session_id: str) -> dict[str, Any] | None:
         return self.table.get(keys.agent_pk(t, agent_id), keys.session_sk(session_id))
 
-    def list(self, t: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Session], str | None]:
+    def page(self, t: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Session], str | None]:
         items, nxt = self.table.query(keys.agent_pk(t, agent_id), sk_prefix="SESSION#", limit=limit, token=token)
         return [Session.model_validate(i) for i in items], nxt
 
     def delete(self, t: str, agent_id: str, session_id: str) -> None:
         """Refused while a turn holds the session, so a running turn cannot resurrect it."""
         try:
-            self.table.delete(keys.agent_pk(t, agent_id), keys.session_sk(session_id), condition=_FREE,
-                              values={":now": int(time.time())}, old_on_failure=True)
+            self.table.delete(
+                keys.agent_pk(t, agent_id),
+                keys.session_sk(session_id),
+                condition=_FREE,
+                values={":now": int(time.time())},
+                old_on_failure=True,
+            )
         except ConditionFailed as err:
             if err.item:
                 raise SessionBusy("a turn is running on this session; try again when it ends", field="sessionId") from None
@@ -60,16 +67,21 @@ class SessionRepository:
         now = int(time.time())
         try:
             return self.table.update(
-                keys.agent_pk(t, agent_id), keys.session_sk(session_id), "SET leaseOwner = :run, leaseUntil = :until",
-                condition=_FREE, values={":run": owner, ":until": now + int(ttl_s) + 1, ":now": now}, old_on_failure=True,
+                keys.agent_pk(t, agent_id),
+                keys.session_sk(session_id),
+                "SET leaseOwner = :run, leaseUntil = :until",
+                condition=_FREE,
+                values={":run": owner, ":until": now + int(ttl_s) + 1, ":now": now},
+                old_on_failure=True,
             )
         except ConditionFailed as err:
             if err.item:
                 raise SessionBusy("another turn is running on this session", field="sessionId") from None
             raise NotFound("session not found", field="sessionId") from None
 
-    def wait_for_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float, wait_s: float,
-                       busy_message: str) -> dict[str, Any]:
+    def wait_for_lease(
+        self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float, wait_s: float, busy_message: str
+    ) -> dict[str, Any]:
         """acquire_lease, waiting up to `wait_s` (with backoff) while another turn, run or reset
         holds the session; then SessionBusy with `busy_message`."""
         give_up = time.monotonic() + wait_s
@@ -85,12 +97,19 @@ class SessionRepository:
 
     def release_lease(self, t: str, agent_id: str, session_id: str, owner: str) -> None:
         try:
-            self.table.update(keys.agent_pk(t, agent_id), keys.session_sk(session_id), "REMOVE leaseOwner, leaseUntil",
-                              condition="leaseOwner = :run", values={":run": owner})
+            self.table.update(
+                keys.agent_pk(t, agent_id),
+                keys.session_sk(session_id),
+                "REMOVE leaseOwner, leaseUntil",
+                condition="leaseOwner = :run",
+                values={":run": owner},
+            )
         except ConditionFailed:
             pass  # not ours any more: nothing to release
 
-    def commit_op(self, t: str, agent_id: str, session_id: str, owner: str, changes: dict[str, Any] | None, now: str) -> dict[str, Any]:
+    def commit_op(
+        self, t: str, agent_id: str, session_id: str, owner: str, changes: dict[str, Any] | None, now: str
+    ) -> dict[str, Any]:
         """A turn's commit, as one operation of its transaction: the counters it changes (a
         successful turn) and the release of its lease, conditional on still holding it."""
         sets = ["updatedAt = :now"] if changes else []
@@ -101,22 +120,32 @@ class SessionRepository:
                 sets.append(f"{attr} = :s{i}")
                 values[f":s{i}"] = value
         expression = ("SET " + ", ".join(sets) + " " if sets else "") + "REMOVE leaseOwner, leaseUntil"
-        return self.table.update_op(keys.agent_pk(t, agent_id), keys.session_sk(session_id), expression,
-                                    condition="leaseOwner = :run", values=values)
+        return self.table.update_op(
+            keys.agent_pk(t, agent_id), keys.session_sk(session_id), expression, condition="leaseOwner = :run", values=values
+        )
 
     def reset_context(self, t: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, Any]:
         """Active Memory reset: the model's context starts after the messages the session holds now
         (they stay in the transcript); the run counter restarts. Taken under the session's lease,
         waiting for a turn or run that holds it, so a reset is never lost under a finishing run."""
         owner = new_id("reset")
-        self.wait_for_lease(t, agent_id, session_id, owner, 10, wait_s,
-                            "a run is using the agent's main session; retry the reset when it finishes")
+        self.wait_for_lease(
+            t,
+            agent_id,
+            session_id,
+            owner,
+            10,
+            wait_s,
+            "a run is using the agent's main session; retry the reset when it finishes",
+        )
         try:
             return self.table.update(
-                keys.agent_pk(t, agent_id), keys.session_sk(session_id),
+                keys.agent_pk(t, agent_id),
+                keys.session_sk(session_id),
                 "SET contextFrom = if_not_exists(messageCount, :zero), revisionAtReset = if_not_exists(revision, :zero), "
                 "runsSinceReset = :zero, lastResetAt = :now REMOVE leaseOwner, leaseUntil",
-                condition="leaseOwner = :token", values={":zero": 0, ":now": now_iso(), ":token": owner},
+                condition="leaseOwner = :token",
+                values={":zero": 0, ":now": now_iso(), ":token": owner},
             )
         except ConditionFailed:
             raise SessionBusy("the session lease was lost during the reset; retry", field="sessionId") from None

@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from engram.agents.service import get_agent
-from engram.wiring.stores import Stores
+from engram.conversations.models import DASHBOARD, Session, SessionCreate
 from engram.kernel.errors import NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page
-from engram.conversations.models import DASHBOARD, Session, SessionCreate
+from engram.wiring.stores import Stores
 
 
 def _session_public(item: dict[str, Any]) -> dict[str, Any]:
@@ -18,13 +18,15 @@ def _session_public(item: dict[str, Any]) -> dict[str, Any]:
 
 def create_session(deps: Stores, t: str, agent_id: str, body: SessionCreate) -> Session:
     now = now_iso()
-    session = Session(id=body.id or new_id("s"), agent_id=check_id("agentId", agent_id), created_at=now, updated_at=now, title=body.title)
+    session = Session(
+        id=body.id or new_id("s"), agent_id=check_id("agentId", agent_id), created_at=now, updated_at=now, title=body.title
+    )
     deps.sessions.create(t, session)
     return session
 
 
 def list_sessions(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, Any]:
-    items, nxt = deps.sessions.list(t, agent_id, limit=limit, token=token)
+    items, nxt = deps.sessions.page(t, agent_id, limit=limit, token=token)
     if not items and not token:
         get_agent(deps, t, agent_id)  # an empty list and an unknown agent are different answers
     return page(items, nxt)

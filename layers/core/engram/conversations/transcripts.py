@@ -8,10 +8,10 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from engram.aws import keys
 from engram.aws.clients import make_client
 from engram.kernel.errors import SessionBusy
 from engram.kernel.observability import logger
-from engram.aws import keys
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class HistoryStore:
             if err.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
                 raise SessionBusy("the session changed while the turn ran", field="sessionId") from None
             raise
-        return out["ETag"]
+        return str(out["ETag"])
 
     def restore(self, t: str, agent_id: str, session_id: str, previous: History, *, written_etag: str) -> None:
         """Undoes our own write (only if nobody wrote since): the previous transcript, or no object."""

@@ -11,16 +11,17 @@ import hashlib
 import hmac
 import json
 import time
-from typing import Any, Mapping
+from collections.abc import Mapping
+from typing import Any
 
 from pydantic import ValidationError
 
-from engram.wiring.model import ModelDeps
+from engram.conversations.chat import enqueue_turn, ensure_session
+from engram.conversations.models import WebhookIn
 from engram.kernel.errors import BadRequest, Unauthorized
 from engram.kernel.ids import check_id
 from engram.runs.models import Run
-from engram.conversations.models import WebhookIn
-from engram.conversations.chat import enqueue_turn, ensure_session
+from engram.wiring.model import ModelDeps
 
 
 def sign(secret: str, timestamp: str, raw_body: str) -> str:
@@ -67,4 +68,6 @@ def accept(deps: ModelDeps, *, agent_id: str, headers: Mapping[str, Any], raw_bo
         field = ".".join(str(p) for p in first["loc"]) or "body"
         raise BadRequest(f"{field}: {first['msg']}", field=field, code="validation_error") from None
     ensure_session(deps, tenant, agent_id, body.session_id)
-    return enqueue_turn(deps, tenant=tenant, agent_id=agent_id, session_id=body.session_id, message=body.message, trigger="webhook")
+    return enqueue_turn(
+        deps, tenant=tenant, agent_id=agent_id, session_id=body.session_id, message=body.message, trigger="webhook"
+    )

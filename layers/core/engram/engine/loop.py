@@ -7,12 +7,12 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from engram.engine.pricing import usage_of
+from engram.engine.prompt import with_history_breakpoint
+from engram.engine.providers.base import ModelProvider
+from engram.engine.tools import ToolContext, ToolRegistry
 from engram.kernel.errors import TurnTimeout
 from engram.usage.models import Usage
-from engram.engine.pricing import usage_of
-from engram.engine.providers.base import ModelProvider
-from engram.engine.prompt import with_history_breakpoint
-from engram.engine.tools import ToolContext, ToolRegistry
 
 # Below this, another model call cannot finish inside the turn's budget.
 _MIN_CALL_SECONDS = 1.0
@@ -99,12 +99,13 @@ def run_loop(
         results = []
         for use in uses:
             outcome = registry.call(use["name"], use.get("input"), ctx)
-            content = _result_content(outcome.content)
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use["id"], "content": content}
+            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use["id"], "content": _result_content(outcome.content)}
             if outcome.is_error:
                 block["is_error"] = True
             results.append(block)
-            out.tool_calls.append({"name": use["name"], "input": use.get("input") or {}, "result": outcome.content, "isError": outcome.is_error})
+            out.tool_calls.append(
+                {"name": use["name"], "input": use.get("input") or {}, "result": outcome.content, "isError": outcome.is_error}
+            )
         tool_message = {"role": "user", "content": results}
         convo.append(tool_message)
         out.new_messages.append(tool_message)

@@ -52,7 +52,9 @@ def cost_usd(model: str, *, input_tokens: int, output_tokens: int, cache_read_to
     return round(total / 1_000_000, 8)
 
 
-def priced_usage(model: str, *, input_tokens: int, output_tokens: int, cache_read_tokens: int = 0, cache_write_tokens: int = 0) -> Usage:
+def priced_usage(
+    model: str, *, input_tokens: int, output_tokens: int, cache_read_tokens: int = 0, cache_write_tokens: int = 0
+) -> Usage:
     return Usage(
         input_tokens=input_tokens,
         output_tokens=output_tokens,
@@ -68,7 +70,7 @@ def priced_usage(model: str, *, input_tokens: int, output_tokens: int, cache_rea
     )
 
 
-def usage_of(response: "ModelResponse") -> Usage:
+def usage_of(response: ModelResponse) -> Usage:
     """The priced usage of one model call."""
     t = response.tokens
     return priced_usage(

@@ -9,9 +9,10 @@ best-effort), never failing the turn.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from engram.agents.models import Agent
 
@@ -30,7 +31,7 @@ class PromptSection:
     render: Callable[[Any], str | None]
 
 
-def start_sections(sections: list[PromptSection], ctx: Any, executor: Executor) -> dict[str, Future]:
+def start_sections(sections: list[PromptSection], ctx: Any, executor: Executor) -> dict[str, Future[Any]]:
     return {s.name: executor.submit(s.load, ctx) for s in sections}
 
 
@@ -52,7 +53,7 @@ def persona_block(agent: Agent, extra: list[str] | None = None) -> str:
 def build_system(
     agent: Agent,
     sections: list[PromptSection],
-    loaded: dict[str, Future],
+    loaded: dict[str, Future[Any]],
     on_error: Callable[[str, Exception], None],
     *,
     timeout: float = 5.0,

@@ -6,10 +6,11 @@ itself); a tool that raises is a crashed turn (history stays as it was).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Any, Callable
+from datetime import UTC, datetime
+from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
@@ -108,7 +109,7 @@ class _NoInput(BaseModel):
 
 
 def _current_time(_ctx: ToolContext, _input: _NoInput) -> dict[str, str]:
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     return {"utc": now.isoformat(timespec="seconds").replace("+00:00", "Z"), "weekday": now.strftime("%A")}
 
 

@@ -70,7 +70,7 @@ def trim_history(messages: list[dict[str, Any]], cap: int) -> TrimResult:
     return TrimResult(kept=[], trimmed=list(messages))
 
 
-def sequence_problems(messages: list[dict[str, Any]], *, allow_pending_tool_use: bool = False) -> list[str]:
+def sequence_problems(messages: list[dict[str, Any]], *, allow_pending_tool_use: bool = False) -> list[str]:  # noqa: C901 - one branch per Messages API rule
     """Why the Messages API would reject ``messages`` (empty list: nothing found). One O(n) pass.
 
     ``allow_pending_tool_use`` accepts a final assistant tool_use without results, as in a stored
@@ -103,9 +103,8 @@ def sequence_problems(messages: list[dict[str, Any]], *, allow_pending_tool_use:
         if blocks is None:
             problems.append(f"{where} content must be a string or a list of blocks")
             blocks = []
-        elif message.get("content") in ("", []):
-            if not (role == "assistant" and i == last):  # the API allows only a final assistant message to be empty
-                problems.append(f"{where} has no content")
+        elif message.get("content") in ("", []) and not (role == "assistant" and i == last):
+            problems.append(f"{where} has no content")  # the API allows only a final assistant message to be empty
 
         uses: list[str] = []
         answered: set[str] = set()
@@ -146,7 +145,7 @@ def sequence_problems(messages: list[dict[str, Any]], *, allow_pending_tool_use:
                     problems.append(f"{at}: tool_result {use_id} answers a tool_use already answered")
                 if after_non_result:
                     problems.append(f"{at}: tool_result blocks must come before any other block")
-                answered.add(use_id)
+                answered.add(str(use_id))
             else:
                 after_non_result = True
 

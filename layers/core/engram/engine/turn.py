@@ -13,14 +13,15 @@ then the after-commit hooks (the extraction job: one SQS send) once the reply is
 from __future__ import annotations
 
 import time
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from engram.agents.models import Agent
 from engram.engine.loop import LoopResult, run_loop
-from engram.engine.prompt import build_system, start_sections
-from engram.engine.tools import ToolContext
+from engram.engine.prompt import PromptSection, build_system, start_sections
+from engram.engine.providers.base import ModelProvider
+from engram.engine.tools import ToolContext, ToolRegistry
 from engram.engine.trim import sequence_problems, trim_history
 from engram.kernel.errors import EngramError, NotFound, PayloadTooLarge, TurnFailed, error_of
 from engram.kernel.ids import new_id
@@ -91,19 +92,26 @@ class TurnOutcome:
 
 
 class TurnDeps(Protocol):
-    """What the engine needs from its composition root."""
-
-    settings: Any
-    agents: Any
-    sessions: Any
-    history: Any
-    runs: Any
-    registry: Any
-    sections: Any
-    executor: Any
+    """What the engine needs from its composition root (wiring.ModelDeps provides it)."""
 
     @property
-    def provider(self) -> Any: ...
+    def settings(self) -> Any: ...
+    @property
+    def agents(self) -> Any: ...
+    @property
+    def sessions(self) -> Any: ...
+    @property
+    def history(self) -> Any: ...
+    @property
+    def runs(self) -> Any: ...
+    @property
+    def registry(self) -> ToolRegistry: ...
+    @property
+    def sections(self) -> list[PromptSection]: ...
+    @property
+    def executor(self) -> Executor: ...
+    @property
+    def provider(self) -> ModelProvider: ...
 
 
 def user_message(text: str) -> dict[str, Any]:
@@ -113,7 +121,9 @@ def user_message(text: str) -> dict[str, Any]:
 def check_message(deps: TurnDeps, message: str) -> None:
     limit = deps.settings.message_max_chars
     if len(message) > limit:
-        raise PayloadTooLarge(f"message is {len(message)} characters; the limit is {limit}", field="message", code="message_too_long")
+        raise PayloadTooLarge(
+            f"message is {len(message)} characters; the limit is {limit}", field="message", code="message_too_long"
+        )
 
 
 @dataclass
@@ -142,13 +152,28 @@ def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnO
     turn = _start(deps, tenant, message, plan)
     try:
         sent = _load_context(turn)
-        system = build_system(turn.ctx.agent, deps.sections, turn.loaded, on_error=_section_failed,
-                              persona_extra=[line for p in plan.policies for line in p.persona(turn.ctx)],
-                              extra="\n\n".join(plan.system_blocks) or None)
+        system = build_system(
+            turn.ctx.agent,
+            deps.sections,
+            turn.loaded,
+            on_error=_section_failed,
+            persona_extra=[line for p in plan.policies for line in p.persona(turn.ctx)],
+            extra="\n\n".join(plan.system_blocks) or None,
+        )
         settings = deps.settings
-        run_loop(provider=deps.provider, registry=deps.registry, ctx=turn.ctx, model=turn.ctx.agent.model, system=system,
-                 messages=sent, max_tokens=settings.max_output_tokens, max_rounds=settings.max_tool_rounds,
-                 deadline=turn.deadline, model_timeout=settings.model_timeout_s, result=turn.loop)
+        run_loop(
+            provider=deps.provider,
+            registry=deps.registry,
+            ctx=turn.ctx,
+            model=turn.ctx.agent.model,
+            system=system,
+            messages=sent,
+            max_tokens=settings.max_output_tokens,
+            max_rounds=settings.max_tool_rounds,
+            deadline=turn.deadline,
+            model_timeout=settings.model_timeout_s,
+            result=turn.loop,
+        )
         result: dict[str, Any] = {"reply": turn.loop.reply}
         for policy in plan.policies:
             policy.finish(turn.ctx, turn.loop, result)
@@ -179,18 +204,29 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> _Turn:
         model=agent.model,
         **{k: v for k, v in plan.run_fields.items() if k not in ("agent_id", "created_at") and v is not None},
     )
-    ctx = ToolContext(tenant=tenant, agent=agent, session_id=plan.session_id or "", run_id=run_id, deps=deps,
-                      state=dict(plan.tool_state))
-    turn = _Turn(deps=deps, tenant=tenant, message=message, plan=plan, run=run, ctx=ctx, session=session,
-                 started=started, deadline=started + budget)
+    ctx = ToolContext(
+        tenant=tenant, agent=agent, session_id=plan.session_id or "", run_id=run_id, deps=deps, state=dict(plan.tool_state)
+    )
+    turn = _Turn(
+        deps=deps,
+        tenant=tenant,
+        message=message,
+        plan=plan,
+        run=run,
+        ctx=ctx,
+        session=session,
+        started=started,
+        deadline=started + budget,
+    )
     # Memory sections and the policies' reads run in parallel with the transcript GET; sections are best-effort.
     turn.loaded = start_sections(deps.sections, ctx, deps.executor)
     turn.prepared = [deps.executor.submit(p.prepare, ctx) for p in plan.policies]
     return turn
 
 
-def _load_agent_and_session(deps: TurnDeps, tenant: str, agent_id: str, plan: TurnPlan, run_id: str,
-                            budget: float) -> tuple[Agent, dict[str, Any] | None]:
+def _load_agent_and_session(
+    deps: TurnDeps, tenant: str, agent_id: str, plan: TurnPlan, run_id: str, budget: float
+) -> tuple[Agent, dict[str, Any] | None]:
     """The agent (one GetItem unless the caller has it) and, for a session turn, the session lease
     taken in parallel with it. A clean-slate turn has no session."""
     if plan.session_id is None:
@@ -205,7 +241,11 @@ def _load_agent_and_session(deps: TurnDeps, tenant: str, agent_id: str, plan: Tu
 
     try:
         session = deps.sessions.wait_for_lease(
-            tenant, agent_id, plan.session_id, run_id, budget + _LEASE_MARGIN_S,
+            tenant,
+            agent_id,
+            plan.session_id,
+            run_id,
+            budget + _LEASE_MARGIN_S,
             deps.settings.session_wait_s if plan.wait_s is None else plan.wait_s,
             "another turn is running on this session; retry when it finishes or use ?async=true",
         )
@@ -237,7 +277,7 @@ def _load_context(turn: _Turn) -> list[dict[str, Any]]:
     for prepared in turn.prepared:
         prepared.result()
     incoming = user_message(turn.message)
-    earlier = turn.history.messages[turn.context_from:] if turn.history is not None else []
+    earlier = turn.history.messages[turn.context_from :] if turn.history is not None else []
     sent = trim_history(earlier + [incoming], deps.settings.history_cap).kept
     problems = sequence_problems(sent)
     if problems:
@@ -279,14 +319,16 @@ def _commit(turn: _Turn, result: dict[str, Any], new_etag: str | None, trimmed: 
     """One transaction: session counters and lease, run record, usage rows, the policies' items."""
     deps, loop = turn.deps, turn.loop
     before = turn.run.session_revision_before
-    run = turn.run.model_copy(update={
-        "status": "succeeded",
-        "updated_at": now_iso(),
-        "session_revision_after": before + 1 if before is not None else None,
-        "result": result,
-        "usage": loop.usage,
-        "tool_calls": loop.tool_calls,
-    })
+    run = turn.run.model_copy(
+        update={
+            "status": "succeeded",
+            "updated_at": now_iso(),
+            "session_revision_after": before + 1 if before is not None else None,
+            "result": result,
+            "usage": loop.usage,
+            "tool_calls": loop.tool_calls,
+        }
+    )
     changes: dict[str, Any] | None = None
     extra: list[dict[str, Any]] = []
     if turn.history is not None:
@@ -315,8 +357,15 @@ def _commit(turn: _Turn, result: dict[str, Any], new_etag: str | None, trimmed: 
 def _usage_rows(run: Run, loop: LoopResult) -> list[UsageRow]:
     """Usage of a session turn is keyed by its session; a clean-slate turn is its own session."""
     return [
-        UsageRow(id=f"{run.id}-{i}", created_at=run.updated_at, agent_id=run.agent_id, session_key=run.session_id or run.id,
-                 run_id=run.id, model=model, **usage.model_dump())
+        UsageRow(
+            id=f"{run.id}-{i}",
+            created_at=run.updated_at,
+            agent_id=run.agent_id,
+            session_key=run.session_id or run.id,
+            run_id=run.id,
+            model=model,
+            **usage.model_dump(),
+        )
         for i, (model, usage) in enumerate(sorted(loop.usage_by_model.items()))
     ]
 
@@ -339,15 +388,17 @@ def _fail(turn: _Turn, err: Exception) -> None:
     """Records the failed run (and the tokens it spent) and frees the session; history is untouched."""
     error = error_of(err)
     loop = turn.loop
-    failed = turn.run.model_copy(update={
-        "status": "failed",
-        "updated_at": now_iso(),
-        "session_revision_after": turn.run.session_revision_before,
-        "result": {"reply": loop.reply} if loop.reply else None,
-        "usage": loop.usage,
-        "tool_calls": loop.tool_calls,
-        "error": error,
-    })
+    failed = turn.run.model_copy(
+        update={
+            "status": "failed",
+            "updated_at": now_iso(),
+            "session_revision_after": turn.run.session_revision_before,
+            "result": {"reply": loop.reply} if loop.reply else None,
+            "usage": loop.usage,
+            "tool_calls": loop.tool_calls,
+            "error": error,
+        }
+    )
     logger.warning("turn failed", extra={"run_id": failed.id, "code": error["code"], "error": error["message"]})
     try:
         turn.deps.runs.finish_turn(turn.tenant, run=failed, usage_rows=_usage_rows(failed, loop), session_changes=None)

@@ -46,7 +46,7 @@ class ExtractionPolicy(TurnPolicy):
                 job["truncated"] = True
                 break
             # No session to read back: keep the end (extraction caps the transcript at its end anyway).
-            job["messages"] = job["messages"][len(job["messages"]) // 2 + 1:] or [transcript[-1]]
+            job["messages"] = job["messages"][len(job["messages"]) // 2 + 1 :] or [transcript[-1]]
             job["truncated"] = True
             if len(job["messages"]) == 1:
                 break

@@ -72,7 +72,8 @@ class ExtractionStore:
         now = int(time.time())
         try:
             item = self.table.update(
-                keys.agent_pk(t, agent_id), keys.extract_marker_sk(run_id),
+                keys.agent_pk(t, agent_id),
+                keys.extract_marker_sk(run_id),
                 "SET #st = :running, attemptId = :attempt, leaseUntil = :until, runId = :run, "
                 "updatedAt = :iso, expiresAt = :exp ADD attempts :one",
                 condition="attribute_not_exists(PK) OR (#st = :running AND leaseUntil < :now)",
@@ -98,9 +99,14 @@ class ExtractionStore:
     def release(self, t: str, agent_id: str, run_id: str, claim: Claim) -> None:
         """After a failure: the next delivery may claim at once instead of waiting out the lease."""
         try:
-            self.table.update(keys.agent_pk(t, agent_id), keys.extract_marker_sk(run_id), "SET leaseUntil = :zero",
-                              condition="attemptId = :attempt AND #st = :running", names={"#st": "status"},
-                              values={":zero": 0, ":attempt": claim.attempt_id, ":running": "running"})
+            self.table.update(
+                keys.agent_pk(t, agent_id),
+                keys.extract_marker_sk(run_id),
+                "SET leaseUntil = :zero",
+                condition="attemptId = :attempt AND #st = :running",
+                names={"#st": "status"},
+                values={":zero": 0, ":attempt": claim.attempt_id, ":running": "running"},
+            )
         except ConditionFailed:
             pass  # another attempt holds it now
 
@@ -128,10 +134,18 @@ class ExtractionStore:
         """Marker `done` + usage row + memory rows, all or nothing (at most 1 + 1 + 15 items)."""
         ops = [
             self.table.update_op(
-                keys.agent_pk(t, agent_id), keys.extract_marker_sk(run_id),
+                keys.agent_pk(t, agent_id),
+                keys.extract_marker_sk(run_id),
                 "SET #st = :done, outcome = :outcome, updatedAt = :iso REMOVE leaseUntil",
-                condition="attemptId = :attempt AND #st = :running", names={"#st": "status"},
-                values={":done": "done", ":outcome": outcome, ":iso": now_iso(), ":attempt": claim.attempt_id, ":running": "running"},
+                condition="attemptId = :attempt AND #st = :running",
+                names={"#st": "status"},
+                values={
+                    ":done": "done",
+                    ":outcome": outcome,
+                    ":iso": now_iso(),
+                    ":attempt": claim.attempt_id,
+                    ":running": "running",
+                },
             )
         ]
         if usage is not None:

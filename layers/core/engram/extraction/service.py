@@ -41,18 +41,24 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from engram.agents.models import Agent
+from engram.engine.pricing import prices_for, usage_of
+from engram.extraction.repository import (
+    AlreadyExtracted,
+    Claim,
+    ExtractionBusy,
+    ExtractionStore,
+    LeaseLost,
+    RowsChanged,
+    RowWrite,
+)
 from engram.kernel.errors import BadRequest
 from engram.kernel.ids import ID_PATTERN
-from engram.kernel.validation import refuse_secrets
-from engram.agents.models import Agent
-from engram.memory.models import Memory
-from engram.usage.models import Usage
-from engram.usage.models import UsageRow
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
-from engram.engine.pricing import prices_for, usage_of
-from engram.extraction.repository import AlreadyExtracted, Claim, ExtractionBusy, ExtractionStore, LeaseLost, RowsChanged, RowWrite
-from engram.memory.models import memory_id
+from engram.kernel.validation import refuse_secrets
+from engram.memory.models import Memory, memory_id
+from engram.usage.models import Usage, UsageRow
 
 if TYPE_CHECKING:
     from engram.wiring.model import ModelDeps
@@ -287,7 +293,9 @@ def tool_spec(scopes: list[str]) -> dict[str, Any]:
     }
 
 
-def build_request(transcript: str, hints: list[Memory], scopes: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
+def build_request(
+    transcript: str, hints: list[Memory], scopes: list[str]
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[dict[str, Any]]]:
     """(system, tools, messages) of the one extraction call."""
     system = [
         {
@@ -454,7 +462,9 @@ def plan_writes(
         if mid in touched:
             dropped["duplicate"] += 1
             continue
-        base = existing.model_dump() if existing else {"id": mid, "created_at": now, "key": p.key, "scope": p.scope}
+        base: dict[str, Any] = (
+            existing.model_dump() if existing else {"id": mid, "created_at": now, "key": p.key, "scope": p.scope}
+        )
         base.update(
             value=p.value,
             source="auto",
@@ -481,14 +491,22 @@ def plan_writes(
                 # old value stays as an archived history row that points at it.
                 history_id = memory_id(p.scope, p.owner_id, f"{p.key}@{existing.updated_at}")
                 history = existing.model_copy(
-                    update={"id": history_id, "archived_at": now, "archived_reason": "superseded", "superseded_by": mid, "updated_at": now}
+                    update={
+                        "id": history_id,
+                        "archived_at": now,
+                        "archived_reason": "superseded",
+                        "superseded_by": mid,
+                        "updated_at": now,
+                    }
                 )
                 writes.append(RowWrite(history, p.owner_id, None))
                 superseded.append(history_id)
             continue
         if target.id in touched:
             continue  # one row, one change per transaction
-        archived = target.model_copy(update={"archived_at": now, "archived_reason": "superseded", "superseded_by": mid, "updated_at": now})
+        archived = target.model_copy(
+            update={"archived_at": now, "archived_reason": "superseded", "superseded_by": mid, "updated_at": now}
+        )
         writes.append(RowWrite(archived, targets[target.scope], target.updated_at))
         touched.add(target.id)
         superseded.append(target.id)
@@ -532,7 +550,7 @@ def _finish(outcome: Outcome, log: dict[str, Any], started: float) -> Outcome:
     return outcome
 
 
-def process_extraction_job(deps: "ModelDeps", raw: Any, *, remaining_s: float | None = None) -> Outcome:
+def process_extraction_job(deps: ModelDeps, raw: Any, *, remaining_s: float | None = None) -> Outcome:
     """One extraction job. Returns what it did; raises only when SQS should deliver it again
     (an invalid job, a model or AWS failure, a concurrent delivery, a row changed under it).
     Every failure is logged with the run id and counted."""
@@ -557,7 +575,7 @@ def process_extraction_job(deps: "ModelDeps", raw: Any, *, remaining_s: float | 
         raise
 
 
-def _run(deps: "ModelDeps", job: ExtractJob, remaining_s: float | None, log: dict[str, Any], started: float) -> Outcome:
+def _run(deps: ModelDeps, job: ExtractJob, remaining_s: float | None, log: dict[str, Any], started: float) -> Outcome:
     messages = job.messages
     if messages is None:  # too big for the message (or an old job): the run ends the session's transcript
         messages = deps.history.load(job.tenant, job.agent_id, job.session_id).messages
@@ -588,14 +606,20 @@ def _run(deps: "ModelDeps", job: ExtractJob, remaining_s: float | None, log: dic
         for f in row_futures:
             f.exception()  # let the reads finish before the container may freeze
         _count("ExtractRedelivered")
-        return _finish(Outcome("duplicate_job", "already_extracted", transcript_chars=len(rendered)), log | {"marker": done.marker.get("outcome")}, started)
+        return _finish(
+            Outcome("duplicate_job", "already_extracted", transcript_chars=len(rendered)),
+            log | {"marker": done.marker.get("outcome")},
+            started,
+        )
     except Exception:
         for f in row_futures:
             f.exception()
         raise
 
     try:
-        return _extract(deps, store, job, agent, targets, claim, transcript, len(rendered), row_futures, remaining_s, log, started)
+        return _extract(
+            deps, store, job, agent, targets, claim, transcript, len(rendered), row_futures, remaining_s, log, started
+        )
     except Exception:
         try:
             store.release(job.tenant, job.agent_id, job.run_id, claim)
@@ -605,7 +629,7 @@ def _run(deps: "ModelDeps", job: ExtractJob, remaining_s: float | None, log: dic
 
 
 def _extract(
-    deps: "ModelDeps",
+    deps: ModelDeps,
     store: ExtractionStore,
     job: ExtractJob,
     agent: Agent,
@@ -631,7 +655,15 @@ def _extract(
     fitted = fit_request(model, transcript, hints, scopes, settings.extract_budget_usd)
     if fitted is None:
         outcome.status, outcome.reason = "skipped", "over_budget"
-        store.commit(job.tenant, job.agent_id, job.run_id, claim, outcome={"status": "skipped", "reason": "over_budget"}, usage=None, rows=[])
+        store.commit(
+            job.tenant,
+            job.agent_id,
+            job.run_id,
+            claim,
+            outcome={"status": "skipped", "reason": "over_budget"},
+            usage=None,
+            rows=[],
+        )
         return _finish(outcome, log, started)
     (system, tools, messages), max_tokens, sent_chars = fitted
     outcome.max_tokens = max_tokens
@@ -690,7 +722,15 @@ def _extract(
     dropped.update(more_dropped)
     outcome.kept, outcome.superseded, outcome.dropped = kept, superseded, dropped
     outcome.status = "stored" if kept else "nothing"
-    _commit(store, job, claim, usage_row, writes, {"status": outcome.status, "kept": len(kept), "superseded": len(superseded)}, outcome)
+    _commit(
+        store,
+        job,
+        claim,
+        usage_row,
+        writes,
+        {"status": outcome.status, "kept": len(kept), "superseded": len(superseded)},
+        outcome,
+    )
     _count("ExtractFactsKept", len(kept))
     _count("ExtractSuperseded", len(superseded))
     _count("ExtractFactsDropped", sum(dropped.values()))
@@ -699,7 +739,15 @@ def _extract(
     return _finish(outcome, log, started)
 
 
-def _commit(store: ExtractionStore, job: ExtractJob, claim: Claim, usage_row: UsageRow, writes: list[RowWrite], marker: dict[str, Any], outcome: Outcome) -> None:
+def _commit(
+    store: ExtractionStore,
+    job: ExtractJob,
+    claim: Claim,
+    usage_row: UsageRow,
+    writes: list[RowWrite],
+    marker: dict[str, Any],
+    outcome: Outcome,
+) -> None:
     try:
         store.commit(job.tenant, job.agent_id, job.run_id, claim, outcome=marker, usage=usage_row, rows=writes)
     except LeaseLost:

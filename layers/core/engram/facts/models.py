@@ -6,6 +6,7 @@ from typing import Any, Literal
 
 from engram.kernel.model import Body, Confidence, Resource, Topic
 
+
 class FactCreate(Body):
     fact: str
     topic: Topic | None = None

@@ -41,7 +41,7 @@ class FactRepository:
         item = self.table.get(keys.user_pk(t), keys.fact_sk(fact_id))
         return Fact.model_validate(item) if item else None
 
-    def list(self, t: str) -> list[Fact]:
+    def all(self, t: str) -> list[Fact]:
         return [Fact.model_validate(i) for i in self.table.query_all(keys.user_pk(t), sk_prefix="FACT#")]
 
     def top(self, t: str, limit: int) -> list[Fact]:
@@ -54,14 +54,18 @@ class FactRepository:
         """Marks injected facts as referenced: one transaction, Update-only (a concurrent edit of the
         text is never overwritten), skipped as a whole if one of them was archived meanwhile."""
         ops = [
-            self.table.update_op(keys.user_pk(t), keys.fact_sk(f.id), "SET lastReferencedAt = :when, GSI2SK = :rank",
-                                 condition="attribute_exists(GSI2PK)",
-                                 values={":when": when, ":rank": fact_rank(f.model_copy(update={"last_referenced_at": when}))})
+            self.table.update_op(
+                keys.user_pk(t),
+                keys.fact_sk(f.id),
+                "SET lastReferencedAt = :when, GSI2SK = :rank",
+                condition="attribute_exists(GSI2PK)",
+                values={":when": when, ":rank": fact_rank(f.model_copy(update={"last_referenced_at": when}))},
+            )
             for f in facts
         ]
         for start in range(0, len(ops), 100):
             try:
-                self.table.transact(ops[start:start + 100])
+                self.table.transact(ops[start : start + 100])
             except Cancelled:
                 pass  # archived meanwhile (or a conflicting write): its reference is not worth a retry
 

@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import IncludeArchived, deps_of, ok, tenant
+from engram.api.http import IncludeArchived, Reply, deps_of, ok, tenant
 from engram.facts import service as facts
 from engram.facts.models import FactCreate, FactUpdate
 
@@ -13,22 +12,24 @@ router = Router()
 
 
 @router.get("/api/me/facts")
-def list_facts(includeArchived: IncludeArchived = False):
+def list_facts(includeArchived: IncludeArchived = False) -> Reply:
     rows = facts.list_facts(deps_of(router), tenant(router), include_archived=includeArchived)
     return ok({"items": [f.public() for f in rows], "nextToken": None})
 
 
 @router.post("/api/me/facts")
-def add_fact(body: FactCreate):
-    fact, created = facts.add_fact(deps_of(router), tenant(router), body.fact, source="profile", confidence=body.confidence, topic=body.topic)
+def add_fact(body: FactCreate) -> Reply:
+    fact, created = facts.add_fact(
+        deps_of(router), tenant(router), body.fact, source="profile", confidence=body.confidence, topic=body.topic
+    )
     return ok(fact.public(), 201 if created else 200)
 
 
 @router.patch("/api/me/facts/<factId>")
-def update_fact(factId: str, body: FactUpdate):
+def update_fact(factId: str, body: FactUpdate) -> Reply:
     return ok(facts.update_fact(deps_of(router), tenant(router), factId, body).public())
 
 
 @router.delete("/api/me/facts/<factId>")
-def archive_fact(factId: str):
+def archive_fact(factId: str) -> Reply:
     return ok(facts.archive_fact(deps_of(router), tenant(router), factId, "user_deleted").public())

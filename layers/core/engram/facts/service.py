@@ -5,13 +5,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from engram.wiring.stores import Stores
+from engram.facts.models import Fact, FactUpdate
 from engram.kernel.errors import BadRequest, NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso
 from engram.kernel.validation import check_text, refuse_secrets
-from engram.facts.models import Fact, FactUpdate
-
+from engram.wiring.stores import Stores
 
 _WORD = re.compile(r"[a-z0-9]+")
 
@@ -21,7 +20,14 @@ def _norm(text: str) -> str:
 
 
 def add_fact(
-    deps: Stores, t: str, text: str, *, source: str, confidence: str, topic: str | None = None, origin: dict[str, Any] | None = None
+    deps: Stores,
+    t: str,
+    text: str,
+    *,
+    source: str,
+    confidence: str,
+    topic: str | None = None,
+    origin: dict[str, Any] | None = None,
 ) -> tuple[Fact, bool]:
     """Adds a fact (referenced at creation, so it can enter the prompt's top 10 at once).
     Restating an active fact refreshes it instead of duplicating it."""
@@ -29,21 +35,32 @@ def add_fact(
     text = check_text("fact", text, s.fact_min_chars, s.fact_max_chars)
     refuse_secrets("fact", text)
     now = now_iso()
-    for existing in deps.facts.list(t):
+    for existing in deps.facts.all(t):
         if existing.archived_at is None and _norm(existing.fact) == _norm(text):
-            refreshed = existing.model_copy(update={"last_referenced_at": now, "updated_at": now, "topic": topic or existing.topic})
+            refreshed = existing.model_copy(
+                update={"last_referenced_at": now, "updated_at": now, "topic": topic or existing.topic}
+            )
             if confidence == "asserted":
                 refreshed = refreshed.model_copy(update={"confidence": "asserted"})
             deps.facts.put(t, refreshed, expect_updated_at=existing.updated_at)
             return refreshed, False
-    fact = Fact(id=new_id("f"), created_at=now, updated_at=now, fact=text, source=source, confidence=confidence,
-                topic=topic, last_referenced_at=now, origin=origin)  # type: ignore[arg-type]
+    fact = Fact(
+        id=new_id("f"),
+        created_at=now,
+        updated_at=now,
+        fact=text,
+        source=source,
+        confidence=confidence,
+        topic=topic,
+        last_referenced_at=now,
+        origin=origin,
+    )
     deps.facts.put(t, fact)
     return fact, True
 
 
 def list_facts(deps: Stores, t: str, *, include_archived: bool = False) -> list[Fact]:
-    rows = [f for f in deps.facts.list(t) if include_archived or f.archived_at is None]
+    rows = [f for f in deps.facts.all(t) if include_archived or f.archived_at is None]
     # Active first, then most recently referenced: the order the prompt picks them in.
     return sorted(rows, key=lambda f: (f.archived_at is None, f.last_referenced_at or f.created_at), reverse=True)
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, StringConstraints
@@ -18,13 +18,15 @@ Topic = Annotated[str, StringConstraints(min_length=1, max_length=40)]
 
 
 def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Body(BaseModel):
     """Request bodies: camelCase on the wire, unknown fields are an error, not silently dropped."""
 
-    model_config = ConfigDict(alias_generator=to_camel, validate_by_alias=True, validate_by_name=False, extra="forbid", str_strip_whitespace=True)
+    model_config = ConfigDict(
+        alias_generator=to_camel, validate_by_alias=True, validate_by_name=False, extra="forbid", str_strip_whitespace=True
+    )
 
 
 class Resource(BaseModel):

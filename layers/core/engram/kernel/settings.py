@@ -74,7 +74,7 @@ class Settings(BaseModel):
     active_memory_warn_runs: int = Field(20, ge=1, alias="ACTIVE_MEMORY_WARN_RUNS")
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> "Settings":
+    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         source = os.environ if env is None else env
         return cls.model_validate({k: v for k, v in source.items() if v != ""})
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-
 from engram.kernel.errors import BadRequest, PayloadTooLarge
 from engram.kernel.secrets import find_secret
 
@@ -20,4 +19,6 @@ def refuse_secrets(field: str, *texts: str | None) -> None:
     for text in texts:
         kind = find_secret(text or "")
         if kind:
-            raise BadRequest(f"{field} looks like it contains {kind}; secrets are never stored in memory", field=field, code="secret_detected")
+            raise BadRequest(
+                f"{field} looks like it contains {kind}; secrets are never stored in memory", field=field, code="secret_detected"
+            )

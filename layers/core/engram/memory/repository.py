@@ -63,7 +63,9 @@ class MemoryRepository:
             else:
                 self.table.put(self.item(t, m, owner_id), condition="updatedAt = :seen", values={":seen": expect_updated_at})
         except ConditionFailed:
-            raise Conflict("the memory changed while it was being updated; retry", field="memoryId", code="memory_changed") from None
+            raise Conflict(
+                "the memory changed while it was being updated; retry", field="memoryId", code="memory_changed"
+            ) from None
 
     def get(self, t: str, scope: str, owner_id: str, mid: str) -> Memory | None:
         item = self.table.get(owner_pk(t, scope, owner_id), keys.memory_sk(mid))
@@ -75,7 +77,7 @@ class MemoryRepository:
         items = self.table.get_many([(owner_pk(t, scope, owner), keys.memory_sk(mid)) for mid, (scope, owner) in unique.items()])
         return {m.id: m for m in (Memory.model_validate(i) for i in items)}
 
-    def list(self, t: str, scope: str, owner_id: str) -> list[Memory]:
+    def all(self, t: str, scope: str, owner_id: str) -> list[Memory]:
         items = self.table.query_all(owner_pk(t, scope, owner_id), sk_prefix="MEM#")
         return [Memory.model_validate(i) for i in items]
 
@@ -119,6 +121,6 @@ class MemoryRepository:
 
     def delete_session_memories(self, t: str, agent_id: str, session_id: str) -> int:
         """Conversation-category rows are bound to their session and go with it."""
-        rows = [m for m in self.list(t, "agent", agent_id) if m.category == "conversation" and m.session_id == session_id]
+        rows = [m for m in self.all(t, "agent", agent_id) if m.category == "conversation" and m.session_id == session_id]
         self.table.batch_write(deletes=[(keys.agent_pk(t, agent_id), keys.memory_sk(m.id)) for m in rows])
         return len(rows)

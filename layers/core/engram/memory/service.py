@@ -6,19 +6,60 @@ import re
 import time
 from typing import Any
 
-from engram.wiring.stores import Stores
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id
 from engram.kernel.model import now_iso
 from engram.kernel.validation import check_text, refuse_secrets
-from engram.memory.models import Memory, MemoryUpdate
-from engram.memory.models import is_live, memory_id
-
+from engram.memory.models import Memory, MemoryUpdate, is_live, memory_id
+from engram.wiring.stores import Stores
 
 _WORD = re.compile(r"[a-z0-9]+")
 
 
-_STOP = frozenset("a an and are as at be by did do does for from has have i in is it me my of on or our so that the this to was we what when where which who with you your".split())
+_STOP = frozenset(
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "by",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "has",
+        "have",
+        "i",
+        "in",
+        "is",
+        "it",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "so",
+        "that",
+        "the",
+        "this",
+        "to",
+        "was",
+        "we",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "with",
+        "you",
+        "your",
+    ]
+)
 
 
 def _owner_exists(deps: Stores, t: str, scope: str, owner_id: str) -> None:
@@ -57,7 +98,7 @@ def upsert_memory(
     category = fields.get("category") or (existing.category if existing else "core")
     if category == "conversation" and not session_id:
         raise BadRequest("conversation memories belong to a chat session; the agent creates them", field="category")
-    base = existing.model_dump() if existing else {"id": mid, "created_at": now, "key": key, "scope": scope}
+    base: dict[str, Any] = existing.model_dump() if existing else {"id": mid, "created_at": now, "key": key, "scope": scope}
     base.update(
         {k: v for k, v in fields.items() if v is not None},
         value=value,
@@ -86,7 +127,7 @@ def _sorted_for_list(rows: list[Memory], scope: str) -> list[Memory]:
 def list_memories(deps: Stores, t: str, scope: str, owner_id: str, *, include_archived: bool = False) -> list[Memory]:
     _owner_exists(deps, t, scope, owner_id)
     now = time.time()
-    rows = [m for m in deps.memories.list(t, scope, owner_id) if include_archived or is_live(m, now)]
+    rows = [m for m in deps.memories.all(t, scope, owner_id) if include_archived or is_live(m, now)]
     return _sorted_for_list(rows, scope)
 
 
@@ -104,7 +145,9 @@ def update_memory(deps: Stores, t: str, scope: str, owner_id: str, mid: str, bod
     if not changes:
         raise BadRequest("the body names no field to change", field="body", code="empty_update")
     if memory.source != "manual" and set(changes) - {"pinned"}:
-        raise Conflict(f"{memory.source} memories are read-only; you can pin or delete them", field="source", code="memory_read_only")
+        raise Conflict(
+            f"{memory.source} memories are read-only; you can pin or delete them", field="source", code="memory_read_only"
+        )
     for name in ("pinned", "importance", "category", "confidence"):
         if name in changes and changes[name] is None:
             raise BadRequest(f"{name} cannot be null", field=name)
@@ -143,17 +186,19 @@ def _terms(text: str) -> set[str]:
     return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
 
 
-def recall(deps: Stores, t: str, *, agent: Any, session_id: str, query: str, scopes: list[str], limit: int) -> list[dict[str, Any]]:
+def recall(
+    deps: Stores, t: str, *, agent: Any, session_id: str, query: str, scopes: list[str], limit: int
+) -> list[dict[str, Any]]:
     """Live memories of the given scopes that share words with the query, best first (an empty
     query lists the top rows). Reads only this tenant's partitions."""
     wanted = _terms(query)
     candidates: list[tuple[str, Any]] = []
     if "agent" in scopes:
-        candidates += [("agent", m) for m in deps.memories.list(t, "agent", agent.id)]
+        candidates += [("agent", m) for m in deps.memories.all(t, "agent", agent.id)]
     if "workspace" in scopes and agent.workspace_id:
-        candidates += [("workspace", m) for m in deps.memories.list(t, "workspace", agent.workspace_id)]
+        candidates += [("workspace", m) for m in deps.memories.all(t, "workspace", agent.workspace_id)]
     if "user" in scopes:
-        candidates += [("user", f) for f in deps.facts.list(t)]
+        candidates += [("user", f) for f in deps.facts.all(t)]
     now = time.time()
     scored = []
     for scope, row in candidates:
@@ -172,9 +217,11 @@ def recall(deps: Stores, t: str, *, agent: Any, session_id: str, query: str, sco
         scored.append((overlap, getattr(row, "pinned", False), importance, row.updated_at, scope, key, row))
     scored.sort(key=lambda r: (r[0], r[1], r[2], r[3]), reverse=True)
     out = []
-    for _, _, _, _, scope, key, row in scored[:limit]:
+    for _, _, _, _, scope, _key, row in scored[:limit]:
         if scope == "user":
             out.append({"scope": "user", "id": row.id, "fact": row.fact, "topic": row.topic, "confidence": row.confidence})
         else:
-            out.append({"scope": scope, "key": row.key, "value": row.value, "category": row.category, "importance": row.importance})
+            out.append(
+                {"scope": scope, "key": row.key, "value": row.value, "category": row.category, "importance": row.importance}
+            )
     return out

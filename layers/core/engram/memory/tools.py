@@ -8,9 +8,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
+from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
 from engram.facts import service as facts
 from engram.memory import service as memory_service
-from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
 from engram.memory.models import memory_id
 
 Scope = Literal["agent", "workspace", "user"]
@@ -27,27 +27,46 @@ def _origin(ctx: ToolContext) -> dict[str, Any]:
 # --- memory_store -------------------------------------------------------------------------------
 class StoreInput(BaseModel):
     value: Annotated[str, StringConstraints(min_length=1)] = Field(description="The fact itself, short and self-contained.")
-    key: str | None = Field(None, description="A short stable slug, unique in its scope; re-using it updates the row. Not used for scope user.")
-    scope: Scope = Field("agent", description="agent: about how this agent works; workspace: project facts every agent of the workspace needs; user: a fact about the user.")
-    category: Literal["core", "daily", "conversation"] = Field("core", description="core: permanent; daily: expires after some days; conversation: only for this chat session.")
+    key: str | None = Field(
+        None, description="A short stable slug, unique in its scope; re-using it updates the row. Not used for scope user."
+    )
+    scope: Scope = Field(
+        "agent",
+        description="agent: about how this agent works; workspace: project facts every agent of the workspace needs; user: a fact about the user.",
+    )
+    category: Literal["core", "daily", "conversation"] = Field(
+        "core", description="core: permanent; daily: expires after some days; conversation: only for this chat session."
+    )
     importance: Annotated[int, Field(ge=0, le=100)] = 50
     topic: Annotated[str, StringConstraints(max_length=40)] | None = None
-    confidence: Literal["asserted", "inferred"] = Field("asserted", description="asserted: stated outright; inferred: your interpretation.")
+    confidence: Literal["asserted", "inferred"] = Field(
+        "asserted", description="asserted: stated outright; inferred: your interpretation."
+    )
 
 
 def _store(ctx: ToolContext, inp: StoreInput) -> Any:
     deps, t, agent = ctx.deps, ctx.tenant, ctx.agent
     if inp.scope == "user":
-        fact, created = facts.add_fact(deps, t, inp.value, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx))
+        fact, created = facts.add_fact(
+            deps, t, inp.value, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
+        )
         return {"stored": "user fact", "factId": fact.id, "created": created}
     if inp.scope == "workspace" and not agent.workspace_id:
         return ToolOutcome("this agent has no workspace; use scope agent or user", is_error=True)
-    owner = agent.workspace_id if inp.scope == "workspace" else agent.id
+    owner = (agent.workspace_id if inp.scope == "workspace" else agent.id) or ""  # a workspace was checked above
     key = inp.key or slug(inp.value)
     row, created = memory_service.upsert_memory(
-        deps, t, scope=inp.scope, owner_id=owner, key=key, value=inp.value, source="chat",
+        deps,
+        t,
+        scope=inp.scope,
+        owner_id=owner,
+        key=key,
+        value=inp.value,
+        source="chat",
         fields={"category": inp.category, "importance": inp.importance, "topic": inp.topic, "confidence": inp.confidence},
-        session_id=ctx.session_id, origin=_origin(ctx), owner_checked=True,
+        session_id=ctx.session_id,
+        origin=_origin(ctx),
+        owner_checked=True,
     )
     out: dict[str, Any] = {"stored": f"{inp.scope} memory", "key": row.key, "created": created}
     if inp.scope == "agent" and not agent.agent_memory:
@@ -55,7 +74,10 @@ def _store(ctx: ToolContext, inp: StoreInput) -> Any:
     return out
 
 
-_WORKSPACE_NOTE = re.compile(r"^\s*(?:please\s+)?(?:note for the (?:workspace|team)|remember for the (?:workspace|team))(?: that)?[:,]?\s+(.{3,})$", re.I | re.S)
+_WORKSPACE_NOTE = re.compile(
+    r"^\s*(?:please\s+)?(?:note for the (?:workspace|team)|remember for the (?:workspace|team))(?: that)?[:,]?\s+(.{3,})$",
+    re.I | re.S,
+)
 
 
 def _store_intent(text: str) -> dict[str, Any] | None:
@@ -65,14 +87,18 @@ def _store_intent(text: str) -> dict[str, Any] | None:
 
 # --- memory_recall ------------------------------------------------------------------------------
 class RecallInput(BaseModel):
-    query: Annotated[str, StringConstraints(max_length=500)] = Field("", description="Words to look for; empty lists the most important rows.")
+    query: Annotated[str, StringConstraints(max_length=500)] = Field(
+        "", description="Words to look for; empty lists the most important rows."
+    )
     scope: Literal["agent", "workspace", "user", "all"] = "all"
     limit: Annotated[int, Field(ge=1, le=20)] = 10
 
 
 def _recall(ctx: ToolContext, inp: RecallInput) -> Any:
-    scopes = ["agent", "workspace", "user"] if inp.scope == "all" else [inp.scope]
-    hits = memory_service.recall(ctx.deps, ctx.tenant, agent=ctx.agent, session_id=ctx.session_id, query=inp.query, scopes=scopes, limit=inp.limit)
+    scopes: list[str] = ["agent", "workspace", "user"] if inp.scope == "all" else [inp.scope]
+    hits = memory_service.recall(
+        ctx.deps, ctx.tenant, agent=ctx.agent, session_id=ctx.session_id, query=inp.query, scopes=scopes, limit=inp.limit
+    )
     return hits or "no matching memories"
 
 
@@ -112,13 +138,19 @@ def _forget_memory(ctx: ToolContext, inp: ForgetMemoryInput) -> Any:
 
 # --- remember / forget (user facts) ---------------------------------------------------------------
 class RememberInput(BaseModel):
-    fact: Annotated[str, StringConstraints(min_length=1)] = Field(description="One durable fact about the user, in a short sentence.")
-    topic: Annotated[str, StringConstraints(max_length=40)] | None = Field(None, description="A short tag: risk, goal, preference, ...")
+    fact: Annotated[str, StringConstraints(min_length=1)] = Field(
+        description="One durable fact about the user, in a short sentence."
+    )
+    topic: Annotated[str, StringConstraints(max_length=40)] | None = Field(
+        None, description="A short tag: risk, goal, preference, ..."
+    )
     confidence: Literal["asserted", "inferred"] = Field("inferred", description="asserted when the user said it outright.")
 
 
 def _remember(ctx: ToolContext, inp: RememberInput) -> Any:
-    fact, created = facts.add_fact(ctx.deps, ctx.tenant, inp.fact, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx))
+    fact, created = facts.add_fact(
+        ctx.deps, ctx.tenant, inp.fact, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
+    )
     return {"factId": fact.id, "created": created}
 
 
@@ -142,7 +174,7 @@ def _forget(ctx: ToolContext, inp: ForgetInput) -> Any:
     if not fact_id and inp.fact:
         wanted = memory_service._terms(inp.fact)
         best = max(
-            ((len(wanted & memory_service._terms(f.fact)), f) for f in deps.facts.list(t) if f.archived_at is None),
+            ((len(wanted & memory_service._terms(f.fact)), f) for f in deps.facts.all(t) if f.archived_at is None),
             key=lambda pair: pair[0],
             default=(0, None),
         )
@@ -163,14 +195,53 @@ def _forget_intent(text: str) -> dict[str, Any] | None:
 
 def register_tools(registry: ToolRegistry) -> None:
     """Order matters for the offline model: the more specific phrasings are tried first."""
-    registry.register(Tool("memory_store", (
-        "Store a durable memory: stable facts, conventions, preferences, where things live. Never one-off task details, "
-        "transient state or secret values. Re-using a key updates the row. scope user stores a fact about the user."
-    ), StoreInput, _store, offline_intent=_store_intent))
-    registry.register(Tool("memory_recall", "Search stored memories (agent, workspace and user facts) by words.", RecallInput, _recall, offline_intent=_recall_intent))
-    registry.register(Tool("memory_forget", "Archive a memory by key (or a user fact by id with scope user). It stays visible to the user as archived.", ForgetMemoryInput, _forget_memory))
-    registry.register(Tool("remember", (
-        "Remember a fact about the user for future sessions: preferences, goals, constraints, recurring context. "
-        "Not ephemeral details. Prefer precise facts; use confidence inferred when unsure."
-    ), RememberInput, _remember, offline_intent=_remember_intent))
-    registry.register(Tool("forget", "Archive a fact about the user (when they correct or withdraw it).", ForgetInput, _forget, offline_intent=_forget_intent))
+    registry.register(
+        Tool(
+            "memory_store",
+            (
+                "Store a durable memory: stable facts, conventions, preferences, where things live. Never one-off task details, "
+                "transient state or secret values. Re-using a key updates the row. scope user stores a fact about the user."
+            ),
+            StoreInput,
+            _store,
+            offline_intent=_store_intent,
+        )
+    )
+    registry.register(
+        Tool(
+            "memory_recall",
+            "Search stored memories (agent, workspace and user facts) by words.",
+            RecallInput,
+            _recall,
+            offline_intent=_recall_intent,
+        )
+    )
+    registry.register(
+        Tool(
+            "memory_forget",
+            "Archive a memory by key (or a user fact by id with scope user). It stays visible to the user as archived.",
+            ForgetMemoryInput,
+            _forget_memory,
+        )
+    )
+    registry.register(
+        Tool(
+            "remember",
+            (
+                "Remember a fact about the user for future sessions: preferences, goals, constraints, recurring context. "
+                "Not ephemeral details. Prefer precise facts; use confidence inferred when unsure."
+            ),
+            RememberInput,
+            _remember,
+            offline_intent=_remember_intent,
+        )
+    )
+    registry.register(
+        Tool(
+            "forget",
+            "Archive a fact about the user (when they correct or withdraw it).",
+            ForgetInput,
+            _forget,
+            offline_intent=_forget_intent,
+        )
+    )

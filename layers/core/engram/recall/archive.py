@@ -49,7 +49,9 @@ def message_text(message: dict[str, Any]) -> str:
         return content.strip()
     if not isinstance(content, list):
         return ""
-    texts = [b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+    texts = [
+        b.get("text", "") for b in content if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+    ]
     return "\n".join(t.strip() for t in texts if t.strip())
 
 
@@ -167,9 +169,7 @@ class ArchiveStore:
         return len(items)
 
     # --- reading ------------------------------------------------------------------------------
-    def load_since(
-        self, t: str, agent_id: str, after: str | None, *, limit: int | None = None
-    ) -> list[dict[str, Any]]:
+    def load_since(self, t: str, agent_id: str, after: str | None, *, limit: int | None = None) -> list[dict[str, Any]]:
         """Archive items (and tombstones) whose GSI1SK sorts after ``after``, oldest first.
 
         ``after`` is an archivedAt prefix (e.g. an ISO timestamp); None reads everything.
@@ -184,7 +184,9 @@ class ArchiveStore:
 
     def session_items(self, t: str, agent_id: str, session_id: str) -> list[dict[str, Any]]:
         """A session's archive in time order (strongly consistent: it reads the base table)."""
-        return self.table.query_all(keys.agent_pk(t, agent_id), sk_prefix=keys.archive_session_prefix(session_id), consistent=True)
+        return self.table.query_all(
+            keys.agent_pk(t, agent_id), sk_prefix=keys.archive_session_prefix(session_id), consistent=True
+        )
 
     # --- deleting -----------------------------------------------------------------------------
     def delete_session(self, t: str, agent_id: str, session_id: str) -> int:

@@ -34,9 +34,8 @@ import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
-
 
 from engram.kernel.ids import check_id
 from engram.recall.archive import KIND_MESSAGE, KIND_TOMBSTONE, ArchiveStore, on_session_deleted
@@ -55,11 +54,12 @@ PARAMS = Params()
 
 def archive_of(deps: Any) -> ArchiveStore:
     """The archive store (a seam the recall-cache tests replace)."""
-    return deps.archive
+    archive: ArchiveStore = deps.archive
+    return archive
 
 
 def _iso(ts: float) -> str:
-    return datetime.fromtimestamp(ts, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 @dataclass
@@ -116,8 +116,11 @@ class RecallCache:
 
     def stats(self) -> dict[str, int]:
         with self._lock:
-            return {"agents": len(self._entries), "turns": sum(len(e.items) for e in self._entries.values()),
-                    "chars": sum(e.chars for e in self._entries.values())}
+            return {
+                "agents": len(self._entries),
+                "turns": sum(len(e.items) for e in self._entries.values()),
+                "chars": sum(e.chars for e in self._entries.values()),
+            }
 
     def search(
         self, archive: ArchiveStore, tenant: str, agent_id: str, query: str, *, limit: int, session_id: str | None
@@ -135,7 +138,7 @@ class RecallCache:
             allowed = None
             if session_id is not None:
                 allowed = lambda d: entry.items[d]["sessionId"] == session_id  # noqa: E731
-            ranked = entry.index.search(query, limit=limit, allowed=allowed, today=datetime.now(timezone.utc).date().toordinal())
+            ranked = entry.index.search(query, limit=limit, allowed=allowed, today=datetime.now(UTC).date().toordinal())
             return [{**entry.items[d], "score": round(score, 4)} for d, score in ranked]
 
     # --- loading ------------------------------------------------------------------------------

@@ -32,27 +32,216 @@ from __future__ import annotations
 import heapq
 import math
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable, Iterable
 
 from engram.recall.timeref import DateQuery, day_of, query_dates, turn_dates
 
 # --- analysis ---------------------------------------------------------------------------------
 STOP_WORDS = frozenset(
-    """
-    a about above after again against all am an and any are aren't as at be because been before being below
-    between both but by can can't cannot could couldn't did didn't do does doesn't doing don't down during each
-    few for from further had hadn't has hasn't have haven't having he he'd he'll he's her here here's hers herself
-    him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself let's me more most
-    mustn't my myself no nor not of off on once only or other ought our ours ourselves out over own same shan't
-    she she'd she'll she's should shouldn't so some such than that that's the their theirs them themselves then
-    there there's these they they'd they'll they're they've this those through to too under until up very was
-    wasn't we we'd we'll we're we've were weren't what what's when when's where where's which while who who's whom
-    why why's with won't would wouldn't you you'd you'll you're you've your yours yourself yourselves
-    also just really like get got go going gonna yeah yes oh hey hi hello thanks thank well
-    s t d ll m re ve
-    """.split()
+    [
+        "a",
+        "about",
+        "above",
+        "after",
+        "again",
+        "against",
+        "all",
+        "am",
+        "an",
+        "and",
+        "any",
+        "are",
+        "aren't",
+        "as",
+        "at",
+        "be",
+        "because",
+        "been",
+        "before",
+        "being",
+        "below",
+        "between",
+        "both",
+        "but",
+        "by",
+        "can",
+        "can't",
+        "cannot",
+        "could",
+        "couldn't",
+        "did",
+        "didn't",
+        "do",
+        "does",
+        "doesn't",
+        "doing",
+        "don't",
+        "down",
+        "during",
+        "each",
+        "few",
+        "for",
+        "from",
+        "further",
+        "had",
+        "hadn't",
+        "has",
+        "hasn't",
+        "have",
+        "haven't",
+        "having",
+        "he",
+        "he'd",
+        "he'll",
+        "he's",
+        "her",
+        "here",
+        "here's",
+        "hers",
+        "herself",
+        "him",
+        "himself",
+        "his",
+        "how",
+        "how's",
+        "i",
+        "i'd",
+        "i'll",
+        "i'm",
+        "i've",
+        "if",
+        "in",
+        "into",
+        "is",
+        "isn't",
+        "it",
+        "it's",
+        "its",
+        "itself",
+        "let's",
+        "me",
+        "more",
+        "most",
+        "mustn't",
+        "my",
+        "myself",
+        "no",
+        "nor",
+        "not",
+        "of",
+        "off",
+        "on",
+        "once",
+        "only",
+        "or",
+        "other",
+        "ought",
+        "our",
+        "ours",
+        "ourselves",
+        "out",
+        "over",
+        "own",
+        "same",
+        "shan't",
+        "she",
+        "she'd",
+        "she'll",
+        "she's",
+        "should",
+        "shouldn't",
+        "so",
+        "some",
+        "such",
+        "than",
+        "that",
+        "that's",
+        "the",
+        "their",
+        "theirs",
+        "them",
+        "themselves",
+        "then",
+        "there",
+        "there's",
+        "these",
+        "they",
+        "they'd",
+        "they'll",
+        "they're",
+        "they've",
+        "this",
+        "those",
+        "through",
+        "to",
+        "too",
+        "under",
+        "until",
+        "up",
+        "very",
+        "was",
+        "wasn't",
+        "we",
+        "we'd",
+        "we'll",
+        "we're",
+        "we've",
+        "were",
+        "weren't",
+        "what",
+        "what's",
+        "when",
+        "when's",
+        "where",
+        "where's",
+        "which",
+        "while",
+        "who",
+        "who's",
+        "whom",
+        "why",
+        "why's",
+        "with",
+        "won't",
+        "would",
+        "wouldn't",
+        "you",
+        "you'd",
+        "you'll",
+        "you're",
+        "you've",
+        "your",
+        "yours",
+        "yourself",
+        "yourselves",
+        "also",
+        "just",
+        "really",
+        "like",
+        "get",
+        "got",
+        "go",
+        "going",
+        "gonna",
+        "yeah",
+        "yes",
+        "oh",
+        "hey",
+        "hi",
+        "hello",
+        "thanks",
+        "thank",
+        "well",
+        "s",
+        "t",
+        "d",
+        "ll",
+        "m",
+        "re",
+        "ve",
+    ]
 )
 
 _WORD = re.compile(r"[a-z0-9]+(?:'[a-z]+)?")
@@ -131,20 +320,54 @@ def _cvc(w: str) -> bool:
 
 
 _STEP2 = (
-    ("ational", "ate"), ("tional", "tion"), ("enci", "ence"), ("anci", "ance"), ("izer", "ize"), ("bli", "ble"),
-    ("alli", "al"), ("entli", "ent"), ("eli", "e"), ("ousli", "ous"), ("ization", "ize"), ("ation", "ate"),
-    ("ator", "ate"), ("alism", "al"), ("iveness", "ive"), ("fulness", "ful"), ("ousness", "ous"), ("aliti", "al"),
-    ("iviti", "ive"), ("biliti", "ble"), ("logi", "log"),
+    ("ational", "ate"),
+    ("tional", "tion"),
+    ("enci", "ence"),
+    ("anci", "ance"),
+    ("izer", "ize"),
+    ("bli", "ble"),
+    ("alli", "al"),
+    ("entli", "ent"),
+    ("eli", "e"),
+    ("ousli", "ous"),
+    ("ization", "ize"),
+    ("ation", "ate"),
+    ("ator", "ate"),
+    ("alism", "al"),
+    ("iveness", "ive"),
+    ("fulness", "ful"),
+    ("ousness", "ous"),
+    ("aliti", "al"),
+    ("iviti", "ive"),
+    ("biliti", "ble"),
+    ("logi", "log"),
 )
 _STEP3 = (("icate", "ic"), ("ative", ""), ("alize", "al"), ("iciti", "ic"), ("ical", "ic"), ("ful", ""), ("ness", ""))
 _STEP4 = (
-    "al", "ance", "ence", "er", "ic", "able", "ible", "ant", "ement", "ment", "ent", "ion", "ou", "ism", "ate", "iti",
-    "ous", "ive", "ize",
+    "al",
+    "ance",
+    "ence",
+    "er",
+    "ic",
+    "able",
+    "ible",
+    "ant",
+    "ement",
+    "ment",
+    "ent",
+    "ion",
+    "ou",
+    "ism",
+    "ate",
+    "iti",
+    "ous",
+    "ive",
+    "ize",
 )
 
 
 @lru_cache(maxsize=65536)
-def stem(w: str) -> str:
+def stem(w: str) -> str:  # noqa: C901 - the Porter algorithm, step by step as published
     if len(w) <= 2 or not w.isalpha():
         return w
     # step 1a
@@ -203,13 +426,61 @@ def stem(w: str) -> str:
 
 # --- answer-type cue: time expressions ----------------------------------------------------------
 _TIME_WORDS = frozenset(
-    """
-    yesterday today tonight tomorrow ago last next week weekend weeks month months year years day days
-    morning afternoon evening night recently lately earlier later soon since
-    monday tuesday wednesday thursday friday saturday sunday
-    january february march april may june july august september october november december
-    spring summer autumn fall winter christmas birthday anniversary
-    """.split()
+    [
+        "yesterday",
+        "today",
+        "tonight",
+        "tomorrow",
+        "ago",
+        "last",
+        "next",
+        "week",
+        "weekend",
+        "weeks",
+        "month",
+        "months",
+        "year",
+        "years",
+        "day",
+        "days",
+        "morning",
+        "afternoon",
+        "evening",
+        "night",
+        "recently",
+        "lately",
+        "earlier",
+        "later",
+        "soon",
+        "since",
+        "monday",
+        "tuesday",
+        "wednesday",
+        "thursday",
+        "friday",
+        "saturday",
+        "sunday",
+        "january",
+        "february",
+        "march",
+        "april",
+        "may",
+        "june",
+        "july",
+        "august",
+        "september",
+        "october",
+        "november",
+        "december",
+        "spring",
+        "summer",
+        "autumn",
+        "fall",
+        "winter",
+        "christmas",
+        "birthday",
+        "anniversary",
+    ]
 )
 _WHEN_QUESTION = re.compile(
     r"^\s*(when\b|how long\b|what (year|month|day|date|time)\b|which (year|month|day|date)\b|since when\b)|\bhow long ago\b",
@@ -218,10 +489,7 @@ _WHEN_QUESTION = re.compile(
 
 
 def has_time_expression(raw_words: Iterable[str]) -> bool:
-    for w in raw_words:
-        if w in _TIME_WORDS or (len(w) == 4 and w[:2] in ("19", "20") and w.isdigit()):
-            return True
-    return False
+    return any(w in _TIME_WORDS or len(w) == 4 and w[:2] in ("19", "20") and w.isdigit() for w in raw_words)
 
 
 def asks_when(query: str) -> bool:
@@ -461,7 +729,7 @@ class SearchIndex:
             if allowed is None or allowed(d):
                 scores[d] = get(d, 0.0) + bonus * closeness
 
-    def search(
+    def search(  # noqa: C901 - the ranking's cues (fields, dates, session prior) in one pass
         self, query: str, *, limit: int = 10, allowed: Callable[[int], bool] | None = None, today: int | None = None
     ) -> list[tuple[int, float]]:
         """Doc numbers and scores, best first (ties: newer first). Empty for an empty index or a
@@ -503,9 +771,9 @@ class SearchIndex:
             contribution = self._term_scores(term)
             if scores:
                 for d in scores:
-                    v = contribution.get(d)
-                    if v:
-                        scores[d] += weight * v
+                    extra = contribution.get(d)
+                    if extra:
+                        scores[d] += weight * extra
             else:  # the query names only a speaker
                 scores = {d: weight * v for d, v in contribution.items() if allowed is None or allowed(d)}
         return [(d, v) for v, d in heapq.nlargest(limit, ((v, d) for d, v in scores.items()))]

@@ -20,17 +20,46 @@ from datetime import date
 MONTHS = {
     m: i + 1
     for i, names in enumerate(
-        [("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"), ("may",), ("june", "jun"),
-         ("july", "jul"), ("august", "aug"), ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
-         ("december", "dec")]
+        [
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
+            ("december", "dec"),
+        ]
     )
     for m in names
 }
 WEEKDAYS = {d: i for i, d in enumerate(["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"])}
 _NUMBERS = {
-    "a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8, "nine": 9,
-    "ten": 10, "eleven": 11, "twelve": 12, "couple": 2, "a couple": 2, "a couple of": 2, "couple of": 2, "few": 3,
-    "a few": 3, "several": 4,
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "couple": 2,
+    "a couple": 2,
+    "a couple of": 2,
+    "couple of": 2,
+    "few": 3,
+    "a few": 3,
+    "several": 4,
 }
 _UNIT_DAYS = {"day": 1, "week": 7, "weekend": 7, "month": 30, "year": 365}
 _SEASONS = {"spring": (3, 5), "summer": (6, 8), "fall": (9, 11), "autumn": (9, 11), "winter": (12, 2)}
@@ -45,18 +74,27 @@ _YEAR = re.compile(r"\b((?:19|20)\d\d)\b")
 _BEFORE = re.compile(r"\b(before|by|until|as of|prior to)\s*$", re.I)
 _AFTER = re.compile(r"\b(after|since)\s*$", re.I)
 
-_NUM_RE = r"(\d+|a couple of|a couple|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+_NUM_RE = (
+    r"(\d+|a couple of|a couple|couple of|a few|few|several|an?|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
+)
 _WEEKDAY_NAMES = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
 # (words one of which must be in the lowercased text, pattern, what it resolves to); the words are a
 # cheap filter so that most turns never run most patterns
 _RELATIVE: list[tuple[tuple[str, ...], re.Pattern[str], object]] = [
     (("yesterday", "last night"), re.compile(r"\b(yesterday|last night)\b", re.I), -1),
-    (("today", "tonight", "this morning", "this afternoon", "this evening"),
-     re.compile(r"\b(today|tonight|this (?:morning|afternoon|evening)|earlier today)\b", re.I), 0),
+    (
+        ("today", "tonight", "this morning", "this afternoon", "this evening"),
+        re.compile(r"\b(today|tonight|this (?:morning|afternoon|evening)|earlier today)\b", re.I),
+        0,
+    ),
     (("tomorrow",), re.compile(r"\btomorrow\b", re.I), 1),
     (("weekend",), re.compile(r"\b(?:last|this past|past) weekend\b", re.I), "last_weekend"),
     (("weekend",), re.compile(r"\bnext weekend\b", re.I), "next_weekend"),
-    (_WEEKDAY_NAMES, re.compile(r"\b(?:last|this past|past) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I), "last_wd"),
+    (
+        _WEEKDAY_NAMES,
+        re.compile(r"\b(?:last|this past|past) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I),
+        "last_wd",
+    ),
     (_WEEKDAY_NAMES, re.compile(r"\bnext (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I), "next_wd"),
     (_WEEKDAY_NAMES, re.compile(r"\b(?:on|this) (monday|tuesday|wednesday|thursday|friday|saturday|sunday)\b", re.I), "last_wd"),
     (("week",), re.compile(r"\b(?:last|past|previous) week\b", re.I), -7),

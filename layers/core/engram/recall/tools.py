@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -16,7 +16,9 @@ from engram.recall.index import TOOL_TEXT_CHARS, conversation_search
 class ConversationSearchInput(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    query: str = Field(min_length=1, max_length=500, description="Words to look for: topics, names, phrases, or a date such as 'May 2024'.")
+    query: str = Field(
+        min_length=1, max_length=500, description="Words to look for: topics, names, phrases, or a date such as 'May 2024'."
+    )
     limit: int = Field(default=5, ge=1, le=20, description="How many messages to return (1-20).")
     session_id: str | None = Field(default=None, pattern=ID_PATTERN, description="Only search this session.")
 
@@ -43,7 +45,7 @@ def _tool(ctx: ToolContext, args: ConversationSearchInput) -> Any:
     if not hits:
         where = f"session {args.session_id}" if args.session_id else "any session"
         return f'No matches: nothing said earlier in {where} matches "{args.query}".'
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     out = []
     for hit in hits:
         text = hit["text"]
@@ -58,8 +60,14 @@ def _tool(ctx: ToolContext, args: ConversationSearchInput) -> Any:
 
 
 _INTENTS = [
-    re.compile(r"\bsearch\s+(?:(?:our|my|the|all|past|previous|earlier|old)\s+)*(?:(?:conversations?|chats?|history|messages?)\s+)+(?:for|about)\s+(?P<q>.+)", re.I),
-    re.compile(r"\b(?:did|have)\s+(?:we|i|you)\s+(?:ever\s+)?(?:talk|talked|speak|spoken|spoke|chat|chatted|discuss|discussed)\s+(?:about\s+)?(?P<q>.+)", re.I),
+    re.compile(
+        r"\bsearch\s+(?:(?:our|my|the|all|past|previous|earlier|old)\s+)*(?:(?:conversations?|chats?|history|messages?)\s+)+(?:for|about)\s+(?P<q>.+)",
+        re.I,
+    ),
+    re.compile(
+        r"\b(?:did|have)\s+(?:we|i|you)\s+(?:ever\s+)?(?:talk|talked|speak|spoken|spoke|chat|chatted|discuss|discussed)\s+(?:about\s+)?(?P<q>.+)",
+        re.I,
+    ),
     re.compile(r"\bwhat\s+did\s+(?:i|you|we)\s+(?:say|tell\s+you|mention|write)\s+about\s+(?P<q>.+)", re.I),
     re.compile(r"\bdid\s+(?:i|we)\s+(?:ever\s+)?mention\s+(?P<q>.+)", re.I),
 ]

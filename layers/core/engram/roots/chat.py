@@ -24,5 +24,8 @@ def chat_tools() -> ToolRegistry:
 
 
 def build(settings: Settings, registry: ToolRegistry | None = None, **given: Any) -> ModelDeps:
-    return ModelDeps(**clients(settings, **given), registry=registry or chat_tools(),
-                     sections=memory_sections(settings.agent_memory_token_budget))
+    return ModelDeps(
+        **clients(settings, **given),
+        registry=registry or chat_tools(),
+        sections=memory_sections(settings.agent_memory_token_budget),
+    )

@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Generic, TypeVar
+from typing import TypeVar
 
 from engram.kernel.settings import Settings, get_settings
 
 T = TypeVar("T")
 
 
-class FunctionRoot(Generic[T]):
+class FunctionRoot[T]:
     def __init__(self, build: Callable[[Settings], T]):
         self._build = build
         self._deps: T | None = None

@@ -8,8 +8,8 @@ from typing import Any
 from engram.engine.tools import ToolRegistry
 from engram.kernel.settings import Settings
 from engram.roots import chat
-from engram.wiring.model import ModelDeps
 from engram.run_memory.tools import register_tools as run_memory_tools
+from engram.wiring.model import ModelDeps
 
 
 def run_tools() -> ToolRegistry:

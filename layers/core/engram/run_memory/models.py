@@ -7,7 +7,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 from pydantic.alias_generators import to_camel
 
-
 Kind = Literal["input", "step_result", "task_result", "shared"]
 
 

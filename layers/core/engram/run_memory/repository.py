@@ -10,11 +10,12 @@ strings and maps, nulls), which DynamoDB's native types would not all do.
 from __future__ import annotations
 
 import json
-from typing import Any, Iterable
+from collections.abc import Iterable
+from typing import Any
 
-from engram.run_memory.models import RunMemoryEntry
 from engram.aws import keys
 from engram.aws.table import Table
+from engram.run_memory.models import RunMemoryEntry
 
 # Attributes an entry sets; the optional ones are REMOVEd when absent, so an overwrite replaces
 # the whole entry except its createdAt.
@@ -49,7 +50,8 @@ class RunMemoryStore:
         assignments = [f"#{attr} = :{attr}" for attr in present] + ["#createdAt = if_not_exists(#createdAt, :createdAt)"]
         absent = [f"#{attr}" for attr in fields if attr not in present]
         item = self.table.update(
-            keys.agent_pk(t, agent_id), keys.run_memory_sk(run_id, entry.key),
+            keys.agent_pk(t, agent_id),
+            keys.run_memory_sk(run_id, entry.key),
             "SET " + ", ".join(assignments) + (" REMOVE " + ", ".join(absent) if absent else ""),
             names={f"#{attr}": attr for attr in [*fields, "createdAt"]},
             values={**{f":{attr}": value for attr, value in present.items()}, ":createdAt": entry.created_at},

@@ -19,17 +19,17 @@ from __future__ import annotations
 import json
 import re
 import threading
-from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING, Any, Iterable
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+from typing import TYPE_CHECKING, Any
 
-
-from engram.run_memory.models import RunMemoryEntry
-from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge
 from engram.aws.keys import RUN_MEMORY_KEY_PATTERN
+from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge
+from engram.run_memory.models import RunMemoryEntry
 
 if TYPE_CHECKING:
-    from engram.wiring.stores import Stores
     from engram.kernel.settings import Settings
+    from engram.wiring.stores import Stores
 
 KINDS: tuple[str, ...] = ("input", "step_result", "task_result", "shared")
 # The kind every namespace holds: a key's prefix decides its kind.
@@ -42,7 +42,7 @@ _KEY_RE = re.compile(RUN_MEMORY_KEY_PATTERN)
 
 # --- time: sortable, unique instants ----------------------------------------------------------
 _clock_lock = threading.Lock()
-_last_instant = datetime.min.replace(tzinfo=timezone.utc)
+_last_instant = datetime.min.replace(tzinfo=UTC)
 
 
 def next_instant() -> datetime:
@@ -50,7 +50,7 @@ def next_instant() -> datetime:
     written in the same microsecond still have distinct, ordered timestamps."""
     global _last_instant
     with _clock_lock:
-        now = datetime.now(timezone.utc)
+        now = datetime.now(UTC)
         if now <= _last_instant:
             now = _last_instant + timedelta(microseconds=1)
         _last_instant = now
@@ -67,7 +67,9 @@ def iso_micro(instant: datetime) -> str:
 
 def check_key(key: object) -> str:
     if not isinstance(key, str) or not _KEY_RE.match(key):
-        raise BadRequest("a run memory key is <input|step|task|shared>:<1-120 of A-Z a-z 0-9 _ . : ->", field="key", code="invalid_key")
+        raise BadRequest(
+            "a run memory key is <input|step|task|shared>:<1-120 of A-Z a-z 0-9 _ . : ->", field="key", code="invalid_key"
+        )
     return key
 
 
@@ -129,8 +131,15 @@ class RunMemory:
     """The scratch store of ONE run. `store` is a `run_memory.repository.RunMemoryStore` (or None for
     memory that is never persisted); every write reaches it before it is visible here."""
 
-    def __init__(self, store: Any, tenant: str, agent_id: str, run_id: str, settings: "Settings",
-                 entries: Iterable[RunMemoryEntry] | None = None):
+    def __init__(
+        self,
+        store: Any,
+        tenant: str,
+        agent_id: str,
+        run_id: str,
+        settings: Settings,
+        entries: Iterable[RunMemoryEntry] | None = None,
+    ):
         self.store = store
         self.tenant = tenant
         self.agent_id = agent_id
@@ -140,7 +149,7 @@ class RunMemory:
         self._entries: dict[str, RunMemoryEntry] = {e.key: e for e in _ordered(entries or [])}
 
     @classmethod
-    def load(cls, store: Any, tenant: str, agent_id: str, run_id: str, settings: "Settings") -> "RunMemory":
+    def load(cls, store: Any, tenant: str, agent_id: str, run_id: str, settings: Settings) -> RunMemory:
         """The memory of a persisted run (e.g. to continue it, or to inspect it afterwards)."""
         return cls(store, tenant, agent_id, run_id, settings, entries=store.load(tenant, agent_id, run_id))
 
@@ -153,8 +162,9 @@ class RunMemory:
             return key in self._entries
 
     # --- writing ----------------------------------------------------------------------------
-    def _entry(self, key: str, kind: str, value: Any, source: str | None, title: str | None, description: str | None,
-               now: str) -> RunMemoryEntry:
+    def _entry(
+        self, key: str, kind: str, value: Any, source: str | None, title: str | None, description: str | None, now: str
+    ) -> RunMemoryEntry:
         """A validated entry for `key` (not yet stored); the caller holds the lock."""
         check_key(key)
         expected = kind_of(key)
@@ -164,7 +174,7 @@ class RunMemory:
         existing = self._entries.get(key)
         return RunMemoryEntry(
             key=key,
-            kind=kind,  # type: ignore[arg-type]
+            kind=kind,
             value=json.loads(text),  # what a reader of the stored run gets back, exactly
             source=_optional_text("source", source, 200),
             title=_optional_text("title", title, TITLE_MAX_CHARS),
@@ -178,11 +188,22 @@ class RunMemory:
         added = len(new_keys - self._entries.keys())
         limit = self.settings.run_memory_max_entries
         if added and len(self._entries) + added > limit:
-            raise Conflict(f"this run's memory is full ({limit} entries); overwrite an existing key instead",
-                           field="key", code="run_memory_full")
+            raise Conflict(
+                f"this run's memory is full ({limit} entries); overwrite an existing key instead",
+                field="key",
+                code="run_memory_full",
+            )
 
-    def set(self, key: str, kind: str, value: Any, *, source: str | None = None, title: str | None = None,
-            description: str | None = None) -> RunMemoryEntry:
+    def set(
+        self,
+        key: str,
+        kind: str,
+        value: Any,
+        *,
+        source: str | None = None,
+        title: str | None = None,
+        description: str | None = None,
+    ) -> RunMemoryEntry:
         """Writes an entry (overwriting the value but keeping the original createdAt) and returns it
         as stored. Bad keys, a kind that does not match the namespace and non-JSON values are
         BadRequest, oversize values PayloadTooLarge, a full store Conflict."""
@@ -217,16 +238,17 @@ class RunMemory:
         with self._lock:
             return self._entries.get(key) if isinstance(key, str) else None
 
-
-    def list(self, kind: str | Iterable[str] | None = None, key_prefix: str | None = None,
-             sources: Iterable[str] | None = None) -> list[RunMemoryEntry]:
+    def list(
+        self, kind: str | Iterable[str] | None = None, key_prefix: str | None = None, sources: Iterable[str] | None = None
+    ) -> list[RunMemoryEntry]:
         """Entries matching every given filter, in createdAt order."""
         kinds = _kinds(kind)
         wanted_sources = set(sources) if sources is not None else None
         with self._lock:
             entries = list(self._entries.values())
         return _ordered(
-            e for e in entries
+            e
+            for e in entries
             if (kinds is None or e.kind in kinds)
             and (not key_prefix or e.key.startswith(key_prefix))
             and (wanted_sources is None or e.source in wanted_sources)
@@ -234,7 +256,7 @@ class RunMemory:
 
 
 # --- the API's view of a finished (or running) run ---------------------------------------------
-def run_memory_listing(deps: "Stores", t: str, agent_id: str, run_id: str) -> list[dict[str, Any]]:
+def run_memory_listing(deps: Stores, t: str, agent_id: str, run_id: str) -> list[dict[str, Any]]:
     """Every entry of a run, with values, in createdAt order (GET /api/runs/{runId}/memory).
     `agent_id` is the agent the run memory belongs to (the lead of a council run)."""
     return [e.public() for e in deps.run_memory.load(t, agent_id, run_id)]

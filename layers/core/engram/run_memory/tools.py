@@ -14,11 +14,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, StringConstraints
 
+from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
 from engram.kernel.secrets import find_secret
 from engram.run_memory.learnings import store_learning
 from engram.run_memory.models import Kind
 from engram.run_memory.store import RunMemory, run_memory_of
-from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
 
 MEMORY_LIST = "memory_list"
 MEMORY_READ = "memory_read"
@@ -45,8 +45,12 @@ def _is_lead(ctx: ToolContext) -> bool:
 
 # --- memory_list --------------------------------------------------------------------------------
 class ListInput(BaseModel):
-    kind: Kind | list[Kind] | None = Field(None, description="Only entries of this kind (or these kinds): input, step_result, task_result, shared.")
-    key_prefix: Annotated[str, StringConstraints(max_length=130)] | None = Field(None, description="Only keys starting with this, e.g. `task:`.")
+    kind: Kind | list[Kind] | None = Field(
+        None, description="Only entries of this kind (or these kinds): input, step_result, task_result, shared."
+    )
+    key_prefix: Annotated[str, StringConstraints(max_length=130)] | None = Field(
+        None, description="Only keys starting with this, e.g. `task:`."
+    )
     sources: Annotated[list[Annotated[str, StringConstraints(max_length=200)]], Field(max_length=50)] | None = Field(
         None, description="Only entries written by these sources (task, step or agent ids)."
     )
@@ -56,7 +60,12 @@ def _list(ctx: ToolContext, inp: ListInput) -> Any:
     cap = ctx.deps.settings.run_memory_list_cap
     found = _memory(ctx).list(kind=inp.kind, key_prefix=inp.key_prefix, sources=inp.sources)
     shown = found[-cap:]  # the newest `cap`, still in createdAt order
-    return {"total": len(found), "returned": len(shown), "truncated": len(found) > len(shown), "entries": [e.meta() for e in shown]}
+    return {
+        "total": len(found),
+        "returned": len(shown),
+        "truncated": len(found) > len(shown),
+        "entries": [e.meta() for e in shown],
+    }
 
 
 # --- memory_read --------------------------------------------------------------------------------
@@ -108,7 +117,9 @@ class WriteInput(BaseModel):
     )
     value: Any = Field(description="Any JSON value.")
     title: Annotated[str, StringConstraints(max_length=200)] | None = Field(None, description="A short label memory_list shows.")
-    description: Annotated[str, StringConstraints(max_length=1000)] | None = Field(None, description="One sentence on what the value is.")
+    description: Annotated[str, StringConstraints(max_length=1000)] | None = Field(
+        None, description="One sentence on what the value is."
+    )
 
 
 def _write(ctx: ToolContext, inp: WriteInput) -> Any:
@@ -157,19 +168,43 @@ def _learning_intent(text: str) -> dict[str, Any] | None:
 
 
 _TOOLS = (
-    (MEMORY_LIST, ListInput, _list, None, _has_run_memory,
-     "List what this run's shared memory holds: metadata only (key, kind, title, source, valueBytes), no values. "
-     "Call it first to discover inputs, other agents' results and shared values; narrow with kind, key_prefix or "
-     "sources. Shows the newest 200 at most (truncated: true when there are more)."),
-    (MEMORY_READ, ReadInput, _read, _read_intent, _has_run_memory,
-     "Fetch the full values of specific run memory keys (up to 50). Read only what you need; keys that do not "
-     "exist come back in `missing`."),
-    (MEMORY_WRITE, WriteInput, _write, None, _has_run_memory,
-     "Publish a JSON value to this run's memory under `shared:<key>` so the other agents of the run can find it "
-     "with memory_list. Only shared: keys are writable; writing the same key again replaces the value."),
-    (STORE_LEARNING, LearningInput, _store_learning, _learning_intent, _is_lead,
-     "As the lead of this team, store an insight you gained during this run (a lesson, not a result); the newest "
-     "learnings are shown to you at the start of future runs. Never store secrets."),
+    (
+        MEMORY_LIST,
+        ListInput,
+        _list,
+        None,
+        _has_run_memory,
+        "List what this run's shared memory holds: metadata only (key, kind, title, source, valueBytes), no values. "
+        "Call it first to discover inputs, other agents' results and shared values; narrow with kind, key_prefix or "
+        "sources. Shows the newest 200 at most (truncated: true when there are more).",
+    ),
+    (
+        MEMORY_READ,
+        ReadInput,
+        _read,
+        _read_intent,
+        _has_run_memory,
+        "Fetch the full values of specific run memory keys (up to 50). Read only what you need; keys that do not "
+        "exist come back in `missing`.",
+    ),
+    (
+        MEMORY_WRITE,
+        WriteInput,
+        _write,
+        None,
+        _has_run_memory,
+        "Publish a JSON value to this run's memory under `shared:<key>` so the other agents of the run can find it "
+        "with memory_list. Only shared: keys are writable; writing the same key again replaces the value.",
+    ),
+    (
+        STORE_LEARNING,
+        LearningInput,
+        _store_learning,
+        _learning_intent,
+        _is_lead,
+        "As the lead of this team, store an insight you gained during this run (a lesson, not a result); the newest "
+        "learnings are shown to you at the start of future runs. Never store secrets.",
+    ),
 )
 
 

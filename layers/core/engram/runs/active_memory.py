@@ -8,13 +8,13 @@ transcript, visible to the user. The session item carries the panel's counters (
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from engram.wiring.stores import Stores
+from engram.conversations.models import DASHBOARD
 from engram.kernel.errors import NotFound
 from engram.kernel.ids import check_id
 from engram.runs.models import ActiveMemoryStatus
-from engram.conversations.models import DASHBOARD
+from engram.wiring.stores import Stores
 
 
 def _age_seconds(stamp: str | None) -> int | None:
@@ -24,7 +24,7 @@ def _age_seconds(stamp: str | None) -> int | None:
         then = datetime.fromisoformat(stamp.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return max(0, int((datetime.now(timezone.utc) - then).total_seconds()))
+    return max(0, int((datetime.now(UTC) - then).total_seconds()))
 
 
 def status(deps: Stores, t: str, agent_id: str) -> ActiveMemoryStatus:
@@ -40,8 +40,10 @@ def status(deps: Stores, t: str, agent_id: str) -> ActiveMemoryStatus:
     limit = deps.settings.active_memory_warn_runs
     warning = None
     if runs > limit:
-        warning = (f"{runs} runs since the last reset (more than {limit}): the shared context keeps growing, "
-                   "which makes every run slower and costlier; reset it to start fresh")
+        warning = (
+            f"{runs} runs since the last reset (more than {limit}): the shared context keeps growing, "
+            "which makes every run slower and costlier; reset it to start fresh"
+        )
     return ActiveMemoryStatus(
         agent_id=agent.id,
         enabled=agent.active_memory,

@@ -38,12 +38,15 @@ def run_council(deps: Any, t: str, lead_run: Run, lead: Agent, memory: RunMemory
 
 
 def _member_message(lead: Agent, task: str) -> str:
-    return (f"{task}\n\nYou are a specialist on a council led by {lead.name}. Work on this independently and give your own "
-            "view; your reply (and your result card, if you have one) is handed to the lead.")
+    return (
+        f"{task}\n\nYou are a specialist on a council led by {lead.name}. Work on this independently and give your own "
+        "view; your reply (and your result card, if you have one) is handed to the lead."
+    )
 
 
-def _run_member(deps: Any, t: str, lead_run: Run, lead: Agent, member_id: str, memory: RunMemory,
-                task: str) -> tuple[str, str, str | None]:
+def _run_member(
+    deps: Any, t: str, lead_run: Run, lead: Agent, member_id: str, memory: RunMemory, task: str
+) -> tuple[str, str, str | None]:
     key = task_key(member_id)
     member = None
     try:
@@ -56,9 +59,15 @@ def _run_member(deps: Any, t: str, lead_run: Run, lead: Agent, member_id: str, m
         blind = member.model_copy(update={"review_decisions": False})
         # The chain is extracted once, after the lead's turn: no extraction of a member on its own.
         policies = [p for p in turn_policies(deps) if not isinstance(p, ExtractionPolicy)]
-        plan = TurnPlan(session_id=None, budget_s=deps.settings.run_budget_s, agent=blind, system_blocks=[RUN_MEMORY_GUIDE],
-                        tool_state={RUN_MEMORY: memory}, policies=policies,
-                        run_fields={"kind": "council_member", "trigger": "council", "council_run_id": lead_run.id})
+        plan = TurnPlan(
+            session_id=None,
+            budget_s=deps.settings.run_budget_s,
+            agent=blind,
+            system_blocks=[RUN_MEMORY_GUIDE],
+            tool_state={RUN_MEMORY: memory},
+            policies=policies,
+            run_fields={"kind": "council_member", "trigger": "council", "council_run_id": lead_run.id},
+        )
         result = run_turn(deps, t, _member_message(lead, task), plan)
         value: dict[str, Any] = {"status": "succeeded", "runId": result.run.id, "reply": result.reply}
         if isinstance(result.run.result, dict) and result.run.result.get("card") is not None:
@@ -68,7 +77,9 @@ def _run_member(deps: Any, t: str, lead_run: Run, lead: Agent, member_id: str, m
         return key, title, result.reply
     except Exception as err:
         error = error_of(err)
-        logger.warning("a council member failed; the lead still runs", extra={"run_id": lead_run.id, "member": member_id, "error": error})
+        logger.warning(
+            "a council member failed; the lead still runs", extra={"run_id": lead_run.id, "member": member_id, "error": error}
+        )
         value = {"status": "failed", "error": error}
         if isinstance(err, TurnFailed):
             value["runId"] = err.run_id

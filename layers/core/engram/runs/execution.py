@@ -19,27 +19,26 @@ from __future__ import annotations
 
 import hashlib
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-from engram.conversations.models import DASHBOARD
-from engram.cards.service import find_card_type, reexamination_card_type
-from engram.wiring.model import ModelDeps
-from engram.kernel.errors import BadRequest, NotFound, SessionBusy, TurnFailed, error_of
-from engram.kernel.ids import check_id, time_ordered_id
 from engram.agents.models import Agent
-from engram.runs.models import Run
-from engram.kernel.model import now_iso
-from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.cards.policy import CardPolicy
+from engram.cards.service import find_card_type, reexamination_card_type
+from engram.conversations.models import DASHBOARD
 from engram.engine.turn import TurnPlan, TurnPolicy, run_turn
 from engram.extraction.enqueue import ExtractionPolicy
+from engram.kernel.errors import BadRequest, NotFound, SessionBusy, TurnFailed, error_of
+from engram.kernel.ids import check_id, time_ordered_id
+from engram.kernel.model import now_iso
+from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.recall.policy import ArchivePolicy
 from engram.run_memory.learnings import recent_learnings, render_learnings
 from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunMemory, input_key
 from engram.runs.council import run_council, team_roster
+from engram.runs.models import Run
 from engram.runs.service import FALLBACK_PROMPT, queued
-
+from engram.wiring.model import ModelDeps
 
 _CLAIM_MARGIN_S = 60.0
 
@@ -60,7 +59,7 @@ def _scheduled_time(value: Any) -> str | None:
         when = datetime.fromisoformat(value.replace("Z", "+00:00"))
     except ValueError:
         return None
-    return when.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
 def process_schedule_event(deps: ModelDeps, event: dict[str, Any]) -> dict[str, Any]:
@@ -111,9 +110,9 @@ def process_run_job(deps: ModelDeps, job: dict[str, Any]) -> None:
         deps.queues.enqueue_run({**job, "attempt": attempt + 1}, delay_s=_BUSY_RETRY_DELAY_S)
 
 
-
-
-def execute_run(deps: ModelDeps, t: str, run_id: str, *, agent: Agent | None = None, inputs: dict[str, Any] | None = None) -> dict[str, Any]:
+def execute_run(
+    deps: ModelDeps, t: str, run_id: str, *, agent: Agent | None = None, inputs: dict[str, Any] | None = None
+) -> dict[str, Any]:
     """Claims the run (or returns at once if it finished or another worker has it) and executes it."""
     budget = deps.settings.run_budget_s
     run = deps.runs.start(t, run_id, claim_s=2 * budget + _CLAIM_MARGIN_S)
@@ -167,14 +166,20 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, 
         members = run_council(deps, t, run, agent, memory, task)
         declared += [(key, title) for key, title, _ in members]
         extra.append(team_roster(members))
-        chain = [{"role": "assistant", "content": [{"type": "text", "text": f"[{title}] {reply}"}]} for _, title, reply in members if reply]
+        chain = [
+            {"role": "assistant", "content": [{"type": "text", "text": f"[{title}] {reply}"}]}
+            for _, title, reply in members
+            if reply
+        ]
         learnings = _best_effort(lambda: recent_learnings(deps, t, [agent.id, *agent.team], settings.director_learnings_shown))
         rendered = render_learnings(learnings) if learnings else None
         if rendered:
             extra.append(rendered)
     message = run.prompt
     if declared:
-        message += "\n\n# Required upstream memory (call `memory_read` with these keys):\n" + "\n".join(f"- {k} — {title}" for k, title in declared)
+        message += "\n\n# Required upstream memory (call `memory_read` with these keys):\n" + "\n".join(
+            f"- {k} — {title}" for k, title in declared
+        )
     shared = agent.active_memory and run.kind in ("heartbeat", "manual")
     policies: list[TurnPolicy] = [
         CardPolicy(deps, override=card_type, required=card_type is not None),
@@ -182,16 +187,23 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, 
         ExtractionPolicy(deps.queues, chain_id=run.id[-8:] if agent.team else None, chain_messages=chain),
     ]
     plan = TurnPlan(
-        session_id=DASHBOARD if shared else None, run_id=run.id, budget_s=settings.run_budget_s, wait_s=settings.run_session_wait_s,
-        agent=agent, session_counters=("runsSinceReset",) if shared else (), system_blocks=extra,
-        tool_state={RUN_MEMORY: memory}, policies=policies,
+        session_id=DASHBOARD if shared else None,
+        run_id=run.id,
+        budget_s=settings.run_budget_s,
+        wait_s=settings.run_session_wait_s,
+        agent=agent,
+        session_counters=("runsSinceReset",) if shared else (),
+        system_blocks=extra,
+        tool_state={RUN_MEMORY: memory},
+        policies=policies,
         run_fields={"kind": run.kind, "trigger": run.trigger, "created_at": run.created_at, "parent_run_id": run.parent_run_id},
     )
     result = run_turn(deps, t, message, plan)
     if run.kind == "reexamination" and run.parent_run_id:
         card = (result.run.result or {}).get("card") or {}
-        deps.runs.set_latest_conviction(t, run.parent_run_id, score=int(card["conviction_score"]), child_run_id=run.id,
-                                         child_created_at=run.created_at)
+        deps.runs.set_latest_conviction(
+            t, run.parent_run_id, score=int(card["conviction_score"]), child_run_id=run.id, child_created_at=run.created_at
+        )
     return result.run.status
 
 
@@ -201,5 +213,3 @@ def _best_effort(load: Any) -> Any:
     except Exception:
         logger.exception("director learnings left out of the run")
         return None
-
-

@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
-from engram.usage.models import Usage
 from engram.kernel.model import Body, Resource
+from engram.usage.models import Usage
 
 RunKind = Literal["chat", "heartbeat", "manual", "reexamination", "council_member"]
 RunStatus = Literal["queued", "running", "succeeded", "failed"]

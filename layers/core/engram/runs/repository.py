@@ -61,7 +61,7 @@ class RunRepository:
         item = self.table.get(keys.tenant_pk(t), keys.run_sk(run_id))
         return Run.model_validate(item) if item else None
 
-    def list(self, t: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Run], str | None]:
+    def page(self, t: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Run], str | None]:
         items, nxt = self.table.query(keys.runs_by_agent(t, agent_id), index="GSI1", limit=limit, token=token, newest_first=True)
         return [Run.model_validate(i) for i in items], nxt
 
@@ -71,10 +71,18 @@ class RunRepository:
         now = int(time.time())
         try:
             item = self.table.update(
-                keys.tenant_pk(t), keys.run_sk(run_id), "SET #s = :running, claimedUntil = :until, updatedAt = :at",
+                keys.tenant_pk(t),
+                keys.run_sk(run_id),
+                "SET #s = :running, claimedUntil = :until, updatedAt = :at",
                 condition="attribute_exists(PK) AND (#s = :queued OR (#s = :running AND claimedUntil < :now))",
                 names={"#s": "status"},
-                values={":running": "running", ":queued": "queued", ":until": now + int(claim_s) + 1, ":now": now, ":at": now_iso()},
+                values={
+                    ":running": "running",
+                    ":queued": "queued",
+                    ":until": now + int(claim_s) + 1,
+                    ":now": now,
+                    ":at": now_iso(),
+                },
             )
         except ConditionFailed:
             return None
@@ -83,14 +91,22 @@ class RunRepository:
     def requeue(self, t: str, run_id: str) -> None:
         """Gives a claimed run back (its session was busy): the retry claims it again."""
         try:
-            self.table.update(keys.tenant_pk(t), keys.run_sk(run_id), "SET #s = :queued REMOVE claimedUntil",
-                              condition="#s = :running", names={"#s": "status"}, values={":queued": "queued", ":running": "running"})
+            self.table.update(
+                keys.tenant_pk(t),
+                keys.run_sk(run_id),
+                "SET #s = :queued REMOVE claimedUntil",
+                condition="#s = :running",
+                names={"#s": "status"},
+                values={":queued": "queued", ":running": "running"},
+            )
         except ConditionFailed:
             pass  # finished meanwhile: nothing to give back
 
     def set_resolution(self, t: str, run_id: str, status: str) -> Run:
         try:
-            item = self.table.set_fields(keys.tenant_pk(t), keys.run_sk(run_id), {"resolutionStatus": status, "updatedAt": now_iso()})
+            item = self.table.set_fields(
+                keys.tenant_pk(t), keys.run_sk(run_id), {"resolutionStatus": status, "updatedAt": now_iso()}
+            )
         except ConditionFailed:
             raise NotFound("run not found", field="runId") from None
         return Run.model_validate(item)
@@ -100,7 +116,8 @@ class RunRepository:
         An older re-examination finishing late does not overwrite a newer one."""
         try:
             self.table.update(
-                keys.tenant_pk(t), keys.run_sk(parent_run_id),
+                keys.tenant_pk(t),
+                keys.run_sk(parent_run_id),
                 "SET latestConviction = :score, latestReexaminationId = :child, latestConvictionAt = :at",
                 condition="attribute_exists(PK) AND (attribute_not_exists(latestConvictionAt) OR latestConvictionAt <= :at)",
                 values={":score": score, ":child": child_run_id, ":at": f"{child_created_at}#{child_run_id}"},
@@ -118,7 +135,9 @@ class RunRepository:
         found: list[Run] = []
         token = None
         for _ in range(max_pages):
-            items, token = self.table.query(keys.runs_by_agent(t, agent_id), index="GSI1", limit=page, token=token, newest_first=True)
+            items, token = self.table.query(
+                keys.runs_by_agent(t, agent_id), index="GSI1", limit=page, token=token, newest_first=True
+            )
             for item in items:
                 result = item.get("result")
                 if item.get("status") == "succeeded" and isinstance(result, dict) and isinstance(result.get("card"), dict):
@@ -129,8 +148,15 @@ class RunRepository:
                 break
         return found
 
-    def finish_turn(self, t: str, *, run: Run, usage_rows: list[UsageRow], session_changes: dict[str, Any] | None,
-                    extra_items: list[dict[str, Any]] | None = None) -> None:
+    def finish_turn(
+        self,
+        t: str,
+        *,
+        run: Run,
+        usage_rows: list[UsageRow],
+        session_changes: dict[str, Any] | None,
+        extra_items: list[dict[str, Any]] | None = None,
+    ) -> None:
         """Ends a turn in one transaction: the run record, its usage, and the session's lease.
 
         `session_changes` (successful turns) bumps the revision and counters in the same write;
@@ -144,8 +170,14 @@ class RunRepository:
             ops.append(self.sessions.commit_op(t, run.agent_id, run.session_id, run.id, session_changes, run.updated_at))
         # A clean-slate run (no session) has no lease: the run record's own status guards it.
         run_index = len(ops)
-        ops.append(self.table.put_op(self.item(t, run), condition="attribute_not_exists(PK) OR #s IN (:queued, :running)",
-                                     names={"#s": "status"}, values={":queued": "queued", ":running": "running"}))
+        ops.append(
+            self.table.put_op(
+                self.item(t, run),
+                condition="attribute_not_exists(PK) OR #s IN (:queued, :running)",
+                names={"#s": "status"},
+                values={":queued": "queued", ":running": "running"},
+            )
+        )
         ops += [self.table.put_op(self.usage.item(t, row)) for row in usage_rows]
         extra = list(extra_items or [])
         room = max(0, _TRANSACTION_ITEMS - len(ops))
@@ -165,5 +197,7 @@ class RunRepository:
             try:
                 self.table.batch_write(puts=overflow)
             except Exception:
-                logger.exception("could not write the items that overflowed the turn transaction",
-                                 extra={"run_id": run.id, "count": len(overflow)})
+                logger.exception(
+                    "could not write the items that overflowed the turn transaction",
+                    extra={"run_id": run.id, "count": len(overflow)},
+                )

@@ -3,63 +3,62 @@ Active Memory panel. The runs themselves execute in the `heartbeat` function."""
 
 from __future__ import annotations
 
-
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
+from engram.api.http import Limit, Reply, Token, deps_of, ok, tenant
 from engram.runs import active_memory
-
-
 from engram.runs import service as run_records
-from engram.runs.models import RunCreate, RunUpdate
-from engram.api.http import Limit, Token, deps_of, ok, tenant
+from engram.runs.models import Run, RunCreate, RunUpdate
 
 router = Router()
 
 
-def _accepted(run):
-    return ok({"runId": run.id, "agentId": run.agent_id, "kind": run.kind, "status": run.status, "parentRunId": run.parent_run_id}, 202)
+def _accepted(run: Run) -> Reply:
+    return ok(
+        {"runId": run.id, "agentId": run.agent_id, "kind": run.kind, "status": run.status, "parentRunId": run.parent_run_id}, 202
+    )
 
 
 @router.post("/api/agents/<agentId>/runs")
-def create_run(agentId: str, body: RunCreate):
+def create_run(agentId: str, body: RunCreate) -> Reply:
     return _accepted(run_records.start_manual_run(deps_of(router), tenant(router), agentId, body))
 
 
 @router.get("/api/agents/<agentId>/active-memory")
-def get_active_memory(agentId: str):
+def get_active_memory(agentId: str) -> Reply:
     return ok(active_memory.status(deps_of(router), tenant(router), agentId).public())
 
 
 @router.post("/api/agents/<agentId>/active-memory/reset")
-def reset_active_memory(agentId: str):
+def reset_active_memory(agentId: str) -> Reply:
     return ok(active_memory.reset(deps_of(router), tenant(router), agentId).public())
 
 
 @router.patch("/api/runs/<runId>")
-def update_run(runId: str, body: RunUpdate):
+def update_run(runId: str, body: RunUpdate) -> Reply:
     return ok(run_records.update_run(deps_of(router), tenant(router), runId, body).public())
 
 
 @router.post("/api/runs/<runId>/re-examine")
-def reexamine_run(runId: str):
+def reexamine_run(runId: str) -> Reply:
     return _accepted(run_records.start_reexamination(deps_of(router), tenant(router), runId))
 
 
 @router.get("/api/runs/<runId>/re-examinations")
-def list_reexaminations(runId: str, limit: Limit = 50, nextToken: Token = None):
+def list_reexaminations(runId: str, limit: Limit = 50, nextToken: Token = None) -> Reply:
     return ok(run_records.list_reexaminations(deps_of(router), tenant(router), runId, limit, nextToken))
 
 
 @router.get("/api/runs/<runId>/memory")
-def get_run_memory(runId: str):
+def get_run_memory(runId: str) -> Reply:
     return ok(run_records.run_memory(deps_of(router), tenant(router), runId))
 
 
 @router.get("/api/agents/<agentId>/runs")
-def list_runs(agentId: str, limit: Limit = 50, nextToken: Token = None):
+def list_runs(agentId: str, limit: Limit = 50, nextToken: Token = None) -> Reply:
     return ok(run_records.list_runs(deps_of(router), tenant(router), agentId, limit, nextToken))
 
 
 @router.get("/api/runs/<runId>")
-def get_run(runId: str):
+def get_run(runId: str) -> Reply:
     return ok(run_records.get_run(deps_of(router), tenant(router), runId).public())

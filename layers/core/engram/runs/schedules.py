@@ -14,9 +14,9 @@ from typing import Any
 
 from botocore.exceptions import ClientError
 
+from engram.aws.clients import make_client
 from engram.kernel.errors import BadRequest
 from engram.kernel.ids import check_id
-from engram.aws.clients import make_client
 
 # Replaced by EventBridge Scheduler when the schedule invokes its target.
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
@@ -60,7 +60,7 @@ class ScheduleStore:
 
     @property
     def group(self) -> str:
-        return self.settings.schedule_group
+        return str(self.settings.schedule_group)
 
     def put(self, tenant: str, agent_id: str, expression: str) -> None:
         """Create the agent's schedule, or replace it when it exists (same definition either way)."""
@@ -114,7 +114,8 @@ class ScheduleStore:
         """The GetSchedule response, or None when the agent has no schedule."""
         check_id("agentId", agent_id)
         try:
-            return self.client.get_schedule(Name=agent_id, GroupName=self.group)
+            found: dict[str, Any] = self.client.get_schedule(Name=agent_id, GroupName=self.group)
+            return found
         except ClientError as err:
             if _error_code(err) == "ResourceNotFoundException":
                 return None

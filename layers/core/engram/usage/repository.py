@@ -25,12 +25,18 @@ class UsageRepository:
     def put(self, t: str, row: UsageRow) -> None:
         self.table.put(self.item(t, row))
 
-    def list(self, t: str, *, agent_id: str | None, session_key: str | None, limit: int,
-             token: str | None) -> tuple[list[UsageRow], str | None]:
+    def page(
+        self, t: str, *, agent_id: str | None, session_key: str | None, limit: int, token: str | None
+    ) -> tuple[list[UsageRow], str | None]:
         if agent_id:
-            items, nxt = self.table.query(keys.usage_by_agent(t, agent_id), index="GSI1",
-                                          sk_prefix=f"{session_key}#" if session_key else None, limit=limit, token=token,
-                                          newest_first=not session_key)
+            items, nxt = self.table.query(
+                keys.usage_by_agent(t, agent_id),
+                index="GSI1",
+                sk_prefix=f"{session_key}#" if session_key else None,
+                limit=limit,
+                token=token,
+                newest_first=not session_key,
+            )
         else:
             items, nxt = self.table.query(keys.usage_pk(t), limit=limit, token=token, newest_first=True)
         return [UsageRow.model_validate(i) for i in items], nxt

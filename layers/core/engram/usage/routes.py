@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from engram.api.http import Limit, Token, deps_of, ok, tenant
+from engram.api.http import Limit, Reply, Token, deps_of, ok, tenant
 from engram.usage import service as usage
 
 router = Router()
@@ -19,5 +19,5 @@ def list_usage(
     sessionId: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9_:-]{1,140}$")] = None,
     limit: Limit = 100,
     nextToken: Token = None,
-):
+) -> Reply:
     return ok(usage.list_usage(deps_of(router), tenant(router), agentId, sessionId, limit, nextToken))

@@ -10,12 +10,14 @@ from engram.kernel.model import page
 from engram.wiring.stores import Stores
 
 
-def list_usage(deps: Stores, t: str, agent_id: str | None, session_id: str | None, limit: int, token: str | None) -> dict[str, Any]:
+def list_usage(
+    deps: Stores, t: str, agent_id: str | None, session_id: str | None, limit: int, token: str | None
+) -> dict[str, Any]:
     if session_id and not agent_id:
         raise BadRequest("sessionId filters need agentId (session ids are per agent)", field="agentId", code="missing_filter")
     if agent_id:
         check_id("agentId", agent_id)
-    rows, nxt = deps.usage.list(t, agent_id=agent_id, session_key=session_id, limit=limit, token=token)
+    rows, nxt = deps.usage.page(t, agent_id=agent_id, session_key=session_id, limit=limit, token=token)
     totals = {"inputTokens": 0, "outputTokens": 0, "cacheReadTokens": 0, "cacheWriteTokens": 0, "costUsd": 0.0}
     for row in rows:
         data = row.public()

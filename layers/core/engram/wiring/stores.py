@@ -74,8 +74,9 @@ class Stores:
         return self._executor
 
 
-def clients(settings: Settings, *, table: Table | None = None, history: HistoryStore | None = None,
-            queues: Queues | None = None) -> dict[str, Any]:
+def clients(
+    settings: Settings, *, table: Table | None = None, history: HistoryStore | None = None, queues: Queues | None = None
+) -> dict[str, Any]:
     """The table, bucket and queues of `settings` (or the ones given: tests, the local stack)."""
     return {
         "settings": settings,

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from engram.kernel.settings import Settings
-    from engram.engine.tools import ToolRegistry
     from engram.engine.providers.base import ModelProvider
+    from engram.engine.tools import ToolRegistry
+    from engram.kernel.settings import Settings
 
 
-def make_provider(settings: "Settings", registry: "ToolRegistry | None" = None) -> "ModelProvider":
+def make_provider(settings: Settings, registry: ToolRegistry | None = None) -> ModelProvider:
     """Imports the anthropic SDK only for the providers that need it (it costs ~1.5 s)."""
     if settings.model_provider == "offline":
         from engram.engine.providers.offline import OfflineProvider

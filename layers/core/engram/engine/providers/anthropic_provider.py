@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 import os
-
 from typing import Any
 
 import anthropic
 
+from engram.engine.providers.base import ModelResponse, TokenCounts
 from engram.kernel.errors import ProviderError, TurnTimeout
 from engram.kernel.settings import Settings
-from engram.engine.providers.base import ModelResponse, TokenCounts
 
 
 def _api_key(settings: Settings) -> str:

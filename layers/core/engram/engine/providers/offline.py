@@ -10,7 +10,8 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from engram.engine.providers.base import ModelResponse, TokenCounts
 
@@ -74,7 +75,9 @@ class OfflineProvider:
                 content=content,
                 stop_reason="tool_use",
                 model="offline",
-                tokens=TokenCounts(input_tokens=_estimate_tokens([system, tools, messages]), output_tokens=_estimate_tokens(content)),
+                tokens=TokenCounts(
+                    input_tokens=_estimate_tokens([system, tools, messages]), output_tokens=_estimate_tokens(content)
+                ),
             )
         last = messages[-1]
         may_call = (tool_choice or {}).get("type") != "none"
@@ -140,7 +143,7 @@ class OfflineProvider:
         if _ABOUT_ME.search(text):
             facts = _fenced(system, "user")
             if not facts:
-                return "(offline model) I don't know anything about you yet. Tell me, e.g. \"remember that I prefer tea\"."
+                return '(offline model) I don\'t know anything about you yet. Tell me, e.g. "remember that I prefer tea".'
             return "(offline model) Here is what I know about you:\n" + "\n".join(facts)
         earlier = [_text_of(m) for m in messages[:-1] if m.get("role") == "user" and not _is_tool_result(m)]
         reply = f'(offline model) You said: "{text[:300]}".'
@@ -168,10 +171,17 @@ def _this_turn(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]
 
 def _calls_in(turn: list[dict[str, Any]], name: str) -> tuple[int, bool]:
     """How often `name` was called this turn, and whether one of its calls succeeded."""
-    ids = {b["id"] for m in turn for b in m.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == name}
+    ids = {
+        b["id"]
+        for m in turn
+        for b in m.get("content") or []
+        if isinstance(b, dict) and b.get("type") == "tool_use" and b.get("name") == name
+    }
     ok = any(
         b.get("tool_use_id") in ids and not b.get("is_error")
-        for m in turn for b in m.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_result"
+        for m in turn
+        for b in m.get("content") or []
+        if isinstance(b, dict) and b.get("type") == "tool_result"
     )
     return len(ids), ok
 
@@ -180,7 +190,8 @@ def _decision_calls(tools: list[dict[str, Any]], messages: list[dict[str, Any]])
     """(call to make before anything else, call to make before answering) for this turn."""
     names = {t["name"]: t for t in tools}
     text, turn = _this_turn(messages)
-    first = final = None
+    first: tuple[str, dict[str, Any]] | None = None
+    final: tuple[str, dict[str, Any]] | None = None
     if GET_MY_DECISIONS in names and _calls_in(turn, GET_MY_DECISIONS)[0] == 0:
         first = (GET_MY_DECISIONS, {})
     if SUBMIT_RESULT in names:
@@ -202,7 +213,11 @@ def offline_card(schema: dict[str, Any], text: str) -> dict[str, Any]:
             card[name] = prop["enum"][0]
         elif kind in ("number", "integer"):
             low, high = prop.get("minimum"), prop.get("maximum")
-            value = (low + high) / 2 if low is not None and high is not None else (low if low is not None else (high if high is not None else 0))
+            value = (
+                (low + high) / 2
+                if low is not None and high is not None
+                else (low if low is not None else (high if high is not None else 0))
+            )
             card[name] = int(value) if kind == "integer" else value
         elif kind == "boolean":
             card[name] = False
