@@ -25,11 +25,16 @@ serialize_dynamodb()
 # share one client per (service, region, endpoint, config).
 import boto3  # noqa: E402
 
+from tests import fakes  # noqa: E402
+
 _real_client = boto3.client
 _shared_clients: dict[tuple[object, ...], object] = {}
 
 
 def _shared_client(service_name: str, *args: object, **kwargs: object) -> object:
+    fake = fakes.active()
+    if fake is not None:
+        return fake.client(service_name)
     if args:
         return _real_client(service_name, *args, **kwargs)
     config = kwargs.get("config")

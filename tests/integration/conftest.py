@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from datetime import UTC
 from pathlib import Path
@@ -20,6 +22,7 @@ from engram.wiring.model import ModelDeps
 from local.apigw import invoke_http, load_functions
 from local.resources import create_resources
 from local.template import load_template
+from tests.fakes import fake_aws
 
 ROOT = Path(__file__).resolve().parents[2]
 TEMPLATE = load_template(ROOT / "template.yaml")
@@ -170,12 +173,11 @@ def at(seconds: float) -> str:
     return (datetime.now(UTC) + timedelta(seconds=seconds + 1)).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-@pytest.fixture
-def stack(monkeypatch: pytest.MonkeyPatch):
-    with mock_aws():
+def _stack(monkeypatch: pytest.MonkeyPatch, backend: AbstractContextManager[Any]) -> Iterator[Stack]:
+    with backend:
         resources = create_resources(TEMPLATE)
         # Globals, plus ApiFunction's own variables (the schedule group, the scheduler role and
-        # target) so that the API creates schedules against moto.
+        # target) so that the API creates schedules on the backend.
         for key, value in {**resources.env(), **resources.env("ApiFunction")}.items():
             monkeypatch.setenv(key, value)
         monkeypatch.setenv("MODEL_PROVIDER", "offline")
@@ -187,3 +189,16 @@ def stack(monkeypatch: pytest.MonkeyPatch):
         finally:
             stack.use(None)
             get_settings.cache_clear()
+
+
+@pytest.fixture
+def stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
+    """The handlers on the in-memory AWS fakes (tests/fakes): behaviour tests, milliseconds each.
+    tests/contract keeps the fakes true to the emulator."""
+    yield from _stack(monkeypatch, fake_aws())
+
+
+@pytest.fixture
+def moto_stack(monkeypatch: pytest.MonkeyPatch) -> Iterator[Stack]:
+    """The handlers on moto, for what only the emulator shows."""
+    yield from _stack(monkeypatch, mock_aws())

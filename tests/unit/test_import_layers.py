@@ -4,7 +4,8 @@ on the source: every import counts, including those inside functions and under T
 Layers, lowest first; a module may import its own layer or a lower one, never a higher one:
   0 kernel            errors, ids, settings, observability, validation, secrets, base models
   1 aws               the one AWS adapter: table helper, keys, clients, queues
-  2 models            each feature's `models` module: the domain vocabulary
+  2 models, ports     each feature's `models` (the domain vocabulary) and `ports` (the typed
+                      Protocols of its repositories, which services and the engine see)
   3 stores            each feature's `repository` (and the S3 transcripts, archive, scheduler)
   4 engine            turn, tool loop, prompt, tool registry, providers
   5 wiring            the typed containers services receive (Stores, ModelDeps)
@@ -21,7 +22,16 @@ from pathlib import Path
 CORE = Path(__file__).resolve().parents[2] / "layers" / "core"
 STORES = {"engram.recall.archive", "engram.conversations.transcripts", "engram.runs.schedules"}
 # What the engine may know of the features: the records a turn reads and writes.
-ENGINE_MAY_IMPORT = {"engram.agents.models", "engram.runs.models", "engram.usage.models"}
+ENGINE_MAY_IMPORT = {
+    "engram.agents.models",
+    "engram.runs.models",
+    "engram.usage.models",
+    # the ports of the stores a turn reads and writes (typed; the engine never sees a repository)
+    "engram.agents.ports",
+    "engram.conversations.ports",
+    "engram.conversations.models",
+    "engram.runs.ports",
+}
 # Imports inside functions keep something heavy off a cold start; each is listed here with its reason.
 DEFERRED = {
     ("engram.aws.clients", "boto3"): "boto3 is imported with the first client, not with the module",
@@ -87,7 +97,7 @@ def layer(module: str) -> int:
         return 0
     if area == "aws":
         return 1
-    if parts[-1] == "models":
+    if parts[-1] in ("models", "ports"):
         return 2
     if parts[-1] == "repository" or module in STORES:
         return 3

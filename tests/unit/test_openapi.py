@@ -457,17 +457,16 @@ def _fake_deps() -> Any:
         agents=SimpleNamespace(page=one_page(agent), delete_cascade=lambda t, agent_id: ["dashboard"]),
         workspaces=SimpleNamespace(page=one_page(workspace), delete=lambda t, workspace_id: None),
         sessions=SimpleNamespace(page=one_page(session)),
-        runs=SimpleNamespace(page=one_page(run)),
+        runs=SimpleNamespace(page=one_page(run), delete_all=lambda t: 0),
         memories=SimpleNamespace(all=lambda t, scope, owner_id: [memory], delete_owner=lambda t, scope, owner_id: 1),
         facts=SimpleNamespace(all=lambda t: [fact], delete_all=lambda t: 1),
-        card_types=SimpleNamespace(all=lambda t: [card_type]),
+        card_types=SimpleNamespace(all=lambda t: [card_type], delete_all=lambda t: 0),
         usage=SimpleNamespace(all_rows=lambda t: [usage.public()], delete_all=lambda t: 1),
         run_memory=SimpleNamespace(agent_entries=lambda t, agent_id: [("run_1", entry)]),
         history=SimpleNamespace(
             load=lambda t, agent_id, session_id: SimpleNamespace(messages=[{"role": "user", "content": []}]),
             delete_agent=lambda t, agent_id: 1,
         ),
-        table=SimpleNamespace(delete_all=lambda pk: 0),
     )
 
 

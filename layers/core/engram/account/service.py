@@ -5,7 +5,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from engram.aws import keys
 from engram.kernel.model import now_iso
 from engram.wiring.stores import Stores
 
@@ -75,6 +74,7 @@ def delete_everything(deps: Stores, t: str) -> dict[str, int]:
         counts["workspaces"] += 1
     counts["facts"] = deps.facts.delete_all(t)
     counts["usageRows"] = deps.usage.delete_all(t)
-    # Anything left in the tenant partition: custom card types, runs whose agent row was already gone.
-    deps.table.delete_all(keys.tenant_pk(t))
+    # What is left in the tenant partition: custom card types, runs whose agent row was already gone.
+    deps.card_types.delete_all(t)
+    deps.runs.delete_all(t)
     return counts

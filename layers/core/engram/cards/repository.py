@@ -26,3 +26,6 @@ class CardTypeRepository:
 
     def all(self, t: str) -> list[CardType]:
         return [CardType.model_validate(i) for i in self.table.query_all(keys.tenant_pk(t), sk_prefix="CARDTYPE#")]
+
+    def delete_all(self, t: str) -> int:
+        return self.table.delete_all(keys.tenant_pk(t), sk_prefix="CARDTYPE#")

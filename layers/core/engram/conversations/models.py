@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from dataclasses import dataclass
+from typing import Annotated, Any
 
 from pydantic import ConfigDict, StringConstraints
 
@@ -34,3 +35,11 @@ class WebhookIn(Body):
 
     # The public contract names this webhook field in snake_case (`session_id`).
     model_config = ConfigDict(alias_generator=None, extra="forbid", str_strip_whitespace=True)
+
+
+@dataclass(frozen=True)
+class History:
+    """A session's transcript as read from S3, with the ETag a conditional write must match."""
+
+    messages: list[dict[str, Any]]
+    etag: str | None  # None: no object yet

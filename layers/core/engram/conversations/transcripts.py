@@ -3,21 +3,15 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from engram.aws import keys
 from engram.aws.clients import make_client
+from engram.conversations.models import History
 from engram.kernel.errors import SessionBusy
 from engram.kernel.observability import logger
-
-
-@dataclass(frozen=True)
-class History:
-    messages: list[dict[str, Any]]
-    etag: str | None  # None: no object yet
 
 
 class HistoryStore:

@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from engram.agents.models import Agent
+from engram.agents.ports import Agents
+from engram.conversations.ports import Sessions, Transcripts
 from engram.engine.loop import LoopResult, run_loop
 from engram.engine.prompt import PromptSection, build_system, start_sections
 from engram.engine.providers.base import ModelProvider
@@ -27,7 +29,9 @@ from engram.kernel.errors import EngramError, NotFound, PayloadTooLarge, TurnFai
 from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
+from engram.kernel.settings import Settings
 from engram.runs.models import Run
+from engram.runs.ports import Runs
 from engram.usage.models import UsageRow
 
 _LEASE_MARGIN_S = 5
@@ -95,15 +99,15 @@ class TurnDeps(Protocol):
     """What the engine needs from its composition root (wiring.ModelDeps provides it)."""
 
     @property
-    def settings(self) -> Any: ...
+    def settings(self) -> Settings: ...
     @property
-    def agents(self) -> Any: ...
+    def agents(self) -> Agents: ...
     @property
-    def sessions(self) -> Any: ...
+    def sessions(self) -> Sessions: ...
     @property
-    def history(self) -> Any: ...
+    def history(self) -> Transcripts: ...
     @property
-    def runs(self) -> Any: ...
+    def runs(self) -> Runs: ...
     @property
     def registry(self) -> ToolRegistry: ...
     @property
@@ -293,7 +297,7 @@ def _turn_messages(turn: _Turn) -> list[dict[str, Any]]:
 
 def _save_transcript(turn: _Turn) -> tuple[str | None, Any]:
     """The conditional PUT of a session turn's transcript (nothing for a clean slate)."""
-    if turn.history is None:
+    if turn.history is None or turn.plan.session_id is None:
         return None, None
     trimmed = trim_history(turn.history.messages + _turn_messages(turn), turn.deps.settings.history_cap)
     etag = turn.deps.history.save(turn.tenant, turn.ctx.agent.id, turn.plan.session_id, trimmed.kept, etag=turn.history.etag)
@@ -338,7 +342,7 @@ def _commit(turn: _Turn, result: dict[str, Any], new_etag: str | None, trimmed: 
     try:
         deps.runs.finish_turn(turn.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes, extra_items=extra)
     except Exception as err:
-        if turn.history is not None:
+        if turn.history is not None and turn.plan.session_id is not None and new_etag is not None:
             # The transcript is already written: put the previous one back so the turn stays all-or-nothing.
             deps.history.restore(turn.tenant, turn.ctx.agent.id, turn.plan.session_id, turn.history, written_etag=new_etag)
         _fail(turn, err)

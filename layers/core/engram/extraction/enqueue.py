@@ -6,10 +6,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engram.aws.queues import Queues
 from engram.engine.tools import ToolContext
 from engram.engine.turn import TurnOutcome, TurnPolicy
 from engram.kernel.observability import MetricUnit, logger, metrics
+from engram.kernel.ports import JobQueues
 
 _JOB_MAX_BYTES = 200_000  # SQS allows 256 KiB; keep room for the envelope
 
@@ -18,7 +18,7 @@ class ExtractionPolicy(TurnPolicy):
     """`chain_id`/`chain_messages`: a council run is extracted once, over its members' replies and
     the lead's turn, with its cost under memory-extract:chain:<id8>."""
 
-    def __init__(self, queues: Queues, *, chain_id: str | None = None, chain_messages: list[dict[str, Any]] | None = None):
+    def __init__(self, queues: JobQueues, *, chain_id: str | None = None, chain_messages: list[dict[str, Any]] | None = None):
         self.queues = queues
         self.chain_id = chain_id
         self.chain_messages = chain_messages or []

@@ -10,12 +10,11 @@ stores nothing, and a job that died half-way stored nothing and is simply run ag
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 from typing import Any
 
 from engram.aws import keys
 from engram.aws.table import ConditionFailed, Table
-from engram.kernel.errors import Conflict
+from engram.extraction.models import AlreadyExtracted, Claim, ExtractionBusy, LeaseLost, RowsChanged, RowWrite
 from engram.kernel.model import now_iso
 from engram.memory.models import Memory
 from engram.memory.repository import MemoryRepository
@@ -24,41 +23,6 @@ from engram.usage.repository import UsageRepository
 
 # SQS keeps a message 4 days, the DLQ 14; a redrive from the DLQ must still find the marker.
 MARKER_TTL_S = 15 * 86400
-
-
-class AlreadyExtracted(Exception):
-    """The run's extraction already committed: a redelivered job."""
-
-    def __init__(self, marker: dict[str, Any]):
-        super().__init__("already extracted")
-        self.marker = marker
-
-
-class ExtractionBusy(Exception):
-    """Another delivery of the same job holds the marker's lease right now."""
-
-
-class LeaseLost(Exception):
-    """This attempt's lease ran out and another attempt took the marker over."""
-
-
-class RowsChanged(Conflict):
-    """A memory row changed between the read and the commit (the job is retried)."""
-
-
-@dataclass(frozen=True)
-class Claim:
-    attempt_id: str
-    attempt: int  # 1 for the first delivery
-
-
-@dataclass(frozen=True)
-class RowWrite:
-    """One memory row to put: `expect_updated_at` None means it must not exist yet."""
-
-    memory: Memory
-    owner_id: str
-    expect_updated_at: str | None
 
 
 class ExtractionStore:

@@ -43,15 +43,8 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from engram.agents.models import Agent
 from engram.engine.pricing import prices_for, usage_of
-from engram.extraction.repository import (
-    AlreadyExtracted,
-    Claim,
-    ExtractionBusy,
-    ExtractionStore,
-    LeaseLost,
-    RowsChanged,
-    RowWrite,
-)
+from engram.extraction.models import AlreadyExtracted, Claim, ExtractionBusy, LeaseLost, RowsChanged, RowWrite
+from engram.extraction.ports import ExtractionClaims
 from engram.kernel.errors import BadRequest
 from engram.kernel.ids import ID_PATTERN
 from engram.kernel.model import now_iso
@@ -630,7 +623,7 @@ def _run(deps: ModelDeps, job: ExtractJob, remaining_s: float | None, log: dict[
 
 def _extract(
     deps: ModelDeps,
-    store: ExtractionStore,
+    store: ExtractionClaims,
     job: ExtractJob,
     agent: Agent,
     targets: dict[str, str],
@@ -740,7 +733,7 @@ def _extract(
 
 
 def _commit(
-    store: ExtractionStore,
+    store: ExtractionClaims,
     job: ExtractJob,
     claim: Claim,
     usage_row: UsageRow,
@@ -759,7 +752,7 @@ def _commit(
         raise
 
 
-def _record_usage_alone(store: ExtractionStore, job: ExtractJob, usage_row: UsageRow) -> None:
+def _record_usage_alone(store: ExtractionClaims, job: ExtractJob, usage_row: UsageRow) -> None:
     try:
         store.put_usage(job.tenant, usage_row)
     except Exception:

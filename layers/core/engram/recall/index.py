@@ -8,7 +8,7 @@ The per-container cache
 -----------------------
 Keyed by (table, tenant, agentId): a query built from one tenant's key can only ever read, cache
 and return that tenant's agent partition. Each search first reads what was archived since the
-entry's last read (one GSI1 Query, ``ArchiveStore.load_since``), so a search right after a turn
+entry's last read (one GSI1 Query, ``Archive.load_since``), so a search right after a turn
 sees that turn. Bounds:
 
 - ``MAX_AGENTS`` = 32 agents per container, least recently searched evicted first;
@@ -24,7 +24,7 @@ sees that turn. Bounds:
   lag, clock skew between containers) and skip items already held.
 
 A deleted session's turns leave every cache: this container drops them at once; others see the
-tombstone ``ArchiveStore.delete_session`` writes on their next incremental read (and would drop
+tombstone ``Archive.delete_session`` writes on their next incremental read (and would drop
 them at the latest when the entry expires).
 """
 
@@ -38,7 +38,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engram.kernel.ids import check_id
-from engram.recall.archive import KIND_MESSAGE, KIND_TOMBSTONE, ArchiveStore, on_session_deleted
+from engram.recall.archive import KIND_MESSAGE, KIND_TOMBSTONE, on_session_deleted
+from engram.recall.ports import Archive
 from engram.recall.search import Params, SearchIndex
 
 MAX_AGENTS = 32
@@ -52,9 +53,9 @@ TOOL_TEXT_CHARS = 600  # text of one hit as the tool shows it to the model
 PARAMS = Params()
 
 
-def archive_of(deps: Any) -> ArchiveStore:
+def archive_of(deps: Any) -> Archive:
     """The archive store (a seam the recall-cache tests replace)."""
-    archive: ArchiveStore = deps.archive
+    archive: Archive = deps.archive
     return archive
 
 
@@ -123,7 +124,7 @@ class RecallCache:
             }
 
     def search(
-        self, archive: ArchiveStore, tenant: str, agent_id: str, query: str, *, limit: int, session_id: str | None
+        self, archive: Archive, tenant: str, agent_id: str, query: str, *, limit: int, session_id: str | None
     ) -> list[dict[str, Any]]:
         key = (archive.name, tenant, agent_id)
         with self._lock:
@@ -142,14 +143,14 @@ class RecallCache:
             return [{**entry.items[d], "score": round(score, 4)} for d, score in ranked]
 
     # --- loading ------------------------------------------------------------------------------
-    def _build(self, archive: ArchiveStore, tenant: str, agent_id: str) -> _Entry:
+    def _build(self, archive: Archive, tenant: str, agent_id: str) -> _Entry:
         started = time.time()
         items = archive.load_since(tenant, agent_id, None, limit=MAX_TURNS_PER_AGENT)
         entry = _Entry(index=SearchIndex(PARAMS), built_at=time.monotonic(), read_from=_iso(started - OVERLAP_S))
         self._ingest(entry, items)
         return entry
 
-    def _refresh(self, entry: _Entry, archive: ArchiveStore, tenant: str, agent_id: str) -> None:
+    def _refresh(self, entry: _Entry, archive: Archive, tenant: str, agent_id: str) -> None:
         started = time.time()
         fresh = archive.load_since(tenant, agent_id, entry.read_from)
         entry.read_from = _iso(started - OVERLAP_S)

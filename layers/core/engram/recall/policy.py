@@ -7,11 +7,11 @@ from typing import Any
 
 from engram.engine.tools import ToolContext
 from engram.engine.turn import TurnPolicy
-from engram.recall.archive import ArchiveStore
+from engram.recall.ports import Archive
 
 
 class ArchivePolicy(TurnPolicy):
-    def __init__(self, archive: ArchiveStore):
+    def __init__(self, archive: Archive):
         self.archive = archive
 
     def commit_items(self, ctx: ToolContext, messages: list[dict[str, Any]], at: str) -> list[dict[str, Any]]:

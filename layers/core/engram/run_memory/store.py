@@ -128,7 +128,7 @@ def _ordered(entries: Iterable[RunMemoryEntry]) -> list[RunMemoryEntry]:
 
 # --- the store of one run ---------------------------------------------------------------------
 class RunMemory:
-    """The scratch store of ONE run. `store` is a `run_memory.repository.RunMemoryStore` (or None for
+    """The scratch store of ONE run. `store` is a `run_memory.ports.RunMemories` (or None for
     memory that is never persisted); every write reaches it before it is visible here."""
 
     def __init__(

@@ -65,6 +65,10 @@ class RunRepository:
         items, nxt = self.table.query(keys.runs_by_agent(t, agent_id), index="GSI1", limit=limit, token=token, newest_first=True)
         return [Run.model_validate(i) for i in items], nxt
 
+    def delete_all(self, t: str) -> int:
+        """Every run row of the tenant (an account deletion; agent deletion removes its own)."""
+        return self.table.delete_all(keys.tenant_pk(t), sk_prefix="RUN#")
+
     def start(self, t: str, run_id: str, *, claim_s: float) -> Run | None:
         """Claims a queued run for one worker (status running, a claim that expires after `claim_s`,
         so a crashed worker's run can be taken again). None: finished, or another worker has it."""

@@ -6,20 +6,31 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-from engram.agents.repository import AgentRepository, WorkspaceRepository
+from engram.agents.ports import Agents, Workspaces
+from engram.agents.repository import AgentRepository
 from engram.aws.queues import Queues
 from engram.aws.table import Table
+from engram.cards.ports import CardTypes
 from engram.cards.repository import CardTypeRepository
+from engram.conversations.ports import Sessions, Transcripts
 from engram.conversations.repository import SessionRepository
 from engram.conversations.transcripts import HistoryStore
+from engram.extraction.ports import ExtractionClaims
 from engram.extraction.repository import ExtractionStore
+from engram.facts.ports import Facts
 from engram.facts.repository import FactRepository
+from engram.kernel.ports import JobQueues
 from engram.kernel.settings import Settings
+from engram.memory.ports import Memories
 from engram.memory.repository import MemoryRepository
 from engram.recall.archive import ArchiveStore
+from engram.recall.ports import Archive
+from engram.run_memory.ports import RunMemories
 from engram.run_memory.repository import RunMemoryStore
+from engram.runs.ports import Runs, Schedules
 from engram.runs.repository import RunRepository
 from engram.runs.schedules import ScheduleStore
+from engram.usage.ports import UsageLedger
 from engram.usage.repository import UsageRepository
 
 
@@ -27,41 +38,51 @@ from engram.usage.repository import UsageRepository
 class Stores:
     settings: Settings
     table: Table
-    history: HistoryStore
-    queues: Queues
-    schedules_override: Any = None  # a ScheduleStore to use instead of the one built on first use
-    workspaces: WorkspaceRepository = field(init=False)
-    agents: AgentRepository = field(init=False)
-    sessions: SessionRepository = field(init=False)
-    runs: RunRepository = field(init=False)
-    usage: UsageRepository = field(init=False)
-    card_types: CardTypeRepository = field(init=False)
-    memories: MemoryRepository = field(init=False)
-    facts: FactRepository = field(init=False)
-    archive: ArchiveStore = field(init=False)
-    run_memory: RunMemoryStore = field(init=False)
-    extraction: ExtractionStore = field(init=False)
+    history: Transcripts
+    queues: JobQueues
+    schedules_override: Schedules | None = None  # a store to use instead of the one built on first use
+    # Each repository is typed by its port (the feature's `ports` module): what services may call.
+    workspaces: Workspaces = field(init=False)
+    agents: Agents = field(init=False)
+    sessions: Sessions = field(init=False)
+    runs: Runs = field(init=False)
+    usage: UsageLedger = field(init=False)
+    card_types: CardTypes = field(init=False)
+    memories: Memories = field(init=False)
+    facts: Facts = field(init=False)
+    archive: Archive = field(init=False)
+    run_memory: RunMemories = field(init=False)
+    extraction: ExtractionClaims = field(init=False)
     _schedules: ScheduleStore | None = field(default=None, init=False, repr=False)
     _executor: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
-        self.agents = AgentRepository(self.table)
-        self.workspaces = self.agents.workspaces
-        self.sessions = SessionRepository(self.table)
-        self.usage = UsageRepository(self.table)
-        self.runs = RunRepository(self.table, self.sessions, self.usage)
+        agents, sessions, usage, memories = (
+            AgentRepository(self.table),
+            SessionRepository(self.table),
+            UsageRepository(self.table),
+            MemoryRepository(self.table),
+        )
+        self.agents, self.workspaces, self.sessions, self.usage, self.memories = (
+            agents,
+            agents.workspaces,
+            sessions,
+            usage,
+            memories,
+        )
+        # The run and extraction commits are transactions over the same table as these rows.
+        self.runs = RunRepository(self.table, sessions, usage)
+        self.extraction = ExtractionStore(self.table, memories, usage)
         self.card_types = CardTypeRepository(self.table)
-        self.memories = MemoryRepository(self.table)
         self.facts = FactRepository(self.table)
         self.archive = ArchiveStore(self.table)
         self.run_memory = RunMemoryStore(self.table)
-        self.extraction = ExtractionStore(self.table, self.memories, self.usage)
 
     @property
-    def schedules(self) -> ScheduleStore:
+    def schedules(self) -> Schedules:
         """EventBridge Scheduler, created on first use."""
         if self.schedules_override is not None:
-            return self.schedules_override  # type: ignore[no-any-return]
+            return self.schedules_override
         if self._schedules is None:
             self._schedules = ScheduleStore(self.settings)
         return self._schedules

@@ -1,0 +1,55 @@
+"""Ports of agents and workspaces: what services need from their storage (wiring.Stores provides the DynamoDB
+repositories; tests run them on an in-memory table)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from engram.agents.models import Agent, Workspace
+
+
+class Workspaces(Protocol):
+    """A tenant's workspaces."""
+
+    def put(self, t: str, ws: Workspace) -> None: ...
+
+    def get(self, t: str, workspace_id: str) -> Workspace | None: ...
+
+    def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[Workspace], str | None]: ...
+
+    def update(self, t: str, workspace_id: str, changes: dict[str, Any]) -> Workspace: ...
+
+    def delete(self, t: str, workspace_id: str) -> None: ...
+
+    def exists_op(self, t: str, workspace_id: str) -> dict[str, Any]:
+        """A transaction's check that the workspace exists (an agent joining it)."""
+        ...
+
+
+class Agents(Protocol):
+    """A tenant's agents, with the webhook secret and the agent-id-to-tenant lookup."""
+
+    def create(self, t: str, agent: Agent, *, webhook_secret: str, with_items: list[dict[str, Any]]) -> None:
+        """The agent, `with_items` (its `dashboard` session) and the workspace check commit together
+        or not at all."""
+        ...
+
+    def get(self, t: str, agent_id: str) -> Agent | None: ...
+
+    def webhook_secret(self, t: str, agent_id: str) -> str | None: ...
+
+    def tenant_of(self, agent_id: str) -> str | None:
+        """The webhook arrives without a principal: GSI2 maps an agent id to its tenant."""
+        ...
+
+    def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[Agent], str | None]: ...
+
+    def in_workspace(self, t: str, workspace_id: str) -> list[str]: ...
+
+    def update(self, t: str, agent_id: str, changes: dict[str, Any]) -> Agent: ...
+
+    def delete_cascade(self, t: str, agent_id: str) -> list[str]:
+        """Deletes the agent's runs, everything in its partition (sessions, memories, archive, run
+        memory, markers) and, last, the agent row; returns the session ids. Children go first, so
+        a retry after a partial failure finishes the job."""
+        ...

@@ -1,0 +1,21 @@
+"""Port of custom card types."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from engram.cards.models import CardType
+
+
+class CardTypes(Protocol):
+    """A tenant's custom card types (built-ins are data in cards.service)."""
+
+    def put(self, t: str, card_type: CardType) -> None: ...
+
+    def get(self, t: str, name: str) -> CardType | None: ...
+
+    def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[CardType], str | None]: ...
+
+    def all(self, t: str) -> list[CardType]: ...
+
+    def delete_all(self, t: str) -> int: ...

@@ -1,0 +1,73 @@
+"""Ports of conversations: session rows (and the lease a turn holds) and transcripts."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from engram.conversations.models import History, Session
+
+
+class Sessions(Protocol):
+    """Session rows: counters, the lease one turn or run holds, the Active Memory reset."""
+
+    def item(self, t: str, session: Session) -> dict[str, Any]: ...
+
+    def create(self, t: str, session: Session, *, if_absent_ok: bool = False) -> bool:
+        """Creates a session of an existing agent; False when it already existed and if_absent_ok."""
+        ...
+
+    def get(self, t: str, agent_id: str, session_id: str) -> dict[str, Any] | None: ...
+
+    def page(self, t: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Session], str | None]: ...
+
+    def delete(self, t: str, agent_id: str, session_id: str) -> None:
+        """Refused while a turn holds the session, so a running turn cannot resurrect it."""
+        ...
+
+    def acquire_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> dict[str, Any]:
+        """Takes the session for one turn (or run, or reset); returns the session item."""
+        ...
+
+    def wait_for_lease(
+        self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float, wait_s: float, busy_message: str
+    ) -> dict[str, Any]:
+        """acquire_lease, waiting up to `wait_s` (with backoff) while another turn, run or reset
+        holds the session; then SessionBusy with `busy_message`."""
+        ...
+
+    def release_lease(self, t: str, agent_id: str, session_id: str, owner: str) -> None: ...
+
+    def commit_op(
+        self, t: str, agent_id: str, session_id: str, owner: str, changes: dict[str, Any] | None, now: str
+    ) -> dict[str, Any]:
+        """A turn's commit, as one operation of its transaction: the counters it changes (a
+        successful turn) and the release of its lease, conditional on still holding it."""
+        ...
+
+    def reset_context(self, t: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, Any]:
+        """Active Memory reset: the model's context starts after the messages the session holds now
+        (they stay in the transcript); the run counter restarts. Taken under the session's lease,
+        waiting for a turn or run that holds it, so a reset is never lost under a finishing run."""
+        ...
+
+
+class Transcripts(Protocol):
+    """One transcript per session, written only over the version that was read."""
+
+    def load(self, t: str, agent_id: str, session_id: str) -> History: ...
+
+    def save(self, t: str, agent_id: str, session_id: str, messages: list[dict[str, Any]], *, etag: str | None) -> str:
+        """Conditional PUT: If-Match the version the turn read (If-None-Match for a new object).
+
+        A mismatch means someone else wrote the session since: the turn must not overwrite it."""
+        ...
+
+    def restore(self, t: str, agent_id: str, session_id: str, previous: History, *, written_etag: str) -> None:
+        """Undoes our own write (only if nobody wrote since): the previous transcript, or no object."""
+        ...
+
+    def delete(self, t: str, agent_id: str, session_id: str) -> None: ...
+
+    def delete_agent(self, t: str, agent_id: str) -> int:
+        """Removes every transcript of an agent (all its sessions); returns how many."""
+        ...

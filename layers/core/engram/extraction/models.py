@@ -1,0 +1,44 @@
+"""The extraction job's records: its claim on a run, the rows it writes, and how a claim ends."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from engram.kernel.errors import Conflict
+from engram.memory.models import Memory
+
+
+class AlreadyExtracted(Exception):
+    """The run's extraction already committed: a redelivered job."""
+
+    def __init__(self, marker: dict[str, Any]):
+        super().__init__("already extracted")
+        self.marker = marker
+
+
+class ExtractionBusy(Exception):
+    """Another delivery of the same job holds the marker's lease right now."""
+
+
+class LeaseLost(Exception):
+    """This attempt's lease ran out and another attempt took the marker over."""
+
+
+class RowsChanged(Conflict):
+    """A memory row changed between the read and the commit (the job is retried)."""
+
+
+@dataclass(frozen=True)
+class Claim:
+    attempt_id: str
+    attempt: int  # 1 for the first delivery
+
+
+@dataclass(frozen=True)
+class RowWrite:
+    """One memory row to put: `expect_updated_at` None means it must not exist yet."""
+
+    memory: Memory
+    owner_id: str
+    expect_updated_at: str | None

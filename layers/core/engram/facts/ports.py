@@ -1,0 +1,29 @@
+"""Port of the user's facts."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, Protocol
+
+from engram.facts.models import Fact
+
+
+class Facts(Protocol):
+    """Durable facts about the user, ranked for the prompt."""
+
+    def item(self, t: str, f: Fact) -> dict[str, Any]: ...
+
+    def put(self, t: str, f: Fact, *, expect_updated_at: str | None = None) -> None: ...
+
+    def get(self, t: str, fact_id: str) -> Fact | None: ...
+
+    def all(self, t: str) -> list[Fact]: ...
+
+    def top(self, t: str, limit: int) -> list[Fact]: ...
+
+    def bump(self, t: str, facts: Iterable[Fact], when: str) -> None:
+        """Marks injected facts as referenced: one transaction, Update-only (a concurrent edit of the
+        text is never overwritten), skipped as a whole if one of them was archived meanwhile."""
+        ...
+
+    def delete_all(self, t: str) -> int: ...

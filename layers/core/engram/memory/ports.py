@@ -1,0 +1,43 @@
+"""Port of long-term memories (user, workspace and agent scope)."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from engram.memory.models import Memory
+
+
+class Memories(Protocol):
+    """Memories of one owner (user, workspace, agent), ranked for the prompt."""
+
+    def item(self, t: str, m: Memory, owner_id: str) -> dict[str, Any]: ...
+
+    def put(self, t: str, m: Memory, owner_id: str, *, expect_updated_at: str | None = None) -> None:
+        """With `expect_updated_at` (read-modify-write), refused if the row changed since it was read."""
+        ...
+
+    def get(self, t: str, scope: str, owner_id: str, mid: str) -> Memory | None: ...
+
+    def get_many(self, t: str, wanted: list[tuple[str, str, str]]) -> dict[str, Memory]:
+        """(scope, owner, memoryId) -> the stored row (archived ones too), by id; one BatchGetItem."""
+        ...
+
+    def all(self, t: str, scope: str, owner_id: str) -> list[Memory]: ...
+
+    def top(self, t: str, scope: str, owner_id: str, *, limit: int, session_id: str | None, page: int = 50) -> list[Memory]:
+        """The owner's live rows in injection order (pinned > importance > recent), at most `limit`."""
+        ...
+
+    def recent_learnings(self, t: str, agent_id: str, *, limit: int) -> list[Memory]:
+        """An agent's `limit` newest active director learnings, newest first (one bounded Query)."""
+        ...
+
+    def delete(self, t: str, scope: str, owner_id: str, mid: str) -> None: ...
+
+    def delete_owner(self, t: str, scope: str, owner_id: str) -> int:
+        """Removes every memory row of an agent or workspace (the agent cascade covers agents)."""
+        ...
+
+    def delete_session_memories(self, t: str, agent_id: str, session_id: str) -> int:
+        """Conversation-category rows are bound to their session and go with it."""
+        ...

@@ -1,0 +1,90 @@
+"""Ports of runs: run records (and the end-of-turn commit) and the agents' heartbeat schedules."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from engram.runs.models import Run
+from engram.usage.models import UsageRow
+
+
+class Runs(Protocol):
+    """Run records of a tenant, claims on queued runs, re-examinations, and the end-of-turn commit."""
+
+    def item(self, t: str, run: Run) -> dict[str, Any]: ...
+
+    def create(self, t: str, run: Run) -> bool:
+        """Records a queued run; False if a run with this id already exists (a redelivered firing)."""
+        ...
+
+    def put(self, t: str, run: Run, *, only_if_new: bool = False) -> None: ...
+
+    def get(self, t: str, run_id: str) -> Run | None: ...
+
+    def page(self, t: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Run], str | None]: ...
+
+    def delete_all(self, t: str) -> int:
+        """Every run row of the tenant (an account deletion; agent deletion removes its own)."""
+        ...
+
+    def start(self, t: str, run_id: str, *, claim_s: float) -> Run | None:
+        """Claims a queued run for one worker (status running, a claim that expires after `claim_s`,
+        so a crashed worker's run can be taken again). None: finished, or another worker has it."""
+        ...
+
+    def requeue(self, t: str, run_id: str) -> None:
+        """Gives a claimed run back (its session was busy): the retry claims it again."""
+        ...
+
+    def set_resolution(self, t: str, run_id: str, status: str) -> Run: ...
+
+    def set_latest_conviction(self, t: str, parent_run_id: str, *, score: int, child_run_id: str, child_created_at: str) -> None:
+        """The parent run shows its newest re-examination's conviction; its result never changes.
+        An older re-examination finishing late does not overwrite a newer one."""
+        ...
+
+    def list_reexaminations(
+        self, t: str, parent_run_id: str, *, limit: int, token: str | None
+    ) -> tuple[list[Run], str | None]: ...
+
+    def recent_with_cards(self, t: str, agent_id: str, *, limit: int, page: int = 25, max_pages: int = 4) -> list[Run]:
+        """The agent's newest runs whose result holds a card: its runs through GSI1 newest first,
+        a bounded number of small pages (at most `page * max_pages` runs are read)."""
+        ...
+
+    def finish_turn(
+        self,
+        t: str,
+        *,
+        run: Run,
+        usage_rows: list[UsageRow],
+        session_changes: dict[str, Any] | None,
+        extra_items: list[dict[str, Any]] | None = None,
+    ) -> None:
+        """Ends a turn in one transaction: the run record, its usage, and the session's lease.
+
+        `session_changes` (successful turns) bumps the revision and counters in the same write;
+        a run can only be finished once (a redelivered job cannot double-count).
+        `extra_items` (plain attribute dicts with their keys, e.g. the turn's archived messages)
+        are Puts of the same transaction, up to 90 items in all (DynamoDB allows 100); any
+        overflow is written after the transaction commits, with BatchWriteItem."""
+        ...
+
+
+class Schedules(Protocol):
+    """One EventBridge Scheduler schedule per agent with a heartbeat."""
+
+    @property
+    def group(self) -> str: ...
+
+    def put(self, tenant: str, agent_id: str, expression: str) -> None:
+        """Create the agent's schedule, or replace it when it exists (same definition either way)."""
+        ...
+
+    def delete(self, agent_id: str) -> bool:
+        """Remove the agent's schedule; False when there was none."""
+        ...
+
+    def get(self, agent_id: str) -> dict[str, Any] | None:
+        """The GetSchedule response, or None when the agent has no schedule."""
+        ...

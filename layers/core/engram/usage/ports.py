@@ -1,0 +1,25 @@
+"""Port of the usage ledger."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from engram.usage.models import UsageRow
+
+
+class UsageLedger(Protocol):
+    """One row per model call that cost something: by tenant, by agent and session."""
+
+    def item(self, t: str, row: UsageRow) -> dict[str, Any]: ...
+
+    def put(self, t: str, row: UsageRow) -> None: ...
+
+    def page(
+        self, t: str, *, agent_id: str | None, session_key: str | None, limit: int, token: str | None
+    ) -> tuple[list[UsageRow], str | None]: ...
+
+    def all_rows(self, t: str) -> list[dict[str, Any]]:
+        """Every usage row of the tenant, as stored minus its keys (account export)."""
+        ...
+
+    def delete_all(self, t: str) -> int: ...
