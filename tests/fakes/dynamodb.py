@@ -360,7 +360,7 @@ def _compare(op: str, a: dict[str, Any] | None, b: dict[str, Any] | None) -> boo
     if op == "=":
         return _equal(a, b)
     if op == "<>":
-        return a is not None and b is not None and not _equal(a, b)
+        return not _equal(a, b)  # a missing attribute is "not equal" (DynamoDB and moto agree)
     if a is None or b is None:
         return False
     (ka, va), (kb, vb) = _comparable(a), _comparable(b)

@@ -3,6 +3,7 @@ turn engine, the agent's tools or the search index; the others import the SDK on
 
 from __future__ import annotations
 
+import functools
 import subprocess
 import sys
 from pathlib import Path
@@ -27,15 +28,28 @@ def _loaded(function: str) -> str:
 
 
 def _probe(function: str) -> list[str]:
-    code = PROBE.format(layer=str(ROOT / "layers" / "core"), path=str(ROOT / "functions" / function / "app.py"))
-    out = subprocess.run(
-        [sys.executable, "-c", code],
-        capture_output=True,
-        text=True,
-        check=True,
-        env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1"},
-    )
-    return out.stdout.strip().splitlines()
+    return _probes()[function]
+
+
+@functools.cache
+def _probes() -> dict[str, list[str]]:
+    """Each handler imported in a fresh interpreter; the three run side by side, once per session."""
+    running = {}
+    for function in ("api", "chat", "extract"):
+        code = PROBE.format(layer=str(ROOT / "layers" / "core"), path=str(ROOT / "functions" / function / "app.py"))
+        running[function] = subprocess.Popen(
+            [sys.executable, "-c", code],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1"},
+        )
+    out = {}
+    for function, process in running.items():
+        stdout, stderr = process.communicate()
+        assert process.returncode == 0, stderr
+        out[function] = stdout.strip().splitlines()
+    return out
 
 
 def test_api_handler_does_not_import_the_model_sdk():

@@ -17,6 +17,7 @@ Layers, lowest first; a module may import its own layer or a lower one, never a 
 from __future__ import annotations
 
 import ast
+import functools
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[2] / "layers" / "core"
@@ -63,6 +64,7 @@ def _target(name: str) -> str | None:
     return name or None
 
 
+@functools.cache  # the tree is parsed once for all the rules
 def _imports(module: str) -> list[tuple[str, bool]]:
     """(imported name, inside a function) for every import statement of `module`."""
     tree = ast.parse(MODULES[module].read_text(encoding="utf-8"))
@@ -80,6 +82,7 @@ def _imports(module: str) -> list[tuple[str, bool]]:
     return found
 
 
+@functools.cache
 def _edges() -> dict[str, set[str]]:
     edges: dict[str, set[str]] = {m: set() for m in MODULES}
     for module in MODULES:
