@@ -1,6 +1,7 @@
 """Shared test setup: no real AWS, no network."""
 
 import os
+from collections.abc import Iterator
 
 os.environ.setdefault("AWS_ACCESS_KEY_ID", "testing")
 os.environ.setdefault("AWS_SECRET_ACCESS_KEY", "testing")
@@ -26,6 +27,7 @@ serialize_dynamodb()
 import boto3  # noqa: E402
 
 from tests import fakes  # noqa: E402
+from tests.faults import FaultyClient  # noqa: E402
 
 _real_client = boto3.client
 _shared_clients: dict[tuple[object, ...], object] = {}
@@ -34,17 +36,32 @@ _shared_clients: dict[tuple[object, ...], object] = {}
 def _shared_client(service_name: str, *args: object, **kwargs: object) -> object:
     fake = fakes.active()
     if fake is not None:
-        return fake.client(service_name)
+        return FaultyClient(service_name, fake.client(service_name))
     if args:
-        return _real_client(service_name, *args, **kwargs)
+        return FaultyClient(service_name, _real_client(service_name, *args, **kwargs))
     config = kwargs.get("config")
     options = repr(sorted(getattr(config, "_user_provided_options", {}).items())) if config is not None else ""
     # The local stack points clients at its emulator through AWS_ENDPOINT_URL: part of the key too.
     endpoint = kwargs.get("endpoint_url") or os.environ.get("AWS_ENDPOINT_URL")
     key = (service_name, kwargs.get("region_name"), endpoint, options)  # type: ignore[assignment]
     if key not in _shared_clients:
-        _shared_clients[key] = _real_client(service_name, **kwargs)  # type: ignore[arg-type]
+        _shared_clients[key] = FaultyClient(service_name, _real_client(service_name, **kwargs))  # type: ignore[arg-type]
     return _shared_clients[key]
 
 
 boto3.client = _shared_client  # type: ignore[assignment]
+
+
+# Every client passes its calls through tests/faults.py (a no-op unless a test injects faults).
+
+
+import pytest  # noqa: E402
+
+from tests.faults import Faults, inject  # noqa: E402
+
+
+@pytest.fixture
+def faults() -> Iterator[Faults]:
+    """Faults to inject at the AWS clients for this test (see tests/faults.py)."""
+    with inject() as active:
+        yield active

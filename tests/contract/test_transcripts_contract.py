@@ -36,80 +36,114 @@ def _code(err: pytest.ExceptionInfo[ClientError]) -> str:
     return str(err.value.response["Error"]["Code"])
 
 
+NONE = History(messages=[], etag=None)
+
+
+def _save(store: HistoryStore, session: str, messages: list[dict[str, Any]], previous: History, run: str) -> str:
+    return store.save(T, "a1", session, messages, previous=previous, run_id=run)
+
+
 def test_a_session_without_a_transcript_loads_empty(store):
-    assert store.load(T, "a1", "dashboard") == History(messages=[], etag=None)
+    assert store.load(T, "a1", "dashboard", committed_run=None) == NONE
 
 
-def test_a_new_transcript_is_saved_and_loaded_with_its_etag(store, s3, backend):
-    etag = store.save(T, "a1", "dashboard", _messages("hi", "hello"), etag=None)
-    loaded = store.load(T, "a1", "dashboard")
-    assert loaded.messages == _messages("hi", "hello") and loaded.etag == etag
+def test_a_new_transcript_is_saved_and_loaded_with_its_etag_and_run(store, s3, backend):
+    etag = _save(store, "dashboard", _messages("hi", "hello"), NONE, "run_1")
+    loaded = store.load(T, "a1", "dashboard", committed_run="run_1")
+    assert loaded == History(messages=_messages("hi", "hello"), etag=etag, run_id="run_1")
     raw = s3.get_object(Bucket=backend.settings.bucket_name, Key=session_object(T, "a1", "dashboard"))
     body = raw["Body"].read()
     assert etag == f'"{hashlib.md5(body).hexdigest()}"'
     assert raw["ETag"] == etag and raw["ContentType"] == "application/json" and raw["ContentLength"] == len(body)
-    assert json.loads(body) == {"version": 1, "messages": _messages("hi", "hello")}
+    assert raw["Metadata"] == {"run-id": "run_1"}
+    assert json.loads(body) == {
+        "version": 2,
+        "runId": "run_1",
+        "messages": _messages("hi", "hello"),
+        "base": {"runId": None, "dropped": [], "kept": 0},
+    }
 
 
 def test_a_save_with_the_current_etag_replaces_the_transcript(store):
-    first = store.save(T, "a1", "s1", _messages("one"), etag=None)
-    second = store.save(T, "a1", "s1", _messages("one", "two"), etag=first)
+    first = _save(store, "s1", _messages("one"), NONE, "run_1")
+    loaded = store.load(T, "a1", "s1", committed_run="run_1")
+    second = _save(store, "s1", _messages("one", "two"), loaded, "run_2")
     assert second != first
-    assert store.load(T, "a1", "s1") == History(messages=_messages("one", "two"), etag=second)
+    assert store.load(T, "a1", "s1", committed_run="run_2") == History(_messages("one", "two"), second, "run_2")
 
 
 def test_a_save_with_a_stale_etag_is_session_busy_and_changes_nothing(store):
-    first = store.save(T, "a1", "s1", _messages("one"), etag=None)
-    current = store.save(T, "a1", "s1", _messages("one", "two"), etag=first)
+    first = _save(store, "s1", _messages("one"), NONE, "run_1")
+    current = _save(store, "s1", _messages("one", "two"), History(_messages("one"), first, "run_1"), "run_2")
     with pytest.raises(SessionBusy):
-        store.save(T, "a1", "s1", _messages("mine"), etag=first)
-    assert store.load(T, "a1", "s1") == History(messages=_messages("one", "two"), etag=current)
+        _save(store, "s1", _messages("mine"), History(_messages("one"), first, "run_1"), "run_3")
+    assert store.load(T, "a1", "s1", committed_run="run_2") == History(_messages("one", "two"), current, "run_2")
 
 
 def test_a_new_transcript_over_an_existing_one_is_session_busy(store):
-    etag = store.save(T, "a1", "s1", _messages("theirs"), etag=None)
+    etag = _save(store, "s1", _messages("theirs"), NONE, "run_1")
     with pytest.raises(SessionBusy):
-        store.save(T, "a1", "s1", _messages("mine"), etag=None)  # If-None-Match: *
-    assert store.load(T, "a1", "s1") == History(messages=_messages("theirs"), etag=etag)
+        _save(store, "s1", _messages("mine"), NONE, "run_2")  # If-None-Match: *
+    assert store.load(T, "a1", "s1", committed_run="run_1") == History(_messages("theirs"), etag, "run_1")
+
+
+def test_a_retried_save_finds_its_own_write_and_stands(store):
+    """The retry of a PUT whose response was lost fails its condition against itself."""
+    first = _save(store, "s1", _messages("one"), NONE, "run_1")
+    assert _save(store, "s1", _messages("one"), NONE, "run_1") == first
+    previous = History(_messages("one"), first, "run_1")
+    second = _save(store, "s1", _messages("one", "two"), previous, "run_2")
+    assert _save(store, "s1", _messages("one", "two"), previous, "run_2") == second
 
 
 def test_if_match_on_a_deleted_transcript_is_no_such_key_not_a_precondition_failure(store):
     """S3 (and moto) answer 404 NoSuchKey, so HistoryStore.save lets a ClientError through here."""
-    etag = store.save(T, "a1", "s1", _messages("one"), etag=None)
+    etag = _save(store, "s1", _messages("one"), NONE, "run_1")
     store.delete(T, "a1", "s1")
     with pytest.raises(ClientError) as err:
-        store.save(T, "a1", "s1", _messages("two"), etag=etag)
+        _save(store, "s1", _messages("two"), History(_messages("one"), etag, "run_1"), "run_2")
     assert _code(err) == "NoSuchKey" and err.value.response["ResponseMetadata"]["HTTPStatusCode"] == 404
 
 
-def test_restore_removes_a_transcript_the_failed_turn_created(store):
-    written = store.save(T, "a1", "s1", _messages("new"), etag=None)
-    store.restore(T, "a1", "s1", History(messages=[], etag=None), written_etag=written)
-    assert store.load(T, "a1", "s1") == History(messages=[], etag=None)
+def test_a_transcript_whose_turn_never_committed_reads_as_the_committed_one(store):
+    committed = _save(store, "s1", _messages("old"), NONE, "run_1")
+    uncommitted = _save(store, "s1", _messages("old", "failed turn"), History(_messages("old"), committed, "run_1"), "run_2")
+    # The session row still names run_1: the object's newer turn is not part of the session.
+    assert store.load(T, "a1", "s1", committed_run="run_1") == History(_messages("old"), uncommitted, "run_1")
+    # The next turn writes over it (If-Match the object as it is) and commits.
+    base = store.load(T, "a1", "s1", committed_run="run_1")
+    _save(store, "s1", _messages("old", "next turn"), base, "run_3")
+    assert store.load(T, "a1", "s1", committed_run="run_3").messages == _messages("old", "next turn")
 
 
-def test_restore_puts_the_previous_transcript_back(store):
-    before = store.save(T, "a1", "s1", _messages("old"), etag=None)
-    written = store.save(T, "a1", "s1", _messages("old", "failed turn"), etag=before)
-    store.restore(T, "a1", "s1", History(messages=_messages("old"), etag=before), written_etag=written)
-    assert store.load(T, "a1", "s1").messages == _messages("old")
+def test_the_first_turn_of_a_session_that_never_committed_reads_as_empty(store):
+    etag = _save(store, "s1", _messages("failed turn"), NONE, "run_1")
+    assert store.load(T, "a1", "s1", committed_run=None) == History(messages=[], etag=etag, run_id=None)
 
 
-def test_restore_leaves_a_transcript_someone_else_wrote_since(store):
-    written = store.save(T, "a1", "s1", _messages("ours"), etag=None)
-    theirs = store.save(T, "a1", "s1", _messages("theirs"), etag=written)
-    store.restore(T, "a1", "s1", History(messages=[], etag=None), written_etag=written)  # logged, not raised
-    assert store.load(T, "a1", "s1") == History(messages=_messages("theirs"), etag=theirs)
-    store.restore(T, "a1", "s1", History(messages=_messages("old"), etag='"0"'), written_etag=written)
-    assert store.load(T, "a1", "s1").etag == theirs
+def test_the_committed_transcript_survives_trimming_and_notices(store):
+    old = _messages("m1", "m2", "m3", "m4")
+    etag = _save(store, "s1", old, NONE, "run_1")
+    trimmed = _save(store, "s1", _messages("m3", "m4", "m5", "m6"), History(old, etag, "run_1"), "run_2")
+    assert store.load(T, "a1", "s1", committed_run="run_1") == History(old, trimmed, "run_1")
+    # A trim that inserts a notice is no tail of the old list: the old one is kept whole.
+    base = store.load(T, "a1", "s1", committed_run="run_1")
+    noticed = _save(store, "s1", _messages("[earlier messages trimmed]", "m6"), base, "run_3")
+    assert store.load(T, "a1", "s1", committed_run="run_1") == History(old, noticed, "run_1")
+
+
+def test_a_transcript_written_before_transcripts_named_their_run_is_committed(store, s3, backend):
+    key = session_object(T, "a1", "s1")
+    s3.put_object(Bucket=backend.settings.bucket_name, Key=key, Body=json.dumps({"version": 1, "messages": _messages("v1")}))
+    assert store.load(T, "a1", "s1", committed_run="run_9").messages == _messages("v1")
 
 
 def test_delete_removes_a_transcript_and_a_missing_one_is_fine(store):
-    store.save(T, "a1", "s1", _messages("x"), etag=None)
+    _save(store, "s1", _messages("x"), NONE, "run_1")
     store.delete(T, "a1", "s1")
     store.delete(T, "a1", "s1")
     store.delete(T, "a1", "never")
-    assert store.load(T, "a1", "s1") == History(messages=[], etag=None)
+    assert store.load(T, "a1", "s1", committed_run="run_1") == NONE
 
 
 class _SmallPages:
@@ -134,10 +168,10 @@ class _SmallPages:
 def test_delete_agent_removes_every_session_of_that_agent_over_several_pages(backend, s3):
     store = HistoryStore(backend.settings.bucket_name, client=_SmallPages(s3))
     for session in ("s1", "s2", "s3", "s4", "s5"):
-        store.save(T, "a1", session, _messages(session), etag=None)
-    store.save(T, "a10", "s1", _messages("a prefix of a1, not a1"), etag=None)
-    store.save(T, "a2", "s1", _messages("other agent"), etag=None)
-    store.save("tenant-2", "a1", "s1", _messages("other tenant"), etag=None)
+        store.save(T, "a1", session, _messages(session), previous=NONE, run_id="run_1")
+    store.save(T, "a10", "s1", _messages("a prefix of a1, not a1"), previous=NONE, run_id="run_1")
+    store.save(T, "a2", "s1", _messages("other agent"), previous=NONE, run_id="run_1")
+    store.save("tenant-2", "a1", "s1", _messages("other tenant"), previous=NONE, run_id="run_1")
     assert store.delete_agent(T, "a1") == 5
     assert store.delete_agent(T, "a1") == 0
     left = s3.list_objects_v2(Bucket=backend.settings.bucket_name)

@@ -5,6 +5,7 @@ mocked HTTP transport."""
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import boto3
 import httpx2
@@ -570,9 +571,20 @@ def test_no_target_scope_and_short_transcripts_skip_the_model(stack, team):
     assert claude.requests == [] and dlq_bodies(stack) == []
 
 
+def committed_transcript(stack, agent_id: str, messages: list[dict[str, Any]]) -> None:
+    """The dashboard transcript as a committed turn leaves it: the object, and the session row
+    naming the run that wrote it."""
+    from engram.aws import keys
+    from engram.conversations.models import History
+
+    t = tenant_key("alice")
+    stack.deps.history.save(t, agent_id, "dashboard", messages, previous=History(messages=[], etag=None), run_id="run_seed")
+    stack.deps.table.set_fields(keys.agent_pk(t, agent_id), keys.session_sk("dashboard"), {"lastRunId": "run_seed"})
+
+
 def test_a_truncated_job_reads_the_session_transcript(stack, team):
     agent, ws_path, _ = team
-    stack.deps.history.save(tenant_key("alice"), agent["id"], "dashboard", CONVERSATION, etag=None)
+    committed_transcript(stack, agent["id"], CONVERSATION)
     claude = Claude((200, answer([fact("tech-stack", "The billing service uses Postgres 16 and FastAPI.")])))
     use_claude(stack, claude)
     send(stack, job(agent, messages=None, truncated=True))
@@ -648,7 +660,7 @@ def test_the_extract_sample_event_runs(stack, team):
     from pathlib import Path
 
     agent, _, _ = team
-    stack.deps.history.save(tenant_key("alice"), agent["id"], "dashboard", CONVERSATION, etag=None)
+    committed_transcript(stack, agent["id"], CONVERSATION)
     event = json.loads((Path(__file__).resolve().parents[2] / "events" / "sqs-extract.json").read_text())
     record = event["Records"][0]
     body = json.loads(record["body"])

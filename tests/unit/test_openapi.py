@@ -148,7 +148,8 @@ def parameters(item: dict[str, Any], op: dict[str, Any]) -> list[dict[str, Any]]
 
 
 def by_alias(model: type[BaseModel]) -> set[str]:
-    return {f.alias or name for name, f in model.model_fields.items()}
+    """The fields a model writes (an `exclude=True` field is internal: never in a response)."""
+    return {f.alias or name for name, f in model.model_fields.items() if not f.exclude}
 
 
 def required_by_alias(model: type[BaseModel]) -> set[str]:
@@ -464,7 +465,7 @@ def _fake_deps() -> Any:
         usage=SimpleNamespace(all_rows=lambda t: [usage.public()], delete_all=lambda t: 1),
         run_memory=SimpleNamespace(agent_entries=lambda t, agent_id: [("run_1", entry)]),
         history=SimpleNamespace(
-            load=lambda t, agent_id, session_id: SimpleNamespace(messages=[{"role": "user", "content": []}]),
+            load=lambda t, agent_id, session_id, committed_run: SimpleNamespace(messages=[{"role": "user", "content": []}]),
             delete_agent=lambda t, agent_id: 1,
         ),
     )

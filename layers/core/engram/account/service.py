@@ -36,7 +36,10 @@ def export(deps: Stores, t: str) -> dict[str, Any]:
         agents_out.append(
             {
                 **agent.public(),
-                "sessions": [{**s.public(), "messages": deps.history.load(t, agent.id, s.id).messages} for s in sessions],
+                "sessions": [
+                    {**s.public(), "messages": deps.history.load(t, agent.id, s.id, committed_run=s.last_run_id).messages}
+                    for s in sessions
+                ],
                 "memories": [m.public() for m in deps.memories.all(t, "agent", agent.id)],
                 "runMemory": [
                     {"runId": run_id, **entry.public()} for run_id, entry in deps.run_memory.agent_entries(t, agent.id)

@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValida
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import ValidationError
 
-from engram.kernel.errors import EngramError, TurnFailed, Unauthorized
+from engram.kernel.errors import EngramError, StorageUnavailable, Unauthorized, aws_unavailable
 from engram.kernel.ids import tenant_key
 from engram.kernel.observability import logger
 
@@ -101,7 +101,8 @@ def build_app(*routers: Router) -> APIGatewayHttpResolver:
 
     @app.exception_handler(EngramError)
     def _domain(err: EngramError) -> Reply:
-        extra = {"runId": err.run_id} if isinstance(err, TurnFailed) else {}
+        run_id = getattr(err, "run_id", None)  # TurnFailed, QueueUnavailable: the run that records it
+        extra = {"runId": run_id} if run_id else {}
         if err.status >= 500:
             logger.warning("request failed", extra={"code": err.code, "error": err.message})
         return fail(err.status, err.code, err.message, err.field, **extra)
@@ -127,6 +128,9 @@ def build_app(*routers: Router) -> APIGatewayHttpResolver:
 
     @app.exception_handler(Exception)
     def _unexpected(err: Exception) -> Reply:
+        if aws_unavailable(err):
+            logger.warning("an AWS service did not answer", extra={"error": repr(err)})
+            return fail(StorageUnavailable.status, StorageUnavailable.code, StorageUnavailable.default_message)
         logger.exception("unhandled error")
         return fail(500, "internal_error", "an unexpected error occurred; it has been logged")
 

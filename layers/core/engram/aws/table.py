@@ -126,6 +126,10 @@ class Cancelled(Exception):
         self.codes = codes or []
 
 
+class IdempotencyMismatch(Exception):
+    """A transaction's token was used in the last 10 minutes by a different request."""
+
+
 class ConditionFailed(Cancelled):
     """A conditional write did not apply. `item` is the stored item when the call asked for it
     (None when there is none); `codes` are a cancelled transaction's per-item reasons."""
@@ -341,17 +345,26 @@ class Table:
         return [deserialize(i) for i in out.get("Items", [])], out.get("LastEvaluatedKey")
 
     # --- several items --------------------------------------------------------------------------
-    def transact(self, operations: list[dict[str, Any]]) -> None:
+    def transact(self, operations: list[dict[str, Any]], *, token: str | None = None) -> None:
         """TransactWriteItems of operations built with `put_op`, `update_op`, `check_op`; a
-        cancelled transaction whose reasons name a failed condition raises ConditionFailed."""
+        cancelled transaction whose reasons name a failed condition raises ConditionFailed.
+
+        `token` (ClientRequestToken, at most 36 characters): DynamoDB applies a transaction with
+        the same token at most once in 10 minutes and answers a repeat with success, so a retry
+        after a lost response does not fail its own conditions."""
         try:
-            self.client.transact_write_items(TransactItems=operations)
+            args: dict[str, Any] = {"TransactItems": operations}
+            if token:
+                args["ClientRequestToken"] = token
+            self.client.transact_write_items(**args)
         except ClientError as err:
             codes = cancellation_codes(err)
             if "ConditionalCheckFailed" in codes:
                 raise ConditionFailed(codes=codes) from None
             if codes:
                 raise Cancelled(codes) from None
+            if err.response.get("Error", {}).get("Code") == "IdempotentParameterMismatchException":
+                raise IdempotencyMismatch() from None
             raise
 
     def put_op(

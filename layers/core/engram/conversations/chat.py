@@ -15,6 +15,7 @@ from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
 from engram.recall.policy import ArchivePolicy
 from engram.runs.models import Run
+from engram.runs.service import unqueued
 from engram.wiring.model import ModelDeps
 
 
@@ -48,7 +49,10 @@ def enqueue_turn(deps: ModelDeps, *, tenant: str, agent_id: str, session_id: str
         "createdAt": now,
     }
     deps.runs.put(tenant, run, only_if_new=True)
-    deps.queues.enqueue_turn(job, group=f"{tenant}#{agent_id}#{session_id}", dedup_id=run.id)
+    try:
+        deps.queues.enqueue_turn(job, group=f"{tenant}#{agent_id}#{session_id}", dedup_id=run.id)
+    except Exception as err:
+        raise unqueued(deps, tenant, run) from err
     return run
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from pydantic import ConfigDict, StringConstraints
+from pydantic import ConfigDict, Field, StringConstraints
 
 from engram.kernel.model import Body, Id, Resource
 
@@ -23,6 +23,8 @@ class Session(Resource):
     title: str = ""
     message_count: int = 0
     revision: int = 0
+    # The run whose commit the transcript reflects (see conversations.transcripts); not public.
+    last_run_id: str | None = Field(default=None, exclude=True)
 
 
 class MessageIn(Body):
@@ -39,7 +41,9 @@ class WebhookIn(Body):
 
 @dataclass(frozen=True)
 class History:
-    """A session's transcript as read from S3, with the ETag a conditional write must match."""
+    """A session's committed transcript as read from S3, with the ETag a conditional write must
+    match (the ETag of the object as it is, which may hold a turn that never committed)."""
 
     messages: list[dict[str, Any]]
     etag: str | None  # None: no object yet
+    run_id: str | None = None  # the run whose commit these messages are

@@ -54,16 +54,14 @@ class Sessions(Protocol):
 class Transcripts(Protocol):
     """One transcript per session, written only over the version that was read."""
 
-    def load(self, t: str, agent_id: str, session_id: str) -> History: ...
-
-    def save(self, t: str, agent_id: str, session_id: str, messages: list[dict[str, Any]], *, etag: str | None) -> str:
-        """Conditional PUT: If-Match the version the turn read (If-None-Match for a new object).
-
-        A mismatch means someone else wrote the session since: the turn must not overwrite it."""
+    def load(self, t: str, agent_id: str, session_id: str, *, committed_run: str | None) -> History:
+        """The transcript as of the session's committed run (`lastRunId` of the session row)."""
         ...
 
-    def restore(self, t: str, agent_id: str, session_id: str, previous: History, *, written_etag: str) -> None:
-        """Undoes our own write (only if nobody wrote since): the previous transcript, or no object."""
+    def save(
+        self, t: str, agent_id: str, session_id: str, messages: list[dict[str, Any]], *, previous: History, run_id: str
+    ) -> str:
+        """Conditional PUT over the object the turn read; SessionBusy if someone wrote since."""
         ...
 
     def delete(self, t: str, agent_id: str, session_id: str) -> None: ...

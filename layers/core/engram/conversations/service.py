@@ -38,7 +38,7 @@ def get_session(deps: Stores, t: str, agent_id: str, session_id: str) -> dict[st
         if deps.agents.get(t, agent_id) is None:
             raise NotFound("agent not found", field="agentId")
         raise NotFound("session not found", field="sessionId")
-    history = deps.history.load(t, agent_id, session_id)
+    history = deps.history.load(t, agent_id, session_id, committed_run=item.get("lastRunId"))
     return {**_session_public(item), "messages": history.messages}
 
 

@@ -1,4 +1,13 @@
-"""Session transcripts in S3: one JSON object per session, written only with a matching ETag."""
+"""Session transcripts in S3: one JSON object per session, written only with a matching ETag.
+
+The transcript is written before the turn's DynamoDB commit, so an object can hold a turn that
+never committed (the commit failed, and nothing may be able to undo the write). The session row
+is the truth: its `lastRunId` names the run whose commit the transcript reflects. Every object
+names the run that wrote it and carries what it replaced (`base`: the messages trimmed away
+from the previous transcript, and how many of its own leading messages the previous one had), so
+a reader given the committed run id reads the committed transcript from either object; the next
+turn writes over an uncommitted one (its If-Match is the object's ETag as it is).
+"""
 
 from __future__ import annotations
 
@@ -13,6 +22,32 @@ from engram.conversations.models import History
 from engram.kernel.errors import SessionBusy
 from engram.kernel.observability import logger
 
+_VERSION = 2  # 1: {"messages"} only, written before transcripts named their run (always committed)
+
+
+def _base(previous: History, messages: list[dict[str, Any]]) -> dict[str, Any]:
+    """How to get `previous` back from `messages`: normally the new list starts with the tail
+    of the previous one (trimming drops from the front), so only the dropped head is kept."""
+    old = previous.messages
+    for dropped in range(len(old) + 1):
+        kept = len(old) - dropped
+        if messages[:kept] == old[dropped:]:
+            return {"runId": previous.run_id, "dropped": old[:dropped], "kept": kept}
+    return {"runId": previous.run_id, "messages": old}  # a trimming notice was inserted: keep it all
+
+
+def committed_view(doc: dict[str, Any], etag: str | None, committed_run: str | None) -> History:
+    """The committed transcript in a stored document, given the session's `lastRunId`."""
+    writer = doc.get("runId")
+    messages = list(doc.get("messages", []))
+    if writer is None or writer == committed_run:
+        return History(messages=messages, etag=etag, run_id=writer)
+    base = doc.get("base") or {}
+    if base.get("runId") != committed_run:
+        logger.warning("a transcript names neither the committed run nor its base", extra={"writer": writer})
+    previous = base["messages"] if "messages" in base else list(base.get("dropped", [])) + messages[: int(base.get("kept", 0))]
+    return History(messages=previous, etag=etag, run_id=base.get("runId"))
+
 
 class HistoryStore:
     def __init__(self, bucket: str, client: Any = None):
@@ -25,49 +60,48 @@ class HistoryStore:
             self._client = make_client("s3")
         return self._client
 
-    def load(self, t: str, agent_id: str, session_id: str) -> History:
+    def load(self, t: str, agent_id: str, session_id: str, *, committed_run: str | None) -> History:
+        """The transcript as of the session's committed run (`lastRunId` of the session row)."""
         try:
             out = self.client.get_object(Bucket=self.bucket, Key=keys.session_object(t, agent_id, session_id))
         except ClientError as err:
             if err.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
                 return History(messages=[], etag=None)
             raise
-        doc = json.loads(out["Body"].read())
-        return History(messages=doc.get("messages", []), etag=out["ETag"])
+        return committed_view(json.loads(out["Body"].read()), out["ETag"], committed_run)
 
-    def save(self, t: str, agent_id: str, session_id: str, messages: list[dict[str, Any]], *, etag: str | None) -> str:
-        """Conditional PUT: If-Match the version the turn read (If-None-Match for a new object).
+    def save(
+        self, t: str, agent_id: str, session_id: str, messages: list[dict[str, Any]], *, previous: History, run_id: str
+    ) -> str:
+        """Conditional PUT over the object the turn read (If-Match its ETag; If-None-Match for a
+        new one). A mismatch means someone else wrote the session since: SessionBusy.
 
-        A mismatch means someone else wrote the session since: the turn must not overwrite it.
-        """
-        body = json.dumps({"version": 1, "messages": messages}, ensure_ascii=False, separators=(",", ":")).encode()
-        condition = {"IfMatch": etag} if etag else {"IfNoneMatch": "*"}
+        A retry after a lost response finds its own write and fails the condition: the object's
+        `run-id` metadata tells, and the write stands."""
+        doc = {"version": _VERSION, "runId": run_id, "messages": messages, "base": _base(previous, messages)}
+        body = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
+        key = keys.session_object(t, agent_id, session_id)
+        condition = {"IfMatch": previous.etag} if previous.etag else {"IfNoneMatch": "*"}
         try:
             out = self.client.put_object(
-                Bucket=self.bucket,
-                Key=keys.session_object(t, agent_id, session_id),
-                Body=body,
-                ContentType="application/json",
-                **condition,
+                Bucket=self.bucket, Key=key, Body=body, ContentType="application/json", Metadata={"run-id": run_id}, **condition
             )
         except ClientError as err:
-            if err.response.get("Error", {}).get("Code") in ("PreconditionFailed", "ConditionalRequestConflict"):
+            if err.response.get("Error", {}).get("Code") not in ("PreconditionFailed", "ConditionalRequestConflict"):
+                raise
+            written = self._written_by(key, run_id)
+            if written is None:
                 raise SessionBusy("the session changed while the turn ran", field="sessionId") from None
-            raise
+            return written
         return str(out["ETag"])
 
-    def restore(self, t: str, agent_id: str, session_id: str, previous: History, *, written_etag: str) -> None:
-        """Undoes our own write (only if nobody wrote since): the previous transcript, or no object."""
-        key = keys.session_object(t, agent_id, session_id)
+    def _written_by(self, key: str, run_id: str) -> str | None:
+        """The object's ETag if `run_id` wrote it (else None)."""
         try:
-            if previous.etag is None:
-                current = self.client.head_object(Bucket=self.bucket, Key=key)
-                if current["ETag"] == written_etag:
-                    self.client.delete_object(Bucket=self.bucket, Key=key)
-            else:
-                self.save(t, agent_id, session_id, previous.messages, etag=written_etag)
-        except Exception:  # best-effort: the failed run is still recorded by the caller
-            logger.exception("could not restore the transcript after a failed commit", extra={"key": key})
+            head = self.client.head_object(Bucket=self.bucket, Key=key)
+        except ClientError:
+            return None
+        return str(head["ETag"]) if head.get("Metadata", {}).get("run-id") == run_id else None
 
     def delete(self, t: str, agent_id: str, session_id: str) -> None:
         self.client.delete_object(Bucket=self.bucket, Key=keys.session_object(t, agent_id, session_id))

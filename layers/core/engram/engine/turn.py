@@ -25,7 +25,7 @@ from engram.engine.prompt import PromptSection, build_system, start_sections
 from engram.engine.providers.base import ModelProvider
 from engram.engine.tools import ToolContext, ToolRegistry
 from engram.engine.trim import sequence_problems, trim_history
-from engram.kernel.errors import EngramError, NotFound, PayloadTooLarge, TurnFailed, error_of
+from engram.kernel.errors import EngramError, NotFound, PayloadTooLarge, StorageUnavailable, TurnFailed, error_of
 from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
@@ -183,9 +183,9 @@ def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnO
             policy.finish(turn.ctx, turn.loop, result)
         new_etag, trimmed = _save_transcript(turn)
     except Exception as err:
-        _fail(turn, err)
+        recorded = _fail(turn, err)
         _await_background(turn.ctx)
-        raise _as_turn_failure(err, turn.run.id) from err
+        raise _as_turn_failure(err, turn.run.id if recorded else None) from err
     return _commit(turn, result, new_etag, trimmed)
 
 
@@ -257,11 +257,23 @@ def _load_agent_and_session(
         if the_agent() is None:
             raise NotFound("agent not found", field="agentId") from None
         raise
-    agent = the_agent()
+    try:
+        agent = the_agent()
+    except Exception:
+        _release_quietly(deps, tenant, agent_id, plan.session_id, run_id)
+        raise
     if agent is None:
-        deps.sessions.release_lease(tenant, agent_id, plan.session_id, run_id)
+        _release_quietly(deps, tenant, agent_id, plan.session_id, run_id)
         raise NotFound("agent not found", field="agentId")
     return agent, session
+
+
+def _release_quietly(deps: TurnDeps, tenant: str, agent_id: str, session_id: str, run_id: str) -> None:
+    """Frees a lease this turn took (best-effort: it expires on its own)."""
+    try:
+        deps.sessions.release_lease(tenant, agent_id, session_id, run_id)
+    except Exception:
+        logger.exception("could not release the session lease", extra={"run_id": run_id})
 
 
 def _context_start(session: dict[str, Any] | None, stored: int) -> int:
@@ -276,7 +288,8 @@ def _load_context(turn: _Turn) -> list[dict[str, Any]]:
     trimmed to the cap and checked to be a valid sequence."""
     deps, plan = turn.deps, turn.plan
     if plan.session_id is not None:
-        turn.history = deps.history.load(turn.tenant, turn.ctx.agent.id, plan.session_id)
+        committed = (turn.session or {}).get("lastRunId")
+        turn.history = deps.history.load(turn.tenant, turn.ctx.agent.id, plan.session_id, committed_run=committed)
         turn.context_from = _context_start(turn.session, len(turn.history.messages))
     for prepared in turn.prepared:
         prepared.result()
@@ -300,7 +313,9 @@ def _save_transcript(turn: _Turn) -> tuple[str | None, Any]:
     if turn.history is None or turn.plan.session_id is None:
         return None, None
     trimmed = trim_history(turn.history.messages + _turn_messages(turn), turn.deps.settings.history_cap)
-    etag = turn.deps.history.save(turn.tenant, turn.ctx.agent.id, turn.plan.session_id, trimmed.kept, etag=turn.history.etag)
+    etag = turn.deps.history.save(
+        turn.tenant, turn.ctx.agent.id, turn.plan.session_id, trimmed.kept, previous=turn.history, run_id=turn.run.id
+    )
     return etag, trimmed
 
 
@@ -342,11 +357,10 @@ def _commit(turn: _Turn, result: dict[str, Any], new_etag: str | None, trimmed: 
     try:
         deps.runs.finish_turn(turn.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes, extra_items=extra)
     except Exception as err:
-        if turn.history is not None and turn.plan.session_id is not None and new_etag is not None:
-            # The transcript is already written: put the previous one back so the turn stays all-or-nothing.
-            deps.history.restore(turn.tenant, turn.ctx.agent.id, turn.plan.session_id, turn.history, written_etag=new_etag)
-        _fail(turn, err)
-        raise _as_turn_failure(err, run.id) from err
+        # The transcript written for this turn stays in S3 but is never read: the session row
+        # still names the previous run (conversations.transcripts), so nothing needs undoing.
+        recorded = _fail(turn, err)
+        raise _as_turn_failure(err, run.id if recorded else None) from err
     _await_background(turn.ctx)
     _record_metrics(run, loop, turn.started, ok=True)
     outcome = TurnOutcome(run=run, reply=loop.reply, tool_calls=loop.tool_calls, messages=_turn_messages(turn))
@@ -388,8 +402,9 @@ def _section_failed(name: str, err: Exception) -> None:
     metrics.add_metric(name="PromptSectionFailed", unit=MetricUnit.Count, value=1)
 
 
-def _fail(turn: _Turn, err: Exception) -> None:
-    """Records the failed run (and the tokens it spent) and frees the session; history is untouched."""
+def _fail(turn: _Turn, err: Exception) -> bool:
+    """Records the failed run (and the tokens it spent) and frees the session; history is
+    untouched. Returns whether the run record was written; the lease is freed either way."""
     error = error_of(err)
     loop = turn.loop
     failed = turn.run.model_copy(
@@ -403,18 +418,26 @@ def _fail(turn: _Turn, err: Exception) -> None:
             "error": error,
         }
     )
-    logger.warning("turn failed", extra={"run_id": failed.id, "code": error["code"], "error": error["message"]})
+    # The detail stays in the logs, under the run id; the record and the client get error_of's.
+    logger.warning("turn failed", extra={"run_id": failed.id, "code": error["code"], "error": repr(err)})
+    recorded = True
     try:
         turn.deps.runs.finish_turn(turn.tenant, run=failed, usage_rows=_usage_rows(failed, loop), session_changes=None)
-    except Exception:  # the lease expires on its own; the original error is what the caller needs
+    except Exception:
         logger.exception("could not record the failed run", extra={"run_id": failed.id})
+        recorded = False
+        if turn.plan.session_id is not None:  # freeing the lease now lets the next turn in at once
+            _release_quietly(turn.deps, turn.tenant, turn.ctx.agent.id, turn.plan.session_id, turn.run.id)
     _record_metrics(failed, loop, None, ok=False)
+    return recorded
 
 
-def _as_turn_failure(err: Exception, run_id: str) -> TurnFailed:
+def _as_turn_failure(err: Exception, run_id: str | None) -> TurnFailed:
     if isinstance(err, EngramError):
         return TurnFailed(err.message, run_id=run_id, code=err.code, status=err.status)
-    return TurnFailed("the turn failed unexpectedly", run_id=run_id, code="internal_error", status=500)
+    error = error_of(err)
+    status = StorageUnavailable.status if error["code"] == StorageUnavailable.code else 500
+    return TurnFailed(error["message"], run_id=run_id, code=error["code"], status=status)
 
 
 def _record_metrics(run: Run, loop: LoopResult, started: float | None, *, ok: bool) -> None:

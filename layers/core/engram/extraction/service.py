@@ -571,7 +571,9 @@ def process_extraction_job(deps: ModelDeps, raw: Any, *, remaining_s: float | No
 def _run(deps: ModelDeps, job: ExtractJob, remaining_s: float | None, log: dict[str, Any], started: float) -> Outcome:
     messages = job.messages
     if messages is None:  # too big for the message (or an old job): the run ends the session's transcript
-        messages = deps.history.load(job.tenant, job.agent_id, job.session_id).messages
+        session = deps.sessions.get(job.tenant, job.agent_id, job.session_id)
+        committed = session.get("lastRunId") if session is not None else None
+        messages = deps.history.load(job.tenant, job.agent_id, job.session_id, committed_run=committed).messages
     rendered = render_transcript(messages)
     if len(rendered) < MIN_TRANSCRIPT_CHARS:
         return _finish(Outcome("skipped", "short", transcript_chars=len(rendered)), log, started)

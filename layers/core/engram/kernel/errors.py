@@ -15,11 +15,45 @@ class EngramError(Exception):
             self.code = code
 
 
-def error_of(err: Exception) -> dict[str, str]:
-    """The `{code, message}` a run record keeps for a failure: ours as raised, anything else as internal."""
+# AWS error codes that mean "not now" rather than "not allowed" (throttling, service-side faults).
+_UNAVAILABLE_CODES = frozenset(
+    {
+        "ServiceUnavailable",
+        "InternalServerError",
+        "InternalError",
+        "InternalFailure",
+        "ThrottlingException",
+        "Throttling",
+        "ProvisionedThroughputExceededException",
+        "RequestLimitExceeded",
+        "SlowDown",
+        "RequestTimeout",
+        "TransactionInProgressException",
+    }
+)
+
+
+def aws_unavailable(err: BaseException) -> bool:
+    """An AWS service did not answer, or answered "not now": connection failures and timeouts,
+    5xx and throttling. Recognised by the botocore types' module, so the kernel imports no SDK."""
+    if not type(err).__module__.startswith(("botocore", "urllib3")):
+        return False
+    response = getattr(err, "response", None)
+    if not isinstance(response, dict):
+        return True  # EndpointConnectionError, ReadTimeoutError, ConnectTimeoutError, ...
+    status = int(response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+    return status >= 500 or response.get("Error", {}).get("Code") in _UNAVAILABLE_CODES
+
+
+def error_of(err: BaseException) -> dict[str, str]:
+    """The `{code, message}` a run record (and a client) gets for a failure: ours as raised; an AWS
+    outage as `storage_unavailable`; anything else as `internal_error`. Never the exception's own
+    text, which in AWS carries ARNs, account ids and endpoints: that goes to the logs."""
     if isinstance(err, EngramError):
         return {"code": err.code, "message": err.message}
-    return {"code": "internal_error", "message": f"{type(err).__name__}: {err}"}
+    if aws_unavailable(err):
+        return {"code": StorageUnavailable.code, "message": StorageUnavailable.default_message}
+    return {"code": "internal_error", "message": "the run failed unexpectedly; the details are logged under its run id"}
 
 
 class BadRequest(EngramError):
@@ -51,13 +85,33 @@ class SessionBusy(Conflict):
     code = "session_busy"
 
 
+class StorageUnavailable(EngramError):
+    """DynamoDB or S3 did not answer in time (or throttled us): nothing was changed; retry."""
+
+    status = 503
+    code = "storage_unavailable"
+    default_message = "the service's storage did not answer in time; nothing was changed, retry shortly"
+
+
+class QueueUnavailable(EngramError):
+    """The job could not be queued; the run it would have been is recorded as failed."""
+
+    status = 503
+    code = "queue_unavailable"
+
+    def __init__(self, message: str, *, run_id: str | None = None):
+        super().__init__(message)
+        self.run_id = run_id
+
+
 class TurnFailed(EngramError):
-    """A chat turn failed; history is untouched and the run is recorded as failed."""
+    """A chat turn failed; history is untouched and the run is recorded as failed. `run_id` is
+    None when even the failed run could not be recorded (no id is handed out that would 404)."""
 
     status = 502
     code = "turn_failed"
 
-    def __init__(self, message: str, *, run_id: str, code: str | None = None, status: int | None = None):
+    def __init__(self, message: str, *, run_id: str | None, code: str | None = None, status: int | None = None):
         super().__init__(message, code=code)
         self.run_id = run_id
         if status:

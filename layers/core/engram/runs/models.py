@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
-from engram.kernel.model import Body, Resource
+from engram.kernel.model import Body, Resource, now_iso
 from engram.usage.models import Usage
 
 RunKind = Literal["chat", "heartbeat", "manual", "reexamination", "council_member"]
@@ -32,6 +32,11 @@ class Run(Resource):
     latest_conviction: int | None = None
     model: str | None = None
     tool_calls: list[dict[str, Any]] = []
+
+    def unqueued(self) -> Run:
+        """This queued run as failed because its job could not be sent (it would never start)."""
+        error = {"code": "queue_unavailable", "message": "the run could not be queued; nothing ran, start it again"}
+        return self.model_copy(update={"status": "failed", "updated_at": now_iso(), "error": error})
 
 
 class RunCreate(Body):

@@ -3,13 +3,14 @@ re-examination's children through a sparse GSI2 key; and the one transaction tha
 
 from __future__ import annotations
 
+import hashlib
 import time
 from typing import Any
 
 from engram.aws import keys
-from engram.aws.table import ConditionFailed, Table
+from engram.aws.table import ConditionFailed, IdempotencyMismatch, Table, deserialize, serialize
 from engram.conversations.repository import SessionRepository
-from engram.kernel.errors import Conflict, NotFound, SessionBusy
+from engram.kernel.errors import Conflict, NotFound, SessionBusy, aws_unavailable
 from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
 from engram.runs.models import Run
@@ -152,6 +153,19 @@ class RunRepository:
                 break
         return found
 
+    def _committed(self, t: str, run: Run, usage_rows: list[UsageRow]) -> bool:
+        """Whether this very commit is already stored: the run record as we write it and every
+        usage row (a retry after a lost response meets its own conditions, or DynamoDB answers
+        its token as a different request's). An unreadable table counts as "no"."""
+        expected = deserialize(serialize(self.item(t, run)))
+        try:
+            stored = self.table.get(expected["PK"], expected["SK"])
+            rows = [self.usage.item(t, row) for row in usage_rows]
+            found = self.table.get_many([(r["PK"], r["SK"]) for r in rows])
+        except Exception:
+            return False
+        return stored == expected and len(found) == len(rows)
+
     def finish_turn(
         self,
         t: str,
@@ -187,13 +201,22 @@ class RunRepository:
         room = max(0, _TRANSACTION_ITEMS - len(ops))
         ops += [self.table.put_op(item) for item in extra[:room]]
         try:
-            self.table.transact(ops)
+            self.table.transact(ops, token=_commit_token(run))
         except ConditionFailed as err:
-            if run.session_id is not None and err.failed_at(0):
-                raise SessionBusy("the session lease was lost before the turn finished", field="sessionId") from None
-            if err.failed_at(run_index):
+            if not self._committed(t, run, usage_rows):
+                if run.session_id is not None and err.failed_at(0):
+                    raise SessionBusy("the session lease was lost before the turn finished", field="sessionId") from None
+                if err.failed_at(run_index):
+                    raise Conflict("this run has already finished", field="runId", code="run_finished") from None
+                raise
+        except IdempotencyMismatch:
+            # The token was used by another finish of this run with other content.
+            if not self._committed(t, run, usage_rows):
                 raise Conflict("this run has already finished", field="runId", code="run_finished") from None
-            raise
+        except Exception as err:
+            # No answer (a lost response, a timeout): the transaction may have been applied.
+            if not aws_unavailable(err) or not self._committed(t, run, usage_rows):
+                raise
         overflow = extra[room:]
         if overflow:
             # Only a turn with very many long messages gets here; the turn itself is committed, so
@@ -205,3 +228,9 @@ class RunRepository:
                     "could not write the items that overflowed the turn transaction",
                     extra={"run_id": run.id, "count": len(overflow)},
                 )
+
+
+def _commit_token(run: Run) -> str:
+    """The transaction's idempotency token: one per run and outcome (a failed run's record is a
+    different request from its commit), 32 hex characters (DynamoDB allows 36)."""
+    return hashlib.sha256(f"{run.id}:{run.status}:{run.updated_at}".encode()).hexdigest()[:32]

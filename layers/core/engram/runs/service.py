@@ -9,9 +9,10 @@ from typing import Any
 
 from engram.agents.service import get_agent
 from engram.cards.service import find_card_type
-from engram.kernel.errors import BadRequest, Conflict, EngramError, NotFound
+from engram.kernel.errors import BadRequest, Conflict, NotFound, QueueUnavailable
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page
+from engram.kernel.observability import logger
 from engram.run_memory.store import run_memory_listing
 from engram.runs.models import Run, RunCreate, RunUpdate
 from engram.wiring.stores import Stores
@@ -130,15 +131,19 @@ def _enqueue(deps: Stores, t: str, run: Run, *, inputs: dict[str, Any] | None = 
     try:
         deps.queues.enqueue_run(job)
     except Exception as err:
-        failed = run.model_copy(
-            update={
-                "status": "failed",
-                "updated_at": now_iso(),
-                "error": {"code": "enqueue_failed", "message": "the run could not be queued"},
-            }
-        )
-        deps.runs.put(t, failed)
-        raise EngramError("the run could not be queued; try again", code="enqueue_failed") from err
+        raise unqueued(deps, t, run) from err
+
+
+def unqueued(deps: Stores, t: str, run: Run) -> QueueUnavailable:
+    """A queued run whose job could not be sent: recorded as failed (it would never start), so no
+    run stays `queued` forever; the error names it only if that record could be written."""
+    logger.exception("could not queue the run's job", extra={"run_id": run.id})
+    try:
+        deps.runs.put(t, run.unqueued())
+    except Exception:
+        logger.exception("could not record the unqueued run as failed", extra={"run_id": run.id})
+        return QueueUnavailable("the run could not be queued; nothing ran, start it again")
+    return QueueUnavailable("the run could not be queued; nothing ran, start it again", run_id=run.id)
 
 
 def reexamination_prompt(parent: Run, card: dict[str, Any], card_type: Any) -> str:
