@@ -39,6 +39,7 @@ UNREACHABLE = "unreachable"
 STALL = "stall"
 
 _STATUS = {
+    "AccessDenied": 403,
     "ServiceUnavailable": 503,
     "InternalServerError": 500,
     "InternalError": 500,

@@ -22,6 +22,8 @@ Where moto disagrees with DynamoDB, the point is left out here (moto 5.2; worth 
 
 from __future__ import annotations
 
+import base64
+import json
 from decimal import Decimal
 from typing import Any
 
@@ -470,6 +472,31 @@ def test_a_token_from_another_partition_or_no_token_at_all_is_a_bad_request(tabl
             table.query(P, limit=1, token=bad)
     with pytest.raises(BadRequest):  # a base-table token on an index: not this list's token
         table.query(P, index="GSI1", limit=1, token=token)
+
+
+def _token(key: dict[str, Any]) -> str:
+    return base64.urlsafe_b64encode(json.dumps(key).encode()).decode().rstrip("=")
+
+
+def test_a_crafted_token_in_the_callers_own_partition_is_a_bad_request_not_a_crash(table):
+    """A client can forge the token's JSON: only the shape this query issues is accepted."""
+    _fill(table, P, ["RUN#01", "RUN#02", "MEM#01"])
+    for forged in (
+        {"PK": P},  # the partition alone
+        {"PK": P, "SK": ""},  # an empty sort key
+        {"PK": P, "SK": "RUN#01", "extra": "x"},  # more than the key
+        {"PK": P, "SK": 5},  # not a string
+        {"PK": P, "SK": "MEM#01"},  # outside the query's sort-key prefix
+    ):
+        with pytest.raises(BadRequest) as err:
+            table.query(P, sk_prefix="RUN#", limit=1, token=_token(forged))
+        assert err.value.code == "invalid_token", forged
+    with pytest.raises(BadRequest):
+        table.query(P, sk_after="RUN#02", limit=1, token=_token({"PK": P, "SK": "RUN#01"}))
+    with pytest.raises(BadRequest):  # an index token needs the table's and the index's keys
+        table.query("g", index="GSI1", limit=1, token=_token({"GSI1PK": "g", "GSI1SK": "1"}))
+    items, _ = table.query(P, sk_prefix="RUN#", limit=1, token=_token({"PK": P, "SK": "RUN#01"}))
+    assert _sks(items) == ["RUN#02"]  # a well-formed key of this list is a key like any other
 
 
 def test_projection_returns_only_the_named_attributes(table):

@@ -188,3 +188,15 @@ def test_a_webhook_whose_send_fails_is_not_left_queued(any_stack, faults: Faults
     reply = any_stack.webhook(agent["id"], agent["webhookSecret"], {"message": "deploy finished"})
     assert reply.status == 503 and reply.error["code"] == "queue_unavailable", reply.body
     assert [r["status"] for r in any_stack.runs(agent["id"])] == ["failed"]
+
+
+# ---- what a failure tells the client ---------------------------------------------------------------
+def test_an_access_denied_write_fails_the_turn_without_aws_details(any_stack, faults: Faults):
+    agent = any_stack.agent()
+    faults.add("s3", "PutObject", REFUSED, error="AccessDenied")
+    reply = any_stack.say(agent["id"], "tell me about the pelican")
+    assert reply.status == 500 and reply.error["code"] == "internal_error", reply.body
+    run = any_stack.call("GET", f"/api/runs/{reply.error['runId']}").data
+    for shown in (str(reply.body), str(run["error"])):
+        assert "AccessDenied" not in shown and "PutObject" not in shown and "arn:" not in shown
+    assert run["error"]["code"] == "internal_error"

@@ -9,7 +9,7 @@ from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
-from aws_lambda_powertools.event_handler.openapi.exceptions import RequestValidationError
+from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import ValidationError
 
@@ -18,6 +18,56 @@ from engram.kernel.ids import tenant_key
 from engram.kernel.observability import logger
 
 MAX_BODY_BYTES = 256 * 1024
+MAX_BODY_DEPTH = 32  # no request body of the API nests deeper than a few levels
+
+
+class BadBody(EngramError):
+    status = 400
+    code = "invalid_body"
+
+
+def _depth(text: str) -> int:
+    """How deep a JSON text nests (brackets outside strings), without parsing it: a body nested
+    50,000 deep must not reach the recursive parser."""
+    depth = deepest = 0
+    in_string = escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        elif char in "]}":
+            depth -= 1
+    return deepest
+
+
+def parse_body(text: str) -> dict[str, Any]:
+    """The request body as JSON, strictly: UTF-8 text of one JSON object, nested at most
+    MAX_BODY_DEPTH deep, no number Python would refuse to convert. Anything else is a 400 naming
+    the problem (powertools calls this for every JSON body, before any route runs)."""
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # undecodable bytes carried as surrogates
+        raise BadBody("the request body is not valid UTF-8", field="body") from None
+    if _depth(text) > MAX_BODY_DEPTH:
+        raise BadBody(f"the request body nests deeper than {MAX_BODY_DEPTH} levels", field="body")
+    try:
+        value = json.loads(text)
+    except ValueError as err:  # JSONDecodeError, and integers past Python's 4,300-digit limit
+        reason = "a number in it is too long" if not isinstance(err, json.JSONDecodeError) else "it is not valid JSON"
+        raise BadBody(f"the request body is not accepted: {reason}", field="body") from None
+    if not isinstance(value, dict):
+        raise BadBody("the request body must be a JSON object", field="body")
+    return value
+
 
 # Every answer is the JSON envelope as text.
 Reply = Response[str]
@@ -90,14 +140,28 @@ def _validation_response(errors: list[dict[str, Any]]) -> Reply:
 
 def body_limit(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Reply:
     body = app.current_event.body or ""
-    if body and app.current_event.http_method in ("POST", "PUT", "PATCH") and len(body) > MAX_BODY_BYTES:
-        return fail(413, "payload_too_large", f"the request body is over {MAX_BODY_BYTES} bytes", field="body")
+    if body and app.current_event.http_method in ("POST", "PUT", "PATCH"):
+        if len(body) > MAX_BODY_BYTES:
+            return fail(413, "payload_too_large", f"the request body is over {MAX_BODY_BYTES} bytes", field="body")
+        if (content_type := _not_json(app)) is not None:
+            return _unsupported(content_type)  # powertools parses form and multipart bodies; we take JSON only
     return next_middleware(app)
 
 
+def _not_json(app: APIGatewayHttpResolver) -> str | None:
+    """The request's content type when it has a body that is not JSON (else None)."""
+    content_type = str(app.current_event.headers.get("content-type") or "application/json").strip().lower()
+    return content_type if app.current_event.body and not content_type.startswith("application/json") else None
+
+
+def _unsupported(content_type: str) -> Reply:
+    return fail(415, "unsupported_media_type", f"request bodies are application/json, not {content_type}", field="content-type")
+
+
 def build_app(*routers: Router) -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver(enable_validation=True)
+    app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=parse_body)
     app.use(middlewares=[body_limit])
+    _map_body_errors(app)
 
     @app.exception_handler(EngramError)
     def _domain(err: EngramError) -> Reply:
@@ -107,20 +171,9 @@ def build_app(*routers: Router) -> APIGatewayHttpResolver:
             logger.warning("request failed", extra={"code": err.code, "error": err.message})
         return fail(err.status, err.code, err.message, err.field, **extra)
 
-    @app.exception_handler(RequestValidationError)
-    def _invalid(err: RequestValidationError) -> Reply:
-        # Validation runs before any middleware, so an oversize body is recognised here.
-        if len(app.current_event.body or "") > MAX_BODY_BYTES:
-            return fail(413, "payload_too_large", f"the request body is over {MAX_BODY_BYTES} bytes", field="body")
-        return _validation_response(list(err.errors()))
-
     @app.exception_handler(ValidationError)
     def _invalid_model(err: ValidationError) -> Reply:
         return _validation_response([dict(e) for e in err.errors()])
-
-    @app.exception_handler(json.JSONDecodeError)
-    def _bad_json(_err: json.JSONDecodeError) -> Reply:
-        return fail(400, "invalid_body", "the request body is not valid JSON", field="body")
 
     @app.not_found
     def _no_route(_err: NotFoundError) -> Reply:
@@ -128,6 +181,8 @@ def build_app(*routers: Router) -> APIGatewayHttpResolver:
 
     @app.exception_handler(Exception)
     def _unexpected(err: Exception) -> Reply:
+        if (content_type := _not_json(app)) is not None:
+            return _unsupported(content_type)  # powertools failed to parse a form or multipart body
         if aws_unavailable(err):
             logger.warning("an AWS service did not answer", extra={"error": repr(err)})
             return fail(StorageUnavailable.status, StorageUnavailable.code, StorageUnavailable.default_message)
@@ -137,3 +192,28 @@ def build_app(*routers: Router) -> APIGatewayHttpResolver:
     for router in routers:
         app.include_router(router)
     return app
+
+
+def _map_body_errors(app: APIGatewayHttpResolver) -> None:
+    """What powertools raises while it reads a request body, as the 4xx that names the problem."""
+
+    @app.exception_handler(RequestValidationError)
+    def _invalid(err: RequestValidationError) -> Reply:
+        if (content_type := _not_json(app)) is not None:  # a form body powertools parsed: still not JSON
+            return _unsupported(content_type)
+        # Validation runs before any middleware, so an oversize body is recognised here.
+        if len(app.current_event.body or "") > MAX_BODY_BYTES:
+            return fail(413, "payload_too_large", f"the request body is over {MAX_BODY_BYTES} bytes", field="body")
+        return _validation_response(list(err.errors()))
+
+    @app.exception_handler(json.JSONDecodeError)
+    def _bad_json(_err: json.JSONDecodeError) -> Reply:
+        return fail(400, "invalid_body", "the request body is not valid JSON", field="body")
+
+    @app.exception_handler(UnicodeDecodeError)
+    def _not_utf8(_err: UnicodeDecodeError) -> Reply:  # a base64-encoded body that is not UTF-8
+        return fail(400, "invalid_body", "the request body is not valid UTF-8", field="body")
+
+    @app.exception_handler(RequestUnsupportedContentType)
+    def _wrong_type(_err: RequestUnsupportedContentType) -> Reply:
+        return _unsupported(str(app.current_event.headers.get("content-type") or ""))

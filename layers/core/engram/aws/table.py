@@ -18,6 +18,7 @@ from botocore.exceptions import ClientError
 
 from engram.aws.clients import make_client
 from engram.kernel.errors import BadRequest
+from engram.kernel.observability import logger
 
 _serializer: Any = None
 _deserializer: Any = None
@@ -58,8 +59,16 @@ def serialize(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def deserialize(item: dict[str, Any]) -> dict[str, Any]:
+    """An item as Python values. An attribute that cannot be read (a malformed value an emulator
+    or an old write left) is left out and logged, so one bad value never breaks every reader."""
     _, de = _codecs()
-    out: dict[str, Any] = _from_dynamo({k: de.deserialize(v) for k, v in item.items()})
+    values: dict[str, Any] = {}
+    for name, value in item.items():
+        try:
+            values[name] = de.deserialize(value)
+        except (TypeError, ValueError, KeyError, AttributeError):
+            logger.error("an attribute of a stored item could not be read; left out", extra={"attribute": name})
+    out: dict[str, Any] = _from_dynamo(values)
     return out
 
 
@@ -70,8 +79,11 @@ def encode_token(last_key: dict[str, Any] | None) -> str | None:
     return base64.urlsafe_b64encode(raw).decode().rstrip("=")
 
 
-def decode_token(token: str | None, *, partition_attr: str, partition_value: str) -> dict[str, Any] | None:
-    """A paging token is only accepted for the partition it came from (no hopping tenants)."""
+def decode_token(
+    token: str | None, *, partition_attr: str, partition_value: str, key_attrs: frozenset[str] = frozenset({"PK", "SK"})
+) -> dict[str, Any] | None:
+    """A paging token is only accepted for the partition it came from (no hopping tenants), and
+    only in the shape the query issues: exactly its key attributes, each a non-empty string."""
     if not token:
         return None
     try:
@@ -79,7 +91,7 @@ def decode_token(token: str | None, *, partition_attr: str, partition_value: str
         key = json.loads(base64.urlsafe_b64decode(padded.encode()))
         if not isinstance(key, dict) or key.get(partition_attr) != partition_value:
             raise ValueError("foreign partition")
-        if not all(isinstance(v, str) for v in key.values()):
+        if set(key) != key_attrs or not all(isinstance(v, str) and v for v in key.values()):
             raise ValueError("bad key")
     except (ValueError, TypeError, UnicodeDecodeError):
         raise BadRequest("nextToken is not a token this list issued", field="nextToken", code="invalid_token") from None
@@ -273,7 +285,13 @@ class Table:
     ) -> tuple[list[dict[str, Any]], str | None]:
         """One page. `token` is a paging token this partition issued (anything else is a 400)."""
         pk_attr = f"{index}PK" if index else "PK"
-        start = decode_token(token, partition_attr=pk_attr, partition_value=pk)
+        key_attrs = frozenset({"PK", "SK", f"{index}PK", f"{index}SK"} if index else {"PK", "SK"})
+        start = decode_token(token, partition_attr=pk_attr, partition_value=pk, key_attrs=key_attrs)
+        if start is not None:
+            # DynamoDB refuses a start key outside the query's sort-key range (a 500 if let through).
+            sort_value = str(start[f"{index}SK" if index else "SK"]["S"])
+            if (sk_prefix and not sort_value.startswith(sk_prefix)) or (sk_after and sort_value <= sk_after):
+                raise BadRequest("nextToken is not a token this list issued", field="nextToken", code="invalid_token")
         items, last = self._page(
             pk,
             sk_prefix=sk_prefix,

@@ -15,7 +15,8 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from engram.agents.models import Agent
-from engram.kernel.errors import EngramError, ToolCrashed
+from engram.kernel.errors import EngramError, StorageUnavailable, ToolCrashed, aws_unavailable
+from engram.kernel.observability import logger
 
 
 @dataclass
@@ -97,7 +98,11 @@ class ToolRegistry:
                 raise ToolCrashed(f"tool {name} failed: {err.message}") from err
             return ToolOutcome(err.message, is_error=True)  # the model's mistake: it can correct it
         except Exception as err:  # a crashing tool fails the turn; the caller keeps history intact
-            raise ToolCrashed(f"tool {name} failed: {type(err).__name__}: {err}") from err
+            # The exception text (AWS errors carry ARNs and account ids) stays in the logs.
+            logger.exception("a tool crashed", extra={"tool": name, "run_id": ctx.run_id})
+            if aws_unavailable(err):
+                raise StorageUnavailable(f"tool {name} could not reach the service's storage; retry shortly") from err
+            raise ToolCrashed(f"tool {name} failed unexpectedly; the details are logged under the run id") from err
         if isinstance(result, ToolOutcome):
             return result
         return ToolOutcome(result)

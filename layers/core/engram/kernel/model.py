@@ -24,7 +24,8 @@ def now_iso() -> str:
 # defer_build: a model's validator is built on its first use, not at import, so a cold start pays
 # only for the models its request touches (the api function imports every feature's models).
 class Body(BaseModel):
-    """Request bodies: camelCase on the wire, unknown fields are an error, not silently dropped."""
+    """Request bodies: camelCase on the wire, unknown fields are an error, not silently dropped,
+    and JSON types are kept (strict: "yes" is not a boolean, "50" is not a number)."""
 
     model_config = ConfigDict(
         alias_generator=to_camel,
@@ -32,6 +33,7 @@ class Body(BaseModel):
         validate_by_name=False,
         extra="forbid",
         str_strip_whitespace=True,
+        strict=True,
         defer_build=True,
     )
 

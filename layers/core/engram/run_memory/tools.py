@@ -8,7 +8,6 @@ spoof another's result.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Annotated, Any
 
@@ -18,7 +17,7 @@ from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
 from engram.kernel.secrets import find_secret
 from engram.run_memory.learnings import store_learning
 from engram.run_memory.models import Kind
-from engram.run_memory.store import RunMemory, run_memory_of
+from engram.run_memory.store import RunMemory, encode_value, run_memory_of
 
 MEMORY_LIST = "memory_list"
 MEMORY_READ = "memory_read"
@@ -133,10 +132,9 @@ def _write(ctx: ToolContext, inp: WriteInput) -> Any:
                 is_error=True,
             )
         key = f"shared:{key}"
-    try:
-        text = json.dumps(inp.value, ensure_ascii=False)
-    except (TypeError, ValueError):
-        text = str(inp.value)
+    # Size and JSON first (PayloadTooLarge / BadRequest: error results the model can fix): the
+    # secret scan then reads bounded text.
+    text, _ = encode_value(inp.value, ctx.deps.settings.run_memory_value_max_bytes)
     for field, content in (("value", text), ("title", inp.title), ("description", inp.description)):
         kind = find_secret(content or "")
         if kind:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 from pydantic.alias_generators import to_camel
 
 from engram.kernel.model import Body, Resource, now_iso
@@ -44,6 +44,36 @@ class RunCreate(Body):
 
     prompt: Annotated[str, StringConstraints(min_length=1, max_length=32_000)] | None = None
     inputs: Annotated[dict[Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_.-]{1,100}$")], Any], Field(max_length=50)] = {}
+
+    @field_validator("inputs")
+    @classmethod
+    def _storable(cls, inputs: dict[str, Any]) -> dict[str, Any]:
+        for name, value in inputs.items():
+            problem = _unstorable(value, depth=1)
+            if problem:
+                raise ValueError(f"inputs.{name}: {problem}")
+        return inputs
+
+
+MAX_INPUT_DEPTH = 8
+
+
+def _unstorable(value: Any, *, depth: int) -> str | None:
+    """Why a JSON value cannot be stored as run memory (None when it can): object keys must be
+    1-100 characters, nesting at most MAX_INPUT_DEPTH levels."""
+    if depth > MAX_INPUT_DEPTH:
+        return f"nested deeper than {MAX_INPUT_DEPTH} levels"
+    if isinstance(value, dict):
+        for key, inner in value.items():
+            if not 1 <= len(key) <= 100:
+                return "object keys must be 1 to 100 characters"
+            if problem := _unstorable(inner, depth=depth + 1):
+                return problem
+    elif isinstance(value, list):
+        for inner in value:
+            if problem := _unstorable(inner, depth=depth + 1):
+                return problem
+    return None
 
 
 class RunUpdate(Body):

@@ -81,7 +81,7 @@ class AnthropicProvider:
         except anthropic.APIStatusError as err:
             raise ProviderError(f"the model provider answered {err.status_code}: {err.message}", code="model_error") from err
         except anthropic.APIConnectionError as err:
-            raise ProviderError(f"the model provider could not be reached: {err}", code="model_unreachable") from err
+            raise ProviderError("the model provider could not be reached", code="model_unreachable") from err
         usage = msg.usage
         return ModelResponse(
             content=[block.model_dump(exclude_none=True, mode="json") for block in msg.content],
