@@ -99,8 +99,9 @@ def test_delete_removes_it_and_a_missing_one_is_false(store):
         "at(2030-13-01T00:00:00)",
     ],
 )
-def test_an_expression_scheduler_rejects_is_a_bad_request(request, backend, store, expression):
-    _moto_differs(request, backend, "moto stores any ScheduleExpression")
+def test_an_expression_scheduler_rejects_is_a_bad_request(backend, store, expression):
+    """The store checks expressions itself (engram.runs.expressions), so moto, which stores any
+    expression, answers like Scheduler: one 400 `invalid_schedule` everywhere."""
     with pytest.raises(BadRequest) as err:
         store.put(T, "agent-1", expression)
     assert (err.value.code, err.value.field, err.value.status) == ("invalid_schedule", "schedule", 400)
@@ -108,8 +109,17 @@ def test_an_expression_scheduler_rejects_is_a_bad_request(request, backend, stor
     assert store.get("agent-1") is None
 
 
-def test_an_invalid_update_leaves_the_schedule_as_it_was(request, backend, store):
-    _moto_differs(request, backend, "moto stores any ScheduleExpression")
+@pytest.mark.parametrize("expression", ["rate(0 minutes)", "cron(0 9 * * * *)"])
+def test_the_scheduler_client_itself_refuses_a_bad_expression(request, backend, scheduler, group, expression):
+    _moto_differs(request, backend, "moto stores any ScheduleExpression (the store checks them first)")
+    with pytest.raises(ClientError) as err:
+        scheduler.create_schedule(
+            Name="s1", GroupName=group, ScheduleExpression=expression, FlexibleTimeWindow={"Mode": "OFF"}, Target=_target()
+        )
+    assert err.value.response["Error"]["Code"] == "ValidationException"
+
+
+def test_an_invalid_update_leaves_the_schedule_as_it_was(store):
     store.put(T, "agent-1", "rate(1 hour)")
     with pytest.raises(BadRequest):
         store.put(T, "agent-1", "cron(0 9 * * * *)")

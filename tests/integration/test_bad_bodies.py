@@ -135,3 +135,17 @@ def test_a_run_row_with_an_unreadable_attribute_does_not_break_its_readers(moto_
     ):
         assert stack.call("GET", path).status == 200, path
     assert stack.call("GET", f"/api/runs/{run_id}").data["status"] == "succeeded"
+
+
+# ---- schedule expressions: one answer in AWS and locally ---------------------------------------------
+@pytest.mark.parametrize("expression", ["rate(0 minutes)", "cron(a b c d e f)", "cron(99 99 * * ? *)", "cron(0 9 * * * *)"])
+@pytest.mark.parametrize("backend", ["stack", "moto_stack"])
+def test_a_schedule_scheduler_would_refuse_is_a_400_everywhere(request, backend, expression):
+    stack = request.getfixturevalue(backend)
+    r = stack.call("POST", "/api/agents", body={"name": "Ada", "persona": "x", "defaultPrompt": "go", "schedule": expression})
+    assert r.status == 400 and r.error["code"] == "invalid_schedule" and r.error["field"] == "schedule", r.body
+    assert stack.call("GET", "/api/agents").data["items"] == []
+    agent = stack.agent(defaultPrompt="go")
+    r = stack.call("PATCH", f"/api/agents/{agent['id']}", body={"schedule": expression})
+    assert r.status == 400 and r.error["code"] == "invalid_schedule", r.body
+    assert stack.call("GET", f"/api/agents/{agent['id']}").data["schedule"] is None

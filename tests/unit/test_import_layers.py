@@ -5,7 +5,8 @@ Layers, lowest first; a module may import its own layer or a lower one, never a 
   0 kernel            errors, ids, settings, observability, validation, secrets, base models
   1 aws               the one AWS adapter: table helper, keys, clients, queues
   2 models, ports     each feature's `models` (the domain vocabulary) and `ports` (the typed
-                      Protocols of its repositories, which services and the engine see)
+                      Protocols of its repositories, which services and the engine see), and
+                      pure domain rules (runs.expressions: schedule expressions)
   3 stores            each feature's `repository` (and the S3 transcripts, archive, scheduler)
   4 engine            turn, tool loop, prompt, tool registry, providers
   5 wiring            the typed containers services receive (Stores, ModelDeps)
@@ -22,6 +23,9 @@ from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[2] / "layers" / "core"
 STORES = {"engram.recall.archive", "engram.conversations.transcripts", "engram.runs.schedules"}
+# Pure domain rules beside the models (no I/O): the schedule-expression parser the API and the
+# local schedule loop share.
+DOMAIN_RULES = {"engram.runs.expressions"}
 # What the engine may know of the features: the records a turn reads and writes.
 ENGINE_MAY_IMPORT = {
     "engram.agents.models",
@@ -100,7 +104,7 @@ def layer(module: str) -> int:
         return 0
     if area == "aws":
         return 1
-    if parts[-1] in ("models", "ports"):
+    if parts[-1] in ("models", "ports") or module in DOMAIN_RULES:
         return 2
     if parts[-1] == "repository" or module in STORES:
         return 3

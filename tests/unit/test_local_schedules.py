@@ -11,18 +11,9 @@ import boto3
 import pytest
 from moto import mock_aws
 
+from engram.runs.expressions import Cron, Rate, UnsupportedExpression, aws_weekday, parse_expression
 from local.resources import LOCAL_HEARTBEAT_FUNCTION_ARN, LOCAL_SCHEDULER_ROLE_ARN, create_resources
-from local.schedules import (
-    Cron,
-    Rate,
-    ScheduleLoop,
-    UnsupportedExpression,
-    aws_weekday,
-    due_time,
-    fill_input,
-    next_fire_times,
-    parse_expression,
-)
+from local.schedules import ScheduleLoop, due_time, fill_input, next_fire_times
 from local.template import load_template
 
 T0 = datetime(2025, 1, 1, 10, 0, 30, tzinfo=UTC)  # a Wednesday

@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 from engram.aws.clients import make_client
 from engram.kernel.errors import BadRequest
 from engram.kernel.ids import check_id
+from engram.runs import expressions
 
 # Replaced by EventBridge Scheduler when the schedule invokes its target.
 SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
@@ -63,8 +64,11 @@ class ScheduleStore:
         return str(self.settings.schedule_group)
 
     def put(self, tenant: str, agent_id: str, expression: str) -> None:
-        """Create the agent's schedule, or replace it when it exists (same definition either way)."""
+        """Create the agent's schedule, or replace it when it exists (same definition either way).
+        The expression is checked first with the parser the local loop uses, so an expression
+        Scheduler would refuse is the same 400 everywhere (moto stores any expression)."""
         check_id("agentId", agent_id)
+        expressions.check(expression)
         definition: dict[str, Any] = {
             "Name": agent_id,
             "GroupName": self.group,
