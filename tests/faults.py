@@ -58,6 +58,7 @@ class Rule:
     when: Callable[[dict[str, Any]], bool] | None = None  # only calls whose parameters match
     error: str = "ServiceUnavailable"
     seconds: float = 0.0
+    finished: threading.Event = field(default_factory=threading.Event)  # set when a faulty call has ended
 
     def matches(self, service: str, operation: str, params: dict[str, Any]) -> bool:
         return (
@@ -140,7 +141,10 @@ class FaultyClient:
                 raise EndpointConnectionError(endpoint_url=f"https://{service}.us-east-1.amazonaws.com")
             if rule.fault == STALL:
                 time.sleep(rule.seconds)
-                return attr(**params)
+                try:
+                    return attr(**params)
+                finally:
+                    rule.finished.set()
             try:
                 attr(**params)  # applied; the response never arrives
             except Exception:

@@ -16,7 +16,7 @@ import pytest
 
 from engram.kernel.ids import tenant_key
 from engram.recall.index import conversation_search
-from tests.faults import LOST, LOST_FOR_GOOD, REFUSED, UNREACHABLE, Faults
+from tests.faults import LOST, LOST_FOR_GOOD, REFUSED, STALL, UNREACHABLE, Faults
 
 
 @pytest.fixture(params=["fake", "moto"])
@@ -200,3 +200,35 @@ def test_an_access_denied_write_fails_the_turn_without_aws_details(any_stack, fa
     for shown in (str(reply.body), str(run["error"])):
         assert "AccessDenied" not in shown and "PutObject" not in shown and "arn:" not in shown
     assert run["error"]["code"] == "internal_error"
+
+
+# ---- stalls: the turn answers within its budget ------------------------------------------------------
+def _budget(stack: Any, seconds: float) -> None:
+    stack.deps.settings = stack.deps.settings.model_copy(update={"sync_turn_budget_s": seconds})
+
+
+@pytest.mark.parametrize("operation", [("s3", "GetObject"), ("dynamodb", "GetItem"), ("dynamodb", "UpdateItem")])
+def test_a_stalled_read_fails_the_turn_cleanly_within_its_budget(stack, faults: Faults, operation):
+    agent = stack.agent()
+    _budget(stack, 1.0)
+    rule = faults.add(*operation, STALL, seconds=2.5)
+    reply = stack.say(agent["id"], "tell me about the pelican")
+    assert reply.status == 504 and reply.error["code"] == "turn_timeout", reply.body
+    assert rule.finished.wait(10)  # the abandoned call ends on its own
+    faults.clear()
+    _budget(stack, 25.0)
+    assert_no_turn_committed(stack, agent["id"], reply)
+    assert_session_free_and_whole(stack, agent["id"])
+
+
+def test_a_stalled_commit_is_given_up_and_its_late_arrival_changes_nothing(stack, faults: Faults):
+    agent = stack.agent()
+    _budget(stack, 1.0)
+    rule = faults.add("dynamodb", "TransactWriteItems", STALL, seconds=2.5)  # the commit; the failure record passes
+    reply = stack.say(agent["id"], "tell me about the pelican")
+    assert reply.status == 504 and reply.error["code"] == "turn_timeout", reply.body
+    assert rule.finished.wait(10)  # the stalled commit arrives after the failure was recorded...
+    faults.clear()
+    _budget(stack, 25.0)
+    assert_no_turn_committed(stack, agent["id"], reply)  # ...and its conditions refuse it
+    assert_session_free_and_whole(stack, agent["id"])

@@ -36,6 +36,8 @@ ENGINE_MAY_IMPORT = {
     "engram.conversations.ports",
     "engram.conversations.models",
     "engram.runs.ports",
+    # the turn's deadline, applied to every AWS call made on its behalf
+    "engram.aws.deadline",
 }
 # Imports inside functions keep something heavy off a cold start; each is listed here with its reason.
 DEFERRED = {

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from engram.aws.deadline import BoundedClient
+
 
 def make_client(service: str) -> Any:
     import boto3
     from botocore.config import Config
 
     config = Config(retries={"mode": "standard", "max_attempts": 4}, connect_timeout=3, read_timeout=10, max_pool_connections=16)
-    return boto3.client(service, config=config)
+    # A turn's calls also end by its deadline (aws.deadline): botocore's timeouts are per attempt.
+    return BoundedClient(boto3.client(service, config=config))

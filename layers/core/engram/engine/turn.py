@@ -19,6 +19,7 @@ from typing import Any, Protocol
 
 from engram.agents.models import Agent
 from engram.agents.ports import Agents
+from engram.aws.deadline import OutOfTime, within
 from engram.conversations.ports import Sessions, Transcripts
 from engram.engine.loop import LoopResult, run_loop
 from engram.engine.prompt import PromptSection, build_system, start_sections
@@ -35,6 +36,8 @@ from engram.runs.ports import Runs
 from engram.usage.models import UsageRow
 
 _LEASE_MARGIN_S = 5
+_COMMIT_RESERVE_S = 2.0  # of the budget, kept for the transcript PUT and the commit
+_FAILURE_GRACE_S = 3.0  # past the budget, to record a failure: still inside API Gateway's 30 s
 
 
 class TurnPolicy:
@@ -152,8 +155,17 @@ class _Turn:
 
 def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnOutcome:
     """Runs one turn as `plan` says; a failure is recorded (run failed, tokens billed, lease freed,
-    transcript untouched) and raised as TurnFailed."""
-    turn = _start(deps, tenant, message, plan)
+    transcript untouched) and raised as TurnFailed. Every AWS call of the turn ends by its
+    deadline (aws.deadline); recording a failure and the after-commit hooks get a short grace."""
+    started = time.monotonic()
+    deadline = started + (plan.budget_s or deps.settings.sync_turn_budget_s)
+    with within(deadline):
+        turn = _start(deps, tenant, message, plan, started, deadline)
+        return _run_started(turn)
+
+
+def _run_started(turn: _Turn) -> TurnOutcome:
+    deps, plan = turn.deps, turn.plan
     try:
         sent = _load_context(turn)
         system = build_system(
@@ -174,7 +186,8 @@ def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnO
             messages=sent,
             max_tokens=settings.max_output_tokens,
             max_rounds=settings.max_tool_rounds,
-            deadline=turn.deadline,
+            # The model stops early enough for the transcript PUT and the commit to fit.
+            deadline=turn.deadline - min(_COMMIT_RESERVE_S, (turn.deadline - turn.started) * 0.2),
             model_timeout=settings.model_timeout_s,
             result=turn.loop,
         )
@@ -183,15 +196,15 @@ def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnO
             policy.finish(turn.ctx, turn.loop, result)
         new_etag, trimmed = _save_transcript(turn)
     except Exception as err:
-        recorded = _fail(turn, err)
-        _await_background(turn.ctx)
+        with within(turn.deadline + _FAILURE_GRACE_S):
+            recorded = _fail(turn, err)
+            _await_background(turn.ctx)
         raise _as_turn_failure(err, turn.run.id if recorded else None) from err
     return _commit(turn, result, new_etag, trimmed)
 
 
-def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> _Turn:
-    started = time.monotonic()
-    budget = plan.budget_s or deps.settings.sync_turn_budget_s
+def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: float, deadline: float) -> _Turn:
+    budget = deadline - started
     run_id = plan.run_id or new_id("run")
     check_message(deps, message)
     agent_id = plan.run_fields.get("agent_id") or (plan.agent.id if plan.agent else "")
@@ -220,7 +233,7 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> _Turn:
         ctx=ctx,
         session=session,
         started=started,
-        deadline=started + budget,
+        deadline=deadline,
     )
     # Memory sections and the policies' reads run in parallel with the transcript GET; sections are best-effort.
     turn.loaded = start_sections(deps.sections, ctx, deps.executor)
@@ -257,6 +270,9 @@ def _load_agent_and_session(
         if the_agent() is None:
             raise NotFound("agent not found", field="agentId") from None
         raise
+    except OutOfTime as err:  # the stalled lease update may still land: then free it at once
+        err.if_it_lands(lambda: _release_quietly(deps, tenant, agent_id, plan.session_id or "", run_id))
+        raise
     try:
         agent = the_agent()
     except Exception:
@@ -269,9 +285,11 @@ def _load_agent_and_session(
 
 
 def _release_quietly(deps: TurnDeps, tenant: str, agent_id: str, session_id: str, run_id: str) -> None:
-    """Frees a lease this turn took (best-effort: it expires on its own)."""
+    """Frees a lease this turn took (best-effort: it expires on its own), with a short bound of
+    its own: it runs when the turn's deadline may have passed already."""
     try:
-        deps.sessions.release_lease(tenant, agent_id, session_id, run_id)
+        with within(time.monotonic() + _FAILURE_GRACE_S):
+            deps.sessions.release_lease(tenant, agent_id, session_id, run_id)
     except Exception:
         logger.exception("could not release the session lease", extra={"run_id": run_id})
 
@@ -359,8 +377,16 @@ def _commit(turn: _Turn, result: dict[str, Any], new_etag: str | None, trimmed: 
     except Exception as err:
         # The transcript written for this turn stays in S3 but is never read: the session row
         # still names the previous run (conversations.transcripts), so nothing needs undoing.
-        recorded = _fail(turn, err)
+        with within(turn.deadline + _FAILURE_GRACE_S):
+            recorded = _fail(turn, err)
         raise _as_turn_failure(err, run.id if recorded else None) from err
+    with within(turn.deadline + _FAILURE_GRACE_S):
+        return _settle(turn, run)
+
+
+def _settle(turn: _Turn, run: Run) -> TurnOutcome:
+    """After the commit: background writes, metrics, the after-commit hooks (best-effort)."""
+    loop = turn.loop
     _await_background(turn.ctx)
     _record_metrics(run, loop, turn.started, ok=True)
     outcome = TurnOutcome(run=run, reply=loop.reply, tool_calls=loop.tool_calls, messages=_turn_messages(turn))

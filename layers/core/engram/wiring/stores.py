@@ -8,6 +8,7 @@ from typing import Any
 
 from engram.agents.ports import Agents, Workspaces
 from engram.agents.repository import AgentRepository
+from engram.aws.deadline import ContextThreadPool
 from engram.aws.queues import Queues
 from engram.aws.table import Table
 from engram.cards.ports import CardTypes
@@ -91,7 +92,7 @@ class Stores:
     def executor(self) -> ThreadPoolExecutor:
         """A small pool for the parallel reads of a request (agent + lease, sections + transcript)."""
         if self._executor is None:
-            self._executor = ThreadPoolExecutor(max_workers=4, thread_name_prefix="engram-io")
+            self._executor = ContextThreadPool(max_workers=4, thread_name_prefix="engram-io")
         return self._executor
 
 
