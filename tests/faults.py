@@ -73,6 +73,7 @@ class Rule:
 class Faults:
     rules: list[Rule] = field(default_factory=list)
     injected: list[tuple[str, str, str]] = field(default_factory=list)
+    calls: list[tuple[str, str]] = field(default_factory=list)  # every call made while active
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, service: str, operation: str, fault: str, **options: Any) -> Rule:
@@ -89,6 +90,7 @@ class Faults:
     def take(self, service: str, operation: str, params: dict[str, Any]) -> Rule | None:
         """The rule that applies to this call, if any (counting it)."""
         with self._lock:
+            self.calls.append((service, operation))
             for rule in self.rules:
                 if rule.matches(service, operation, params):
                     if rule.skip > 0:

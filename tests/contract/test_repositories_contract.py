@@ -145,13 +145,23 @@ def test_workspaces_page_with_tokens_and_only_the_tenants_workspaces(stores):
 def test_an_agent_is_created_with_its_session_secret_and_lookup(stores):
     agent = _agent(stores, persona="helpful", team=["ag_2"])
     assert stores.agents.get(T, "ag_1") == agent
-    assert stores.agents.webhook_secret(T, "ag_1") == "secret-ag_1"
-    assert stores.agents.tenant_of("ag_1") == T
+    assert stores.agents.webhook_credentials("ag_1") == (T, "secret-ag_1")
     assert stores.sessions.get(T, "ag_1", "dashboard") is not None
-    assert stores.agents.get(T2, "ag_1") is None and stores.agents.webhook_secret(T2, "ag_1") is None
-    assert stores.agents.tenant_of("ag_nobody") is None
+    assert stores.agents.get(T2, "ag_1") is None
+    assert stores.agents.webhook_credentials("ag_nobody") is None
     _agent(stores, "ag_b", t=T2)
-    assert stores.agents.tenant_of("ag_b") == T2
+    assert stores.agents.webhook_credentials("ag_b") == (T2, "secret-ag_b")
+
+
+def test_a_webhook_delivery_is_recorded_once_per_agent(stores):
+    _agent(stores)
+    digest = "a" * 64
+    assert stores.agents.first_delivery(T, "ag_1", digest, expires_at=2_000_000_000) is True
+    assert stores.agents.first_delivery(T, "ag_1", digest, expires_at=2_000_000_000) is False  # a replay
+    assert stores.agents.first_delivery(T, "ag_1", "b" * 64, expires_at=2_000_000_000) is True
+    assert stores.agents.first_delivery(T2, "ag_1", digest, expires_at=2_000_000_000) is True  # another tenant's
+    assert sorted(stores.agents.delete_cascade(T, "ag_1")) == ["dashboard"]  # the delivery rows go with the agent
+    assert stores.agents.first_delivery(T, "ag_1", digest, expires_at=2_000_000_000) is True
 
 
 def test_a_second_create_of_an_agent_changes_nothing(stores):
@@ -161,7 +171,7 @@ def test_a_second_create_of_an_agent_changes_nothing(stores):
     with pytest.raises(ConditionFailed) as err:
         stores.agents.create(T, again, webhook_secret="new", with_items=[stores.sessions.item(T, other_session)])
     assert err.value.failed_at(0)
-    assert stores.agents.get(T, "ag_1") == agent and stores.agents.webhook_secret(T, "ag_1") == "secret-ag_1"
+    assert stores.agents.get(T, "ag_1") == agent and stores.agents.webhook_credentials("ag_1") == (T, "secret-ag_1")
     assert stores.sessions.get(T, "ag_1", "other") is None  # the transaction's other put did not apply
 
 
@@ -170,7 +180,7 @@ def test_an_agent_joins_only_a_workspace_that_exists(stores):
         _agent(stores, workspace_id="ws_missing")
     assert err.value.field == "workspaceId"
     assert stores.agents.get(T, "ag_1") is None and stores.sessions.get(T, "ag_1", "dashboard") is None
-    assert stores.agents.tenant_of("ag_1") is None
+    assert stores.agents.webhook_credentials("ag_1") is None
     stores.workspaces.put(T, Workspace(id="ws_1", name="W", created_at=NOW, updated_at=NOW))
     stores.workspaces.put(T2, Workspace(id="ws_2", name="theirs", created_at=NOW, updated_at=NOW))
     _agent(stores, workspace_id="ws_1")
@@ -230,7 +240,7 @@ def test_delete_cascade_removes_everything_of_the_agent_and_nothing_else(stores)
     )
 
     assert sorted(stores.agents.delete_cascade(T, "ag_1")) == ["dashboard", "s0", "s1", "s2"]
-    assert stores.agents.get(T, "ag_1") is None and stores.agents.tenant_of("ag_1") is None
+    assert stores.agents.get(T, "ag_1") is None and stores.agents.webhook_credentials("ag_1") is None
     assert stores.sessions.page(T, "ag_1", limit=10, token=None) == ([], None)
     assert stores.runs.page(T, "ag_1", limit=10, token=None) == ([], None) and stores.runs.get(T, "run_05") is None
     assert stores.memories.all(T, "agent", "ag_1") == [] and stores.archive.load_since(T, "ag_1", None) == []

@@ -79,14 +79,25 @@ class AgentRepository:
         item = self.table.get(keys.tenant_pk(t), keys.agent_sk(agent_id))
         return Agent.model_validate(item) if item else None
 
-    def webhook_secret(self, t: str, agent_id: str) -> str | None:
-        item = self.table.get(keys.tenant_pk(t), keys.agent_sk(agent_id))
-        return item.get("webhookSecret") if item else None
-
-    def tenant_of(self, agent_id: str) -> str | None:
-        """The webhook arrives without a principal: GSI2 maps an agent id to its tenant."""
+    def webhook_credentials(self, agent_id: str) -> tuple[str, str] | None:
+        """The webhook arrives without a principal: one GSI2 query maps an agent id to its tenant
+        and its secret (None for an unknown agent; the same one call either way)."""
         items, _ = self.table.query(keys.agent_lookup(agent_id), index="GSI2", limit=1)
-        return items[0]["GSI2SK"] if items else None
+        if not items or not items[0].get("webhookSecret"):
+            return None
+        return str(items[0]["GSI2SK"]), str(items[0]["webhookSecret"])
+
+    def first_delivery(self, t: str, agent_id: str, digest: str, *, expires_at: int) -> bool:
+        """Records a signed webhook request; False when it was seen before (a replay). One
+        conditional write; the row expires (TTL) once its timestamp is out of the window."""
+        try:
+            self.table.put(
+                {"PK": keys.agent_pk(t, agent_id), "SK": keys.webhook_delivery_sk(digest), "expiresAt": expires_at},
+                condition="attribute_not_exists(PK)",
+            )
+        except ConditionFailed:
+            return False
+        return True
 
     def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[Agent], str | None]:
         items, nxt = self.table.query(keys.tenant_pk(t), sk_prefix="AGENT#", limit=limit, token=token)

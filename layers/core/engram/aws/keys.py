@@ -35,6 +35,13 @@ def agent_pk(t: str, agent_id: str) -> str:
     return f"{t}#A#{check_id('agentId', agent_id)}"
 
 
+def webhook_delivery_sk(digest: str) -> str:
+    """A signed webhook request seen (its signature's hex digest), kept for the tolerance window."""
+    if not re.fullmatch(r"[0-9a-f]{64}", digest):
+        raise ValueError("a webhook delivery is named by a 64-character hex digest")
+    return f"DELIVERY#{digest}"
+
+
 def session_sk(session_id: str) -> str:
     return f"SESSION#{check_id('sessionId', session_id)}"
 

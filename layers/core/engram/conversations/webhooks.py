@@ -1,8 +1,11 @@
 """Signed webhooks: `X-Engram-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<raw body>">`.
 
-The timestamp (`X-Engram-Timestamp`, unix seconds) is signed too and must be recent, so a
-captured request cannot be replayed later. Unknown agents and bad signatures get the same 401,
-so agent ids cannot be probed.
+The timestamp (`X-Engram-Timestamp`, unix seconds) is signed too and must be recent (at most
+WEBHOOK_TOLERANCE_SECONDS old, at most WEBHOOK_FUTURE_SKEW_SECONDS ahead), and each signed request
+is accepted once: its signature is recorded with one conditional write that expires with the
+window, so a captured request replayed inside the window is a 409 `duplicate_delivery`.
+Unknown agents and bad signatures get the same 401 after the same work (one lookup, one HMAC),
+so agent ids cannot be probed, not even by timing.
 """
 
 from __future__ import annotations
@@ -18,10 +21,12 @@ from pydantic import ValidationError
 
 from engram.conversations.chat import enqueue_turn, ensure_session
 from engram.conversations.models import WebhookIn
-from engram.kernel.errors import BadRequest, Unauthorized
+from engram.kernel.errors import BadRequest, Conflict, Unauthorized
 from engram.kernel.ids import check_id
 from engram.runs.models import Run
 from engram.wiring.model import ModelDeps
+
+_NO_SECRET = "-" * 43  # stands in for an unknown agent's secret, so its path does the same work
 
 
 def sign(secret: str, timestamp: str, raw_body: str) -> str:
@@ -37,23 +42,24 @@ def _header(headers: Mapping[str, Any], name: str) -> str:
 
 
 def verify(deps: ModelDeps, agent_id: str, headers: Mapping[str, Any], raw_body: str) -> str:
-    """Returns the agent's tenant when the signature is valid."""
+    """Returns the agent's tenant when the signature is valid and the request is new."""
     denied = Unauthorized("missing or invalid webhook signature", code="invalid_signature")
     timestamp, signature = _header(headers, "x-engram-timestamp"), _header(headers, "x-engram-signature")
-    if not timestamp or not signature:
+    if not timestamp or not signature or not timestamp.isdigit():
         raise denied
-    try:
-        age = abs(time.time() - int(timestamp))
-    except ValueError:
-        raise denied from None
-    if age > deps.settings.webhook_tolerance_s:
+    now = time.time()
+    settings = deps.settings
+    if not -settings.webhook_future_skew_s <= now - int(timestamp) <= settings.webhook_tolerance_s:
         raise Unauthorized("the webhook timestamp is too old or in the future", code="stale_signature")
-    tenant = deps.agents.tenant_of(agent_id)
-    secret = deps.agents.webhook_secret(tenant, agent_id) if tenant else None
-    expected = sign(secret or "no-secret", timestamp, raw_body)
-    if not (secret and hmac.compare_digest(expected, signature)):
+    credentials = deps.agents.webhook_credentials(agent_id)
+    tenant, secret = credentials or ("", _NO_SECRET)
+    expected = sign(secret, timestamp, raw_body)  # computed for unknown agents too: equal work
+    if not (hmac.compare_digest(expected, signature) and credentials):
         raise denied
-    return tenant  # type: ignore[return-value]
+    expires_at = int(timestamp) + settings.webhook_tolerance_s + 60
+    if not deps.agents.first_delivery(tenant, agent_id, expected.removeprefix("sha256="), expires_at=expires_at):
+        raise Conflict("this signed request was delivered already; sign each delivery anew", code="duplicate_delivery")
+    return tenant
 
 
 def accept(deps: ModelDeps, *, agent_id: str, headers: Mapping[str, Any], raw_body: str) -> Run:

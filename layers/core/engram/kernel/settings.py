@@ -60,6 +60,7 @@ class Settings(BaseModel):
     agent_memory_token_budget: int = Field(1500, ge=0, le=20000, alias="AGENT_MEMORY_TOKEN_BUDGET")
     daily_memory_ttl_days: int = Field(7, ge=1, le=365, alias="DAILY_MEMORY_TTL_DAYS")
     webhook_tolerance_s: int = Field(300, ge=1, alias="WEBHOOK_TOLERANCE_SECONDS")
+    webhook_future_skew_s: int = Field(30, ge=0, le=300, alias="WEBHOOK_FUTURE_SKEW_SECONDS")
 
     # Automatic extraction (EX2): one model call per finished run, bounded in time and in cost.
     extract_timeout_s: float = Field(20.0, gt=0, le=300, alias="EXTRACT_TIMEOUT_SECONDS")
