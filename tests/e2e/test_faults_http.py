@@ -10,16 +10,20 @@ import pytest
 
 from local.stack import start_stack
 from tests.e2e.test_local_stack_http import http, new_agent
-from tests.faults import LOST, REFUSED, Faults
+from tests.faults import LOST, REFUSED, STALL, Faults
+
+BUDGET_S = 2.0  # a short sync budget, so a stall outlasts it quickly (offline turns take ~0.1 s)
 
 
 @pytest.fixture(scope="module")
 def url():
-    handle = start_stack(port=0, model_provider="offline", retry_delay=1)
-    try:
-        yield handle.url.rstrip("/")
-    finally:
-        handle.stop()
+    with pytest.MonkeyPatch.context() as env:
+        env.setenv("SYNC_TURN_BUDGET_SECONDS", str(BUDGET_S))
+        handle = start_stack(port=0, model_provider="offline", retry_delay=1)
+        try:
+            yield handle.url.rstrip("/")
+        finally:
+            handle.stop()
 
 
 def about(agent_id: str) -> Any:
@@ -67,3 +71,27 @@ def test_an_async_turn_that_cannot_be_queued_over_http_is_a_failed_run(url, faul
     assert status == 503 and body["error"]["code"] == "queue_unavailable", body
     status, run = http(url, "GET", f"/api/runs/{body['error']['runId']}")
     assert run["data"]["status"] == "failed"
+
+
+def test_a_lost_transcript_put_response_over_http_is_one_committed_turn(url, faults: Faults):
+    agent = new_agent(url)
+    faults.add("s3", "PutObject", LOST, when=about(agent["id"]))
+    status, body = http(url, "POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages", body={"message": "hello"})
+    assert status == 200, body
+    assert faults.injected == [("s3", "PutObject", LOST)]
+    data = session(url, agent["id"])
+    assert data["messageCount"] == 2 and len(data["messages"]) == 2
+
+
+def test_a_stalled_read_over_http_answers_within_the_budget(url, faults: Faults):
+    agent = new_agent(url)
+    path = f"/api/agents/{agent['id']}/sessions/dashboard/messages"
+    rule = faults.add("s3", "GetObject", STALL, seconds=BUDGET_S + 2, when=about(agent["id"]))
+    status, body = http(url, "POST", path, body={"message": "hello"})
+    assert status == 504 and body["error"]["code"] == "turn_timeout", body
+    assert rule.finished.wait(15)
+    faults.clear()
+    status, run = http(url, "GET", f"/api/runs/{body['error']['runId']}")
+    assert run["data"]["status"] == "failed" and session(url, agent["id"])["messages"] == []
+    status, body = http(url, "POST", path, body={"message": "again"})
+    assert status == 200, body
