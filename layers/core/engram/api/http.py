@@ -13,8 +13,8 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupp
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import ValidationError
 
-from engram.kernel.errors import EngramError, StorageUnavailable, Unauthorized, aws_unavailable
-from engram.kernel.ids import tenant_key
+from engram.kernel.errors import BadRequest, EngramError, StorageUnavailable, Unauthorized, aws_unavailable
+from engram.kernel.ids import check_id, tenant_key
 from engram.kernel.observability import logger
 
 MAX_BODY_BYTES = 256 * 1024
@@ -177,6 +177,14 @@ def build_app(*routers: Router) -> APIGatewayHttpResolver:
 
     @app.not_found
     def _no_route(_err: NotFoundError) -> Reply:
+        # API Gateway matched one of our routes, but powertools' own matching takes only some
+        # characters in a path parameter (`café x` yes; `"`, `∰` or a control character no): such
+        # an id is not one of ours, the same 400 as the route's own check gives.
+        for name, value in (app.current_event.path_parameters or {}).items():
+            try:
+                check_id(name, value)
+            except BadRequest as err:
+                return fail(err.status, err.code, err.message, err.field)
         return fail(404, "route_not_found", f"no route {app.current_event.http_method} {app.current_event.path}")
 
     @app.exception_handler(Exception)
