@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test bench lint clean install
+.PHONY: dev test bench fuzz lint clean install
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 13), "Python 3.13 is required"'
@@ -28,6 +28,13 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.memory_sections
 	$(BIN)/python -m bench.extraction
 	$(BIN)/python -m bench.runs
+	$(BIN)/python -m bench.soak
+
+# The schema fuzz of docs/openapi.yaml against the local stack, longer than make test's bounded one:
+# thousands of requests, schemathesis's coverage phase, a new seed each run (printed; FUZZ_SEED=...
+# replays it); FUZZ_EXAMPLES (per operation, default 50) and FUZZ_SCENARIOS (stateful, 100) scale it.
+fuzz: $(STAMP)
+	FUZZ_LONG=1 $(BIN)/python -m pytest tests/e2e/test_fuzz_http.py
 
 # ruff (lint and format), mypy --strict on the core (pyproject.toml), cfn-lint on the template.
 lint: $(STAMP)

@@ -86,6 +86,12 @@ class LoadedFunction:
         self.module_name = f"_engram_local{next(_LOADS)}_{spec.logical_id}_{module_path.replace('.', '_')}"
         self._handler: Callable[[Any, Any], Any] | None = None
         self._lock = threading.Lock()
+        # One execution environment: the module's globals (powertools' resolver with its current
+        # event and context, the logger's keys, the function's composition root) serve one
+        # invocation at a time, as in Lambda; concurrent invocations queue here instead of
+        # reading each other's state. Reentrant so that a handler calling its own function
+        # (none does) would not hang the stack.
+        self._environment = threading.RLock()
 
     def handler(self) -> Callable[[Any, Any], Any]:
         with self._lock:
@@ -120,21 +126,26 @@ class LoadedFunction:
         return LambdaContext(self.function_name, self.spec.timeout, self.spec.memory_size, self.region)
 
     def invoke(self, event: Any) -> Any:
+        """Call the handler as Lambda would, in this function's one execution environment: a
+        concurrent invocation (an HTTP request, a queue batch, a schedule) waits for it."""
         handler = self.handler()
-        context = self.context()
-        started = time.monotonic()
-        try:
-            return handler(event, context)
-        finally:
-            elapsed = time.monotonic() - started
-            # A thread cannot be killed, so the local stack only reports what Lambda would have cut off.
-            if elapsed > self.spec.timeout:
-                log.warning(
-                    "%s ran %.1f s, over its %d s Timeout: Lambda would have killed it",
-                    self.function_name,
-                    elapsed,
-                    self.spec.timeout,
-                )
+        with self._environment:
+            context = self.context()  # its deadline starts when the environment takes the event
+            started = time.monotonic()
+            try:
+                return handler(event, context)
+            finally:
+                self._report_overrun(time.monotonic() - started)
+
+    def _report_overrun(self, elapsed: float) -> None:
+        # A thread cannot be killed, so the local stack only reports what Lambda would have cut off.
+        if elapsed > self.spec.timeout:
+            log.warning(
+                "%s ran %.1f s, over its %d s Timeout: Lambda would have killed it",
+                self.function_name,
+                elapsed,
+                self.spec.timeout,
+            )
 
 
 # --------------------------------------------------------------------------- routing

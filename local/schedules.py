@@ -30,8 +30,6 @@ from typing import Any
 
 import boto3
 
-from engram.runs.expressions import parse_expression
-
 from .apigw import Functions, LoadedFunction
 from .resources import ACCOUNT_ID, LOCAL_HEARTBEAT_FUNCTION_ARN, Resources
 
@@ -42,6 +40,14 @@ SCHEDULED_TIME = "<aws.scheduler.scheduled-time>"
 EXECUTION_ID = "<aws.scheduler.execution-id>"
 ATTEMPT_NUMBER = "<aws.scheduler.attempt-number>"
 SCHEDULE_ARN = "<aws.scheduler.schedule-arn>"
+
+
+def parse_expression(expression: str) -> Any:
+    """The core's parser (engram.runs.expressions), imported on use: `python -m local.stack` has
+    the layers on sys.path only once start_stack() has put its own import of them there."""
+    from engram.runs.expressions import parse_expression as parse
+
+    return parse(expression)
 
 
 def _utc(value: datetime) -> datetime:

@@ -150,6 +150,8 @@ class _HttpHandler(BaseHTTPRequestHandler):
 
 class _HttpServer(ThreadingHTTPServer):
     daemon_threads = True
+    # socketserver's default listen backlog is 5: a burst of 20 clients got connection resets.
+    request_queue_size = 128
 
 
 @dataclass
@@ -288,9 +290,9 @@ def start_stack(
     moto_port = moto_port or _free_port()
     if not _port_is_free(moto_port):  # moto's thread would die on bind and start() would wait forever
         raise OSError(f"moto cannot listen on 127.0.0.1:{moto_port}: the port is in use")
-    from .emulator import serialize_dynamodb
+    from .emulator import patch_moto
 
-    serialize_dynamodb()  # moto's DynamoDB is not thread-safe; the service is
+    patch_moto()  # one DynamoDB lock, bounded transactions, no instance registry (local/emulator.py)
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
     moto.start()
     moto_url = f"http://127.0.0.1:{moto_port}"

@@ -13,16 +13,6 @@ import boto3
 import pytest
 
 from engram.conversations.webhooks import sign
-from local.stack import start_stack
-
-
-@pytest.fixture(scope="module")
-def live():
-    handle = start_stack(port=0, model_provider="offline", retry_delay=1)
-    try:
-        yield handle
-    finally:
-        handle.stop()
 
 
 @pytest.fixture(scope="module")

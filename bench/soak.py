@@ -1,0 +1,287 @@
+"""`make bench` (soak): does `make dev` stay as fast and as small as it starts?
+
+Starts the local stack as `make dev` does (`python -m local.stack`, offline model, its own ports)
+in a child process, gives 20 agents memories (10 each, over REST) and their user 10 facts, then
+sends 2,000 chat turns over HTTP, round robin over the agents' `dashboard` sessions, one at a
+time (the extraction worker runs behind them as in `make dev`). The messages cycle through the
+offline model's memory phrasings: facts restated (refreshed, not duplicated), recall, search,
+the clock, and lines the extraction worker distils into `auto:` rows. What grows is what a real
+user makes grow: sessions to their history cap, runs, usage rows and the conversation archive.
+
+Per 200 turns it prints the stack's resident memory (VmRSS of the child), the p50/p95 turn time
+seen by the client, the errors and the table's item count; at the end the time the stack takes to
+stop on SIGTERM and a verdict against the aims: resident memory flat within 20% of the first
+window's (after warm-up), and the last window's p50 within 1.3x of the first's. Exit status 1
+when an aim is missed.
+
+    python -m bench.soak [--turns 2000] [--agents 20] [--window 200]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+USER = "soak"
+RSS_AIM = 0.20  # resident memory within ±20% of the first window's
+P50_AIM = 1.3  # last window's p50 at most 1.3x the first's
+MESSAGES = (
+    "remember that I prefer green tea",
+    "what do you know about me?",
+    "We use PostgreSQL 16 for the billing service. I prefer short answers.",
+    "did we talk about tea?",
+    "what time is it?",
+    "Our deploy day is Tuesday; my editor is Helix.",
+    "what do you remember about deploys?",
+    "hello again, anything new?",
+)
+_DIRECT = urllib.request.build_opener(urllib.request.ProxyHandler({}))  # loopback never goes through a proxy
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def rss_mb(pid: int) -> float | None:
+    """Resident memory of a process in MB (Linux /proc, else psutil when installed, else None)."""
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("VmRSS:"):
+                    return int(line.split()[1]) / 1024
+    except OSError:
+        pass
+    try:
+        import psutil  # type: ignore[import-untyped]
+    except ImportError:
+        return None
+    return float(psutil.Process(pid).memory_info().rss) / 2**20
+
+
+def percentile(values: list[float], pct: float) -> float:
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, max(0, round(pct / 100 * (len(ordered) - 1))))]
+
+
+class Client:
+    def __init__(self, url: str) -> None:
+        self.url = url
+
+    def call(self, method: str, path: str, body: Any = None, timeout: float = 120) -> tuple[int, Any]:
+        data = json.dumps(body).encode() if body is not None else None
+        request = urllib.request.Request(self.url + path, data=data, method=method)
+        request.add_header("authorization", f"Bearer dev-{USER}")
+        if data is not None:
+            request.add_header("content-type", "application/json")
+        try:
+            with _DIRECT.open(request, timeout=timeout) as response:
+                return response.status, json.loads(response.read() or b"null")
+        except urllib.error.HTTPError as err:
+            raw = err.read()
+            try:
+                return err.code, json.loads(raw or b"null")
+            except ValueError:
+                return err.code, raw.decode("utf-8", "replace")
+
+    def must(self, method: str, path: str, body: Any = None) -> Any:
+        status, answer = self.call(method, path, body)
+        if status >= 300:
+            raise RuntimeError(f"{method} {path} -> {status}: {answer}")
+        return answer["data"]
+
+
+class Stack:
+    """`python -m local.stack` in a child process, its output in a temporary file."""
+
+    def __init__(self) -> None:
+        self.port, self.moto_port = _free_port(), _free_port()
+        self.log = tempfile.NamedTemporaryFile(prefix="engram-soak-", suffix=".log", delete=False)  # noqa: SIM115
+        env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "AWS_ENDPOINT_URL")}
+        command = [sys.executable, "-m", "local.stack", "--port", str(self.port), "--moto-port", str(self.moto_port)]
+        self.process = subprocess.Popen(
+            [*command, "--model-provider", "offline"], cwd=ROOT, env=env, stdout=self.log, stderr=subprocess.STDOUT
+        )
+        self.url = f"http://127.0.0.1:{self.port}"
+
+    def wait_ready(self, timeout: float = 120) -> None:
+        deadline = time.monotonic() + timeout
+        client = Client(self.url)
+        while time.monotonic() < deadline:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the stack exited with {self.process.returncode}:\n{self.tail()}")
+            try:
+                if client.call("GET", "/api/agents", timeout=5)[0] == 200:
+                    return
+            except OSError:
+                pass
+            time.sleep(0.2)
+        raise RuntimeError(f"the stack did not answer within {timeout:.0f} s:\n{self.tail()}")
+
+    def rss(self) -> float | None:
+        return rss_mb(self.process.pid)
+
+    def items(self) -> int | None:
+        """Items in the table (a COUNT scan against the stack's moto), None when boto3 cannot ask."""
+        try:
+            import boto3
+
+            ddb = boto3.client(
+                "dynamodb",
+                endpoint_url=f"http://127.0.0.1:{self.moto_port}",
+                region_name="us-east-1",
+                aws_access_key_id="local",
+                aws_secret_access_key="local",
+            )
+            total, kwargs = 0, {"TableName": "engram-local-engram-table", "Select": "COUNT"}
+            while True:
+                page = ddb.scan(**kwargs)
+                total += page["Count"]
+                if "LastEvaluatedKey" not in page:
+                    return total
+                kwargs["ExclusiveStartKey"] = page["LastEvaluatedKey"]
+        except Exception:
+            return None
+
+    def terminate(self, timeout: float = 120) -> float:
+        """SIGTERM, then the seconds until the process is gone (SIGKILL past `timeout`)."""
+        started = time.monotonic()
+        self.process.send_signal(signal.SIGTERM)
+        try:
+            self.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+        return time.monotonic() - started
+
+    def tail(self, lines: int = 30) -> str:
+        self.log.flush()
+        text = Path(self.log.name).read_text(errors="replace")
+        return "\n".join(line[:300] for line in text.splitlines()[-lines:])
+
+    def close(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+            self.process.wait()
+        self.log.close()
+        os.unlink(self.log.name)
+
+
+def seed(client: Client, agents: int) -> list[str]:
+    """A workspace, `agents` agents (half in the workspace, half with agent memory), 10 memories
+    each and 10 facts about the user."""
+    workspace = client.must("POST", "/api/workspaces", {"name": "Soak"})["id"]
+    ids = []
+    for i in range(agents):
+        fields: dict[str, Any] = {"name": f"Soak {i:02d}", "persona": "Be brief."}
+        fields.update({"workspaceId": workspace} if i % 2 == 0 else {"agentMemory": True})
+        agent = client.must("POST", "/api/agents", fields)["id"]
+        for m in range(10):
+            memory = {"key": f"note-{m}", "value": f"Standing note {m} for agent {i}: keep replies under {m + 3} lines."}
+            client.must("POST", f"/api/agents/{agent}/memories", {**memory, "pinned": m == 0})
+        ids.append(agent)
+    for f in range(10):
+        client.must("POST", "/api/me/facts", {"fact": f"I have been to {f + 2} countries on trip number {f}"})
+    return ids
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench.soak", description=__doc__.splitlines()[0])
+    parser.add_argument("--turns", type=int, default=2000)
+    parser.add_argument("--agents", type=int, default=20)
+    parser.add_argument("--window", type=int, default=200)
+    args = parser.parse_args(argv)
+
+    print(f"soak: {args.turns} chat turns over {args.agents} agents against `python -m local.stack` (offline model)")
+    stack = Stack()
+    try:
+        stack.wait_ready()
+        client = Client(stack.url)
+        start_rss = stack.rss()
+        agents = seed(client, args.agents)
+        print(f"stack started: RSS {start_rss or 0:.0f} MB; seeded {len(agents)} agents, 10 memories each, 10 facts")
+        print(f"{'turns':>11} {'RSS MB':>8} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8} {'errors':>6} {'items':>7}")
+        windows: list[dict[str, Any]] = []
+        latencies: list[float] = []
+        errors: dict[str, int] = {}
+        for turn in range(args.turns):
+            agent = agents[turn % len(agents)]
+            message = MESSAGES[(turn // len(agents)) % len(MESSAGES)]  # every agent walks the whole cycle
+            started = time.perf_counter()
+            try:
+                status, answer = client.call("POST", f"/api/agents/{agent}/sessions/dashboard/messages", {"message": message})
+            except OSError as err:  # a reset or a dropped connection: a failed turn, unless the stack is gone
+                if stack.process.poll() is not None:
+                    raise RuntimeError(f"the stack exited with {stack.process.returncode} at turn {turn + 1}") from err
+                status, answer = 0, {"error": {"code": type(err).__name__}}
+            latencies.append((time.perf_counter() - started) * 1000)
+            if status != 200:
+                code = answer.get("error", {}).get("code", "") if isinstance(answer, dict) else ""
+                key = f"{status} {code}".strip()
+                errors[key] = errors.get(key, 0) + 1
+            if len(latencies) == args.window or turn == args.turns - 1:
+                window = {
+                    "turns": f"{turn + 2 - len(latencies)}-{turn + 1}",
+                    "rss": stack.rss(),
+                    "p50": statistics.median(latencies),
+                    "p95": percentile(latencies, 95),
+                    "max": max(latencies),
+                    "errors": sum(errors.values()),
+                    "codes": dict(errors),
+                    "items": stack.items(),
+                }
+                windows.append(window)
+                print(
+                    f"{window['turns']:>11} {window['rss'] or 0:8.0f} {window['p50']:8.0f} {window['p95']:8.0f}"
+                    f" {window['max']:8.0f} {window['errors']:>6} {window['items'] or '-':>7}",
+                    flush=True,
+                )
+                if errors:
+                    print(f"{'':>11} failed turns: {errors}", flush=True)
+                latencies, errors = [], {}
+        stop_s = stack.terminate()
+        print(f"SIGTERM -> exit in {stop_s:.1f} s (exit status {stack.process.returncode})")
+        return verdict(windows, stop_s)
+    except BaseException:
+        print(stack.tail(), file=sys.stderr)
+        raise
+    finally:
+        stack.close()
+
+
+def verdict(windows: list[dict[str, Any]], stop_s: float) -> int:
+    first, last = windows[0], windows[-1]
+    rss = [w["rss"] for w in windows if w["rss"] is not None]
+    lines, ok = [], True
+    if len(rss) == len(windows) and rss[0]:
+        spread = max(abs(r - rss[0]) for r in rss) / rss[0]
+        ok &= spread <= RSS_AIM
+        lines.append(f"RSS {rss[0]:.0f}->{rss[-1]:.0f} MB, at most {spread:.0%} from the first window (aim {RSS_AIM:.0%})")
+    else:
+        lines.append("RSS not measured (no /proc, no psutil)")
+    ratio = last["p50"] / first["p50"]
+    ok &= ratio <= P50_AIM
+    lines.append(f"p50 {first['p50']:.0f}->{last['p50']:.0f} ms, x{ratio:.2f} (aim x{P50_AIM})")
+    failed = sum(w["errors"] for w in windows)
+    ok &= failed == 0
+    lines.append(f"{failed} failed turns")
+    print(f"verdict: {'PASS' if ok else 'FAIL'}: " + "; ".join(lines) + f"; SIGTERM {stop_s:.1f} s")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
