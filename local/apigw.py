@@ -39,6 +39,8 @@ from .template import FunctionSpec, HttpRoute, Template
 log = logging.getLogger("local")
 
 LOCAL_ISSUER = "engram-local"
+# What a Cognito access token carries (the created pool's scope: template.yaml REQUIRED_SCOPES).
+LOCAL_SCOPE = "aws.cognito.signin.user.admin"
 API_ID = "enlocal001"
 MAX_PAYLOAD_BYTES = 10 * 1024 * 1024  # HTTP API's request payload limit
 # The API Gateway integration timeout; past it the real service answers 503 whatever the function does.
@@ -255,7 +257,7 @@ def authorize(route: HttpRoute, headers: Mapping[str, str], source_ip: str) -> d
     found = _BEARER.match(headers.get("authorization", "").strip())
     if not (loopback and found):
         return None
-    return {"sub": found.group(1), "iss": LOCAL_ISSUER, "token_use": "access"}
+    return {"sub": found.group(1), "iss": LOCAL_ISSUER, "token_use": "access", "scope": LOCAL_SCOPE}
 
 
 # --------------------------------------------------------------------------- events

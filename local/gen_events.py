@@ -20,7 +20,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from .apigw import API_ID, build_http_event
+from .apigw import API_ID, LOCAL_ISSUER, LOCAL_SCOPE, build_http_event
 from .resources import ACCOUNT_ID, kebab, physical_name
 from .schedules import fill_input
 from .template import ROOT, HttpRoute, Template, load_template
@@ -155,7 +155,7 @@ def http_event(route: HttpRoute) -> dict[str, Any]:
         headers.update(WEBHOOK_HEADERS)
     if not route.auth_none:
         headers["authorization"] = f"Bearer dev-{SAMPLE_USER}"
-        claims = {"sub": SAMPLE_USER, "iss": "engram-local", "token_use": "access"}
+        claims = {"sub": SAMPLE_USER, "iss": LOCAL_ISSUER, "token_use": "access", "scope": LOCAL_SCOPE}
     return build_http_event(
         route.route_key,
         route.method,

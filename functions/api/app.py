@@ -5,11 +5,12 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from engram.account.routes import router as account
 from engram.agents.routes import router as agents
-from engram.api.http import build_app
+from engram.api.http import build_app, cors_of
 from engram.cards.routes import router as cards
 from engram.conversations.routes import router as sessions
 from engram.facts.routes import router as facts
 from engram.kernel.observability import logger, metrics, tracer
+from engram.kernel.settings import get_settings
 from engram.memory.routes import router as memory
 from engram.roots import api
 from engram.roots.function import FunctionRoot
@@ -17,7 +18,7 @@ from engram.runs.routes import router as runs
 from engram.usage.routes import router as usage
 
 ROOT = FunctionRoot(api.build)
-app = build_app(agents, sessions, memory, facts, account, cards, runs, usage)
+app = build_app(agents, sessions, memory, facts, account, cards, runs, usage, cors=cors_of(get_settings().cors_allow_origins))
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

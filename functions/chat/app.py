@@ -5,15 +5,16 @@ from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, proce
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
-from engram.api.http import build_app
+from engram.api.http import build_app, cors_of
 from engram.conversations.chat import process_turn_job
 from engram.conversations.chat_routes import router as chat
 from engram.kernel.observability import logger, metrics, tracer
+from engram.kernel.settings import get_settings
 from engram.roots import chat as chat_root
 from engram.roots.function import FunctionRoot
 
 ROOT = FunctionRoot(chat_root.build)
-app = build_app(chat)
+app = build_app(chat, cors=cors_of(get_settings().cors_allow_origins))
 # A failed turn holds back the rest of its session's group; other sessions carry on.
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 

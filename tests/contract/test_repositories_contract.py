@@ -145,12 +145,27 @@ def test_workspaces_page_with_tokens_and_only_the_tenants_workspaces(stores):
 def test_an_agent_is_created_with_its_session_secret_and_lookup(stores):
     agent = _agent(stores, persona="helpful", team=["ag_2"])
     assert stores.agents.get(T, "ag_1") == agent
-    assert stores.agents.webhook_credentials("ag_1") == (T, "secret-ag_1")
+    assert stores.agents.webhook_credentials("ag_1") == (T, "secret-ag_1", "", 0)
     assert stores.sessions.get(T, "ag_1", "dashboard") is not None
     assert stores.agents.get(T2, "ag_1") is None
     assert stores.agents.webhook_credentials("ag_nobody") is None
     _agent(stores, "ag_b", t=T2)
-    assert stores.agents.webhook_credentials("ag_b") == (T2, "secret-ag_b")
+    assert stores.agents.webhook_credentials("ag_b") == (T2, "secret-ag_b", "", 0)
+
+
+def test_a_rotated_webhook_secret_keeps_the_one_it_replaced_for_a_while(stores):
+    _agent(stores)
+    stores.agents.rotate_webhook_secret(T, "ag_1", "second", previous_until=2_000_000_000)
+    assert stores.agents.webhook_credentials("ag_1") == (T, "second", "secret-ag_1", 2_000_000_000)
+    stores.agents.rotate_webhook_secret(T, "ag_1", "third", previous_until=2_000_000_100)
+    assert stores.agents.webhook_credentials("ag_1") == (T, "third", "second", 2_000_000_100)  # the first is gone
+    assert stores.agents.get(T, "ag_1") is not None and "secret" not in stores.agents.get(T, "ag_1").model_dump_json()
+    with pytest.raises(NotFound):
+        stores.agents.rotate_webhook_secret(T2, "ag_1", "x", previous_until=0)  # another tenant's agent
+    with pytest.raises(NotFound):
+        stores.agents.rotate_webhook_secret(T, "ag_nobody", "x", previous_until=0)
+    assert stores.agents.get(T, "ag_nobody") is None  # no row made by the failed update
+    assert stores.agents.webhook_credentials("ag_1") == (T, "third", "second", 2_000_000_100)
 
 
 def test_a_webhook_delivery_is_recorded_once_per_agent(stores):
@@ -171,7 +186,7 @@ def test_a_second_create_of_an_agent_changes_nothing(stores):
     with pytest.raises(ConditionFailed) as err:
         stores.agents.create(T, again, webhook_secret="new", with_items=[stores.sessions.item(T, other_session)])
     assert err.value.failed_at(0)
-    assert stores.agents.get(T, "ag_1") == agent and stores.agents.webhook_credentials("ag_1") == (T, "secret-ag_1")
+    assert stores.agents.get(T, "ag_1") == agent and stores.agents.webhook_credentials("ag_1") == (T, "secret-ag_1", "", 0)
     assert stores.sessions.get(T, "ag_1", "other") is None  # the transaction's other put did not apply
 
 

@@ -179,6 +179,7 @@ def test_authorized_request_reaches_the_handler_with_claims(functions):
         "sub": "alice",
         "iss": "engram-local",
         "token_use": "access",
+        "scope": "aws.cognito.signin.user.admin",
     }
     assert event["headers"]["authorization"] == "Bearer dev-alice"
     assert 0 < payload["remainingMs"] <= 15_000
@@ -237,13 +238,15 @@ def test_unknown_routes_errors_and_simple_responses(functions):
     assert headers["set-cookie"] == "seen=1"
 
 
-def test_cors_preflight_is_answered_without_auth(functions):
-    status, headers, _ = invoke_http(
+def test_a_cors_preflight_reaches_the_api_function_without_auth(functions):
+    # template.yaml routes OPTIONS /{proxy+} to the api function with no authorizer (browsers send
+    # preflights without a token); the function answers it (engram.api.http.cors_of).
+    status, _, body = invoke_http(
         functions, "OPTIONS", "/api/agents", headers={"Origin": "http://localhost:5173", "Access-Control-Request-Method": "POST"}
     )
-    assert status == 204
-    assert headers["access-control-allow-origin"] == "*"
-    assert "POST" in headers["access-control-allow-methods"] and "authorization" in headers["access-control-allow-headers"]
+    assert status == 200
+    event = json.loads(body)["event"]
+    assert event["routeKey"] == "OPTIONS /{proxy+}" and "authorizer" not in event["requestContext"]
 
 
 # --------------------------------------------------------------------------- SQS workers

@@ -38,7 +38,12 @@ def _expected_routes() -> set[tuple[str, str]]:
     from engram.usage import routes as usage
 
     api = (agents, sessions, memory, facts, account, cards, runs, usage)
-    return _routes_of("ApiFunction", *(m.router for m in api)) | _routes_of("ChatFunction", chat_routes.router)
+    routes = _routes_of("ApiFunction", *(m.router for m in api)) | _routes_of("ChatFunction", chat_routes.router)
+    return routes | {PREFLIGHT}
+
+
+# CORS preflights: no router route, powertools answers them from its CORS config (engram.api.http.cors_of).
+PREFLIGHT = ("ApiFunction", "OPTIONS /{proxy+}")
 
 
 EXPECTED_ROUTES = _expected_routes()
@@ -90,9 +95,9 @@ def test_every_route_is_found_with_its_function(template):
     assert found == EXPECTED_ROUTES
 
 
-def test_only_the_webhook_skips_the_jwt_authorizer(template):
-    open_routes = [r.route_key for r in template.routes() if r.auth_none]
-    assert open_routes == ["POST /api/agents/{agentId}/webhook"]
+def test_only_the_webhook_and_cors_preflights_skip_the_jwt_authorizer(template):
+    open_routes = sorted(r.route_key for r in template.routes() if r.auth_none)
+    assert open_routes == ["OPTIONS /{proxy+}", "POST /api/agents/{agentId}/webhook"]
 
 
 def test_functions_carry_code_handler_timeout_and_queue_sources(template):
@@ -191,11 +196,13 @@ OPEN_ROUTE = HttpRoute("ChatFunction", "Webhook", "POST", "/api/agents/{agentId}
 
 def test_dev_bearer_on_loopback_gives_claims():
     claims = authorize(JWT_ROUTE, {"authorization": "Bearer dev-alice_01"}, "127.0.0.1")
-    assert claims == {"sub": "alice_01", "iss": "engram-local", "token_use": "access"}
+    scope = "aws.cognito.signin.user.admin"  # what the created pool's access tokens carry
+    assert claims == {"sub": "alice_01", "iss": "engram-local", "token_use": "access", "scope": scope}
     assert authorize(JWT_ROUTE, {"authorization": "Bearer dev-bob"}, "::1") == {
         "sub": "bob",
         "iss": "engram-local",
         "token_use": "access",
+        "scope": scope,
     }
 
 

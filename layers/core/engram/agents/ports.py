@@ -3,9 +3,19 @@ repositories; tests run them on an in-memory table)."""
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, NamedTuple, Protocol
 
 from engram.agents.models import Agent, Workspace
+
+
+class WebhookCredentials(NamedTuple):
+    """What verifies an agent's webhook: its tenant, its secret and, for a while after a rotation,
+    the secret it replaced (`previous_until`: unix seconds; 0 when there is none)."""
+
+    tenant: str
+    secret: str
+    previous: str = ""
+    previous_until: int = 0
 
 
 class Workspaces(Protocol):
@@ -36,8 +46,13 @@ class Agents(Protocol):
 
     def get(self, t: str, agent_id: str) -> Agent | None: ...
 
-    def webhook_credentials(self, agent_id: str) -> tuple[str, str] | None:
-        """(tenant, webhook secret) of an agent id, in one lookup; None for an unknown agent."""
+    def webhook_credentials(self, agent_id: str) -> WebhookCredentials | None:
+        """The tenant and webhook secrets of an agent id, in one lookup; None for an unknown agent."""
+        ...
+
+    def rotate_webhook_secret(self, t: str, agent_id: str, secret: str, *, previous_until: int) -> None:
+        """`secret` becomes the agent's webhook secret; the one it replaces stays valid until
+        `previous_until` (an older previous one is dropped). NotFound for an unknown agent."""
         ...
 
     def first_delivery(self, t: str, agent_id: str, digest: str, *, expires_at: int) -> bool:

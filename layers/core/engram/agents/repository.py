@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from engram.agents.models import Agent, Workspace
+from engram.agents.ports import WebhookCredentials
 from engram.aws import keys
 from engram.aws.table import ConditionFailed, Table, set_expression
 from engram.kernel.errors import NotFound
@@ -79,13 +80,33 @@ class AgentRepository:
         item = self.table.get(keys.tenant_pk(t), keys.agent_sk(agent_id))
         return Agent.model_validate(item) if item else None
 
-    def webhook_credentials(self, agent_id: str) -> tuple[str, str] | None:
+    def webhook_credentials(self, agent_id: str) -> WebhookCredentials | None:
         """The webhook arrives without a principal: one GSI2 query maps an agent id to its tenant
-        and its secret (None for an unknown agent; the same one call either way)."""
+        and its secrets (None for an unknown agent; the same one call either way)."""
         items, _ = self.table.query(keys.agent_lookup(agent_id), index="GSI2", limit=1)
         if not items or not items[0].get("webhookSecret"):
             return None
-        return str(items[0]["GSI2SK"]), str(items[0]["webhookSecret"])
+        item = items[0]
+        return WebhookCredentials(
+            tenant=str(item["GSI2SK"]),
+            secret=str(item["webhookSecret"]),
+            previous=str(item.get("previousWebhookSecret") or ""),
+            previous_until=int(item.get("previousWebhookSecretUntil") or 0),
+        )
+
+    def rotate_webhook_secret(self, t: str, agent_id: str, secret: str, *, previous_until: int) -> None:
+        # One UpdateItem: the right-hand sides read the item as it was, so the replaced secret is
+        # the previous one whatever a concurrent rotation did (the later write wins whole).
+        try:
+            self.table.update(
+                keys.tenant_pk(t),
+                keys.agent_sk(agent_id),
+                "SET previousWebhookSecret = webhookSecret, previousWebhookSecretUntil = :until, webhookSecret = :secret",
+                condition="attribute_exists(PK)",
+                values={":until": previous_until, ":secret": secret},
+            )
+        except ConditionFailed:
+            raise NotFound("agent not found", field="agentId") from None
 
     def first_delivery(self, t: str, agent_id: str, digest: str, *, expires_at: int) -> bool:
         """Records a signed webhook request; False when it was seen before (a replay). One

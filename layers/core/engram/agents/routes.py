@@ -42,6 +42,11 @@ def delete_agent(agentId: str) -> Reply:
     return ok(agents.delete_agent(deps_of(router), tenant(router), agentId))
 
 
+@router.post("/api/agents/<agentId>/webhook-secret")
+def rotate_webhook_secret(agentId: str) -> Reply:
+    return ok(agents.rotate_webhook_secret(deps_of(router), tenant(router), agentId))
+
+
 @router.post("/api/workspaces")
 def create_workspace(body: WorkspaceCreate) -> Reply:
     return ok(agents.create_workspace(deps_of(router), tenant(router), body).public(), 201)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import secrets
+import time
+from datetime import UTC, datetime
 from typing import Any
 
 from engram.agents.models import Agent, AgentCreate, AgentUpdate, Workspace, WorkspaceCreate, WorkspaceUpdate
@@ -97,6 +99,21 @@ def create_agent(deps: Stores, t: str, body: AgentCreate) -> dict[str, Any]:
         raise
     # The webhook secret is shown once, here; it is never returned again.
     return {**agent.public(), "webhookSecret": secret}
+
+
+def rotate_webhook_secret(deps: Stores, t: str, agent_id: str) -> dict[str, Any]:
+    """A new webhook secret, shown once (here); the replaced one keeps working for
+    WEBHOOK_SECRET_GRACE_SECONDS so senders can switch over without a failed delivery."""
+    check_id("agentId", agent_id)
+    secret = secrets.token_urlsafe(32)
+    grace = deps.settings.webhook_secret_grace_s
+    until = int(time.time()) + grace if grace else 0
+    deps.agents.rotate_webhook_secret(t, agent_id, secret, previous_until=until)
+    return {
+        "agentId": agent_id,
+        "webhookSecret": secret,
+        "previousSecretValidUntil": datetime.fromtimestamp(until, UTC).isoformat().replace("+00:00", "Z") if until else None,
+    }
 
 
 def get_agent(deps: Stores, t: str, agent_id: str) -> Agent:

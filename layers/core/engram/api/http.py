@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from typing import Annotated, Any
 
-from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, Response
+from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, CORSConfig, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
@@ -13,7 +13,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupp
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import ValidationError
 
-from engram.kernel.errors import BadRequest, EngramError, StorageUnavailable, Unauthorized, aws_unavailable
+from engram.kernel.errors import BadRequest, EngramError, Forbidden, StorageUnavailable, Unauthorized, aws_unavailable
 from engram.kernel.ids import check_id, tenant_key
 from engram.kernel.observability import logger
 
@@ -114,7 +114,28 @@ def tenant(router: Router | APIGatewayHttpResolver) -> str:
     sub = claims.get("sub")
     if not sub:
         raise Unauthorized("a bearer token with a subject is required", code="unauthorized")
+    required = deps_of(router).settings.required_scopes.split()
+    if required:
+        # The HTTP API's JWT authorizer cannot take its scopes from a template parameter (SAM wants
+        # a literal list), so the check is here, before any route reads or writes anything.
+        granted = _granted_scopes(claims)
+        missing = [scope for scope in required if scope not in granted]
+        if missing:
+            raise Forbidden(f"the access token lacks the scope {missing[0]!r} this API requires", code="insufficient_scope")
     return tenant_key(sub)
+
+
+def _granted_scopes(claims: dict[str, Any]) -> set[str]:
+    """`scope` (space-separated, RFC 8693; Cognito) or `scp` (a list or a string; Okta, Entra ID).
+    API Gateway passes a list claim as its text `[a b]`."""
+    granted: set[str] = set()
+    for name in ("scope", "scp"):
+        value = claims.get(name)
+        if isinstance(value, list):
+            granted.update(str(v) for v in value)
+        elif isinstance(value, str):
+            granted.update(value.strip("[]").replace(",", " ").split())
+    return granted
 
 
 def _field_of(loc: tuple[Any, ...] | list[Any]) -> str:
@@ -158,8 +179,24 @@ def _unsupported(content_type: str) -> Reply:
     return fail(415, "unsupported_media_type", f"request bodies are application/json, not {content_type}", field="content-type")
 
 
-def build_app(*routers: Router) -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=parse_body)
+def cors_of(origins: str) -> CORSConfig | None:
+    """CORS for the other browser origins allowed to call the API (CORS_ALLOW_ORIGINS, from the
+    template's CorsAllowOrigins); None, no CORS at all, when there are none: the console is served
+    from the API's own origin. Powertools answers the preflight (the API routes `OPTIONS /{proxy+}`
+    to the api function without auth) and puts the headers on answers to an allowed Origin only."""
+    allowed = [origin.strip() for origin in origins.split(",") if origin.strip()]
+    if not allowed:
+        return None
+    return CORSConfig(
+        allow_origin=allowed[0],
+        extra_origins=allowed[1:],
+        allow_headers=["x-engram-timestamp", "x-engram-signature"],
+        max_age=600,
+    )
+
+
+def build_app(*routers: Router, cors: CORSConfig | None = None) -> APIGatewayHttpResolver:
+    app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=parse_body, cors=cors)
     app.use(middlewares=[body_limit])
     _map_body_errors(app)
 
@@ -181,6 +218,8 @@ def build_app(*routers: Router) -> APIGatewayHttpResolver:
         # characters in a path parameter (`café x` yes; `"`, `∰` or a control character no): such
         # an id is not one of ours, the same 400 as the route's own check gives.
         for name, value in (app.current_event.path_parameters or {}).items():
+            if name == "proxy":  # OPTIONS /{proxy+} (CORS preflights): a path, not an id
+                continue
             try:
                 check_id(name, value)
             except BadRequest as err:

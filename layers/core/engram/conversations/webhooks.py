@@ -52,12 +52,19 @@ def verify(deps: ModelDeps, agent_id: str, headers: Mapping[str, Any], raw_body:
     if not -settings.webhook_future_skew_s <= now - int(timestamp) <= settings.webhook_tolerance_s:
         raise Unauthorized("the webhook timestamp is too old or in the future", code="stale_signature")
     credentials = deps.agents.webhook_credentials(agent_id)
-    tenant, secret = credentials or ("", _NO_SECRET)
-    expected = sign(secret, timestamp, raw_body)  # computed for unknown agents too: equal work
-    if not (hmac.compare_digest(expected, signature) and credentials):
+    tenant, secret, previous, previous_until = credentials or ("", _NO_SECRET, "", 0)
+    # Two HMACs on every path (the current secret, and the replaced one during its grace period or
+    # a stand-in): an unknown agent, a bad signature and a rotation cost the same.
+    candidates = [secret, previous if previous and now < previous_until else _NO_SECRET]
+    matched = ""
+    for candidate in candidates:
+        expected = sign(candidate, timestamp, raw_body)
+        if hmac.compare_digest(expected, signature) and candidate != _NO_SECRET:
+            matched = expected
+    if not (matched and credentials):
         raise denied
     expires_at = int(timestamp) + settings.webhook_tolerance_s + 60
-    if not deps.agents.first_delivery(tenant, agent_id, expected.removeprefix("sha256="), expires_at=expires_at):
+    if not deps.agents.first_delivery(tenant, agent_id, matched.removeprefix("sha256="), expires_at=expires_at):
         raise Conflict("this signed request was delivered already; sign each delivery anew", code="duplicate_delivery")
     return tenant
 

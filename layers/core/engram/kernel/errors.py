@@ -66,6 +66,11 @@ class Unauthorized(EngramError):
     code = "unauthorized"
 
 
+class Forbidden(EngramError):
+    status = 403
+    code = "forbidden"
+
+
 class NotFound(EngramError):
     status = 404
     code = "not_found"

@@ -60,6 +60,12 @@ class Settings(BaseModel):
     agent_memory_token_budget: int = Field(1500, ge=0, le=20000, alias="AGENT_MEMORY_TOKEN_BUDGET")
     daily_memory_ttl_days: int = Field(7, ge=1, le=365, alias="DAILY_MEMORY_TTL_DAYS")
     webhook_tolerance_s: int = Field(300, ge=1, alias="WEBHOOK_TOLERANCE_SECONDS")
+    # Browser origins other than the API's own that may call it (comma-separated; "" none, "*" any).
+    cors_allow_origins: str = Field("", alias="CORS_ALLOW_ORIGINS")
+    # Scopes every API call's access token must carry (space-separated; template parameter AuthScopes).
+    required_scopes: str = Field("", alias="REQUIRED_SCOPES")
+    # After a rotation the previous webhook secret keeps working this long (senders switch over).
+    webhook_secret_grace_s: int = Field(86_400, ge=0, le=7 * 86_400, alias="WEBHOOK_SECRET_GRACE_SECONDS")
     webhook_future_skew_s: int = Field(30, ge=0, le=300, alias="WEBHOOK_FUTURE_SKEW_SECONDS")
 
     # Automatic extraction (EX2): one model call per finished run, bounded in time and in cost.
