@@ -28,6 +28,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.memory_sections
 	$(BIN)/python -m bench.extraction
 	$(BIN)/python -m bench.runs
+	$(BIN)/python -m bench.local_scale
 	$(BIN)/python -m bench.soak
 
 # The schema fuzz of docs/openapi.yaml against the local stack, longer than make test's bounded one:

@@ -30,9 +30,18 @@ used in AWS; none changes what a request answers, tests/unit/test_local_emulator
 4. A Query reads the items it can return. moto's Query starts from `Table.all_items()`: every
    item of the table, sorted by the table's keys, before keeping one partition (a table query)
    or the items of one index key (an index query, sorted again by the index's keys, a total
-   order). Here a table query starts from its partition and an index query from the unsorted
-   items; the rest of moto's Query is unchanged. An index query still reads every item (moto
-   keeps no index), without the sort that cost the most.
+   order). Here a table query starts from its partition and an index query from the items whose
+   index hash key has the value asked for; the rest of moto's Query is unchanged. moto keeps no
+   index, so the emulator keeps one per table (`_IndexMap`: index hash key value -> items), built
+   on the table's first index query and brought up to date after every write request from the
+   keys the request names (the item is read back as stored, so an update that changes an index
+   key in place, a cancelled transaction and a conditional write that failed are all seen as
+   they are). With 10,000 rows a scope, an index query reads its ~260 rows, not the table.
+
+5. A string's cast value is the string. moto compares, hashes and sorts attribute values through
+   `DynamoType.cast_value`, which tests for a number, a set, a list, a map and null before it
+   returns a string as it is: every key comparison paid five tests. Here a string returns at once
+   (the same value); other types take moto's path.
 
 The profile that found (2), (3) and (4), and the figures before and after, are in docs/ARCHITECTURE.md
 ("Local stack"); `bench/soak.py` (make bench) watches that memory and turn time stay flat.
@@ -55,6 +64,7 @@ def patch_moto() -> None:
     _bounded_transactions()
     _untrack_instances()
     _partition_queries()
+    _quick_string_casts()
 
 
 def serialize_dynamodb() -> None:
@@ -73,7 +83,10 @@ def _serialize_dynamodb() -> None:
     @functools.wraps(original)
     def call_action(self: Any) -> Any:
         with _LOCK:
-            return original(self)
+            try:
+                return original(self)
+            finally:
+                _refresh_index_maps(self)
 
     call_action._engram_serialized = True  # type: ignore[attr-defined]
     DynamoHandler.call_action = call_action  # type: ignore[method-assign]
@@ -259,7 +272,134 @@ def _untrack_instances() -> None:
             model.instances_tracked = []  # type: ignore[attr-defined]
 
 
+# --------------------------------------------------------------------------- 5. string casts
+def _quick_string_casts() -> None:
+    from moto.dynamodb.models.dynamo_type import DynamoType
+
+    moto_cast = DynamoType.cast_value.fget  # type: ignore[attr-defined]
+    if getattr(moto_cast, "_engram_quick", False):
+        return
+
+    def cast_value(self: Any) -> Any:
+        return self.value if self.type == "S" else moto_cast(self)
+
+    cast_value._engram_quick = True  # type: ignore[attr-defined]
+    cast_value.__wrapped__ = moto_cast  # type: ignore[attr-defined]
+    DynamoType.cast_value = property(cast_value)  # type: ignore[assignment,method-assign]
+
+
 # --------------------------------------------------------------------------- 4. queries
+_WRITES = ("PutItem", "UpdateItem", "DeleteItem", "TransactWriteItems", "BatchWriteItem")
+
+
+class _IndexMap:
+    """The items of one table filed by the value of each global index's hash key attribute."""
+
+    def __init__(self, table: Any) -> None:
+        self.signature = _index_signature(table)
+        self.attributes = {k["AttributeName"] for index in table.global_indexes for k in index.schema if k["KeyType"] == "HASH"}
+        self.by_value: dict[str, dict[Any, dict[Any, Any]]] = {name: {} for name in self.attributes}
+        self.filed: dict[Any, list[tuple[str, Any]]] = {}  # item key -> where it is filed
+        self.sort_keys: dict[Any, dict[tuple[str, ...], tuple[Any, ...]]] = {}  # item key -> attrs -> key
+        partitions = table.items.values()
+        for stored in partitions if table.range_key_attr is None else (i for p in partitions for i in p.values()):
+            self.file(_item_key(table, stored), stored)
+
+    @classmethod
+    def of(cls, table: Any) -> _IndexMap:
+        found: _IndexMap | None = table.__dict__.get("_engram_index_map")
+        if found is None or found.signature != _index_signature(table):  # a new table, or UpdateTable
+            found = table._engram_index_map = cls(table)
+        return found
+
+    def file(self, item_key: Any, stored: Any) -> None:
+        places = []
+        for name in self.attributes:
+            value = stored.attrs.get(name)
+            if value is not None:
+                self.by_value[name].setdefault(value, {})[item_key] = stored
+                places.append((name, value))
+        self.filed[item_key] = places
+
+    def sort_key(self, stored: Any, attrs: tuple[str, ...]) -> tuple[Any, ...]:
+        keys = self.sort_keys.setdefault((stored.hash_key, stored.range_key), {})
+        found = keys.get(attrs)
+        if found is None:
+            found = keys[attrs] = tuple(stored.attrs[name].cast_value for name in attrs)
+        return found
+
+    def unfile(self, item_key: Any) -> None:
+        self.sort_keys.pop(item_key, None)
+        for name, value in self.filed.pop(item_key, []):
+            bucket = self.by_value[name].get(value)
+            if bucket is not None:
+                bucket.pop(item_key, None)
+                if not bucket:
+                    del self.by_value[name][value]
+
+    def items_with(self, conditions: list[tuple[str, Any]]) -> list[Any] | None:
+        """The items filed under the first condition's value; None when it is not a filed attribute."""
+        name, value = conditions[0]
+        if name not in self.attributes:
+            return None
+        return list(self.by_value[name].get(value, {}).values())
+
+
+def _index_signature(table: Any) -> tuple[Any, ...]:
+    return tuple((index.name, repr(index.schema)) for index in table.global_indexes)
+
+
+def _item_key(table: Any, stored: Any) -> tuple[Any, Any]:
+    return stored.hash_key, stored.range_key if table.range_key_attr is not None else None
+
+
+def _written_keys(action: str, body: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(table name, key or whole item) of every item a write request names."""
+    if action in ("PutItem", "UpdateItem", "DeleteItem"):
+        return [(body.get("TableName", ""), body.get("Item") or body.get("Key") or {})]
+    if action == "TransactWriteItems":
+        named = []
+        for entry in body.get("TransactItems") or []:
+            for op in entry.values():
+                named.append((op.get("TableName", ""), op.get("Item") or op.get("Key") or {}))
+        return named
+    named = []
+    for table_name, requests in (body.get("RequestItems") or {}).items():  # BatchWriteItem
+        for request in requests:
+            for op in request.values():
+                named.append((table_name, op.get("Item") or op.get("Key") or {}))
+    return named
+
+
+def _refresh_index_maps(handler: Any) -> None:
+    """After a write request (applied or not): each item it names, filed again as it is stored now."""
+    try:
+        action = handler._get_action()
+        if action not in _WRITES or not isinstance(handler.body, dict):
+            return
+        backend = handler.dynamodb_backend
+        for table_name, key in _written_keys(action, handler.body):
+            try:
+                table = backend.get_table(table_name)
+            except Exception:
+                continue
+            index_map: _IndexMap | None = table.__dict__.get("_engram_index_map")
+            if index_map is None:
+                continue  # built whole on the table's first index query
+            try:
+                hash_key, range_key = backend.get_keys_value(table, key)
+            except Exception:
+                continue
+            index_map.unfile((hash_key, range_key))
+            partition = table.items.get(hash_key)
+            stored = partition.get(range_key) if partition is not None and range_key is not None else partition
+            if stored is not None:
+                index_map.file((hash_key, range_key), stored)
+    except Exception:  # never fail a request over the map; drop it, the next index query rebuilds it
+        for table in list(getattr(getattr(handler, "dynamodb_backend", None), "tables", {}).values()):
+            table.__dict__.pop("_engram_index_map", None)
+
+
 def _partition_queries() -> None:
     from moto.dynamodb.models.table import Table
 
@@ -272,26 +412,53 @@ def _partition_queries() -> None:
         index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
         if index_name:
             # The candidates are sorted by the index's keys then the table's (a total order) right
-            # after: the sort of the whole table by the table's keys changes nothing.
+            # after, and moto keeps those whose index hash keys match: the items the index map
+            # files under one of those values are a superset of the answer (a local secondary
+            # index shares the table's hash key: its candidates are the partition's).
+            conditions = kwargs.get("hash_key_conditions") or []
+            index_map = _IndexMap.of(self)
+
             def candidates() -> list[Any]:
+                found = index_map.items_with(conditions) if conditions else None
+                if found is not None:
+                    return found
                 if self.range_key_attr is None:
                     return list(self.items.values())
                 return [item for partition in self.items.values() for item in partition.values()]
+
+            def sorted_items(hash_attrs: list[str], range_attrs: list[str | None], found: list[Any]) -> list[Any]:
+                # moto's order (the same attributes, compared by cast value), with each item's key
+                # computed once while it is unchanged rather than at every comparison.
+                attrs = tuple(self._generate_attr_to_sort_by(hash_attrs, range_attrs))
+                found.sort(key=lambda item: index_map.sort_key(item, attrs))
+                return found
+
+            shadows = {"all_items": candidates, "sorted_items": sorted_items}
         else:
             # The items of other partitions are filtered out right after, and the rest sorted by
             # the range key: the same list, from the one partition.
+            index_map = _IndexMap.of(self)
+            range_attr = (self.range_key_attr,)
+
             def candidates() -> list[Any]:
                 partition = self.items.get(hash_key)
                 if partition is None:
                     return []
-                return [partition] if self.range_key_attr is None else list(partition.values())
+                if self.range_key_attr is None:
+                    return [partition]
+                # In the range key's order already (keys computed once per unchanged item), so
+                # moto's sort by range key right after makes one pass instead of sorting.
+                return sorted(partition.values(), key=lambda item: index_map.sort_key(item, range_attr))
+
+            shadows = {"all_items": candidates}
 
         with _LOCK:
-            self.all_items = candidates  # shadows Table.all_items for this call only
+            self.__dict__.update(shadows)  # shadows the Table methods for this call only
             try:
                 return original(self, hash_key, *args, **kwargs)
             finally:
-                del self.all_items
+                for name in shadows:
+                    del self.__dict__[name]
 
     query._engram_partition = True  # type: ignore[attr-defined]
     Table.query = query  # type: ignore[method-assign]
