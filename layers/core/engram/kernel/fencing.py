@@ -28,8 +28,9 @@ from typing import Any
 
 FENCE_TAG = "memory"
 
-# What JSON leaves raw but str.splitlines() (and a reader) takes as a line break, and the tag brackets.
-_JSON_ESCAPES = str.maketrans({"<": "\\u003c", ">": "\\u003e", "\x85": "\\u0085", "\u2028": "\\u2028", "\u2029": "\\u2029"})
+# The tag brackets, and what JSON leaves raw but str.splitlines() (and a reader) takes as a line
+# break. Chained replaces: several times faster than str.translate for these non-ASCII targets.
+_JSON_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 _TOKEN = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
 # \s covers \n \r \v \f \x1c-\x1f \x85 \u2028 \u2029 and the other Unicode spaces; the rest are controls.
 _BREAKS = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
@@ -38,7 +39,10 @@ _FENCE_TAGS = re.compile(rf"<(\s*/?\s*{FENCE_TAG})", re.I)
 
 def data_json(value: Any) -> str:
     """Any JSON value as one line of JSON that cannot open or close a tag."""
-    return json.dumps(value, ensure_ascii=False, default=str).translate(_JSON_ESCAPES)
+    text = json.dumps(value, ensure_ascii=False, default=str)
+    for raw, escaped in _JSON_ESCAPES:
+        text = text.replace(raw, escaped)
+    return text
 
 
 def quote(text: str) -> str:
