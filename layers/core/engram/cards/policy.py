@@ -13,6 +13,7 @@ from engram.engine.loop import LoopResult
 from engram.engine.tools import ToolContext
 from engram.engine.turn import TurnPolicy
 from engram.kernel.errors import NoCard
+from engram.kernel.fencing import token
 from engram.kernel.observability import logger
 
 _STATE = "cards"
@@ -68,7 +69,7 @@ class CardPolicy(TurnPolicy):
         lines = [_REVIEW] if ctx.agent.review_decisions else []
         name = self._name(ctx)
         if name:
-            lines.append(_FINISH.format(name=name))
+            lines.append(_FINISH.format(name=token(name)))
         return lines
 
     def finish(self, ctx: ToolContext, loop: LoopResult, result: dict[str, Any]) -> None:

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram.agents.models import Agent
+from engram.kernel.fencing import inline, unfence
 
 CACHE = {"type": "ephemeral"}
 
@@ -36,10 +37,12 @@ def start_sections(sections: list[PromptSection], ctx: Any, executor: Executor) 
 
 
 def persona_block(agent: Agent, extra: list[str] | None = None) -> str:
-    """Who the agent is, then what the turn's policies add (e.g. how to finish with a card)."""
-    lines = [f"You are {agent.name}, an AI agent running on Engram, a runtime that gives agents memory."]
+    """Who the agent is, then what the turn's policies add (e.g. how to finish with a card). The
+    persona is the owner's instructions, shown as written except for fence tags (only the memory
+    sections write those); the name sits in a sentence, so it is kept on one line."""
+    lines = [f"You are {inline(agent.name)}, an AI agent running on Engram, a runtime that gives agents memory."]
     if agent.persona:
-        lines += ["", agent.persona.strip()]
+        lines += ["", unfence(agent.persona.strip())]
     lines += [
         "",
         "The conversation history of this session is included below. Use your tools when they help;",

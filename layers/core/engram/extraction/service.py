@@ -46,6 +46,7 @@ from engram.engine.pricing import prices_for, usage_of
 from engram.extraction.models import AlreadyExtracted, Claim, ExtractionBusy, LeaseLost, RowsChanged, RowWrite
 from engram.extraction.ports import ExtractionClaims
 from engram.kernel.errors import BadRequest
+from engram.kernel.fencing import data_json
 from engram.kernel.ids import ID_PATTERN
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
@@ -225,8 +226,7 @@ def _fenced(text: str) -> str:
 
 def _hint_line(m: Memory) -> str:
     value = m.value if len(m.value) <= HINT_VALUE_CHARS else m.value[: HINT_VALUE_CHARS - 3] + "..."
-    line = json.dumps({"key": m.key, "scope": m.scope, "value": value}, ensure_ascii=False)
-    return line.replace("<", "\\u003c").replace(">", "\\u003e")
+    return data_json({"key": m.key, "scope": m.scope, "value": value})
 
 
 _INSTRUCTIONS = """You distil long-term memory from one finished run of an AI agent: the few durable facts worth \

@@ -11,6 +11,7 @@ from engram.conversations.chat import turn_policies
 from engram.engine.turn import TurnPlan, run_turn
 from engram.extraction.enqueue import ExtractionPolicy
 from engram.kernel.errors import NotFound, TurnFailed, error_of
+from engram.kernel.fencing import fence, inline, quote, token
 from engram.kernel.observability import logger
 from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunMemory, task_key
 from engram.runs.models import Run
@@ -19,14 +20,15 @@ _ROSTER_PERSONA_CHARS = 120
 
 
 def team_roster(members: list[tuple[str, str, str | None]]) -> str:
+    """`## Your team`: each specialist's run memory key and title (name and persona line, stored
+    text: quoted inside a fence)."""
     lines = [
         "## Your team",
         "You lead a council. Before this message, your specialists worked on the task independently; each",
         "result is in this run's memory under the key shown (read it with memory_read). Reconcile their views and",
         "decide. You may keep a durable insight about running this council for your next runs with store_learning.",
     ]
-    lines += [f"- {key}: {title}" for key, title, _ in members]
-    return "\n".join(lines)
+    return "\n".join(lines) + "\n" + fence("team", [f"- {token(key)}: {quote(title)}" for key, title, _ in members])
 
 
 def run_council(deps: Any, t: str, lead_run: Run, lead: Agent, memory: RunMemory, task: str) -> list[tuple[str, str, str | None]]:
@@ -39,7 +41,7 @@ def run_council(deps: Any, t: str, lead_run: Run, lead: Agent, memory: RunMemory
 
 def _member_message(lead: Agent, task: str) -> str:
     return (
-        f"{task}\n\nYou are a specialist on a council led by {lead.name}. Work on this independently and give your own "
+        f"{task}\n\nYou are a specialist on a council led by {inline(lead.name)}. Work on this independently and give your own "
         "view; your reply (and your result card, if you have one) is handed to the lead."
     )
 

@@ -29,6 +29,7 @@ from engram.conversations.models import DASHBOARD
 from engram.engine.turn import TurnPlan, TurnPolicy, run_turn
 from engram.extraction.enqueue import ExtractionPolicy
 from engram.kernel.errors import BadRequest, NotFound, SessionBusy, TurnFailed, error_of
+from engram.kernel.fencing import inline, quote, token
 from engram.kernel.ids import check_id, time_ordered_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
@@ -167,7 +168,7 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, 
         declared += [(key, title) for key, title, _ in members]
         extra.append(team_roster(members))
         chain = [
-            {"role": "assistant", "content": [{"type": "text", "text": f"[{title}] {reply}"}]}
+            {"role": "assistant", "content": [{"type": "text", "text": f"[{inline(title)}] {reply}"}]}
             for _, title, reply in members
             if reply
         ]
@@ -175,11 +176,7 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, 
         rendered = render_learnings(learnings) if learnings else None
         if rendered:
             extra.append(rendered)
-    message = run.prompt
-    if declared:
-        message += "\n\n# Required upstream memory (call `memory_read` with these keys):\n" + "\n".join(
-            f"- {k} — {title}" for k, title in declared
-        )
+    message = run.prompt + upstream_hint(declared)
     shared = agent.active_memory and run.kind in ("heartbeat", "manual")
     policies: list[TurnPolicy] = [
         CardPolicy(deps, override=card_type, required=card_type is not None),
@@ -205,6 +202,16 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, 
             t, run.parent_run_id, score=int(card["conviction_score"]), child_run_id=run.id, child_created_at=run.created_at
         )
     return result.run.status
+
+
+def upstream_hint(declared: list[tuple[str, str]]) -> str:
+    """The lines of the run's message naming the run memory keys to read; a title is stored text
+    (a member's name and persona line, an input's name), so it is quoted."""
+    if not declared:
+        return ""
+    return "\n\n# Required upstream memory (call `memory_read` with these keys):\n" + "\n".join(
+        f"- {token(key)} — {quote(title)}" for key, title in declared
+    )
 
 
 def _best_effort(load: Any) -> Any:
