@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from engram.kernel import secrets
-from engram.kernel.secrets import entropy, find_secret, normalise
+from engram.kernel.secrets import entropy, find_secret, find_secret_in_value, normalise, repeats_secret, secret_values
 
 # Made-up values shaped like the real ones; none of them is a credential anywhere.
 CORPUS = json.loads((Path(__file__).parent / "data" / "secret_corpus.json").read_text())
@@ -96,6 +96,22 @@ def test_entropy_is_measured_in_bits_per_character():
     assert entropy("aaaa") == 0
     assert entropy("abcd") == 2
     assert entropy("") == 0
+
+
+def test_a_json_value_is_read_leaf_by_leaf_with_the_names_above():
+    assert find_secret_in_value({"db": {"password": "swordfish"}}) == "a password or secret"
+    assert find_secret_in_value({"pin": 4821}) == "a password or secret"
+    assert find_secret_in_value(["ok", {"k": "AKIAIOSFODNN7EXAMPLE"}]) == "an AWS access key id"
+    assert find_secret_in_value({"password policy": "12 characters", "count": 3, "on": True, "none": None}) is None
+
+
+def test_the_secrets_of_a_transcript_are_spotted_again_without_their_keyword():
+    values = secret_values("By the way my passcode is 482913, and the key is AKIA IOSF ODNN 7EXA MPLE.")
+    assert values == {"482913", "AKIAIOSFODNN7EXAMPLE"}
+    assert repeats_secret("The user's favourite number is 482913.", values)
+    assert repeats_secret("Key: AKIAIOSF ODNN7EXAMPLE", values)  # split differently
+    assert not repeats_secret("Order 4829130 shipped.", values)  # a longer number is another number
+    assert not repeats_secret("anything", set())
 
 
 def _unbounded(tree: Any) -> list[str]:

@@ -37,6 +37,7 @@ import unicodedata
 from collections import Counter
 from collections.abc import Callable, Iterator
 from itertools import islice
+from typing import Any
 
 # Format characters a key can be split with that render as nothing (or a hyphen at a line break).
 _INVISIBLE = re.compile(
@@ -101,12 +102,14 @@ _KNOWN: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool] | None]
 ]
 
 
-def _known(text: str) -> str | None:
+Finding = tuple[str, str]  # (what kind of secret, the text that is the secret)
+
+
+def _known(text: str) -> Iterator[Finding]:
     for label, pattern, accept in _KNOWN:
         for match in pattern.finditer(text):
             if accept is None or accept(match):
-                return label
-    return None
+                yield label, match.group(0)
 
 
 # --- statements: "the password for the prod db is hunter2" -------------------------------------
@@ -180,28 +183,29 @@ def _follows(kind: str, words: list[str]) -> bool:
     return bool(words) and _is_credential(kind, *_value(words[0]), words[1] if len(words) > 1 else None)
 
 
-def _statement(text: str) -> str | None:
+def _statement(text: str) -> Iterator[Finding]:
     for keyword in _KEYWORD.finditer(text):
         kind = keyword.lastgroup or "weak"
         window = text[keyword.end() : keyword.end() + _WINDOW]
         assigned = _ASSIGNED.match(window)
         if assigned:  # password: hunter2, "password": "hunter2", pwd=hunter2
-            if _follows(kind, _words(window, assigned.end(), 2)):
-                return "a password or secret"
+            words = _words(window, assigned.end(), 2)
+            if _follows(kind, words):
+                yield "a password or secret", _value(words[0])[0]
             continue
         words = _words(window, 0, 8)
         if not words or words[0].lower() in _COMPOUNDS:
             continue
         if kind != "weak" and any(c.isdigit() for c in words[0]) and _follows(kind, words[:2]):
-            return "a password or secret"  # "PIN 4821", "my passcode 771234"
+            yield "a password or secret", _value(words[0])[0]  # "PIN 4821", "my passcode 771234"
+            continue
         for i, word in enumerate(words[:7]):
             if word.lower() in _VERBS:
                 if _follows(kind, words[i + 1 : i + 3]):
-                    return "a password or secret"
+                    yield "a password or secret", _value(words[i + 1])[0]
                 break
             if word[-1] in ".!?;":
                 break  # the sentence ended without saying what the password is
-    return None
 
 
 # --- generic high-entropy tokens ---------------------------------------------------------------
@@ -262,18 +266,11 @@ def _decoded(run: str) -> str | None:
     return text if text and printable == len(text) else None
 
 
-def _tokens(text: str, decode: bool) -> Iterator[str | tuple[str]]:
-    """Generic candidates: a tuple is a label already found inside a base64 run."""
+def _tokens(text: str) -> Iterator[str]:
+    """Candidates for the generic check: tokens outside URLs, and runs of random-looking words."""
     outside_urls = _URL.sub(" ", text)
     for run in _TOKEN.finditer(outside_urls):
-        token = run.group(0)
-        decoded = _decoded(token) if decode and _BASE64_RUN.fullmatch(token) else None
-        if decoded is not None:
-            inner = _scan(decoded, decode=False)
-            if inner:
-                yield (f"{inner} (base64-encoded)",)
-            continue  # a base64-wrapped sentence is data, not a key
-        yield token
+        yield run.group(0)
     # A run of words most of which look random ("wJalr XUtnF EMI/K 7MDEN ..."): a key split by
     # whitespace; some chunks of a random key are plain ("NUQK"), so two thirds is enough.
     words: list[str] = []
@@ -291,26 +288,65 @@ def _fragment(word: str) -> bool:
     return bool(_FRAGMENT.fullmatch(word)) and not (_OWN_ID.fullmatch(word) or _UUID.fullmatch(word))
 
 
-def _scan(text: str, *, decode: bool) -> str | None:
-    found = _known(text) or _statement(text)
-    if found:
-        return found
-    if decode:
-        for run in _BASE64_RUN.finditer(text):
-            if len(run.group(0)) < 20 and (inner := _decoded(run.group(0))) is not None:
-                found = _known(inner) or _statement(inner)
-                if found:
-                    return f"{found} (base64-encoded)"
-    for token in _tokens(text, decode):
-        if isinstance(token, tuple):
-            return token[0]
-        label = _random_token(token)
-        if label:
-            return label
-    return None
+def _findings(text: str, *, decode: bool) -> Iterator[Finding]:
+    """Every secret in a normalised text, the cheapest checks first. A base64 run that decodes to
+    text is judged by that text alone (once: no base64 inside base64)."""
+    yield from _known(text)
+    yield from _statement(text)
+    for run in _BASE64_RUN.finditer(text) if decode else ():
+        inner = _decoded(run.group(0))
+        if inner is not None:
+            for label, value in _findings(inner, decode=False):
+                yield f"{label} (base64-encoded)", value
+    for token in _tokens(text):
+        if decode and _BASE64_RUN.fullmatch(token) and _decoded(token) is not None:
+            continue  # judged above by what it decodes to: a base64-wrapped sentence is data
+        kind = _random_token(token)
+        if kind:
+            yield kind, token
 
 
 def find_secret(text: str) -> str | None:
     """What kind of secret `text` seems to hold ("an AWS access key id", "a password or secret", ...),
     or None. Linear in len(text); callers bound the length first."""
-    return _scan(normalise(text), decode=True) if text else None
+    return next((label for label, _ in _findings(normalise(text), decode=True)), None) if text else None
+
+
+def secret_values(text: str) -> set[str]:
+    """The secrets themselves (whitespace removed), for spotting them again in text derived from
+    `text`: an extraction candidate that repeats a transcript's passcode without its keyword."""
+    return {_SPACE.sub("", value) for _, value in _findings(normalise(text), decode=True) if len(value) >= 4}
+
+
+def find_secret_in_value(value: Any, name: str = "") -> str | None:
+    """`find_secret` over a JSON value: each string or number leaf is read with the name it sits
+    under (`{"password": "hunter2"}` reads "password: hunter2"), and every name on its own.
+    Callers bound the value's size (and pydantic its depth); each leaf is read once."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = find_secret(str(key)) or find_secret_in_value(item, str(key))
+            if found:
+                return found
+        return None
+    if isinstance(value, list):
+        for item in value:
+            found = find_secret_in_value(item, name)
+            if found:
+                return found
+        return None
+    if isinstance(value, str | int | float) and not isinstance(value, bool):
+        return find_secret(f"{name}: {value}" if name else str(value))
+    return None
+
+
+def repeats_secret(text: str, values: set[str]) -> bool:
+    """Whether `text` repeats one of `values` (from `secret_values`): as a whole word, or for a
+    key-sized value anywhere once whitespace is gone (split again)."""
+    if not values:
+        return False
+    plain = normalise(text)
+    joined = _SPACE.sub("", plain)
+    for value in values:
+        if re.search(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", plain) or (len(value) >= 12 and value in joined):
+            return True
+    return False
