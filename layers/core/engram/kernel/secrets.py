@@ -16,8 +16,9 @@ kind of secret a text seems to hold, after the text is normalised the way a leak
   sentence is not);
 - generic tokens: 20+ characters of the base64/URL-safe alphabet with upper case, lower case and a
   digit, and a Shannon entropy (bits per character) of at least 0.8 * log2(min(length, 64)), which
-  random keys reach and identifiers (`AbstractProxyFactoryBean2`) do not; fragments split by spaces
-  are joined first when each looks random (mixed classes).
+  random keys reach, and words shorter than 3 characters on average, which identifiers
+  (`AbstractProxyFactoryBean2`) are not; runs of words two thirds of which look random (not a
+  word, an acronym or a number) are joined first: a key split by spaces.
 
 Deliberately not flagged (documented in docs/ARCHITECTURE.md): pure hex (git SHAs, checksums), UUIDs,
 our own ids (`run_01k...`), URLs without credentials, dates, prices, hex colours - they are ids or
@@ -60,10 +61,12 @@ def _body(chars: str, n: int) -> str:
 _SPACE = re.compile(r"\s")
 
 
-def _has_digit_if_split(match: re.Match[str]) -> bool:
-    # A split AWS key id must hold a digit: "AKIA IS THE PREFIX OF KEYS" is a sentence in capitals.
-    text = match.group(0)
-    return not _SPACE.search(text) or any(c.isdigit() for c in text)
+def _split_like_a_key(match: re.Match[str]) -> bool:
+    """A match split by whitespace is a key cut into chunks, not a sentence after a prefix: every
+    chunk but the last has 3+ characters and there is a digit ("sk-learn is a great library" and
+    "AKIA IS THE PREFIX OF KEYS" are sentences)."""
+    pieces = match.group(0).split()
+    return len(pieces) == 1 or (any(c.isdigit() for c in match.group(0)) and all(len(p) >= 3 for p in pieces[:-1]))
 
 
 _KNOWN: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool] | None]] = [
@@ -71,24 +74,24 @@ _KNOWN: list[tuple[str, re.Pattern[str], Callable[[re.Match[str]], bool] | None]
     (
         "an AWS access key id",
         re.compile(r"\b(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)\s{0,3}" + _body("0-9A-Z", 16) + r"(?![0-9A-Za-z])"),
-        _has_digit_if_split,
+        _split_like_a_key,
     ),
     (
         "an AWS secret access key",
         re.compile(r"(?i)aws.{0,20}(?:secret|key).{0,20}[=:\s][\"']?" + _body("A-Za-z0-9/+=", 40) + r"(?![A-Za-z0-9/+=])"),
         None,
     ),
-    ("an Anthropic API key", re.compile(r"\bsk-ant-(?:api|admin|oat)?" + _body(r"A-Za-z0-9_\-", 20)), None),
-    ("an API key", re.compile(r"\bsk-(?:proj-|live-|test-|svcacct-)?" + _body(r"A-Za-z0-9_\-", 20)), None),
-    ("a Stripe key", re.compile(r"\b(?:[rs]k_(?:live|test)_|whsec_)" + _body("A-Za-z0-9", 16)), None),
+    ("an Anthropic API key", re.compile(r"\bsk-ant-(?:api|admin|oat)?" + _body(r"A-Za-z0-9_\-", 20)), _split_like_a_key),
+    ("an API key", re.compile(r"\bsk-(?:proj-|live-|test-|svcacct-)?" + _body(r"A-Za-z0-9_\-", 20)), _split_like_a_key),
+    ("a Stripe key", re.compile(r"\b(?:[rs]k_(?:live|test)_|whsec_)" + _body("A-Za-z0-9", 16)), _split_like_a_key),
     (
         "a GitHub token",
         re.compile(r"\b(?:gh[pousr]_" + _body("A-Za-z0-9", 36) + "|github_pat_" + _body("A-Za-z0-9_", 40) + ")"),
-        None,
+        _split_like_a_key,
     ),
-    ("a Slack token", re.compile(r"\bxox[abposre]-" + _body("A-Za-z0-9-", 10)), None),
+    ("a Slack token", re.compile(r"\bxox[abposre]-" + _body("A-Za-z0-9-", 10)), _split_like_a_key),
     ("a Slack webhook", re.compile(r"hooks\.slack\.com/services/T[A-Z0-9]{6,12}/B[A-Z0-9]{6,12}/[A-Za-z0-9]{12}"), None),
-    ("a Google API key", re.compile(r"\bAIza" + _body("0-9A-Za-z_-", 35)), None),
+    ("a Google API key", re.compile(r"\bAIza" + _body("0-9A-Za-z_-", 35)), _split_like_a_key),
     ("a JSON web token", re.compile(r"\beyJ[A-Za-z0-9_-]{10,2000}\.eyJ[A-Za-z0-9_-]{10,4000}\.[A-Za-z0-9_-]{10}"), None),
     ("a credential in a URL", re.compile(r"(?i)\b[a-z][a-z0-9+.-]{0,30}://[^/\s:@]{1,256}:[^/\s:@]{3,256}@"), None),
     (
