@@ -103,6 +103,10 @@ def test_a_json_value_is_read_leaf_by_leaf_with_the_names_above():
     assert find_secret_in_value({"pin": 4821}) == "a password or secret"
     assert find_secret_in_value(["ok", {"k": "AKIAIOSFODNN7EXAMPLE"}]) == "an AWS access key id"
     assert find_secret_in_value({"password policy": "12 characters", "count": 3, "on": True, "none": None}) is None
+    deep: list[object] = ["passcode: 482913"]
+    for _ in range(5_000):
+        deep = [deep]
+    assert find_secret_in_value(deep) == "a password or secret"
 
 
 def test_the_secrets_of_a_transcript_are_spotted_again_without_their_keyword():

@@ -321,24 +321,25 @@ def secret_values(text: str) -> set[str]:
     return {_SPACE.sub("", value) for _, value in _findings(normalise(text), decode=True) if len(value) >= 4}
 
 
-def find_secret_in_value(value: Any, name: str = "") -> str | None:
+def find_secret_in_value(value: Any) -> str | None:
     """`find_secret` over a JSON value: each string or number leaf is read with the name it sits
-    under (`{"password": "hunter2"}` reads "password: hunter2"), and every name on its own.
-    Callers bound the value's size (and pydantic its depth); each leaf is read once."""
-    if isinstance(value, dict):
-        for key, item in value.items():
-            found = find_secret(str(key)) or find_secret_in_value(item, str(key))
+    under (`{"password": "hunter2"}` reads "password: hunter2"), and every name on its own. Callers
+    bound the value's size; each leaf is read once, and no nesting is too deep (no recursion)."""
+    pending: list[tuple[str, Any]] = [("", value)]
+    while pending:
+        name, item = pending.pop()
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                found = find_secret(str(key))
+                if found:
+                    return found
+                pending.append((str(key), inner))
+        elif isinstance(item, list):
+            pending.extend((name, inner) for inner in item)
+        elif isinstance(item, str | int | float) and not isinstance(item, bool):
+            found = find_secret(f"{name}: {item}" if name else str(item))
             if found:
                 return found
-        return None
-    if isinstance(value, list):
-        for item in value:
-            found = find_secret_in_value(item, name)
-            if found:
-                return found
-        return None
-    if isinstance(value, str | int | float) and not isinstance(value, bool):
-        return find_secret(f"{name}: {value}" if name else str(value))
     return None
 
 
