@@ -88,14 +88,15 @@ def test_a_session_title_holding_a_secret_is_refused(stack):
 
 
 def test_no_message_text_is_logged_at_info(stack, caplog):
-    """Item 3: a turn, its extraction and a failed request log ids, counts and codes, never what
-    the user wrote."""
+    """Item 3: a turn, its extraction, a refused write and a run log ids, counts and codes, never
+    what the user wrote."""
     agent = stack.agent(agentMemory=True)
     marker = "Quokka-Marmalade-Tangerine"
     said = f"{marker} is the codename of the launch. We deploy it on Fridays with `make ship`; the password is hunter2."
     assert stack.say(agent["id"], said).status == 200
     Workers(stack.functions, stack.resources, retry_delay=0).drain("ExtractQueue", timeout=60)
     stack.call("POST", f"/api/agents/{agent['id']}/memories", body={"key": "k", "value": f"{marker} password: hunter2"})
+    assert stack.run_now(agent["id"], prompt=f"Summarise {marker} for the team")["status"] == "succeeded"
     logged = info_log(caplog)
     assert "extraction finished" in logged  # the capture works: the turn's extraction logged at INFO
     assert marker not in logged and "hunter2" not in logged
