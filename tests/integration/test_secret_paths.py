@@ -11,6 +11,7 @@ import pytest
 
 from local.workers import Workers
 from tests.integration.logs import info_log
+from tests.integration.test_decision_cards import Scripted
 
 AWS_SECRET = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY"  # the AWS documentation's example
 ANTHROPIC = "sk-ant-api03-" + "Xy7Qm2Lp9Rt4Vw8Zb3Nc6Hd1Kf5Gj0Ps"
@@ -100,3 +101,31 @@ def test_no_message_text_is_logged_at_info(stack, caplog):
     logged = info_log(caplog)
     assert "extraction finished" in logged  # the capture works: the turn's extraction logged at INFO
     assert marker not in logged and "hunter2" not in logged
+
+
+def test_the_model_cannot_write_a_secret_of_the_turn_into_memory_without_its_keyword(stack):
+    """Item 3: the user's message holds a passcode; the model's memory tools may not carry the
+    number into memory, a fact or a learning even as 'favourite number'."""
+    agent = stack.agent(agentMemory=True)
+    number = "The user's favourite number is 482913."
+    fake = Scripted(
+        [
+            ("memory_store", {"value": number, "scope": "agent"}),
+            ("remember", {"fact": number}),
+            ("memory_store", {"value": "The user prefers tea to coffee.", "scope": "agent"}),
+        ]
+    )
+    stack.deps.provider_override = fake
+    assert stack.say(agent["id"], "my passcode is 482913, and I prefer tea to coffee").status == 200
+    results = [
+        block
+        for message in fake.requests[-1]["messages"]  # the whole turn so far
+        if message["role"] == "user" and isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+    errors = [r for r in results if r.get("is_error")]
+    assert len(errors) == 2 and all("secret from this conversation" in str(r["content"]) for r in errors)
+    stored = stack.call("GET", f"/api/agents/{agent['id']}/memories").data["items"]
+    assert [m["value"] for m in stored] == ["The user prefers tea to coffee."]
+    assert stack.call("GET", "/api/me/facts").data["items"] == []

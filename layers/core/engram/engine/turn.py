@@ -24,7 +24,7 @@ from engram.conversations.ports import Sessions, Transcripts
 from engram.engine.loop import LoopResult, run_loop
 from engram.engine.prompt import PromptSection, build_system, start_sections
 from engram.engine.providers.base import ModelProvider
-from engram.engine.tools import ToolContext, ToolRegistry
+from engram.engine.tools import TURN_MESSAGE, ToolContext, ToolRegistry
 from engram.engine.trim import sequence_problems, trim_history
 from engram.kernel.errors import EngramError, NotFound, PayloadTooLarge, StorageUnavailable, TurnFailed, error_of
 from engram.kernel.ids import new_id
@@ -226,7 +226,12 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
         **{k: v for k, v in plan.run_fields.items() if k not in ("agent_id", "created_at") and v is not None},
     )
     ctx = ToolContext(
-        tenant=tenant, agent=agent, session_id=plan.session_id or "", run_id=run_id, deps=deps, state=dict(plan.tool_state)
+        tenant=tenant,
+        agent=agent,
+        session_id=plan.session_id or "",
+        run_id=run_id,
+        deps=deps,
+        state={**plan.tool_state, TURN_MESSAGE: message},
     )
     turn = _Turn(
         deps=deps,
