@@ -277,18 +277,23 @@ def _tokens(text: str) -> Iterator[str]:
     # A run of words most of which look random ("wJalr XUtnF EMI/K 7MDEN ..."): a key split by
     # whitespace; some chunks of a random key are plain ("NUQK"), so two thirds is enough.
     words: list[str] = []
+    size = randomish = 0
     for word in [*outside_urls.split(), ""]:
-        if _fragment(word) and sum(map(len, words)) + len(word) <= _JOINED_MAX:
+        fragment = _fragment(word)
+        if fragment and size + len(word) <= _JOINED_MAX:
             words.append(word)
+            size += len(word)
+            randomish += not _PLAIN.fullmatch(word)
             continue
-        randomish = sum(not _PLAIN.fullmatch(w) for w in words)
         if randomish >= 2 and 3 * randomish >= 2 * len(words):
             yield "".join(words)
-        words = [word] if _fragment(word) else []
+        words = [word] if fragment else []
+        size, randomish = (len(word), int(not _PLAIN.fullmatch(word))) if fragment else (0, 0)
 
 
 def _fragment(word: str) -> bool:
-    return bool(_FRAGMENT.fullmatch(word)) and not (_OWN_ID.fullmatch(word) or _UUID.fullmatch(word))
+    # Ids are 28+ characters: most words skip those two checks.
+    return bool(_FRAGMENT.fullmatch(word)) and not (len(word) >= 28 and (_OWN_ID.fullmatch(word) or _UUID.fullmatch(word)))
 
 
 def _findings(text: str, *, decode: bool) -> Iterator[Finding]:
