@@ -15,6 +15,7 @@ from engram.engine.providers.anthropic_provider import AnthropicProvider
 from engram.extraction.service import EXTRACTION_TOOL, MAX_TRANSCRIPT_CHARS
 from engram.kernel.ids import tenant_key
 from local.workers import Workers
+from tests.integration.logs import info_log
 
 HAIKU = "claude-haiku-4-5-20251001"
 CONVERSATION = [
@@ -316,6 +317,37 @@ def test_a_secret_is_never_stored(stack, team):
     kept = auto_rows(stack, ws_path)
     assert set(kept) == {"auto:secrets-location"}
     assert token not in json.dumps(rows(stack, ws_path, archived=True))
+
+
+def test_a_secret_from_the_transcript_never_reaches_memory_or_the_logs(stack, team, caplog):
+    """Item 3: the transcript keeps the passcode; no candidate carrying it is stored, whether it
+    names it ("favourite passcode") or not ("favourite number"), and the log says only the kind."""
+    agent, ws_path, agent_path = team
+    said = [
+        *CONVERSATION,
+        {"role": "user", "content": [{"type": "text", "text": "By the way, my passcode is 482913. I prefer tea to coffee."}]},
+    ]
+    use_claude(
+        stack,
+        Claude(
+            (
+                200,
+                answer(
+                    [
+                        fact("passcode", "The user's favourite passcode is 482913.", scope="agent"),
+                        fact("number", "The user's favourite number is 482913.", scope="agent"),
+                        fact("drink", "The user prefers tea to coffee.", scope="agent"),
+                    ]
+                ),
+            )
+        ),
+    )
+    send(stack, job(agent, messages=said))
+    drain(stack)
+    assert set(auto_rows(stack, agent_path)) == {"auto:drink"}
+    assert "482913" not in json.dumps(rows(stack, agent_path, archived=True) + rows(stack, ws_path, archived=True))
+    logged = info_log(caplog)
+    assert "482913" not in logged and '"dropped":{"secret":2}' in logged and '"kind":"a password or secret"' in logged
 
 
 @pytest.mark.parametrize(

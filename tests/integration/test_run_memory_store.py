@@ -7,6 +7,7 @@ import pytest
 
 from engram.aws import keys
 from engram.engine.tools import ToolContext, ToolRegistry
+from engram.kernel.errors import BadRequest
 from engram.kernel.ids import tenant_key
 from engram.run_memory.learnings import recent_learnings, render_learnings, store_learning
 from engram.run_memory.models import RunMemoryEntry
@@ -133,6 +134,24 @@ def test_memory_write_only_shared(stack, store):
     assert registry.call("memory_read", {"keys": []}, ctx).is_error
     bad = registry.call("memory_write", {"key": "has space", "value": 1}, ctx)
     assert bad.is_error and "run memory key" in bad.content
+
+
+def test_inputs_and_shared_values_holding_secrets_are_refused_whatever_the_path(stack, store):
+    agent = _agent(stack)
+    rm = RunMemory(store, T, agent.id, "run_1", stack.deps.settings)
+    with pytest.raises(BadRequest) as err:
+        rm.seed_inputs({"topic": "rates", "db": {"password": "swordfish"}})
+    assert err.value.code == "secret_detected"
+    registry, ctx = _tools(), _ctx(stack, agent, rm)
+    for call in (
+        {"key": "db", "value": "the password for the prod db is hunter2"},
+        {"key": "note", "value": "fine", "title": "AKIA IOSF ODNN 7EXA MPLE"},
+        {"key": "note", "value": "fine", "description": "passcode: 482913"},
+    ):
+        out = registry.call("memory_write", call, ctx)
+        assert out.is_error and "secret" in out.content and "hunter2" not in out.content
+    rm.set("step:1", "step_result", {"text": "the run's own output is kept like a transcript"})
+    assert [e.key for e in store.load(T, agent.id, "run_1")] == ["step:1"]
 
 
 def test_memory_write_refuses_secrets_and_oversize(stack, store):

@@ -9,6 +9,7 @@ from engram.conversations.models import DASHBOARD, Session, SessionCreate
 from engram.kernel.errors import NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page
+from engram.kernel.validation import refuse_secrets
 from engram.wiring.stores import Stores
 
 
@@ -17,6 +18,7 @@ def _session_public(item: dict[str, Any]) -> dict[str, Any]:
 
 
 def create_session(deps: Stores, t: str, agent_id: str, body: SessionCreate) -> Session:
+    refuse_secrets("title", body.title)  # a title is listed everywhere; the model bounds its length
     now = now_iso()
     session = Session(
         id=body.id or new_id("s"), agent_id=check_id("agentId", agent_id), created_at=now, updated_at=now, title=body.title

@@ -17,6 +17,8 @@ from pydantic import BaseModel, ValidationError
 from engram.agents.models import Agent
 from engram.kernel.errors import EngramError, StorageUnavailable, ToolCrashed, aws_unavailable
 from engram.kernel.observability import logger
+from engram.kernel.secrets import repeats_secret, secret_values
+from engram.kernel.validation import secret_refused
 
 
 @dataclass
@@ -34,6 +36,25 @@ class ToolContext:
     # Per-feature state of this turn, set by the turn's plan and its policies (e.g. the card
     # policy's card, a run's memory); each feature reads its own key through its own accessor.
     state: dict[str, Any] = field(default_factory=dict)
+
+
+# The user's message of the turn (ctx.state), so memory-writing tools can refuse a secret it holds
+# even when the model writes it down without its keyword ("favourite number is 482913").
+TURN_MESSAGE = "turn_message"
+_TURN_SECRETS = "turn_secret_values"
+
+
+def refuse_secrets_of_the_turn(ctx: ToolContext, field: str, *texts: str | None) -> None:
+    """BadRequest secret_detected if a text repeats a secret of the turn's user message (its values
+    are found once per turn, on the first memory write)."""
+    message = ctx.state.get(TURN_MESSAGE)
+    if not message:
+        return
+    if _TURN_SECRETS not in ctx.state:
+        ctx.state[_TURN_SECRETS] = secret_values(message)
+    for text in texts:
+        if text and repeats_secret(text, ctx.state[_TURN_SECRETS]):
+            raise secret_refused(field, "a secret from this conversation")
 
 
 @dataclass(frozen=True)

@@ -24,18 +24,22 @@ from engram.conversations.ports import Sessions, Transcripts
 from engram.engine.loop import LoopResult, run_loop
 from engram.engine.prompt import PromptSection, build_system, start_sections
 from engram.engine.providers.base import ModelProvider
-from engram.engine.tools import ToolContext, ToolRegistry
+from engram.engine.tools import TURN_MESSAGE, ToolContext, ToolRegistry
 from engram.engine.trim import sequence_problems, trim_history
 from engram.kernel.errors import EngramError, NotFound, PayloadTooLarge, StorageUnavailable, TurnFailed, error_of
 from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
+from engram.kernel.secrets import find_secret
 from engram.kernel.settings import Settings
 from engram.runs.models import Run
 from engram.runs.ports import Runs
 from engram.usage.models import UsageRow
 
 _LEASE_MARGIN_S = 5
+TITLE_CHARS = 60
+TITLE_SCAN_CHARS = 4_000  # longer than any key format whose first 60 characters alone give it away
+UNTITLED = "Untitled session"
 _COMMIT_RESERVE_S = 2.0  # of the budget, kept for the transcript PUT and the commit
 _FAILURE_GRACE_S = 3.0  # past the budget, to record a failure: still inside API Gateway's 30 s
 
@@ -222,7 +226,12 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
         **{k: v for k, v in plan.run_fields.items() if k not in ("agent_id", "created_at") and v is not None},
     )
     ctx = ToolContext(
-        tenant=tenant, agent=agent, session_id=plan.session_id or "", run_id=run_id, deps=deps, state=dict(plan.tool_state)
+        tenant=tenant,
+        agent=agent,
+        session_id=plan.session_id or "",
+        run_id=run_id,
+        deps=deps,
+        state={**plan.tool_state, TURN_MESSAGE: message},
     )
     turn = _Turn(
         deps=deps,
@@ -348,8 +357,17 @@ def _session_changes(turn: _Turn, trimmed: Any) -> dict[str, Any]:
     for counter in turn.plan.session_counters:
         changes[counter] = int(session.get(counter, 0) or 0) + 1
     if not session.get("title"):
-        changes["title"] = turn.message[:60]
+        changes["title"] = session_title(turn.message)
     return changes
+
+
+def session_title(message: str) -> str:
+    """The first TITLE_CHARS characters of a session's first message, unless the message holds a
+    secret: the transcript keeps it, a title (shown in every list) gets UNTITLED instead. The scan
+    reads a bounded prefix, long enough to hold any secret that reaches into the title."""
+    if find_secret(message[:TITLE_SCAN_CHARS]):
+        return UNTITLED
+    return message[:TITLE_CHARS]
 
 
 def _commit(turn: _Turn, result: dict[str, Any], new_etag: str | None, trimmed: Any) -> TurnOutcome:

@@ -45,12 +45,11 @@ from engram.agents.models import Agent
 from engram.engine.pricing import prices_for, usage_of
 from engram.extraction.models import AlreadyExtracted, Claim, ExtractionBusy, LeaseLost, RowsChanged, RowWrite
 from engram.extraction.ports import ExtractionClaims
-from engram.kernel.errors import BadRequest
 from engram.kernel.fencing import data_json
 from engram.kernel.ids import ID_PATTERN
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
-from engram.kernel.validation import refuse_secrets
+from engram.kernel.secrets import find_secret, repeats_secret, secret_values
 from engram.memory.models import Memory, memory_id
 from engram.usage.models import Usage, UsageRow
 
@@ -381,8 +380,11 @@ def choose(
     targets: dict[str, str],
     loaded: list[Memory],
     value_max_chars: int,
+    transcript_secrets: set[str] | None = None,
 ) -> tuple[list[_Pending], Counter[str]]:
-    """EX2-EX5 on the model's candidates, most confident first: which to keep, and why the rest went."""
+    """EX2-EX5 on the model's candidates, most confident first: which to keep, and why the rest went.
+    `transcript_secrets` (`secret_values` of the transcript) drops a candidate that repeats one
+    without saying what it is ("The user's favourite number is 482913")."""
     dropped: Counter[str] = Counter()
     kept: list[_Pending] = []
     kept_words: list[frozenset[str]] = []
@@ -399,10 +401,12 @@ def choose(
         if not value or len(value) > value_max_chars:
             dropped["invalid"] += 1
             continue
-        try:
-            refuse_secrets("value", value, c.slug)
-        except BadRequest:
+        kind = find_secret(value) or find_secret(c.slug)
+        if not kind and repeats_secret(value, transcript_secrets or set()):
+            kind = "a secret from the transcript"
+        if kind:
             dropped["secret"] += 1
+            logger.info("extraction candidate dropped: it holds a secret", extra={"kind": kind})  # never the text
             continue
         key = auto_key(c.slug, value)
         target = _target_of(c, scope, loaded)
@@ -707,7 +711,13 @@ def _extract(
         _commit(store, job, claim, usage_row, [], {"status": "malformed"}, outcome)
         return _finish(outcome, log, started)
 
-    pending, dropped = choose(answer.facts, targets=targets, loaded=loaded, value_max_chars=settings.memory_value_max_chars)
+    pending, dropped = choose(
+        answer.facts,
+        targets=targets,
+        loaded=loaded,
+        value_max_chars=settings.memory_value_max_chars,
+        transcript_secrets=secret_values(transcript) if answer.facts else None,
+    )
     known = {m.id: m for m in loaded}
     unknown = [(p.scope, p.owner_id, memory_id(p.scope, p.owner_id, p.key)) for p in pending]
     unknown = [w for w in unknown if w[2] not in known]

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from engram.kernel.errors import BadRequest, PayloadTooLarge
-from engram.kernel.secrets import find_secret
+from engram.kernel.secrets import find_secret, find_secret_in_value
 
 
 def check_text(field: str, text: str, lo: int, hi: int) -> str:
@@ -15,10 +17,24 @@ def check_text(field: str, text: str, lo: int, hi: int) -> str:
     return text
 
 
+def secret_refused(field: str, kind: str) -> BadRequest:
+    """The one answer to a write holding a secret: 400 secret_detected naming the field and the kind
+    (never the text)."""
+    return BadRequest(
+        f"{field} looks like it contains {kind}; secrets are never stored in memory", field=field, code="secret_detected"
+    )
+
+
 def refuse_secrets(field: str, *texts: str | None) -> None:
+    """BadRequest secret_detected if any text holds a secret; callers check lengths first."""
     for text in texts:
         kind = find_secret(text or "")
         if kind:
-            raise BadRequest(
-                f"{field} looks like it contains {kind}; secrets are never stored in memory", field=field, code="secret_detected"
-            )
+            raise secret_refused(field, kind)
+
+
+def refuse_secret_value(field: str, value: Any) -> None:
+    """The same for a JSON value (run inputs, run memory): names are read with their values."""
+    kind = find_secret_in_value(value)
+    if kind:
+        raise secret_refused(field, kind)

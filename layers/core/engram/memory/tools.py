@@ -8,7 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
+from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry, refuse_secrets_of_the_turn
 from engram.facts import service as facts
 from engram.memory import service as memory_service
 from engram.memory.models import memory_id
@@ -46,6 +46,7 @@ class StoreInput(BaseModel):
 
 def _store(ctx: ToolContext, inp: StoreInput) -> Any:
     deps, t, agent = ctx.deps, ctx.tenant, ctx.agent
+    refuse_secrets_of_the_turn(ctx, "value", inp.value, inp.key)
     if inp.scope == "user":
         fact, created = facts.add_fact(
             deps, t, inp.value, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
@@ -148,6 +149,7 @@ class RememberInput(BaseModel):
 
 
 def _remember(ctx: ToolContext, inp: RememberInput) -> Any:
+    refuse_secrets_of_the_turn(ctx, "fact", inp.fact)
     fact, created = facts.add_fact(
         ctx.deps, ctx.tenant, inp.fact, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
     )

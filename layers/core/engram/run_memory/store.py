@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram.aws.keys import RUN_MEMORY_KEY_PATTERN
 from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge
+from engram.kernel.validation import refuse_secret_value, refuse_secrets
 from engram.run_memory.models import RunMemoryEntry
 
 if TYPE_CHECKING:
@@ -34,6 +35,9 @@ if TYPE_CHECKING:
 KINDS: tuple[str, ...] = ("input", "step_result", "task_result", "shared")
 # The kind every namespace holds: a key's prefix decides its kind.
 NAMESPACE_KINDS: dict[str, str] = {"input": "input", "step": "step_result", "task": "task_result", "shared": "shared"}
+# What callers and agents put in (inputs, shared values) is screened for secrets; step and task
+# results are the run's own output, kept like a transcript.
+_SCREENED_KINDS = frozenset({"input", "shared"})
 TITLE_MAX_CHARS = 200
 DESCRIPTION_MAX_CHARS = 1000
 
@@ -171,14 +175,20 @@ class RunMemory:
         if kind != expected:
             raise BadRequest(f"{key.split(':', 1)[0]}: keys hold kind {expected}, not {kind}", field="kind", code="invalid_kind")
         text, size = encode_value(value, self.settings.run_memory_value_max_bytes)
+        title = _optional_text("title", title, TITLE_MAX_CHARS)
+        description = _optional_text("description", description, DESCRIPTION_MAX_CHARS)
+        if kind in _SCREENED_KINDS:  # sizes checked above: the scan reads bounded text
+            refuse_secret_value("value", value)
+            refuse_secrets("title", title)
+            refuse_secrets("description", description)
         existing = self._entries.get(key)
         return RunMemoryEntry(
             key=key,
             kind=kind,
             value=json.loads(text),  # what a reader of the stored run gets back, exactly
             source=_optional_text("source", source, 200),
-            title=_optional_text("title", title, TITLE_MAX_CHARS),
-            description=_optional_text("description", description, DESCRIPTION_MAX_CHARS),
+            title=title,
+            description=description,
             created_at=existing.created_at if existing else now,
             updated_at=now,
             value_bytes=size,

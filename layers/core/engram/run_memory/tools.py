@@ -8,16 +8,16 @@ spoof another's result.
 
 from __future__ import annotations
 
+import json
 import re
 from typing import Annotated, Any
 
 from pydantic import BaseModel, Field, StringConstraints
 
-from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
-from engram.kernel.secrets import find_secret
+from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry, refuse_secrets_of_the_turn
 from engram.run_memory.learnings import store_learning
 from engram.run_memory.models import Kind
-from engram.run_memory.store import RunMemory, encode_value, run_memory_of
+from engram.run_memory.store import RunMemory, run_memory_of
 
 MEMORY_LIST = "memory_list"
 MEMORY_READ = "memory_read"
@@ -132,14 +132,9 @@ def _write(ctx: ToolContext, inp: WriteInput) -> Any:
                 is_error=True,
             )
         key = f"shared:{key}"
-    # Size and JSON first (PayloadTooLarge / BadRequest: error results the model can fix): the
-    # secret scan then reads bounded text.
-    text, _ = encode_value(inp.value, ctx.deps.settings.run_memory_value_max_bytes)
-    for field, content in (("value", text), ("title", inp.title), ("description", inp.description)):
-        kind = find_secret(content or "")
-        if kind:
-            return ToolOutcome(f"the {field} looks like it contains {kind}; secrets are never stored in memory", is_error=True)
-    # A bad name is a BadRequest, an oversize value PayloadTooLarge: error results the model can fix.
+    # A bad name or a secret (secret_detected) is a BadRequest, an oversize value PayloadTooLarge:
+    # error results the model can fix.
+    refuse_secrets_of_the_turn(ctx, "value", json.dumps(inp.value, ensure_ascii=False), inp.title, inp.description)
     entry = _memory(ctx).set(key, "shared", inp.value, source=ctx.agent.id, title=inp.title, description=inp.description)
     return {"ok": True, "key": entry.key, "kind": entry.kind, "createdAt": entry.created_at}
 
@@ -152,6 +147,7 @@ class LearningInput(BaseModel):
 
 
 def _store_learning(ctx: ToolContext, inp: LearningInput) -> Any:
+    refuse_secrets_of_the_turn(ctx, "learning", inp.learning)
     origin = {"runId": ctx.run_id, "agentId": ctx.agent.id, "sessionId": ctx.session_id or None}
     row = store_learning(ctx.deps, ctx.tenant, ctx.agent.id, inp.learning, origin=origin)
     return {"stored": True, "key": row.key}

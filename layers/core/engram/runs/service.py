@@ -13,6 +13,7 @@ from engram.kernel.errors import BadRequest, Conflict, NotFound, QueueUnavailabl
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page
 from engram.kernel.observability import logger
+from engram.kernel.validation import refuse_secret_value
 from engram.run_memory.store import run_memory_listing
 from engram.runs.models import Run, RunCreate, RunUpdate
 from engram.wiring.stores import Stores
@@ -87,6 +88,8 @@ def start_manual_run(deps: Stores, t: str, agent_id: str, body: RunCreate) -> Ru
         raise BadRequest(
             f"inputs are larger than {deps.settings.run_memory_value_max_bytes} bytes", field="inputs", code="inputs_too_large"
         )
+    for name, value in body.inputs.items():  # sizes checked above; inputs land in run memory and exports
+        refuse_secret_value(f"inputs.{name}", {name: value})
     run = queued(agent.id, new_id("run"), kind="manual", trigger="api", prompt=prompt)
     _enqueue(deps, t, run, inputs=body.inputs)
     return run
