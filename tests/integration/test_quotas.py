@@ -233,3 +233,17 @@ def test_the_shortest_schedule_interval_is_a_setting(stack, expression, ok):
 def test_every_minute_is_allowed_by_default(stack):
     assert new_agent(stack, schedule="rate(1 minute)", defaultPrompt="Go.").status == 201
     assert new_agent(stack, schedule="cron(* * * * ? *)", defaultPrompt="Go.").status == 201
+
+
+def test_counts_with_filters_on_moto(moto_stack):
+    """The recount's COUNT Query and its filters (active facts, scheduled agents) as the emulator runs them."""
+    limit(moto_stack, max_scheduled_agents=1, max_facts=1)
+    moto_stack.agent(schedule="rate(1 hour)", defaultPrompt="Go.")
+    moto_stack.agent()  # unscheduled agents do not count
+    refused(new_agent(moto_stack, schedule="rate(1 hour)", defaultPrompt="Go."), "scheduledAgents", 1)
+    first = moto_stack.call("POST", "/api/me/facts", body={"fact": "I live in Oslo"}).data
+    moto_stack.call("DELETE", f"/api/me/facts/{first['id']}")
+    quota = quotas.facts(T)
+    moto_stack.deps.table.delete(quota.pk, quota.sk)  # as if written before counters: the archived one must not count
+    assert moto_stack.call("POST", "/api/me/facts", body={"fact": "I work at Acme"}).status == 201
+    refused(moto_stack.call("POST", "/api/me/facts", body={"fact": "I like tea"}), "facts", 1)
