@@ -221,6 +221,7 @@ def test_total_bytes_of_a_run_are_capped_and_overwrites_may_shrink(store):
     with pytest.raises(QuotaExceeded) as err:
         rm.set("shared:c", "shared", "x" * 100)
     assert err.value.status == 409 and err.value.code == "quota_exceeded" and "2048" in err.value.message
+    assert err.value.field == "value"
     assert rm.get("shared:c") is None and ("t1", "ag", "run_1", "shared:c") not in store.rows
     with pytest.raises(QuotaExceeded):
         rm.seed_inputs({"late": "y" * 50})

@@ -82,10 +82,17 @@ class QuotaExceeded(Conflict):
     code = "quota_exceeded"
 
     def __init__(
-        self, resource: str, limit: int, *, per: str = "account", setting: str = "", remedy: str = "delete one to make room"
+        self,
+        resource: str,
+        limit: int,
+        *,
+        per: str = "account",
+        setting: str = "",
+        remedy: str = "delete one to make room",
+        field: str | None = None,
     ):
         hint = f" ({setting})" if setting else ""
-        super().__init__(f"quota reached: at most {limit} {resource} per {per}{hint}; {remedy}", field=resource)
+        super().__init__(f"quota reached: at most {limit} {resource} per {per}{hint}; {remedy}", field=field or resource)
         self.limit = limit
 
 

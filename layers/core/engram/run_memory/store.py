@@ -203,6 +203,7 @@ class RunMemory:
                 most,
                 per="run",
                 setting="RUN_MEMORY_MAX_BYTES",
+                field="value",
                 remedy=f"this write would make {total}; overwrite an entry with a smaller value instead",
             )
 
