@@ -220,9 +220,18 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
                 agent_id = f"locomo-{re.sub(r'[^A-Za-z0-9_-]', '-', conv['id'])}"
                 agent = Agent(id=agent_id, created_at=now, updated_at=now, name=conv["id"], model="offline")
                 dashboard = Session(id="dashboard", agent_id=agent_id, created_at=now, updated_at=now)
-                agents.create(TENANT, agent, webhook_secret="unused", with_items=[sessions.item(TENANT, dashboard)])
+                agents.create(
+                    TENANT,
+                    agent,
+                    webhook_secret="unused",
+                    with_items=[sessions.item(TENANT, dashboard)],
+                    max_agents=10_000,
+                    max_scheduled=1,
+                )
                 for session in conv["sessions"]:
-                    sessions.create(TENANT, Session(id=session["id"], agent_id=agent_id, created_at=now, updated_at=now))
+                    sessions.create(
+                        TENANT, Session(id=session["id"], agent_id=agent_id, created_at=now, updated_at=now), limit=10_000
+                    )
                     items = _archive_items(archive, agent_id, conv, session, fallback=now)
                     items_total += archive.put_many(TENANT, agent_id, items)
                 conv_results = []

@@ -40,13 +40,20 @@ def stores(backend) -> Stores:
 def _agent(stores: Stores, agent_id: str = "ag_1", *, t: str = T, workspace_id: str | None = None, **fields: Any) -> Agent:
     agent = Agent(id=agent_id, name="Ada", model="claude-x", workspace_id=workspace_id, created_at=NOW, updated_at=NOW, **fields)
     dashboard = Session(id="dashboard", agent_id=agent_id, created_at=NOW, updated_at=NOW)
-    stores.agents.create(t, agent, webhook_secret=f"secret-{agent_id}", with_items=[stores.sessions.item(t, dashboard)])
+    stores.agents.create(
+        t,
+        agent,
+        webhook_secret=f"secret-{agent_id}",
+        with_items=[stores.sessions.item(t, dashboard)],
+        max_agents=100,
+        max_scheduled=10,
+    )
     return agent
 
 
 def _session(stores: Stores, session_id: str, agent_id: str = "ag_1", *, t: str = T, **fields: Any) -> Session:
     session = Session(id=session_id, agent_id=agent_id, created_at=NOW, updated_at=NOW, **fields)
-    assert stores.sessions.create(t, session) is True
+    assert stores.sessions.create(t, session, limit=100) is True
     return session
 
 
@@ -184,7 +191,9 @@ def test_a_second_create_of_an_agent_changes_nothing(stores):
     again = agent.model_copy(update={"name": "Impostor"})
     other_session = Session(id="other", agent_id="ag_1", created_at=NOW, updated_at=NOW)
     with pytest.raises(ConditionFailed) as err:
-        stores.agents.create(T, again, webhook_secret="new", with_items=[stores.sessions.item(T, other_session)])
+        stores.agents.create(
+            T, again, webhook_secret="new", with_items=[stores.sessions.item(T, other_session)], max_agents=100, max_scheduled=10
+        )
     assert err.value.failed_at(0)
     assert stores.agents.get(T, "ag_1") == agent and stores.agents.webhook_credentials("ag_1") == (T, "secret-ag_1", "", 0)
     assert stores.sessions.get(T, "ag_1", "other") is None  # the transaction's other put did not apply
@@ -270,18 +279,18 @@ def test_delete_cascade_removes_everything_of_the_agent_and_nothing_else(stores)
 # --- sessions -------------------------------------------------------------------------------------
 def test_sessions_are_created_only_for_an_existing_agent_and_once(stores):
     with pytest.raises(NotFound) as err:
-        stores.sessions.create(T, Session(id="s1", agent_id="ag_1", created_at=NOW, updated_at=NOW))
+        stores.sessions.create(T, Session(id="s1", agent_id="ag_1", created_at=NOW, updated_at=NOW), limit=100)
     assert err.value.field == "agentId"
     _agent(stores)
     with pytest.raises(NotFound):  # the agent of another tenant
-        stores.sessions.create(T2, Session(id="s1", agent_id="ag_1", created_at=NOW, updated_at=NOW))
+        stores.sessions.create(T2, Session(id="s1", agent_id="ag_1", created_at=NOW, updated_at=NOW), limit=100)
     session = _session(stores, "s1", title="hello")
     item = stores.sessions.get(T, "ag_1", "s1")
     assert Session.model_validate(item) == session and item is not None and item["agentId"] == "ag_1"
     with pytest.raises(Conflict) as err:
-        stores.sessions.create(T, session.model_copy(update={"title": "again"}))
+        stores.sessions.create(T, session.model_copy(update={"title": "again"}), limit=100)
     assert err.value.code == "session_exists"
-    assert stores.sessions.create(T, session.model_copy(update={"title": "again"}), if_absent_ok=True) is False
+    assert stores.sessions.create(T, session.model_copy(update={"title": "again"}), limit=100, if_absent_ok=True) is False
     assert (stores.sessions.get(T, "ag_1", "s1") or {})["title"] == "hello"
     assert stores.sessions.get(T2, "ag_1", "s1") is None
 
@@ -835,7 +844,14 @@ def test_an_extraction_is_claimed_by_one_attempt_and_committed_once(stores):
     assert (second.attempt_id, second.attempt) == ("att_2", 2)
     row = RowWrite(memory=_memory("m_auto", source="auto"), owner_id="ws_1", expect_updated_at=None)
     stores.extraction.commit(
-        T, "ag_1", "run_1", second, outcome={"stored": 1, "scores": [0.5]}, usage=_usage("u1", ts(1)), rows=[row]
+        T,
+        "ag_1",
+        "run_1",
+        second,
+        outcome={"stored": 1, "scores": [0.5]},
+        usage=_usage("u1", ts(1)),
+        rows=[row],
+        memory_limit=100,
     )
     assert stores.memories.get(T, "workspace", "ws_1", "m_auto") == row.memory
     assert [r["id"] for r in stores.usage.all_rows(T)] == ["u1"]
@@ -851,7 +867,7 @@ def test_an_extraction_whose_lease_was_taken_over_commits_nothing(stores):
     assert second.attempt == 2
     row = RowWrite(memory=_memory("m_auto"), owner_id="ws_1", expect_updated_at=None)
     with pytest.raises(LeaseLost):
-        stores.extraction.commit(T, "ag_1", "run_1", first, outcome={}, usage=_usage("u1", ts(1)), rows=[row])
+        stores.extraction.commit(T, "ag_1", "run_1", first, outcome={}, usage=_usage("u1", ts(1)), rows=[row], memory_limit=100)
     assert stores.memories.get(T, "workspace", "ws_1", "m_auto") is None and stores.usage.all_rows(T) == []
     stores.extraction.put_usage(T, _usage("u1", ts(1)))  # the cost is still recorded, alone
     assert [r["id"] for r in stores.usage.all_rows(T)] == ["u1"]
@@ -870,13 +886,13 @@ def test_an_extraction_over_changed_rows_commits_nothing(stores):
     )
     stores.memories.put(T, read["m_old"].model_copy(update={"value": "edited", "updated_at": ts(3)}), "ws_1")  # meanwhile
     with pytest.raises(RowsChanged):
-        stores.extraction.commit(T, "ag_1", "run_1", claim, outcome={}, usage=None, rows=[supersede])
+        stores.extraction.commit(T, "ag_1", "run_1", claim, outcome={}, usage=None, rows=[supersede], memory_limit=100)
     clash = RowWrite(memory=_memory("m_taken", value="mine"), owner_id="ws_1", expect_updated_at=None)
     with pytest.raises(RowsChanged):
-        stores.extraction.commit(T, "ag_1", "run_1", claim, outcome={}, usage=None, rows=[clash])
+        stores.extraction.commit(T, "ag_1", "run_1", claim, outcome={}, usage=None, rows=[clash], memory_limit=100)
     assert (stores.memories.get(T, "workspace", "ws_1", "m_old") or read["m_old"]).value == "edited"
     assert (stores.memories.get(T, "workspace", "ws_1", "m_taken") or read["m_old"]).value == "value of m_taken"
     # the marker is still this attempt's: a commit that fits goes through
-    stores.extraction.commit(T, "ag_1", "run_1", claim, outcome={"stored": 0}, usage=None, rows=[])
+    stores.extraction.commit(T, "ag_1", "run_1", claim, outcome={"stored": 0}, usage=None, rows=[], memory_limit=100)
     with pytest.raises(AlreadyExtracted):
         stores.extraction.claim(T, "ag_1", "run_1", attempt_id="att_2", lease_s=60)

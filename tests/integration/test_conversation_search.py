@@ -219,7 +219,9 @@ def test_sessions_created_later_keep_their_own_archive(stack):
     agent = stack.agent()
     t = tenant_key("alice")
     for sid in ("s1", "s10"):
-        stack.deps.sessions.create(t, Session(id=sid, agent_id=agent["id"], created_at=now_iso(), updated_at=now_iso()))
+        stack.deps.sessions.create(
+            t, Session(id=sid, agent_id=agent["id"], created_at=now_iso(), updated_at=now_iso()), limit=100
+        )
         stack.say(agent["id"], f"note in {sid} about pelicans", session=sid)
     stack.deps.archive.delete_session(t, agent["id"], "s1")
     assert {h["sessionId"] for h in _search(stack, "alice", agent["id"], "pelicans")} == {"s10"}

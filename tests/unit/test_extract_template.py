@@ -19,7 +19,9 @@ def test_extract_function_consumes_the_extraction_queue_with_partial_failures():
     (source,) = spec.sqs
     assert (source.queue_id, source.batch_size, source.report_failures) == ("ExtractQueue", 1, True)
     event = _props("ExtractFunction")["Events"]["ExtractJobs"]["Properties"]
-    assert event["ScalingConfig"]["MaximumConcurrency"] <= 10  # a burst of runs is not a burst of model calls
+    most = event["ScalingConfig"]["MaximumConcurrency"]
+    assert most == {"Ref": "ExtractQueueMaxConcurrency"}
+    assert TEMPLATE.parameters["ExtractQueueMaxConcurrency"]["Default"] <= 10  # a burst of runs is not a burst of model calls
 
 
 def test_extract_queue_visibility_is_six_times_the_timeout_and_has_a_dlq():

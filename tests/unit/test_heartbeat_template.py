@@ -115,7 +115,8 @@ def test_heartbeat_function_consumes_the_run_queue_one_job_at_a_time():
     (source,) = spec.sqs
     assert (source.queue_id, source.batch_size, source.report_failures) == ("RunQueue", 1, True)
     event = _props("HeartbeatFunction")["Events"][source.event_name]["Properties"]
-    assert event["ScalingConfig"]["MaximumConcurrency"] == 5
+    assert event["ScalingConfig"]["MaximumConcurrency"] == {"Ref": "RunQueueMaxConcurrency"}
+    assert TEMPLATE.parameters["RunQueueMaxConcurrency"]["Default"] == 5
     assert spec.routes == ()
 
 

@@ -459,7 +459,9 @@ def _fake_deps() -> Any:
     entry = run_memory_models.RunMemoryEntry(key="input:x", kind="input", value=1, created_at="t", updated_at="t", value_bytes=1)
     one_page = lambda item: lambda *a, **kw: ([item], None)  # noqa: E731
     return SimpleNamespace(
-        agents=SimpleNamespace(page=one_page(agent), delete_cascade=lambda t, agent_id: ["dashboard"]),
+        agents=SimpleNamespace(
+            page=one_page(agent), delete_cascade=lambda t, agent_id: ["dashboard"], forget_quotas=lambda t: None
+        ),
         workspaces=SimpleNamespace(page=one_page(workspace), delete=lambda t, workspace_id: None),
         sessions=SimpleNamespace(page=one_page(session)),
         runs=SimpleNamespace(page=one_page(run), delete_all=lambda t: 0),

@@ -10,7 +10,7 @@ from types import SimpleNamespace
 import pytest
 
 from engram.engine.tools import ToolContext, ToolRegistry
-from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge
+from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge, QuotaExceeded
 from engram.kernel.settings import Settings
 from engram.run_memory.models import RunMemoryEntry
 from engram.run_memory.store import RUN_MEMORY, RunMemory, input_key, shared_key, task_key
@@ -212,3 +212,19 @@ def test_offline_intents():
     assert _read_intent("call memory_read later") is None
     assert _learning_intent("Done.\nLearning: check liquidity first\n") == {"learning": "check liquidity first"}
     assert _learning_intent("no learning here") is None
+
+
+def test_total_bytes_of_a_run_are_capped_and_overwrites_may_shrink(store):
+    rm = RunMemory(store, "t1", "ag", "run_1", settings(RUN_MEMORY_VALUE_MAX_BYTES=1024, RUN_MEMORY_MAX_BYTES=2048))
+    rm.set("shared:a", "shared", "x" * 1000)  # 1002 bytes as JSON
+    rm.set("shared:b", "shared", "x" * 1000)
+    with pytest.raises(QuotaExceeded) as err:
+        rm.set("shared:c", "shared", "x" * 100)
+    assert err.value.status == 409 and err.value.code == "quota_exceeded" and "2048" in err.value.message
+    assert err.value.field == "value"
+    assert rm.get("shared:c") is None and ("t1", "ag", "run_1", "shared:c") not in store.rows
+    with pytest.raises(QuotaExceeded):
+        rm.seed_inputs({"late": "y" * 50})
+    rm.set("shared:a", "shared", "small")  # overwriting with less frees room
+    rm.set("shared:c", "shared", "x" * 100)
+    assert len(rm) == 3

@@ -80,4 +80,5 @@ def delete_everything(deps: Stores, t: str) -> dict[str, int]:
     # What is left in the tenant partition: custom card types, runs whose agent row was already gone.
     deps.card_types.delete_all(t)
     deps.runs.delete_all(t)
+    deps.agents.forget_quotas(t)
     return counts

@@ -39,7 +39,9 @@ class Workspaces(Protocol):
 class Agents(Protocol):
     """A tenant's agents, with the webhook secret and the agent-id-to-tenant lookup."""
 
-    def create(self, t: str, agent: Agent, *, webhook_secret: str, with_items: list[dict[str, Any]]) -> None:
+    def create(
+        self, t: str, agent: Agent, *, webhook_secret: str, with_items: list[dict[str, Any]], max_agents: int, max_scheduled: int
+    ) -> None:
         """The agent, `with_items` (its `dashboard` session) and the workspace check commit together
         or not at all."""
         ...
@@ -63,7 +65,11 @@ class Agents(Protocol):
 
     def in_workspace(self, t: str, workspace_id: str) -> list[str]: ...
 
-    def update(self, t: str, agent_id: str, changes: dict[str, Any]) -> Agent: ...
+    def update(self, t: str, agent_id: str, changes: dict[str, Any], *, scheduling: int = 0, max_scheduled: int = 0) -> Agent: ...
+
+    def forget_quotas(self, t: str) -> None:
+        """The account is gone: so are its agent counters."""
+        ...
 
     def delete_cascade(self, t: str, agent_id: str) -> list[str]:
         """Deletes the agent's runs, everything in its partition (sessions, memories, archive, run

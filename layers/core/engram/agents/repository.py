@@ -6,7 +6,7 @@ from typing import Any
 
 from engram.agents.models import Agent, Workspace
 from engram.agents.ports import WebhookCredentials
-from engram.aws import keys
+from engram.aws import keys, quotas
 from engram.aws.table import ConditionFailed, Table, set_expression
 from engram.kernel.errors import NotFound
 
@@ -62,15 +62,20 @@ class AgentRepository:
             **agent.model_dump(by_alias=True),
         }
 
-    def create(self, t: str, agent: Agent, *, webhook_secret: str, with_items: list[dict[str, Any]]) -> None:
-        """The agent, `with_items` (its `dashboard` session) and the workspace check commit together
-        or not at all."""
+    def create(
+        self, t: str, agent: Agent, *, webhook_secret: str, with_items: list[dict[str, Any]], max_agents: int, max_scheduled: int
+    ) -> None:
+        """The agent, `with_items` (its `dashboard` session), the workspace check and the quota
+        claims (agents; scheduled agents when it has a schedule) commit together or not at all."""
         ops = [self.table.put_op({**self._item(t, agent), "webhookSecret": webhook_secret}, condition="attribute_not_exists(PK)")]
         ops += [self.table.put_op(item) for item in with_items]
         if agent.workspace_id:
             ops.append(self.workspaces.exists_op(t, agent.workspace_id))
+        claims = [quotas.agents(t, max_agents)]
+        if agent.schedule:
+            claims.append(quotas.scheduled_agents(t, max_scheduled))
         try:
-            self.table.transact(ops)
+            quotas.create_within(self.table, ops, *claims)
         except ConditionFailed as err:
             if agent.workspace_id and err.failed_at(len(ops) - 1):
                 raise NotFound(_WORKSPACE_NOT_FOUND, field="workspaceId") from None
@@ -128,22 +133,26 @@ class AgentRepository:
         items = self.table.query_all(keys.tenant_pk(t), sk_prefix="AGENT#", projection="id, workspaceId")
         return [i["id"] for i in items if i.get("workspaceId") == workspace_id]
 
-    def update(self, t: str, agent_id: str, changes: dict[str, Any]) -> Agent:
+    def update(self, t: str, agent_id: str, changes: dict[str, Any], *, scheduling: int = 0, max_scheduled: int = 0) -> Agent:
+        """`scheduling` +1 when the change gives the agent a schedule (a claim on the scheduled
+        agents quota, `max_scheduled`), -1 when it takes it away (a release), in the same commit."""
         pk, sk = keys.tenant_pk(t), keys.agent_sk(agent_id)
-        if not changes.get("workspaceId"):
+        if not changes.get("workspaceId") and not scheduling:
             try:
                 return Agent.model_validate(self.table.set_fields(pk, sk, changes))
             except ConditionFailed:
                 raise NotFound("agent not found", field="agentId") from None
-        # The workspace must exist at the moment the agent moves into it.
         expression, names, values = set_expression(changes)
+        ops = [self.table.update_op(pk, sk, expression, condition="attribute_exists(PK)", names=names, values=values)]
+        if changes.get("workspaceId"):  # the workspace must exist at the moment the agent moves into it
+            ops.append(self.workspaces.exists_op(t, changes["workspaceId"]))
         try:
-            self.table.transact(
-                [
-                    self.table.update_op(pk, sk, expression, condition="attribute_exists(PK)", names=names, values=values),
-                    self.workspaces.exists_op(t, changes["workspaceId"]),
-                ]
-            )
+            if scheduling > 0:
+                quotas.create_within(self.table, ops, quotas.scheduled_agents(t, max_scheduled))
+            elif scheduling < 0:
+                quotas.delete_releasing(self.table, quotas.scheduled_agents(t), ops)
+            else:
+                self.table.transact(ops)
         except ConditionFailed as err:
             if err.failed_at(0):
                 raise NotFound("agent not found", field="agentId") from None
@@ -153,6 +162,11 @@ class AgentRepository:
             raise NotFound("agent not found", field="agentId")
         return agent
 
+    def forget_quotas(self, t: str) -> None:
+        """The account is gone: so are its agent counters."""
+        quotas.forget(self.table, quotas.agents(t))
+        quotas.forget(self.table, quotas.scheduled_agents(t))
+
     def delete_cascade(self, t: str, agent_id: str) -> list[str]:
         """Deletes the agent's runs, everything in its partition (sessions, memories, archive, run
         memory, markers) and, last, the agent row; returns the session ids. Children go first, so
@@ -161,5 +175,12 @@ class AgentRepository:
         children = self.table.query_all(keys.agent_pk(t, agent_id), projection="PK, SK")
         session_ids = [c["SK"].split("#", 1)[1] for c in children if c["SK"].startswith("SESSION#")]
         self.table.batch_write(deletes=[(r["PK"], r["SK"]) for r in runs] + [(c["PK"], c["SK"]) for c in children])
-        self.table.delete(keys.tenant_pk(t), keys.agent_sk(agent_id))
+        row = self.table.get(keys.tenant_pk(t), keys.agent_sk(agent_id))
+        try:
+            delete = self.table.delete_op(keys.tenant_pk(t), keys.agent_sk(agent_id), condition="attribute_exists(PK)")
+            quotas.delete_releasing(self.table, quotas.agents(t), [delete])
+        except ConditionFailed:
+            return session_ids  # another delete got there first, and gave back its room
+        if row and row.get("schedule"):
+            quotas.released(self.table, quotas.scheduled_agents(t), 1)
         return session_ids

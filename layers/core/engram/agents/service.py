@@ -92,7 +92,14 @@ def create_agent(deps: Stores, t: str, body: AgentCreate) -> dict[str, Any]:
     if agent.schedule:
         deps.schedules.put(t, agent.id, agent.schedule)  # first: an invalid expression stores nothing
     try:
-        deps.agents.create(t, agent, webhook_secret=secret, with_items=[deps.sessions.item(t, dashboard)])
+        deps.agents.create(
+            t,
+            agent,
+            webhook_secret=secret,
+            with_items=[deps.sessions.item(t, dashboard)],
+            max_agents=deps.settings.max_agents,
+            max_scheduled=deps.settings.max_scheduled_agents,
+        )
     except Exception:
         if agent.schedule:
             deps.schedules.delete(agent.id)
@@ -145,7 +152,8 @@ def update_agent(deps: Stores, t: str, agent_id: str, body: AgentUpdate) -> Agen
     if schedule_changed:
         _sync_schedule(deps, t, agent_id, changes["schedule"])
     try:
-        agent = deps.agents.update(t, agent_id, changes)
+        scheduling = int(bool(changes.get("schedule", before.schedule))) - int(bool(before.schedule))
+        agent = deps.agents.update(t, agent_id, changes, scheduling=scheduling, max_scheduled=deps.settings.max_scheduled_agents)
     except Exception:
         if schedule_changed:  # put the schedule back as it was: nothing half-written
             _sync_schedule(deps, t, agent_id, before.schedule)

@@ -362,6 +362,27 @@ class Table:
         out = self.client.query(**args)
         return [deserialize(i) for i in out.get("Items", [])], out.get("LastEvaluatedKey")
 
+    def count(self, pk: str, *, sk_prefix: str, row_filter: str | None = None, names: dict[str, str] | None = None) -> int:
+        """How many items of a partition's `sk_prefix` (matching `row_filter`), read consistently;
+        COUNT pages carry no items, but DynamoDB still reads (and bills) each one."""
+        args: dict[str, Any] = {
+            "TableName": self.name,
+            "KeyConditionExpression": "PK = :pk AND begins_with(SK, :sk)",
+            "ExpressionAttributeValues": serialize({":pk": pk, ":sk": sk_prefix}),
+            "Select": "COUNT",
+            "ConsistentRead": True,
+            **_names(names),
+        }
+        if row_filter:
+            args["FilterExpression"] = row_filter
+        total = 0
+        while True:
+            out = self.client.query(**args)
+            total += int(out.get("Count", 0))
+            if not out.get("LastEvaluatedKey"):
+                return total
+            args["ExclusiveStartKey"] = out["LastEvaluatedKey"]
+
     # --- several items --------------------------------------------------------------------------
     def transact(self, operations: list[dict[str, Any]], *, token: str | None = None) -> None:
         """TransactWriteItems of operations built with `put_op`, `update_op`, `check_op`; a
@@ -418,6 +439,14 @@ class Table:
         if condition:
             op["ConditionExpression"] = condition
         return {"Update": op}
+
+    def delete_op(
+        self, pk: str, sk: str, *, condition: str | None = None, values: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        op: dict[str, Any] = {"TableName": self.name, "Key": serialize({"PK": pk, "SK": sk}), **_attrs(values)}
+        if condition:
+            op["ConditionExpression"] = condition
+        return {"Delete": op}
 
     def check_op(self, pk: str, sk: str, condition: str = "attribute_exists(PK)") -> dict[str, Any]:
         return {

@@ -10,7 +10,13 @@ from engram.cards.models import CardType
 class CardTypes(Protocol):
     """A tenant's custom card types (built-ins are data in cards.service)."""
 
-    def put(self, t: str, card_type: CardType) -> None: ...
+    def put(self, t: str, card_type: CardType) -> None:
+        """Replaces a stored card type."""
+        ...
+
+    def create(self, t: str, card_type: CardType, *, limit: int) -> None:
+        """Stores a new card type within the tenant's `limit` of custom card types."""
+        ...
 
     def get(self, t: str, name: str) -> CardType | None: ...
 

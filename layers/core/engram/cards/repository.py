@@ -2,19 +2,41 @@
 
 from __future__ import annotations
 
-from engram.aws import keys
-from engram.aws.table import Table
+from typing import Any
+
+from engram.aws import keys, quotas
+from engram.aws.table import ConditionFailed, Table
 from engram.cards.models import CardType
+from engram.kernel.errors import Conflict
 
 
 class CardTypeRepository:
     def __init__(self, table: Table):
         self.table = table
 
+    def _item(self, t: str, card_type: CardType) -> dict[str, Any]:
+        return {
+            "PK": keys.tenant_pk(t),
+            "SK": keys.card_type_sk(card_type.name),
+            **card_type.model_dump(by_alias=True, mode="json"),
+        }
+
     def put(self, t: str, card_type: CardType) -> None:
-        self.table.put(
-            {"PK": keys.tenant_pk(t), "SK": keys.card_type_sk(card_type.name), **card_type.model_dump(by_alias=True, mode="json")}
-        )
+        """Replaces a stored card type."""
+        self.table.put(self._item(t, card_type))
+
+    def create(self, t: str, card_type: CardType, *, limit: int) -> None:
+        """Stores a new card type within the tenant's `limit`; a 409 if one was stored meanwhile."""
+        try:
+            quotas.create_within(
+                self.table,
+                [self.table.put_op(self._item(t, card_type), condition="attribute_not_exists(PK)")],
+                quotas.card_types(t, limit),
+            )
+        except ConditionFailed:
+            raise Conflict(
+                f"card type {card_type.name} was created meanwhile; retry to replace it", field="name", code="card_type_changed"
+            ) from None
 
     def get(self, t: str, name: str) -> CardType | None:
         item = self.table.get(keys.tenant_pk(t), keys.card_type_sk(name))
@@ -28,4 +50,6 @@ class CardTypeRepository:
         return [CardType.model_validate(i) for i in self.table.query_all(keys.tenant_pk(t), sk_prefix="CARDTYPE#")]
 
     def delete_all(self, t: str) -> int:
-        return self.table.delete_all(keys.tenant_pk(t), sk_prefix="CARDTYPE#")
+        deleted = self.table.delete_all(keys.tenant_pk(t), sk_prefix="CARDTYPE#")
+        quotas.forget(self.table, quotas.card_types(t))
+        return deleted

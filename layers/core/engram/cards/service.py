@@ -177,7 +177,10 @@ def put_card_type(deps: Any, t: str, name: str, body: CardTypeBody) -> tuple[Car
         re_examine_actions=body.re_examine_actions,
         summary_fields=body.summary_fields,
     )
-    deps.card_types.put(t, card_type)
+    if existing is None:
+        deps.card_types.create(t, card_type, limit=deps.settings.max_card_types)
+    else:
+        deps.card_types.put(t, card_type)
     return card_type, existing is None
 
 

@@ -59,7 +59,8 @@ def enqueue_turn(deps: ModelDeps, *, tenant: str, agent_id: str, session_id: str
 def ensure_session(deps: ModelDeps, tenant: str, agent_id: str, session_id: str) -> None:
     """Webhooks may name a new session: it is created on first use."""
     now = now_iso()
-    deps.sessions.create(tenant, Session(id=session_id, agent_id=agent_id, created_at=now, updated_at=now), if_absent_ok=True)
+    session = Session(id=session_id, agent_id=agent_id, created_at=now, updated_at=now)
+    deps.sessions.create(tenant, session, limit=deps.settings.max_sessions_per_agent, if_absent_ok=True)
 
 
 def turn_policies(deps: ModelDeps, **extraction: Any) -> list[TurnPolicy]:

@@ -12,7 +12,7 @@ class Sessions(Protocol):
 
     def item(self, t: str, session: Session) -> dict[str, Any]: ...
 
-    def create(self, t: str, session: Session, *, if_absent_ok: bool = False) -> bool:
+    def create(self, t: str, session: Session, *, limit: int, if_absent_ok: bool = False) -> bool:
         """Creates a session of an existing agent; False when it already existed and if_absent_ok."""
         ...
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from engram.aws import keys
+from engram.aws import keys, quotas
 from engram.aws.table import ConditionFailed, Table
 from engram.conversations.models import Session
 from engram.kernel.errors import Conflict, NotFound, SessionBusy
@@ -22,14 +22,17 @@ class SessionRepository:
     def item(self, t: str, session: Session) -> dict[str, Any]:
         return {"PK": keys.agent_pk(t, session.agent_id), "SK": keys.session_sk(session.id), **session.model_dump(by_alias=True)}
 
-    def create(self, t: str, session: Session, *, if_absent_ok: bool = False) -> bool:
-        """Creates a session of an existing agent; False when it already existed and if_absent_ok."""
+    def create(self, t: str, session: Session, *, limit: int, if_absent_ok: bool = False) -> bool:
+        """Creates a session of an existing agent, within the agent's `limit` of sessions; False
+        when it already existed and if_absent_ok."""
         try:
-            self.table.transact(
+            quotas.create_within(
+                self.table,
                 [
                     self.table.put_op(self.item(t, session), condition="attribute_not_exists(PK)"),
                     self.table.check_op(keys.tenant_pk(t), keys.agent_sk(session.agent_id)),
-                ]
+                ],
+                quotas.sessions(t, session.agent_id, limit),
             )
         except ConditionFailed as err:
             if err.failed_at(1):
@@ -48,16 +51,13 @@ class SessionRepository:
 
     def delete(self, t: str, agent_id: str, session_id: str) -> None:
         """Refused while a turn holds the session, so a running turn cannot resurrect it."""
+        delete = self.table.delete_op(
+            keys.agent_pk(t, agent_id), keys.session_sk(session_id), condition=_FREE, values={":now": int(time.time())}
+        )
         try:
-            self.table.delete(
-                keys.agent_pk(t, agent_id),
-                keys.session_sk(session_id),
-                condition=_FREE,
-                values={":now": int(time.time())},
-                old_on_failure=True,
-            )
-        except ConditionFailed as err:
-            if err.item:
+            quotas.delete_releasing(self.table, quotas.sessions(t, agent_id), [delete])
+        except ConditionFailed:
+            if self.get(t, agent_id, session_id):
                 raise SessionBusy("a turn is running on this session; try again when it ends", field="sessionId") from None
             raise NotFound("session not found", field="sessionId") from None
 

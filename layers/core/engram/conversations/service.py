@@ -23,7 +23,7 @@ def create_session(deps: Stores, t: str, agent_id: str, body: SessionCreate) -> 
     session = Session(
         id=body.id or new_id("s"), agent_id=check_id("agentId", agent_id), created_at=now, updated_at=now, title=body.title
     )
-    deps.sessions.create(t, session)
+    deps.sessions.create(t, session, limit=deps.settings.max_sessions_per_agent)
     return session
 
 
@@ -58,6 +58,9 @@ def delete_session(deps: Stores, t: str, agent_id: str, session_id: str) -> dict
     if session_id == DASHBOARD:
         now = now_iso()
         deps.sessions.create(
-            t, Session(id=DASHBOARD, agent_id=agent_id, created_at=now, updated_at=now, title="Dashboard"), if_absent_ok=True
+            t,
+            Session(id=DASHBOARD, agent_id=agent_id, created_at=now, updated_at=now, title="Dashboard"),
+            limit=deps.settings.max_sessions_per_agent,
+            if_absent_ok=True,
         )
     return {"id": session_id, "deleted": True}

@@ -36,8 +36,10 @@ class ExtractionClaims(Protocol):
         outcome: dict[str, Any],
         usage: UsageRow | None,
         rows: list[RowWrite],
-    ) -> None:
-        """Marker `done` + usage row + memory rows, all or nothing (at most 1 + 1 + 15 items)."""
+        memory_limit: int,
+    ) -> list[RowWrite]:
+        """Marker `done` + usage row + memory rows, all or nothing; new rows beyond their owner's
+        `memory_limit` are left out (and returned), never failing the commit."""
         ...
 
     def put_usage(self, t: str, usage: UsageRow) -> None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from engram.aws import keys
+from engram.aws import keys, quotas
 from engram.aws.table import ConditionFailed, Table
 from engram.extraction.models import AlreadyExtracted, Claim, ExtractionBusy, LeaseLost, RowsChanged, RowWrite
 from engram.kernel.model import now_iso
@@ -94,38 +94,67 @@ class ExtractionStore:
         outcome: dict[str, Any],
         usage: UsageRow | None,
         rows: list[RowWrite],
-    ) -> None:
-        """Marker `done` + usage row + memory rows, all or nothing (at most 1 + 1 + 15 items)."""
-        ops = [
-            self.table.update_op(
-                keys.agent_pk(t, agent_id),
-                keys.extract_marker_sk(run_id),
-                "SET #st = :done, outcome = :outcome, updatedAt = :iso REMOVE leaseUntil",
-                condition="attemptId = :attempt AND #st = :running",
-                names={"#st": "status"},
-                values={
-                    ":done": "done",
-                    ":outcome": outcome,
-                    ":iso": now_iso(),
-                    ":attempt": claim.attempt_id,
-                    ":running": "running",
-                },
-            )
-        ]
-        if usage is not None:
-            ops.append(self.table.put_op(self.usage.item(t, usage)))
-        for row in rows:
-            item = self.memories.item(t, row.memory, row.owner_id)
-            if row.expect_updated_at is None:
-                ops.append(self.table.put_op(item, condition="attribute_not_exists(PK)"))
-            else:
-                ops.append(self.table.put_op(item, condition="updatedAt = :seen", values={":seen": row.expect_updated_at}))
-        try:
-            self.table.transact(ops)
-        except ConditionFailed as err:
-            if err.failed_at(0):
-                raise LeaseLost("the extraction marker was taken over by another attempt") from None
-            raise RowsChanged("a memory row changed while the extraction ran", code="memory_changed") from None
+        memory_limit: int,
+    ) -> list[RowWrite]:
+        """Marker `done` + usage row + memory rows, all or nothing (at most 1 + 1 + 15 items + a
+        quota claim per owner). New rows claim room in their owner's memory quota in the same
+        transaction; those that do not fit are left out and returned: a full quota never fails
+        an extraction, it stores less."""
+        left_out: list[RowWrite] = []
+        for _ in range(3):
+            marker = {**outcome, "leftOut": len(left_out)} if left_out else outcome
+            ops = [self._marker_op(t, agent_id, run_id, claim, marker)]
+            if usage is not None:
+                ops.append(self.table.put_op(self.usage.item(t, usage)))
+            ops += [self._row_op(t, row) for row in rows]
+            new_rows: dict[tuple[str, str], int] = {}
+            for row in rows:
+                if row.expect_updated_at is None:
+                    of: tuple[str, str] = (row.memory.scope, row.owner_id)
+                    new_rows[of] = new_rows.get(of, 0) + 1
+            owners = list(new_rows)
+            counted = [self.memories.quota(t, scope, owner_id, memory_limit) for scope, owner_id in owners]
+            try:
+                self.table.transact(
+                    [*ops, *(quotas.claim_op(self.table, q, new_rows[o]) for q, o in zip(counted, owners, strict=True))]
+                )
+                return left_out
+            except ConditionFailed as err:
+                if any(err.failed_at(i) for i in range(len(ops))) or not any(
+                    err.failed_at(len(ops) + i) for i in range(len(owners))
+                ):
+                    if err.failed_at(0):
+                        raise LeaseLost("the extraction marker was taken over by another attempt") from None
+                    raise RowsChanged("a memory row changed while the extraction ran", code="memory_changed") from None
+                full = {owners[i]: counted[i] for i in range(len(owners)) if err.failed_at(len(ops) + i)}
+            for owner, quota in full.items():
+                room = quotas.room(self.table, quota)
+                fitting: list[RowWrite] = []
+                for row in rows:
+                    if row.expect_updated_at is None and (row.memory.scope, row.owner_id) == owner:
+                        if room <= 0:
+                            left_out.append(row)
+                            continue
+                        room -= 1
+                    fitting.append(row)
+                rows = fitting
+        raise RowsChanged("the memory quota kept changing while the extraction committed", code="memory_changed")
+
+    def _marker_op(self, t: str, agent_id: str, run_id: str, claim: Claim, outcome: dict[str, Any]) -> dict[str, Any]:
+        return self.table.update_op(
+            keys.agent_pk(t, agent_id),
+            keys.extract_marker_sk(run_id),
+            "SET #st = :done, outcome = :outcome, updatedAt = :iso REMOVE leaseUntil",
+            condition="attemptId = :attempt AND #st = :running",
+            names={"#st": "status"},
+            values={":done": "done", ":outcome": outcome, ":iso": now_iso(), ":attempt": claim.attempt_id, ":running": "running"},
+        )
+
+    def _row_op(self, t: str, row: RowWrite) -> dict[str, Any]:
+        item = self.memories.item(t, row.memory, row.owner_id)
+        if row.expect_updated_at is None:
+            return self.table.put_op(item, condition="attribute_not_exists(PK)")
+        return self.table.put_op(item, condition="updatedAt = :seen", values={":seen": row.expect_updated_at})
 
     def put_usage(self, t: str, usage: UsageRow) -> None:
         """A model call whose results could not be committed still cost money: record it alone."""

@@ -662,6 +662,7 @@ def _extract(
             outcome={"status": "skipped", "reason": "over_budget"},
             usage=None,
             rows=[],
+            memory_limit=settings.max_memories_per_scope,
         )
         return _finish(outcome, log, started)
     (system, tools, messages), max_tokens, sent_chars = fitted
@@ -708,7 +709,7 @@ def _extract(
         _count("ExtractMalformed")
         outcome.status, outcome.reason = "malformed", "invalid_tool_answer"
         logger.warning("the extraction answer did not match the schema", extra={**log, "stop_reason": response.stop_reason})
-        _commit(store, job, claim, usage_row, [], {"status": "malformed"}, outcome)
+        _commit(store, job, claim, usage_row, [], {"status": "malformed"}, outcome, memory_limit=settings.max_memories_per_scope)
         return _finish(outcome, log, started)
 
     pending, dropped = choose(
@@ -735,6 +736,7 @@ def _extract(
         writes,
         {"status": outcome.status, "kept": len(kept), "superseded": len(superseded)},
         outcome,
+        memory_limit=settings.max_memories_per_scope,
     )
     _count("ExtractFactsKept", len(kept))
     _count("ExtractSuperseded", len(superseded))
@@ -752,9 +754,22 @@ def _commit(
     writes: list[RowWrite],
     marker: dict[str, Any],
     outcome: Outcome,
+    *,
+    memory_limit: int,
 ) -> None:
     try:
-        store.commit(job.tenant, job.agent_id, job.run_id, claim, outcome=marker, usage=usage_row, rows=writes)
+        left_out = store.commit(
+            job.tenant, job.agent_id, job.run_id, claim, outcome=marker, usage=usage_row, rows=writes, memory_limit=memory_limit
+        )
+        if left_out:
+            # A full memory quota stores less; the run and the job still succeed.
+            logger.warning(
+                "memory quota reached: extracted rows left out",
+                extra={"run_id": job.run_id, "left_out": len(left_out), "limit": memory_limit},
+            )
+            dropped_keys = {row.memory.key for row in left_out}
+            outcome.kept = [key for key in outcome.kept if key not in dropped_keys]
+            outcome.dropped["quota"] += len(left_out)
     except LeaseLost:
         # Another delivery took over (this one outlived its lease): it commits; we only record our call.
         _record_usage_alone(store, job, usage_row)

@@ -13,7 +13,15 @@ class Facts(Protocol):
 
     def item(self, t: str, f: Fact) -> dict[str, Any]: ...
 
-    def put(self, t: str, f: Fact, *, expect_updated_at: str | None = None) -> None: ...
+    def create(self, t: str, f: Fact, *, limit: int) -> None:
+        """A new active fact, within the tenant's `limit` of active facts (QuotaExceeded)."""
+        ...
+
+    def put(
+        self, t: str, f: Fact, *, expect_updated_at: str | None = None, was_active: bool | None = None, limit: int = 0
+    ) -> None:
+        """Replaces a fact read at `expect_updated_at`; archiving frees quota room, restoring takes it."""
+        ...
 
     def get(self, t: str, fact_id: str) -> Fact | None: ...
 

@@ -6,11 +6,13 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
-from engram.aws import keys
+from engram.aws import keys, quotas
 from engram.aws.table import Cancelled, ConditionFailed, Table
 from engram.facts.models import Fact
 from engram.kernel.errors import Conflict
 from engram.memory.repository import inverse_recency
+
+_CHANGED = "the fact changed while it was being updated; retry"
 
 
 def fact_rank(f: Fact) -> str:
@@ -28,14 +30,34 @@ class FactRepository:
             item["GSI2SK"] = fact_rank(f)
         return item
 
-    def put(self, t: str, f: Fact, *, expect_updated_at: str | None = None) -> None:
+    def create(self, t: str, f: Fact, *, limit: int) -> None:
+        """A new active fact, within the tenant's `limit` of active facts (QuotaExceeded)."""
         try:
-            if expect_updated_at is None:
-                self.table.put(self.item(t, f))
-            else:
-                self.table.put(self.item(t, f), condition="updatedAt = :seen", values={":seen": expect_updated_at})
+            quotas.create_within(
+                self.table, [self.table.put_op(self.item(t, f), condition="attribute_not_exists(PK)")], quotas.facts(t, limit)
+            )
         except ConditionFailed:
-            raise Conflict("the fact changed while it was being updated; retry", field="factId", code="fact_changed") from None
+            raise Conflict(_CHANGED, field="factId", code="fact_changed") from None
+
+    def put(
+        self, t: str, f: Fact, *, expect_updated_at: str | None = None, was_active: bool | None = None, limit: int = 0
+    ) -> None:
+        """Stores a fact (if given: only if unchanged since `expect_updated_at`). Archiving it (`was_active` and now archived)
+        frees room in the quota of active facts; restoring it takes room (`limit`), in the same commit."""
+        if expect_updated_at is None:
+            ops = [self.table.put_op(self.item(t, f))]
+        else:
+            ops = [self.table.put_op(self.item(t, f), condition="updatedAt = :seen", values={":seen": expect_updated_at})]
+        active = f.archived_at is None
+        try:
+            if was_active is None or was_active == active:
+                self.table.transact(ops)
+            elif active:
+                quotas.create_within(self.table, ops, quotas.facts(t, limit))
+            else:
+                quotas.delete_releasing(self.table, quotas.facts(t), ops)
+        except ConditionFailed:
+            raise Conflict(_CHANGED, field="factId", code="fact_changed") from None
 
     def get(self, t: str, fact_id: str) -> Fact | None:
         item = self.table.get(keys.user_pk(t), keys.fact_sk(fact_id))
@@ -70,4 +92,6 @@ class FactRepository:
                 pass  # archived meanwhile (or a conflicting write): its reference is not worth a retry
 
     def delete_all(self, t: str) -> int:
-        return self.table.delete_all(keys.user_pk(t))
+        deleted = self.table.delete_all(keys.user_pk(t), sk_prefix="FACT#")
+        quotas.forget(self.table, quotas.facts(t))
+        return deleted

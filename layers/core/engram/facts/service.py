@@ -55,7 +55,7 @@ def add_fact(
         last_referenced_at=now,
         origin=origin,
     )
-    deps.facts.put(t, fact)
+    deps.facts.create(t, fact, limit=s.max_facts)
     return fact, True
 
 
@@ -94,7 +94,8 @@ def update_fact(deps: Stores, t: str, fact_id: str, body: FactUpdate) -> Fact:
     elif reason is not None:
         raise BadRequest("archivedReason goes with archived: true", field="archivedReason")
     updated = fact.model_copy(update={**changes, "updated_at": now})
-    deps.facts.put(t, updated, expect_updated_at=fact.updated_at)
+    active_before = fact.archived_at is None
+    deps.facts.put(t, updated, expect_updated_at=fact.updated_at, was_active=active_before, limit=deps.settings.max_facts)
     return updated
 
 
@@ -104,5 +105,5 @@ def archive_fact(deps: Stores, t: str, fact_id: str, reason: str) -> Fact:
         return fact
     now = now_iso()
     archived = fact.model_copy(update={"archived_at": now, "archived_reason": reason, "updated_at": now})
-    deps.facts.put(t, archived, expect_updated_at=fact.updated_at)
+    deps.facts.put(t, archived, expect_updated_at=fact.updated_at, was_active=True)
     return archived

@@ -81,6 +81,26 @@ class Conflict(EngramError):
     code = "conflict"
 
 
+class QuotaExceeded(Conflict):
+    """A per-user quota is reached: nothing was stored; deleting something of the kind frees room."""
+
+    code = "quota_exceeded"
+
+    def __init__(
+        self,
+        resource: str,
+        limit: int,
+        *,
+        per: str = "account",
+        setting: str = "",
+        remedy: str = "delete one to make room",
+        field: str | None = None,
+    ):
+        hint = f" ({setting})" if setting else ""
+        super().__init__(f"quota reached: at most {limit} {resource} per {per}{hint}; {remedy}", field=field or resource)
+        self.limit = limit
+
+
 class PayloadTooLarge(EngramError):
     status = 413
     code = "payload_too_large"

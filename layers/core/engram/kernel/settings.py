@@ -80,6 +80,19 @@ class Settings(BaseModel):
     # Active Memory (AM3): the panel warns past this many runs since the last reset.
     active_memory_warn_runs: int = Field(20, ge=1, alias="ACTIVE_MEMORY_WARN_RUNS")
 
+    # Quotas (issue 11): how much one user (tenant) may store. Reaching one is a 409 quota_exceeded;
+    # deleting frees room. Counted by a counter item per tenant (or per agent/workspace), see aws.quotas.
+    max_agents: int = Field(100, ge=1, le=100_000, alias="MAX_AGENTS")
+    max_memories_per_scope: int = Field(1_000, ge=1, le=100_000, alias="MAX_MEMORIES_PER_SCOPE")
+    max_facts: int = Field(500, ge=1, le=100_000, alias="MAX_FACTS")
+    max_card_types: int = Field(50, ge=1, le=10_000, alias="MAX_CARD_TYPES")
+    max_sessions_per_agent: int = Field(500, ge=2, le=100_000, alias="MAX_SESSIONS_PER_AGENT")
+    max_scheduled_agents: int = Field(20, ge=1, le=10_000, alias="MAX_SCHEDULED_AGENTS")
+    # All of one run's memory together (each value is also capped by RUN_MEMORY_VALUE_MAX_BYTES).
+    run_memory_max_bytes: int = Field(4 * 1024 * 1024, ge=1_024, le=1_000_000_000, alias="RUN_MEMORY_MAX_BYTES")
+    # The shortest interval between two heartbeats of a schedule (EventBridge Scheduler's own is 60 s).
+    min_schedule_interval_s: int = Field(60, ge=60, le=86_400, alias="MIN_SCHEDULE_INTERVAL_SECONDS")
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         source = os.environ if env is None else env

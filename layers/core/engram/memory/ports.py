@@ -22,6 +22,10 @@ class Memories(Protocol):
         """(scope, owner, memoryId) -> the stored row (archived ones too), by id; one BatchGetItem."""
         ...
 
+    def create(self, t: str, m: Memory, owner_id: str, *, limit: int) -> None:
+        """A new row, within the owner's `limit` of rows (QuotaExceeded)."""
+        ...
+
     def all(self, t: str, scope: str, owner_id: str) -> list[Memory]: ...
 
     def top(self, t: str, scope: str, owner_id: str, *, limit: int, session_id: str | None, page: int = 50) -> list[Memory]:

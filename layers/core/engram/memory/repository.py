@@ -12,12 +12,13 @@ import time
 from datetime import datetime
 from typing import Any
 
-from engram.aws import keys
+from engram.aws import keys, quotas
 from engram.aws.table import ConditionFailed, Table
 from engram.kernel.errors import Conflict, NotFound
 from engram.memory.models import Memory, is_director_learning, is_live
 
 _MAX_EPOCH_MS = 9_999_999_999_999
+_CHANGED = "the memory changed while it was being updated; retry"
 
 
 def epoch_ms(iso: str) -> int:
@@ -63,9 +64,23 @@ class MemoryRepository:
             else:
                 self.table.put(self.item(t, m, owner_id), condition="updatedAt = :seen", values={":seen": expect_updated_at})
         except ConditionFailed:
-            raise Conflict(
-                "the memory changed while it was being updated; retry", field="memoryId", code="memory_changed"
-            ) from None
+            raise Conflict(_CHANGED, field="memoryId", code="memory_changed") from None
+
+    def create(self, t: str, m: Memory, owner_id: str, *, limit: int) -> None:
+        """A new row, within the owner's `limit` of rows (QuotaExceeded); a 409 if the same key was
+        stored meanwhile."""
+        pk = owner_pk(t, m.scope, owner_id)
+        try:
+            quotas.create_within(
+                self.table,
+                [self.table.put_op(self.item(t, m, owner_id), condition="attribute_not_exists(PK)")],
+                quotas.memories(pk, m.scope, limit),
+            )
+        except ConditionFailed:
+            raise Conflict(_CHANGED, field="memoryId", code="memory_changed") from None
+
+    def quota(self, t: str, scope: str, owner_id: str, limit: int) -> quotas.Quota:
+        return quotas.memories(owner_pk(t, scope, owner_id), scope, limit)
 
     def get(self, t: str, scope: str, owner_id: str, mid: str) -> Memory | None:
         item = self.table.get(owner_pk(t, scope, owner_id), keys.memory_sk(mid))
@@ -110,17 +125,22 @@ class MemoryRepository:
         return [Memory.model_validate(i) for i in items]
 
     def delete(self, t: str, scope: str, owner_id: str, mid: str) -> None:
+        pk = owner_pk(t, scope, owner_id)
         try:
-            self.table.delete(owner_pk(t, scope, owner_id), keys.memory_sk(mid), condition="attribute_exists(PK)")
+            delete = self.table.delete_op(pk, keys.memory_sk(mid), condition="attribute_exists(PK)")
+            quotas.delete_releasing(self.table, quotas.memories(pk, scope), [delete])
         except ConditionFailed:
             raise NotFound("memory not found", field="memoryId") from None
 
     def delete_owner(self, t: str, scope: str, owner_id: str) -> int:
         """Removes every memory row of an agent or workspace (the agent cascade covers agents)."""
-        return self.table.delete_all(owner_pk(t, scope, owner_id), sk_prefix="MEM#")
+        deleted = self.table.delete_all(owner_pk(t, scope, owner_id), sk_prefix="MEM#")
+        quotas.forget(self.table, self.quota(t, scope, owner_id, 0))
+        return deleted
 
     def delete_session_memories(self, t: str, agent_id: str, session_id: str) -> int:
         """Conversation-category rows are bound to their session and go with it."""
         rows = [m for m in self.all(t, "agent", agent_id) if m.category == "conversation" and m.session_id == session_id]
         self.table.batch_write(deletes=[(keys.agent_pk(t, agent_id), keys.memory_sk(m.id)) for m in rows])
+        quotas.released(self.table, self.quota(t, "agent", agent_id, 0), len(rows))
         return len(rows)

@@ -113,7 +113,10 @@ def upsert_memory(
         origin=origin or (existing.origin if existing else None),
     )
     memory = Memory.model_validate(base)
-    deps.memories.put(t, memory, owner_id, expect_updated_at=existing.updated_at if existing else None)
+    if existing is None:
+        deps.memories.create(t, memory, owner_id, limit=s.max_memories_per_scope)
+    else:
+        deps.memories.put(t, memory, owner_id, expect_updated_at=existing.updated_at)
     return memory, existing is None
 
 

@@ -41,7 +41,7 @@ def store_learning(deps: Stores, t: str, lead_agent_id: str, text: str, *, origi
         confidence="inferred",
         origin=origin,
     )
-    deps.memories.put(t, row, lead_agent_id)
+    deps.memories.create(t, row, lead_agent_id, limit=deps.settings.max_memories_per_scope)
     return row
 
 

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from engram.aws.keys import RUN_MEMORY_KEY_PATTERN
-from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge
+from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge, QuotaExceeded
 from engram.kernel.validation import refuse_secret_value, refuse_secrets
 from engram.run_memory.models import RunMemoryEntry
 
@@ -194,7 +194,8 @@ class RunMemory:
             value_bytes=size,
         )
 
-    def _check_room(self, new_keys: set[str]) -> None:
+    def _check_room(self, new: list[RunMemoryEntry]) -> None:
+        new_keys = {e.key for e in new}
         added = len(new_keys - self._entries.keys())
         limit = self.settings.run_memory_max_entries
         if added and len(self._entries) + added > limit:
@@ -202,6 +203,18 @@ class RunMemory:
                 f"this run's memory is full ({limit} entries); overwrite an existing key instead",
                 field="key",
                 code="run_memory_full",
+            )
+        # All values together: what is left of the run's own after the overwritten keys, plus the new.
+        total = sum(e.value_bytes for k, e in self._entries.items() if k not in new_keys) + sum(e.value_bytes for e in new)
+        most = self.settings.run_memory_max_bytes
+        if total > most and total > sum(e.value_bytes for e in self._entries.values()):
+            raise QuotaExceeded(
+                "bytes of run memory",
+                most,
+                per="run",
+                setting="RUN_MEMORY_MAX_BYTES",
+                field="value",
+                remedy=f"this write would make {total}; overwrite an entry with a smaller value instead",
             )
 
     def set(
@@ -219,7 +232,7 @@ class RunMemory:
         BadRequest, oversize values PayloadTooLarge, a full store Conflict."""
         with self._lock:
             entry = self._entry(key, kind, value, source, title, description, iso_micro(next_instant()))
-            self._check_room({key})
+            self._check_room([entry])
             if self.store is not None:
                 entry = self.store.put(self.tenant, self.agent_id, self.run_id, entry)
             self._entries[key] = entry
@@ -236,7 +249,7 @@ class RunMemory:
             ]
             if not entries:
                 return []
-            self._check_room({e.key for e in entries})
+            self._check_room(entries)
             if self.store is not None:
                 self.store.put_many(self.tenant, self.agent_id, self.run_id, entries)
             for e in entries:

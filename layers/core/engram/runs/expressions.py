@@ -175,8 +175,28 @@ def parse_expression(expression: str) -> Rate | Cron:
     return parsed
 
 
-def check(expression: str) -> str:
-    """The expression, if EventBridge Scheduler would accept it; else 400 `invalid_schedule`."""
+def shortest_interval(expression: str) -> timedelta | None:
+    """The shortest time between two firings of a valid rate() or cron() expression (None for a
+    one-time at()). For cron, the gaps between its times of day and across midnight (as if it
+    fired every day: a schedule whose days never touch is judged a little strictly)."""
+    expression = expression.strip()
+    rate = _RATE.match(expression)
+    if rate:
+        return int(rate.group(1)) * _UNITS[rate.group(2).removesuffix("s")]
+    cron = _CRON.match(expression)
+    if not cron:
+        return None
+    minutes, hours = cron.group(1).split()[:2]
+    times = sorted(
+        h * 60 + m for h in _cron_field(hours, "hours", 0, 23) or () for m in _cron_field(minutes, "minutes", 0, 59) or ()
+    )
+    gaps = [b - a for a, b in zip(times, times[1:], strict=False)] + [times[0] + 1440 - times[-1]]
+    return timedelta(minutes=min(gaps))
+
+
+def check(expression: str, *, min_interval_s: int = 60) -> str:
+    """The expression, if EventBridge Scheduler would accept it; else 400 `invalid_schedule`.
+    One that fires more often than every `min_interval_s` seconds is 400 `schedule_too_frequent`."""
     try:
         parse_expression(expression)
     except UnsupportedExpression:
@@ -187,4 +207,12 @@ def check(expression: str) -> str:
             field="schedule",
             code="invalid_schedule",
         ) from None
+    interval = shortest_interval(expression)
+    if interval is not None and interval.total_seconds() < min_interval_s:
+        raise BadRequest(
+            f"schedule {expression!r} fires as often as every {int(interval.total_seconds())} s; the shortest interval "
+            f"allowed is {min_interval_s} s (MIN_SCHEDULE_INTERVAL_SECONDS)",
+            field="schedule",
+            code="schedule_too_frequent",
+        )
     return expression

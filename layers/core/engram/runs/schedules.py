@@ -68,7 +68,7 @@ class ScheduleStore:
         The expression is checked first with the parser the local loop uses, so an expression
         Scheduler would refuse is the same 400 everywhere (moto stores any expression)."""
         check_id("agentId", agent_id)
-        expressions.check(expression)
+        expressions.check(expression, min_interval_s=self.settings.min_schedule_interval_s)
         definition: dict[str, Any] = {
             "Name": agent_id,
             "GroupName": self.group,

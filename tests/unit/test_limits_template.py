@@ -1,0 +1,49 @@
+"""Limits in template.yaml (issue 11, item 6): the HTTP API's default-route throttling, reserved
+concurrency for every function (0 = unreserved), and MaximumConcurrency on every SQS event source."""
+
+from __future__ import annotations
+
+from local.template import load_template
+
+TEMPLATE = load_template()
+RESOURCES = TEMPLATE.resources
+FUNCTIONS = {name: r for name, r in RESOURCES.items() if r["Type"] == "AWS::Serverless::Function"}
+
+
+def test_http_api_default_route_throttling_is_parameterised():
+    settings = RESOURCES["HttpApi"]["Properties"]["DefaultRouteSettings"]
+    assert settings == {
+        "ThrottlingRateLimit": {"Ref": "ApiThrottlingRateLimit"},
+        "ThrottlingBurstLimit": {"Ref": "ApiThrottlingBurstLimit"},
+    }
+    params = TEMPLATE.parameters
+    assert params["ApiThrottlingRateLimit"]["Type"] == params["ApiThrottlingBurstLimit"]["Type"] == "Number"
+    assert 0 < params["ApiThrottlingRateLimit"]["Default"] <= params["ApiThrottlingBurstLimit"]["Default"]
+
+
+def test_every_function_has_a_reserved_concurrency_parameter_where_0_leaves_it_unreserved():
+    assert set(FUNCTIONS) == {"ApiFunction", "ChatFunction", "ExtractFunction", "HeartbeatFunction"}
+    conditions = TEMPLATE.conditions
+    for name, function in FUNCTIONS.items():
+        prefix = name.removesuffix("Function")
+        param = f"{prefix}ReservedConcurrency"
+        assert function["Properties"]["ReservedConcurrentExecutions"] == {
+            "Fn::If": [f"Reserve{prefix}", {"Ref": param}, {"Ref": "AWS::NoValue"}]
+        }, name
+        assert conditions[f"Reserve{prefix}"] == {"Fn::Not": [{"Fn::Equals": [{"Ref": param}, "0"]}]}
+        spec = TEMPLATE.parameters[param]
+        assert (spec["Type"], spec["Default"], spec["MinValue"]) == ("Number", 0, 0)  # unreserved unless asked
+
+
+def test_every_sqs_event_source_has_a_maximum_concurrency_the_turn_queue_included():
+    sources = {}
+    for name, function in FUNCTIONS.items():
+        for event in function["Properties"].get("Events", {}).values():
+            if event["Type"] == "SQS":
+                sources[event["Properties"]["Queue"]["Fn::GetAtt"][0]] = (name, event["Properties"]["ScalingConfig"])
+    assert set(sources) == {"TurnQueue", "ExtractQueue", "RunQueue"}
+    assert sources["TurnQueue"][0] == "ChatFunction"
+    for queue, (_name, scaling) in sources.items():
+        param = scaling["MaximumConcurrency"]["Ref"]
+        spec = TEMPLATE.parameters[param]
+        assert param == f"{queue}MaxConcurrency" and spec["MinValue"] == 2 and 2 <= spec["Default"] <= 10, queue
