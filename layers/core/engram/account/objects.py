@@ -39,17 +39,17 @@ class JsonLinesUpload:
             self._upload_id = out["UploadId"]
         number = len(self._etags) + 1
         out = self.client.upload_part(
-            Bucket=self.bucket, Key=self.key, UploadId=self._upload_id, PartNumber=number, Body=bytes(self._buffer)
+            Bucket=self.bucket, Key=self.key, UploadId=self._upload_id, PartNumber=number, Body=self._buffer
         )
         self._etags.append({"PartNumber": number, "ETag": out["ETag"]})
-        self._buffer.clear()
+        self._buffer = bytearray()  # a new one: the sent part may still be referenced (no copy was made)
         self.parts = number
 
     def close(self) -> None:
         """Stores the object: the last part and the completion, or one PUT for a small export."""
         if self._upload_id is None:
-            self.client.put_object(Bucket=self.bucket, Key=self.key, Body=bytes(self._buffer), ContentType=CONTENT_TYPE)
-            self._buffer.clear()
+            self.client.put_object(Bucket=self.bucket, Key=self.key, Body=self._buffer, ContentType=CONTENT_TYPE)
+            self._buffer = bytearray()
             self.parts = 1
             return
         if self._buffer:
@@ -60,7 +60,7 @@ class JsonLinesUpload:
 
     def abort(self) -> None:
         """Drops the parts uploaded so far (the bucket's AbortIncompleteUploads rule is the backstop)."""
-        self._buffer.clear()
+        self._buffer = bytearray()
         if self._upload_id is None:
             return
         try:

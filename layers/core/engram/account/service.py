@@ -28,16 +28,17 @@ FORMAT_VERSION = 1
 CLAIM_S = 900
 # A queued or running job older than this is not "in progress" any more (its worker died).
 STALE_AFTER = timedelta(hours=1)
+RUN_PAGE = 10
 PROGRESS_EVERY = 200  # records between progress writes (and at every uploaded part)
 
 Record = tuple[str, dict[str, Any]]
 
 
-def _pages(fetch: Callable[..., tuple[list[Any], str | None]]) -> Iterator[Any]:
+def _pages(fetch: Callable[..., tuple[list[Any], str | None]], size: int = 100) -> Iterator[Any]:
     """Every item of a paged list, one page in memory at a time."""
     token: str | None = None
     while True:
-        items, token = fetch(limit=100, token=token)
+        items, token = fetch(limit=size, token=token)
         yield from items
         if not token:
             return
@@ -66,7 +67,8 @@ def records(deps: Stores, t: str) -> Iterator[Record]:
             yield "memory", {**memory.public(), "ownerId": agent.id}
         for run_id, entry in deps.run_memory.agent_entries(t, agent.id):
             yield "runMemory", {"agentId": agent.id, "runId": run_id, **entry.public()}
-        for run in _pages(lambda agent_id=agent.id, **page: deps.runs.page(t, agent_id, **page)):
+        # Run records are the big rows (prompt, result, tool calls: up to 400 KB each): small pages.
+        for run in _pages(lambda agent_id=agent.id, **page: deps.runs.page(t, agent_id, **page), RUN_PAGE):
             yield "run", run.public()
     for ws in _all_workspaces(deps, t):
         yield "workspace", ws.public()
