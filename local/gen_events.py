@@ -111,6 +111,8 @@ def route_file_name(spec_short: str, route: HttpRoute) -> str:
         name = segments[-2].removesuffix("s")  # /card-types/{name} -> card-type
     elif last.startswith("{"):
         name = kebab(last.strip("{}+").removesuffix("Id"))
+        if len(segments) > 1 and segments[-2] == name:  # /me/export/{exportId}: /me/export is a route too
+            name = f"{name}-id"
     else:
         name = last
     # Nested resources (an agent's or a workspace's memories) are named after their owner too.

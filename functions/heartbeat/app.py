@@ -1,9 +1,10 @@
-"""`heartbeat` function: EventBridge Scheduler's target (an agent's heartbeat) and the run-queue consumer (manual, re-examination and council runs)."""
+"""`heartbeat` function: EventBridge Scheduler's target (an agent's heartbeat) and the run-queue consumer (manual, re-examination and council runs, account exports)."""
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from engram.account.service import process_export_job
 from engram.kernel.observability import logger, metrics, tracer
 from engram.roots import heartbeat
 from engram.roots.function import FunctionRoot
@@ -17,6 +18,9 @@ processor = BatchProcessor(event_type=EventType.SQS)
 def handle_run_record(record: SQSRecord) -> None:
     logger.remove_keys(["run_id"])  # a warm container must not log the previous job's id
     job = record.json_body  # not JSON: raises, so the record fails and ends in the DLQ
+    if isinstance(job, dict) and job.get("kind") == "export":  # an account export shares the run queue
+        process_export_job(ROOT.deps, job)
+        return
     logger.append_keys(run_id=job.get("runId") if isinstance(job, dict) else None)
     process_run_job(ROOT.deps, job)
 

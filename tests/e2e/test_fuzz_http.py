@@ -165,6 +165,7 @@ class World:
             "workspaceMemoryId": workspace_memory["id"],
             "factId": self.call("POST", "/api/me/facts", {"fact": "I work on billing"})["id"],
             "name": "fuzz-card",
+            "exportId": self.call("POST", "/api/me/export")["exportId"],
         }
 
     # --- a resource of its own for each DELETE

@@ -22,7 +22,12 @@ import functools
 from pathlib import Path
 
 CORE = Path(__file__).resolve().parents[2] / "layers" / "core"
-STORES = {"engram.recall.archive", "engram.conversations.transcripts", "engram.runs.schedules"}
+STORES = {
+    "engram.recall.archive",
+    "engram.conversations.transcripts",
+    "engram.runs.schedules",
+    "engram.account.objects",
+}
 # Pure domain rules beside the models (no I/O): the schedule-expression parser the API and the
 # local schedule loop share.
 DOMAIN_RULES = {"engram.runs.expressions"}

@@ -21,6 +21,7 @@ import pytest
 import yaml
 from pydantic import BaseModel
 
+from engram.account import models as account_models
 from engram.account import routes as account_routes
 from engram.account import service as account
 from engram.agents import models as agent_models
@@ -85,6 +86,7 @@ RESOURCE_SCHEMAS = {
     "Decision": models.Decision,
     "ActiveMemory": models.ActiveMemoryStatus,
     "RunMemoryEntry": run_memory_models.RunMemoryEntry,
+    "ExportJob": account_models.ExportJob,
 }
 # Limits the use cases check against Settings (so REST, tools and extraction agree), and the
 # thresholds responses report against; the document states them in the field's description as
@@ -446,7 +448,7 @@ def test_pages_and_envelope():
 
 
 def _fake_deps() -> Any:
-    """Just enough of each repository for account.export / account.delete_everything: one of everything."""
+    """Just enough of each repository for account.inline_export / account.delete_everything: one of everything."""
     stamp = {"created_at": "t", "updated_at": "t"}
     agent = models.Agent(id="ag_1", name="a", model="m", **stamp)
     workspace = models.Workspace(id="ws_1", name="w", **stamp)
@@ -468,7 +470,10 @@ def _fake_deps() -> Any:
         memories=SimpleNamespace(all=lambda t, scope, owner_id: [memory], delete_owner=lambda t, scope, owner_id: 1),
         facts=SimpleNamespace(all=lambda t: [fact], delete_all=lambda t: 1),
         card_types=SimpleNamespace(all=lambda t: [card_type], delete_all=lambda t: 0),
-        usage=SimpleNamespace(all_rows=lambda t: [usage.public()], delete_all=lambda t: 1),
+        usage=SimpleNamespace(page=one_page(usage), delete_all=lambda t: 1),
+        exports=SimpleNamespace(delete_all=lambda t: 1),
+        export_objects=SimpleNamespace(delete_prefix=lambda prefix: 1),
+        settings=Settings(),
         run_memory=SimpleNamespace(agent_entries=lambda t, agent_id: [("run_1", entry)]),
         history=SimpleNamespace(
             load=lambda t, agent_id, session_id, committed_run: SimpleNamespace(messages=[{"role": "user", "content": []}]),
@@ -478,7 +483,7 @@ def _fake_deps() -> Any:
 
 
 def test_export_schema_matches_account_export():
-    out = account.export(_fake_deps(), "t1")
+    out = account.inline_export(_fake_deps(), "t1")
     schemas = DOC["components"]["schemas"]
     export = schemas["Export"]
     assert set(export["properties"]) == set(out) == set(export["required"])

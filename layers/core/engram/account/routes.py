@@ -1,4 +1,4 @@
-"""The caller's whole account: export it, or delete all of it."""
+"""The caller's whole account: export it (a job writing a file), or delete all of it."""
 
 from __future__ import annotations
 
@@ -8,11 +8,26 @@ from engram.account import service as account
 from engram.api.http import Reply, deps_of, ok, tenant
 
 router = Router()
+# GET /api/me/export answers as before while the account is small, and says it is deprecated.
+INLINE_EXPORT_DEPRECATED = {"Deprecation": "true", "Link": '</api/me/export>; rel="successor-version"'}
+
+
+@router.post("/api/me/export")
+def start_export() -> Reply:
+    """202 with the new job, or with the one already in progress (one export at a time)."""
+    job = account.start_export(deps_of(router), tenant(router))
+    return ok({**job.public(), "exportId": job.id}, 202, headers={"Location": f"/api/me/export/{job.id}"})
+
+
+@router.get("/api/me/export/<exportId>")
+def get_export(exportId: str) -> Reply:
+    return ok(account.export_status(deps_of(router), tenant(router), exportId))
 
 
 @router.get("/api/me/export")
-def export_me() -> Reply:
-    return ok(account.export(deps_of(router), tenant(router)))
+def export_inline() -> Reply:
+    """Deprecated: the whole account in one response while it is small (see start_export)."""
+    return ok(account.inline_export(deps_of(router), tenant(router)), headers=INLINE_EXPORT_DEPRECATED)
 
 
 @router.delete("/api/me")

@@ -1,82 +1,228 @@
-"""The caller's whole account: export everything stored about them, or delete all of it."""
+"""The caller's whole account: export everything stored about them, or delete all of it.
+
+An export is a job (POST /api/me/export): a row with its status and progress, and a message on
+the run queue; the heartbeat function streams the account as JSON Lines to S3 in parts (bounded
+memory) and the API hands out a short-lived presigned URL of the object. Objects and rows
+expire after EXPORT_RETENTION_DAYS. GET /api/me/export (the old one-response export) is kept,
+deprecated, for accounts under INLINE_EXPORT_MAX_BYTES.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import json
+import time
+from collections.abc import Callable, Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from engram.account.models import ExportJob
+from engram.aws import keys
+from engram.kernel.errors import NotFound, PayloadTooLarge, QueueUnavailable, error_of
+from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso
+from engram.kernel.observability import logger
 from engram.wiring.stores import Stores
 
+FORMAT_VERSION = 1
+# Longer than HeartbeatFunction's timeout: a crashed worker's job is taken again on redelivery.
+CLAIM_S = 900
+# A queued or running job older than this is not "in progress" any more (its worker died).
+STALE_AFTER = timedelta(hours=1)
+RUN_PAGE = 10
+PROGRESS_EVERY = 200  # records between progress writes (and at every uploaded part)
 
-def _every_page(fetch: Callable[..., tuple[list[Any], str | None]]) -> list[Any]:
-    items, token = fetch(limit=100, token=None)
-    while token:
-        more, token = fetch(limit=100, token=token)
-        items += more
-    return items
-
-
-def _all_agents(deps: Stores, t: str) -> list[Any]:
-    return _every_page(lambda **page: deps.agents.page(t, **page))
+Record = tuple[str, dict[str, Any]]
 
 
-def _all_workspaces(deps: Stores, t: str) -> list[Any]:
-    return _every_page(lambda **page: deps.workspaces.page(t, **page))
+def _pages(fetch: Callable[..., tuple[list[Any], str | None]], size: int = 100) -> Iterator[Any]:
+    """Every item of a paged list, one page in memory at a time."""
+    token: str | None = None
+    while True:
+        items, token = fetch(limit=size, token=token)
+        yield from items
+        if not token:
+            return
 
 
-def export(deps: Stores, t: str) -> dict[str, Any]:
-    """Everything stored for the caller, as JSON (webhook secrets excluded)."""
-    agents_out = []
-    runs_out: list[dict[str, Any]] = []
+def _all_agents(deps: Stores, t: str) -> Iterator[Any]:
+    return _pages(lambda **page: deps.agents.page(t, **page))
+
+
+def _all_workspaces(deps: Stores, t: str) -> Iterator[Any]:
+    return _pages(lambda **page: deps.workspaces.page(t, **page))
+
+
+def records(deps: Stores, t: str) -> Iterator[Record]:
+    """Everything stored for the caller (webhook secrets excluded), one typed record at a time:
+    each agent followed by its sessions (each followed by its messages), memories, run memory
+    and runs; then workspaces (each followed by its memories), facts, usage rows, card types."""
     for agent in _all_agents(deps, t):
-        sessions = _every_page(lambda agent_id=agent.id, **page: deps.sessions.page(t, agent_id, **page))
-        runs = _every_page(lambda agent_id=agent.id, **page: deps.runs.page(t, agent_id, **page))
-        runs_out += [r.public() for r in runs]
-        agents_out.append(
-            {
-                **agent.public(),
-                "sessions": [
-                    {**s.public(), "messages": deps.history.load(t, agent.id, s.id, committed_run=s.last_run_id).messages}
-                    for s in sessions
-                ],
-                "memories": [m.public() for m in deps.memories.all(t, "agent", agent.id)],
-                "runMemory": [
-                    {"runId": run_id, **entry.public()} for run_id, entry in deps.run_memory.agent_entries(t, agent.id)
-                ],
-            }
+        yield "agent", agent.public()
+        for session in _pages(lambda agent_id=agent.id, **page: deps.sessions.page(t, agent_id, **page)):
+            yield "session", session.public()
+            history = deps.history.load(t, agent.id, session.id, committed_run=session.last_run_id)
+            for index, message in enumerate(history.messages):
+                yield "message", {"agentId": agent.id, "sessionId": session.id, "index": index, "message": message}
+        for memory in deps.memories.all(t, "agent", agent.id):
+            yield "memory", {**memory.public(), "ownerId": agent.id}
+        for run_id, entry in deps.run_memory.agent_entries(t, agent.id):
+            yield "runMemory", {"agentId": agent.id, "runId": run_id, **entry.public()}
+        # Run records are the big rows (prompt, result, tool calls: up to 400 KB each): small pages.
+        for run in _pages(lambda agent_id=agent.id, **page: deps.runs.page(t, agent_id, **page), RUN_PAGE):
+            yield "run", run.public()
+    for ws in _all_workspaces(deps, t):
+        yield "workspace", ws.public()
+        for memory in deps.memories.all(t, "workspace", ws.id):
+            yield "memory", {**memory.public(), "ownerId": ws.id}
+    for fact in deps.facts.all(t):
+        yield "fact", fact.public()
+    for row in _pages(lambda **page: deps.usage.page(t, agent_id=None, session_key=None, **page)):
+        yield "usage", row.public()
+    for card_type in deps.card_types.all(t):
+        yield "cardType", card_type.public()
+
+
+# --- the export job -------------------------------------------------------------------------------
+def _parse(stamp: str) -> datetime:
+    return datetime.fromisoformat(stamp.replace("Z", "+00:00"))
+
+
+def _in_progress(job: ExportJob) -> bool:
+    return job.status in ("queued", "running") and datetime.now(UTC) - _parse(job.updated_at) < STALE_AFTER
+
+
+def start_export(deps: Stores, t: str) -> ExportJob:
+    """POST /api/me/export: a new job, or the one already in progress (one at a time)."""
+    for job in deps.exports.all(t):
+        if _in_progress(job):
+            return job
+    now = now_iso()
+    retention_s = deps.settings.export_retention_days * 86400
+    job = ExportJob(id=new_id("exp"), created_at=now, updated_at=now, expires_at=int(time.time()) + retention_s)
+    deps.exports.create(t, job)
+    try:
+        deps.queues.enqueue_run({"kind": "export", "tenant": t, "exportId": job.id})
+    except Exception:
+        logger.exception("could not queue an export job", extra={"export_id": job.id})
+        failed = _ended(job, "failed", error={"code": "queue_unavailable", "message": "the export could not be queued"})
+        deps.exports.finish(t, failed)
+        raise QueueUnavailable("the export could not be queued; nothing was written, start it again") from None
+    return job
+
+
+def _ended(job: ExportJob, status: str, **changes: Any) -> ExportJob:
+    now = now_iso()
+    return job.model_copy(update={"status": status, "finished_at": now, "updated_at": now, **changes})
+
+
+def process_export_job(deps: Stores, message: dict[str, Any]) -> None:
+    """One export job from the run queue: streams `records` to the job's object as JSON Lines.
+    A failure is recorded on the job (the caller starts another), not retried."""
+    t, export_id = check_id("tenant", message.get("tenant")), check_id("exportId", message.get("exportId"))
+    job = deps.exports.claim(t, export_id, claim_s=CLAIM_S)
+    if job is None:
+        logger.info("export already finished or running elsewhere; delivery ignored", extra={"export_id": export_id})
+        return
+    key = keys.export_object(t, export_id)
+    writer = deps.export_objects.writer(key, part_bytes=deps.settings.export_part_bytes)
+    counts: dict[str, int] = {}
+    try:
+        writer.write({"type": "export", "data": {"exportId": export_id, "version": FORMAT_VERSION, "exportedAt": now_iso()}})
+        for written, (kind, record) in enumerate(records(deps, t), 1):
+            uploaded = writer.write({"type": kind, "data": record})
+            counts[kind] = counts.get(kind, 0) + 1
+            if uploaded or written % PROGRESS_EVERY == 0:
+                deps.exports.progress(t, export_id, counts=counts, size=writer.bytes, parts=writer.parts)
+        # The last line says the file is whole (a truncated download lacks it).
+        writer.write({"type": "end", "data": {"counts": counts}})
+        writer.close()
+    except Exception as err:
+        logger.exception("export failed", extra={"export_id": export_id})
+        writer.abort()
+        deps.exports.finish(t, _ended(job, "failed", counts=counts, bytes=writer.bytes, error=error_of(err)))
+        return
+    done = _ended(job, "succeeded", counts=counts, bytes=writer.bytes, parts=writer.parts)
+    if not deps.exports.finish(t, done):
+        # The account was deleted while the export ran: its object must not outlive it.
+        deps.export_objects.delete(key)
+
+
+def export_status(deps: Stores, t: str, export_id: str) -> dict[str, Any]:
+    """GET /api/me/export/{exportId}: the job, its progress, and when done a presigned URL."""
+    job = deps.exports.get(t, check_id("exportId", export_id))
+    if job is None:
+        raise NotFound("export not found", field="exportId")
+    out = {**job.public(), "availableUntil": _iso(job.expires_at)}
+    if job.status == "succeeded":
+        ttl = deps.settings.export_url_ttl_s
+        out["downloadUrl"] = deps.export_objects.download_url(
+            keys.export_object(t, job.id), filename=f"engram-export-{job.id}.jsonl", expires_s=ttl
         )
-    workspaces_out = [
-        {**ws.public(), "memories": [m.public() for m in deps.memories.all(t, "workspace", ws.id)]}
-        for ws in _all_workspaces(deps, t)
-    ]
-    return {
-        "exportedAt": now_iso(),
-        "agents": agents_out,
-        "workspaces": workspaces_out,
-        "facts": [f.public() for f in deps.facts.all(t)],
-        "runs": runs_out,
-        "usage": deps.usage.all_rows(t),
-        "cardTypes": [c.public() for c in deps.card_types.all(t)],
-    }
+        out["downloadUrlExpiresAt"] = _iso(int(time.time()) + ttl)
+    return out
+
+
+def _iso(epoch: int) -> str:
+    return datetime.fromtimestamp(epoch, UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+# --- the deprecated one-response export -------------------------------------------------------------
+def inline_export(deps: Stores, t: str) -> dict[str, Any]:
+    """GET /api/me/export: the whole account in one JSON document, as before the export jobs;
+    413 `export_too_large` once it passes INLINE_EXPORT_MAX_BYTES (measured as JSON Lines), so
+    this route never holds more than that in memory."""
+    budget = deps.settings.inline_export_max_bytes
+    out: dict[str, Any] = {"exportedAt": now_iso(), "agents": [], "workspaces": []}
+    out |= {"facts": [], "runs": [], "usage": [], "cardTypes": []}
+    owners: dict[str, dict[str, Any]] = {}
+    sessions: dict[tuple[str, str], dict[str, Any]] = {}
+    size = 0
+    for kind, record in records(deps, t):
+        size += len(json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)) + 1
+        if size > budget:
+            raise PayloadTooLarge(
+                f"the account is larger than {budget} bytes: POST /api/me/export writes it to a file instead",
+                code="export_too_large",
+            )
+        if kind == "agent":
+            owners[record["id"]] = {**record, "sessions": [], "memories": [], "runMemory": []}
+            out["agents"].append(owners[record["id"]])
+        elif kind == "session":
+            sessions[(record["agentId"], record["id"])] = {**record, "messages": []}
+            owners[record["agentId"]]["sessions"].append(sessions[(record["agentId"], record["id"])])
+        elif kind == "message":
+            sessions[(record["agentId"], record["sessionId"])]["messages"].append(record["message"])
+        elif kind == "memory":
+            owners[record["ownerId"]]["memories"].append({k: v for k, v in record.items() if k != "ownerId"})
+        elif kind == "runMemory":
+            owners[record["agentId"]]["runMemory"].append({k: v for k, v in record.items() if k != "agentId"})
+        elif kind == "workspace":
+            owners[record["id"]] = {**record, "memories": []}
+            out["workspaces"].append(owners[record["id"]])
+        else:
+            out[{"fact": "facts", "run": "runs", "usage": "usage", "cardType": "cardTypes"}[kind]].append(record)
+    return out
 
 
 def delete_everything(deps: Stores, t: str) -> dict[str, int]:
     """Removes every row and object of the caller: agents (sessions, transcripts, memories, runs),
-    workspaces and their memory, facts and usage rows."""
-    counts = {"agents": 0, "workspaces": 0, "facts": 0, "usageRows": 0, "transcripts": 0}
-    for agent in _all_agents(deps, t):
+    workspaces and their memory, facts, usage rows, export jobs and their files."""
+    counts = {"agents": 0, "workspaces": 0, "facts": 0, "usageRows": 0, "transcripts": 0, "exports": 0}
+    for agent in list(_all_agents(deps, t)):
         if agent.schedule:
             deps.schedules.delete(agent.id)
         counts["transcripts"] += deps.history.delete_agent(t, agent.id)
         deps.agents.delete_cascade(t, agent.id)
         counts["agents"] += 1
-    for ws in _all_workspaces(deps, t):
+    for ws in list(_all_workspaces(deps, t)):
         deps.memories.delete_owner(t, "workspace", ws.id)
         deps.workspaces.delete(t, ws.id)
         counts["workspaces"] += 1
     counts["facts"] = deps.facts.delete_all(t)
     counts["usageRows"] = deps.usage.delete_all(t)
+    # Rows first: an export finishing after this finds its row gone and deletes its own object.
+    deps.exports.delete_all(t)
+    counts["exports"] = deps.export_objects.delete_prefix(keys.export_prefix(t))
     # What is left in the tenant partition: custom card types, runs whose agent row was already gone.
     deps.card_types.delete_all(t)
     deps.runs.delete_all(t)

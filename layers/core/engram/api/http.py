@@ -78,17 +78,20 @@ Token = Annotated[str | None, Query(max_length=2048)]
 IncludeArchived = Annotated[bool, Query()]
 
 
-def envelope(status: int, *, data: Any = None, error: dict[str, Any] | None = None) -> Reply:
+def envelope(
+    status: int, *, data: Any = None, error: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+) -> Reply:
     body: dict[str, Any] = {"success": error is None}
     if error is None:
         body["data"] = data
     else:
         body["error"] = error
-    return Response(status_code=status, content_type="application/json", body=json.dumps(body, ensure_ascii=False, default=str))
+    text = json.dumps(body, ensure_ascii=False, default=str)
+    return Response(status_code=status, content_type="application/json", body=text, headers=headers)
 
 
-def ok(data: Any, status: int = 200) -> Reply:
-    return envelope(status, data=data)
+def ok(data: Any, status: int = 200, *, headers: dict[str, str] | None = None) -> Reply:
+    return envelope(status, data=data, headers=headers)
 
 
 def fail(status: int, code: str, message: str, field: str | None = None, **extra: Any) -> Reply:

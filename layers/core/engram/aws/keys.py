@@ -185,3 +185,18 @@ def run_memory_sk(run_id: str, key: str) -> str:
 def learnings_by_agent(t: str, agent_id: str) -> str:
     """GSI1 partition of an agent's director learnings, newest last by createdAt."""
     return f"{t}#A#{check_id('agentId', agent_id)}#LEARN"
+
+
+# --- account exports (account/) ---------------------------------------------------------------
+def export_sk(export_id: str) -> str:
+    """An export job's row, in the tenant partition (expires with its object)."""
+    return f"EXPORT#{check_id('exportId', export_id)}"
+
+
+def export_prefix(t: str) -> str:
+    """Every export object of a tenant: the bucket's lifecycle rule expires `exports/`."""
+    return f"exports/{t}/"
+
+
+def export_object(t: str, export_id: str) -> str:
+    return f"{export_prefix(t)}{check_id('exportId', export_id)}.jsonl"

@@ -17,7 +17,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from engram.aws import keys
-from engram.aws.clients import make_client
+from engram.aws.buckets import BucketStore
 from engram.conversations.models import History
 from engram.kernel.errors import SessionBusy
 from engram.kernel.observability import logger
@@ -49,17 +49,7 @@ def committed_view(doc: dict[str, Any], etag: str | None, committed_run: str | N
     return History(messages=previous, etag=etag, run_id=base.get("runId"))
 
 
-class HistoryStore:
-    def __init__(self, bucket: str, client: Any = None):
-        self.bucket = bucket
-        self._client = client
-
-    @property
-    def client(self) -> Any:
-        if self._client is None:
-            self._client = make_client("s3")
-        return self._client
-
+class HistoryStore(BucketStore):
     def load(self, t: str, agent_id: str, session_id: str, *, committed_run: str | None) -> History:
         """The transcript as of the session's committed run (`lastRunId` of the session row)."""
         try:
@@ -108,12 +98,4 @@ class HistoryStore:
 
     def delete_agent(self, t: str, agent_id: str) -> int:
         """Removes every transcript of an agent (all its sessions); returns how many."""
-        prefix = keys.session_prefix(t, agent_id)
-        deleted = 0
-        paginator = self.client.get_paginator("list_objects_v2")
-        for page in paginator.paginate(Bucket=self.bucket, Prefix=prefix):
-            objects = [{"Key": o["Key"]} for o in page.get("Contents", [])]
-            if objects:
-                self.client.delete_objects(Bucket=self.bucket, Delete={"Objects": objects, "Quiet": True})
-                deleted += len(objects)
-        return deleted
+        return self.delete_prefix(keys.session_prefix(t, agent_id))

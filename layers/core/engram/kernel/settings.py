@@ -92,6 +92,15 @@ class Settings(BaseModel):
     run_memory_max_bytes: int = Field(4 * 1024 * 1024, ge=1_024, le=1_000_000_000, alias="RUN_MEMORY_MAX_BYTES")
     # The shortest interval between two heartbeats of a schedule (EventBridge Scheduler's own is 60 s).
     min_schedule_interval_s: int = Field(60, ge=60, le=86_400, alias="MIN_SCHEDULE_INTERVAL_SECONDS")
+    # Account export (issue 11): a job writes JSON Lines to S3 in parts; the caller gets a
+    # short-lived presigned URL. EXPORT_RETENTION_DAYS matches the ExpireExports lifecycle rule.
+    export_url_ttl_s: int = Field(900, ge=60, le=3600, alias="EXPORT_URL_TTL_SECONDS")
+    export_retention_days: int = Field(3, ge=1, le=7, alias="EXPORT_RETENTION_DAYS")
+    export_part_bytes: int = Field(8 * 1024 * 1024, ge=5 * 1024 * 1024, le=64 * 1024 * 1024, alias="EXPORT_PART_BYTES")
+    # GET /api/me/export (deprecated, one response) answers 413 past this; Lambda's limit is 6 MB.
+    inline_export_max_bytes: int = Field(4_000_000, ge=1_000, le=5_500_000, alias="INLINE_EXPORT_MAX_BYTES")
+    # Routine run records (heartbeats and chat turns without a card) expire after this many days; 0 keeps them.
+    run_retention_days: int = Field(90, ge=0, le=3650, alias="RUN_RETENTION_DAYS")
 
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:

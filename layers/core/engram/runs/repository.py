@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from datetime import datetime
 from typing import Any
 
 from engram.aws import keys
@@ -18,11 +19,34 @@ from engram.usage.models import UsageRow
 from engram.usage.repository import UsageRepository
 
 _TRANSACTION_ITEMS = 90  # TransactWriteItems takes at most 100 items
+# Routine runs expire (RUN_RETENTION_DAYS): scheduled heartbeats and chat turns, unless they
+# produced a card. Manual runs, re-examinations and council members were asked for; they stay.
+ROUTINE_KINDS = frozenset({"heartbeat", "chat"})
+
+
+def has_card(run: Run) -> bool:
+    return isinstance(run.result, dict) and isinstance(run.result.get("card"), dict)
+
+
+def retention_expiry(run: Run, retention_days: int) -> int | None:
+    """The run record's DynamoDB TTL (epoch seconds, counted from its creation), or None to keep it."""
+    if retention_days <= 0 or run.kind not in ROUTINE_KINDS or has_card(run):
+        return None
+    created = datetime.fromisoformat(run.created_at.replace("Z", "+00:00"))
+    return int(created.timestamp()) + retention_days * 86400
 
 
 class RunRepository:
-    def __init__(self, table: Table, sessions: SessionRepository | None = None, usage: UsageRepository | None = None):
+    def __init__(
+        self,
+        table: Table,
+        sessions: SessionRepository | None = None,
+        usage: UsageRepository | None = None,
+        *,
+        retention_days: int = 0,
+    ):
         self.table = table
+        self.retention_days = retention_days
         self.sessions = sessions or SessionRepository(table)
         self.usage = usage or UsageRepository(table)
 
@@ -38,6 +62,10 @@ class RunRepository:
         for attr, value in (("latestConviction", run.latest_conviction), ("resolutionStatus", run.resolution_status)):
             if value is not None:
                 item[attr] = value
+        # Every write of a run is the whole record: a run that ends with a card loses its expiry.
+        expires_at = retention_expiry(run, self.retention_days)
+        if expires_at is not None:
+            item["expiresAt"] = expires_at
         if run.kind == "reexamination" and run.parent_run_id:
             # Sparse: GET /api/runs/{parent}/re-examinations is one Query, in creation order.
             item["GSI2PK"] = keys.reexaminations_of(t, run.parent_run_id)

@@ -6,6 +6,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
+from engram.account.objects import ExportObjectStore
+from engram.account.ports import ExportJobs, ExportObjects
+from engram.account.repository import ExportJobRepository
 from engram.agents.ports import Agents, Workspaces
 from engram.agents.repository import AgentRepository
 from engram.aws.deadline import ContextThreadPool
@@ -54,6 +57,8 @@ class Stores:
     archive: Archive = field(init=False)
     run_memory: RunMemories = field(init=False)
     extraction: ExtractionClaims = field(init=False)
+    exports: ExportJobs = field(init=False)
+    export_objects: ExportObjects = field(init=False)
     _schedules: ScheduleStore | None = field(default=None, init=False, repr=False)
     _executor: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 
@@ -72,12 +77,14 @@ class Stores:
             memories,
         )
         # The run and extraction commits are transactions over the same table as these rows.
-        self.runs = RunRepository(self.table, sessions, usage)
+        self.runs = RunRepository(self.table, sessions, usage, retention_days=self.settings.run_retention_days)
         self.extraction = ExtractionStore(self.table, memories, usage)
         self.card_types = CardTypeRepository(self.table)
         self.facts = FactRepository(self.table)
         self.archive = ArchiveStore(self.table)
         self.run_memory = RunMemoryStore(self.table)
+        self.exports = ExportJobRepository(self.table)
+        self.export_objects = ExportObjectStore(self.settings.bucket_name)
 
     @property
     def schedules(self) -> Schedules:

@@ -1,0 +1,50 @@
+"""What the account services may call: export job rows and export objects."""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from engram.account.models import ExportJob
+
+
+class ExportJobs(Protocol):
+    def create(self, t: str, job: ExportJob) -> None: ...
+
+    def get(self, t: str, export_id: str) -> ExportJob | None: ...
+
+    def all(self, t: str) -> list[ExportJob]: ...
+
+    def claim(self, t: str, export_id: str, *, claim_s: int) -> ExportJob | None:
+        """queued (or running with a lapsed claim) -> running; None: finished or claimed elsewhere."""
+        ...
+
+    def progress(self, t: str, export_id: str, *, counts: dict[str, int], size: int, parts: int) -> None: ...
+
+    def finish(self, t: str, job: ExportJob) -> bool:
+        """Writes the final state; False if the row is gone (the account was deleted meanwhile)."""
+        ...
+
+    def delete_all(self, t: str) -> int: ...
+
+
+class JsonLinesWriter(Protocol):
+    bytes: int
+    parts: int
+
+    def write(self, record: dict[str, Any]) -> bool:
+        """Appends one line; True when a part was uploaded by this call."""
+        ...
+
+    def close(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+class ExportObjects(Protocol):
+    def writer(self, key: str, *, part_bytes: int) -> JsonLinesWriter: ...
+
+    def download_url(self, key: str, *, filename: str, expires_s: int) -> str: ...
+
+    def delete(self, key: str) -> None: ...
+
+    def delete_prefix(self, prefix: str) -> int: ...
