@@ -8,12 +8,24 @@ from typing import Any, Protocol
 from engram.facts.models import Fact
 
 
+class DuplicateText(Exception):
+    """Another add claimed the same fact text first (`Facts.create`)."""
+
+
 class Facts(Protocol):
     """Durable facts about the user, ranked for the prompt."""
 
     def item(self, t: str, f: Fact) -> dict[str, Any]: ...
 
     def put(self, t: str, f: Fact, *, expect_updated_at: str | None = None) -> None: ...
+
+    def create(self, t: str, f: Fact, *, replacing: str | None = None) -> None: ...
+
+    def put_reindexed(self, t: str, f: Fact, *, expect_updated_at: str) -> None: ...
+
+    def by_text(self, t: str, text: str) -> tuple[Fact | None, str | None, bool]: ...
+
+    def index_texts(self, t: str) -> None: ...
 
     def get(self, t: str, fact_id: str) -> Fact | None: ...
 
