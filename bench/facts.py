@@ -42,6 +42,9 @@ def _fakes() -> AbstractContextManager[Any]:
 def _moto() -> AbstractContextManager[Any]:
     from moto import mock_aws
 
+    from local.emulator import patch_moto
+
+    patch_moto()  # as the local stack runs it: plain moto deep-copies the whole table per transaction
     return mock_aws()
 
 
