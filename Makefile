@@ -26,6 +26,7 @@ test: lint
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.memory_sections
+	$(BIN)/python -m bench.facts
 	$(BIN)/python -m bench.extraction
 	$(BIN)/python -m bench.runs
 	$(BIN)/python -m bench.local_scale

@@ -463,6 +463,9 @@ def test_recent_runs_with_cards_newest_first(stores):
     assert [r.id for r in stores.runs.recent_with_cards(T, "ag_1", limit=1, page=2)] == ["run_3"]
     assert [r.id for r in stores.runs.recent_with_cards(T, "ag_1", limit=10, page=2, max_pages=1)] == []  # run_6, run_5
     assert stores.runs.recent_with_cards(T2, "ag_1", limit=10) == []
+    # Paged: each page reads at most page * max_pages runs; a short page's token still continues.
+    seen, pages = _all_pages(lambda **kw: stores.runs.with_cards_page(T, "ag_1", page=2, max_pages=1, **kw), 1)
+    assert ([r.id for r in seen], pages) == (["run_3", "run_1"], 4)
 
 
 def test_finish_turn_commits_run_usage_session_and_archive_together(stores):
@@ -738,10 +741,40 @@ def test_top_facts_by_latest_reference_and_bump(stores):
 def test_facts_delete_all(stores):
     for i in range(27):
         stores.facts.put(T, _fact(f"f_{i:02d}"))
+    stores.facts.create(T, _fact("f_new", fact="I like tea"), limit=100)
     stores.facts.put(T2, _fact("f_x"))
-    assert stores.facts.delete_all(T) == 27
+    assert stores.facts.delete_all(T) == 28  # facts only; their text rows go too
     assert stores.facts.all(T) == [] and stores.facts.top(T, 10) == []
+    assert stores.facts.by_text(T, "I like tea") == (None, None, False)
     assert [f.id for f in stores.facts.all(T2)] == ["f_x"]
+
+
+def test_fact_texts_are_claimed_once(stores):
+    from engram.facts.ports import DuplicateText
+
+    assert stores.facts.by_text(T, "I like tea") == (None, None, False)
+    stores.facts.put(T, _fact("f_old", fact="I like  TEA!"))  # stored before the text rows existed
+    stores.facts.put(T, _fact("f_gone", fact="I like coffee", archived_at=NOW))
+    stores.facts.index_texts(T)
+    old = stores.facts.get(T, "f_old")
+    assert stores.facts.by_text(T, "i like tea") == (old, "f_old", True)
+    assert stores.facts.by_text(T, "I like coffee") == (None, None, True)  # archived: not indexed
+    with pytest.raises(DuplicateText):
+        stores.facts.create(T, _fact("f_2", fact="I like tea"), limit=100)  # f_old holds the text
+    stores.facts.create(T, _fact("f_2", fact="I like tea"), limit=100, replacing="f_old")  # the caller saw f_old stale
+    assert stores.facts.by_text(T, "I like tea")[1] == "f_2"
+    with pytest.raises(DuplicateText):
+        stores.facts.create(T, _fact("f_3", fact="I like tea"), limit=100, replacing="f_old")  # no longer the holder
+    assert stores.facts.get(T, "f_3") is None  # nothing half-written
+    assert stores.facts.by_text(T2, "I like tea") == (None, None, False)  # per tenant
+    edited = _fact("f_2").model_copy(update={"fact": "I like green tea", "updated_at": ts(9)})
+    stores.facts.put_reindexed(T, edited, expect_updated_at=NOW, was_active=True, limit=100)
+    assert stores.facts.by_text(T, "I like green tea") == (edited, "f_2", True)
+    with pytest.raises(Conflict):
+        stores.facts.put_reindexed(
+            T, edited.model_copy(update={"fact": "stale"}), expect_updated_at=NOW, was_active=True, limit=100
+        )
+    assert [f.id for f in stores.facts.all(T)] == ["f_2", "f_gone", "f_old"]  # the text rows are not facts
 
 
 # --- the conversation archive ---------------------------------------------------------------------
@@ -828,6 +861,12 @@ def test_run_memory_put_many_load_in_created_order_and_agent_entries(stores):
     pairs = stores.run_memory.agent_entries(T, "ag_1")
     assert sorted((run, e.key) for run, e in pairs) == sorted([("run_1", e.key) for e in entries] + [("run_2", "shared:x")])
     assert stores.run_memory.agent_entries(T2, "ag_1") == []
+    seen, pages = _all_pages(lambda **kw: stores.run_memory.page(T, "ag_1", "run_1", max_bytes=10**6, **kw), 7)
+    assert ([e.key for e in seen], pages) == ([e.key for e in entries], 5)  # key order
+    # A page also stops at max_bytes of values (each entry here holds 8 or 9: two a page); at least one entry.
+    seen, pages = _all_pages(lambda **kw: stores.run_memory.page(T, "ag_1", "run_1", max_bytes=20, **kw), 7)
+    assert ([e.key for e in seen], pages) == ([e.key for e in entries], 15)
+    assert len(stores.run_memory.page(T, "ag_1", "run_1", limit=5, token=None, max_bytes=1)[0]) == 1
 
 
 # --- extraction claims ----------------------------------------------------------------------------

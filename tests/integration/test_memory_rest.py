@@ -212,6 +212,33 @@ def test_restating_a_fact_does_not_duplicate_it(stack):
     assert first.status == 201 and second.status == 200 and second.data["id"] == first.data["id"]
 
 
+def test_the_duplicate_check_follows_edits_archives_and_older_facts(stack):
+    from engram.facts.models import Fact
+    from engram.kernel.ids import tenant_key
+
+    def add(text: str):
+        return stack.call("POST", "/api/me/facts", body={"fact": text})
+
+    # Facts stored before the duplicate check had its rows: the first add indexes them.
+    old = Fact(id="f_older", created_at="2025-01-01T00:00:00.000Z", updated_at="2025-01-01T00:00:00.000Z", fact="I own a cat")
+    stack.deps.facts.put(tenant_key("alice"), old)
+    restated = add("I own a CAT")
+    assert restated.status == 200 and restated.data["id"] == "f_older"
+    # An edited fact is found under its new text, no longer under its old one.
+    stack.call("PATCH", "/api/me/facts/f_older", body={"fact": "I own two cats"})
+    assert add("i own two cats!").data["id"] == "f_older"
+    again = add("I own a cat")
+    assert again.status == 201 and again.data["id"] != "f_older"
+    # An archived fact is no duplicate; restoring it makes it the holder of its text again.
+    stack.call("DELETE", f"/api/me/facts/{again.data['id']}")
+    third = add("I own a cat")
+    assert third.status == 201 and third.data["id"] not in ("f_older", again.data["id"])
+    assert add("I own a cat").data["id"] == third.data["id"]
+    stack.call("DELETE", f"/api/me/facts/{third.data['id']}")
+    stack.call("PATCH", f"/api/me/facts/{again.data['id']}", body={"archived": False})
+    assert add("I own a cat").data["id"] == again.data["id"]
+
+
 # --- export and delete-me ---------------------------------------------------------------------
 def test_export_and_delete_me(stack):
     agent = stack.agent()

@@ -59,10 +59,10 @@ def test_put_load_round_trip_and_created_at_kept(stack, store):
     rm.set("shared:n", "shared", NESTED)
     assert RunMemory.load(store, T, agent.id, "run_1", stack.deps.settings).get("shared:n").value == NESTED
 
-    listing = run_memory_listing(stack.deps, T, agent.id, "run_1")
-    assert [e["key"] for e in listing] == ["task:ag_1", "input:topic", "input:limits", "shared:n"]
-    assert listing[-1]["value"] == NESTED and listing[-1]["valueBytes"] > 0 and "createdAt" in listing[-1]
-    assert run_memory_listing(stack.deps, T, agent.id, "run_2") == []
+    listing, nxt = run_memory_listing(stack.deps, T, agent.id, "run_1", limit=50, token=None)
+    assert [e["key"] for e in listing] == ["input:limits", "input:topic", "shared:n", "task:ag_1"] and nxt is None
+    assert listing[2]["value"] == NESTED and listing[2]["valueBytes"] > 0 and "createdAt" in listing[2]
+    assert run_memory_listing(stack.deps, T, agent.id, "run_2", limit=50, token=None) == ([], None)
     assert store.load(tenant_key("bob"), agent.id, "run_1") == []  # another tenant's partition
 
 

@@ -2,19 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Annotated
-
 from aws_lambda_powertools.event_handler.api_gateway import Router
-from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from engram.agents import service as agents
 from engram.agents.models import AgentCreate, AgentUpdate, WorkspaceCreate, WorkspaceUpdate
-from engram.api.http import Reply, deps_of, ok, tenant
+from engram.api.http import PAGE, Limit, Reply, Token, deps_of, ok, tenant
 
 router = Router()
-
-Limit = Annotated[int, Query(ge=1, le=100)]
-Token = Annotated[str | None, Query(max_length=2048)]
 
 
 @router.post("/api/agents")
@@ -23,7 +17,7 @@ def create_agent(body: AgentCreate) -> Reply:
 
 
 @router.get("/api/agents")
-def list_agents(limit: Limit = 50, nextToken: Token = None) -> Reply:
+def list_agents(limit: Limit = PAGE, nextToken: Token = None) -> Reply:
     return ok(agents.list_agents(deps_of(router), tenant(router), limit, nextToken))
 
 
@@ -53,7 +47,7 @@ def create_workspace(body: WorkspaceCreate) -> Reply:
 
 
 @router.get("/api/workspaces")
-def list_workspaces(limit: Limit = 50, nextToken: Token = None) -> Reply:
+def list_workspaces(limit: Limit = PAGE, nextToken: Token = None) -> Reply:
     return ok(agents.list_workspaces(deps_of(router), tenant(router), limit, nextToken))
 
 

@@ -16,6 +16,7 @@ from pydantic import ValidationError
 from engram.kernel.errors import BadRequest, EngramError, Forbidden, StorageUnavailable, Unauthorized, aws_unavailable
 from engram.kernel.ids import check_id, tenant_key
 from engram.kernel.observability import logger
+from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 
 MAX_BODY_BYTES = 256 * 1024
 MAX_BODY_DEPTH = 32  # no request body of the API nests deeper than a few levels
@@ -73,9 +74,10 @@ def parse_body(text: str) -> dict[str, Any]:
 Reply = Response[str]
 
 # Query parameters every list route shares.
-Limit = Annotated[int, Query(ge=1, le=100)]
+Limit = Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX)]
 Token = Annotated[str | None, Query(max_length=2048)]
 IncludeArchived = Annotated[bool, Query()]
+PAGE = LIST_LIMIT_DEFAULT  # the default `limit` of every list
 
 
 def envelope(

@@ -89,6 +89,19 @@ def fact_sk(fact_id: str) -> str:
     return f"FACT#{check_id('factId', fact_id)}"
 
 
+def fact_text_sk(digest: str) -> str:
+    """The duplicate check of user facts: one row per normalised fact text (its SHA-256), naming
+    the fact that holds it, so adding a fact reads one row however many facts exist."""
+    if not re.fullmatch(r"[0-9a-f]{64}", digest):
+        raise ValueError("a fact text is named by a 64-character hex digest")
+    return f"FACTTEXT#{digest}"
+
+
+# Present once every active fact of the partition has its FACTTEXT row (facts written before the
+# rows existed are indexed by the first add that finds it missing).
+FACT_TEXT_INDEXED_SK = "FACTTEXT"
+
+
 def memory_rank_pk(owner_pk: str) -> str:
     """GSI2 partition of an owner's active memories, sorted for injection (sparse: active rows only)."""
     return f"{owner_pk}#MEMRANK"

@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from engram.api.http import Limit, Reply, Token, deps_of, ok, tenant
+from engram.api.http import PAGE, Limit, Reply, Token, deps_of, ok, tenant
 from engram.cards import service as cards
 from engram.cards.models import CardTypeBody
 
@@ -15,7 +15,7 @@ router = Router()
 
 
 @router.get("/api/card-types")
-def list_card_types(limit: Limit = 50, nextToken: Token = None) -> Reply:
+def list_card_types(limit: Limit = PAGE, nextToken: Token = None) -> Reply:
     return ok(cards.list_card_types(deps_of(router), tenant(router), limit, nextToken))
 
 
@@ -31,5 +31,5 @@ def put_card_type(name: str, body: CardTypeBody) -> Reply:
 
 
 @router.get("/api/agents/<agentId>/decisions")
-def list_decisions(agentId: str, limit: Annotated[int, Query(ge=1, le=20)] = 5) -> Reply:
-    return ok(cards.list_decisions(deps_of(router), tenant(router), agentId, limit))
+def list_decisions(agentId: str, limit: Annotated[int, Query(ge=1, le=20)] = 5, nextToken: Token = None) -> Reply:
+    return ok(cards.list_decisions(deps_of(router), tenant(router), agentId, limit, nextToken))

@@ -349,7 +349,10 @@ def decision_of(run: Run, card_type: CardType | None, now: datetime) -> Decision
 
 def recent_decisions(deps: Any, t: str, agent_id: str, limit: int = 5) -> list[Decision]:
     """The agent's last `limit` result cards, newest first, from one bounded Query of its runs."""
-    runs = deps.runs.recent_with_cards(t, agent_id, limit=limit)
+    return _decisions(deps, t, deps.runs.recent_with_cards(t, agent_id, limit=limit))
+
+
+def _decisions(deps: Any, t: str, runs: list[Any]) -> list[Decision]:
     now = datetime.now(UTC)
     types: dict[str, CardType | None] = {}
     out = []
@@ -364,8 +367,10 @@ def recent_decisions(deps: Any, t: str, agent_id: str, limit: int = 5) -> list[D
     return out
 
 
-def list_decisions(deps: Stores, t: str, agent_id: str, limit: int) -> dict[str, Any]:
-    """The agent's last result cards, newest first, as get_my_decisions shows them (plus the cards)."""
+def list_decisions(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, Any]:
+    """The agent's result cards, newest first, as get_my_decisions shows them (plus the cards),
+    one page at a time (a page may be short: each reads a bounded number of runs)."""
     if deps.agents.get(t, check_id("agentId", agent_id)) is None:
         raise NotFound("agent not found", field="agentId")
-    return page(recent_decisions(deps, t, agent_id, limit=limit), None)
+    runs, nxt = deps.runs.with_cards_page(t, agent_id, limit=limit, token=token)
+    return page(_decisions(deps, t, runs), nxt)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import Limit, Reply, Token, deps_of, ok, tenant
+from engram.api.http import PAGE, Limit, Reply, Token, deps_of, ok, tenant
 from engram.conversations import service as sessions
 from engram.conversations.models import SessionCreate
 
@@ -17,7 +17,7 @@ def create_session(agentId: str, body: SessionCreate) -> Reply:
 
 
 @router.get("/api/agents/<agentId>/sessions")
-def list_sessions(agentId: str, limit: Limit = 50, nextToken: Token = None) -> Reply:
+def list_sessions(agentId: str, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
     return ok(sessions.list_sessions(deps_of(router), tenant(router), agentId, limit, nextToken))
 
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import re
 from typing import Any, Literal
 
 from engram.kernel.model import Body, Confidence, Resource, Topic
@@ -30,3 +32,16 @@ class Fact(Resource):
     archived_at: str | None = None
     archived_reason: str | None = None
     origin: dict[str, Any] | None = None
+
+
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+def normalised(text: str) -> str:
+    """What makes two facts the same fact: their words, lower-cased, punctuation and spacing aside."""
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def text_digest(text: str) -> str:
+    """The key of a fact's normalised text in the duplicate check."""
+    return hashlib.sha256(normalised(text).encode()).hexdigest()

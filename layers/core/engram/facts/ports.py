@@ -8,13 +8,18 @@ from typing import Any, Protocol
 from engram.facts.models import Fact
 
 
+class DuplicateText(Exception):
+    """Another add claimed the same fact text first (`Facts.create`)."""
+
+
 class Facts(Protocol):
     """Durable facts about the user, ranked for the prompt."""
 
     def item(self, t: str, f: Fact) -> dict[str, Any]: ...
 
-    def create(self, t: str, f: Fact, *, limit: int) -> None:
-        """A new active fact, within the tenant's `limit` of active facts (QuotaExceeded)."""
+    def create(self, t: str, f: Fact, *, limit: int, replacing: str | None = None) -> None:
+        """A new active fact claiming its text, within the tenant's `limit` of active facts
+        (QuotaExceeded); DuplicateText when another add claimed the text first."""
         ...
 
     def put(
@@ -22,6 +27,14 @@ class Facts(Protocol):
     ) -> None:
         """Replaces a fact read at `expect_updated_at`; archiving frees quota room, restoring takes it."""
         ...
+
+    def put_reindexed(self, t: str, f: Fact, *, expect_updated_at: str, was_active: bool, limit: int) -> None:
+        """An edit the duplicate check must see (new text, or restored), with its text's row."""
+        ...
+
+    def by_text(self, t: str, text: str) -> tuple[Fact | None, str | None, bool]: ...
+
+    def index_texts(self, t: str) -> None: ...
 
     def get(self, t: str, fact_id: str) -> Fact | None: ...
 

@@ -1,5 +1,12 @@
 """User facts in the user's partition `<t>#U`; active facts carry a sparse GSI2 key ordered by
-most recent reference, so the prompt's top 10 is one bounded Query."""
+most recent reference, so the prompt's top 10 is one bounded Query.
+
+Beside them, `FACTTEXT#<sha256 of the normalised text>` rows name the fact holding each text,
+written in the same transaction as the fact, so the duplicate check of an add is one read. A row
+is a pointer, checked against the fact it names (an archived or since-edited fact is no match);
+the `FACTTEXT` marker says every fact of the partition has its row (facts stored before these
+rows existed are indexed once, by the first add that finds the marker missing). The rows share
+the partition, so deleting the account deletes them; lists and export read `FACT#` only."""
 
 from __future__ import annotations
 
@@ -8,7 +15,8 @@ from typing import Any
 
 from engram.aws import keys, quotas
 from engram.aws.table import Cancelled, ConditionFailed, Table
-from engram.facts.models import Fact
+from engram.facts.models import Fact, text_digest
+from engram.facts.ports import DuplicateText
 from engram.kernel.errors import Conflict
 from engram.memory.repository import inverse_recency
 
@@ -30,15 +38,6 @@ class FactRepository:
             item["GSI2SK"] = fact_rank(f)
         return item
 
-    def create(self, t: str, f: Fact, *, limit: int) -> None:
-        """A new active fact, within the tenant's `limit` of active facts (QuotaExceeded)."""
-        try:
-            quotas.create_within(
-                self.table, [self.table.put_op(self.item(t, f), condition="attribute_not_exists(PK)")], quotas.facts(t, limit)
-            )
-        except ConditionFailed:
-            raise Conflict(_CHANGED, field="factId", code="fact_changed") from None
-
     def put(
         self, t: str, f: Fact, *, expect_updated_at: str | None = None, was_active: bool | None = None, limit: int = 0
     ) -> None:
@@ -48,6 +47,37 @@ class FactRepository:
             ops = [self.table.put_op(self.item(t, f))]
         else:
             ops = [self.table.put_op(self.item(t, f), condition="updatedAt = :seen", values={":seen": expect_updated_at})]
+        self._commit(t, f, ops, was_active=was_active, limit=limit)
+
+    def create(self, t: str, f: Fact, *, limit: int, replacing: str | None = None) -> None:
+        """Stores a new active fact and claims its text, within the tenant's `limit` of active facts
+        (QuotaExceeded): one transaction. The text's row may only be absent or still name
+        `replacing` (the stale holder the caller looked at); else another add claimed the text
+        first: DuplicateText, and the caller looks again."""
+        pk = keys.user_pk(t)
+        claim = "attribute_not_exists(PK)" + (" OR factId = :stale" if replacing else "")
+        ops = [
+            self.table.put_op(self.item(t, f), condition="attribute_not_exists(PK)"),
+            self.table.put_op(self._text_row(pk, f), condition=claim, values={":stale": replacing} if replacing else None),
+        ]
+        try:
+            quotas.create_within(self.table, ops, quotas.facts(t, limit))
+        except ConditionFailed as err:
+            if err.failed_at(1):
+                raise DuplicateText() from None
+            raise Conflict(_CHANGED, field="factId", code="fact_changed") from None
+
+    def put_reindexed(self, t: str, f: Fact, *, expect_updated_at: str, was_active: bool, limit: int) -> None:
+        """An edit that changes what the duplicate check must find (new text, or unarchived): the
+        fact, conditional on the version read, and its text's row, in one transaction (with the
+        quota's claim when it is restored from the archive)."""
+        ops = [
+            self.table.put_op(self.item(t, f), condition="updatedAt = :seen", values={":seen": expect_updated_at}),
+            self.table.put_op(self._text_row(keys.user_pk(t), f)),
+        ]
+        self._commit(t, f, ops, was_active=was_active, limit=limit)
+
+    def _commit(self, t: str, f: Fact, ops: list[dict[str, Any]], *, was_active: bool | None, limit: int) -> None:
         active = f.archived_at is None
         try:
             if was_active is None or was_active == active:
@@ -58,6 +88,31 @@ class FactRepository:
                 quotas.delete_releasing(self.table, quotas.facts(t), ops)
         except ConditionFailed:
             raise Conflict(_CHANGED, field="factId", code="fact_changed") from None
+
+    def by_text(self, t: str, text: str) -> tuple[Fact | None, str | None, bool]:
+        """(the fact the text's row names, that fact's id, whether the partition is indexed): one
+        BatchGetItem of the text's row and the marker, plus one GetItem when a row names a fact.
+        The fact may be archived or hold another text by now: the caller checks."""
+        pk = keys.user_pk(t)
+        found = {
+            i["SK"]: i for i in self.table.get_many([(pk, keys.fact_text_sk(text_digest(text))), (pk, keys.FACT_TEXT_INDEXED_SK)])
+        }
+        indexed = keys.FACT_TEXT_INDEXED_SK in found
+        row = found.get(keys.fact_text_sk(text_digest(text)))
+        if row is None:
+            return None, None, indexed
+        return self.get(t, row["factId"]), row["factId"], indexed
+
+    def index_texts(self, t: str) -> None:
+        """Writes the text row of every active fact, then the marker (facts stored before the
+        rows existed; idempotent, so two adds racing to do it do no harm)."""
+        pk = keys.user_pk(t)
+        self.table.batch_write(puts=[self._text_row(pk, f) for f in self.all(t) if f.archived_at is None])
+        self.table.put({"PK": pk, "SK": keys.FACT_TEXT_INDEXED_SK})
+
+    @staticmethod
+    def _text_row(pk: str, f: Fact) -> dict[str, Any]:
+        return {"PK": pk, "SK": keys.fact_text_sk(text_digest(f.fact)), "factId": f.id}
 
     def get(self, t: str, fact_id: str) -> Fact | None:
         item = self.table.get(keys.user_pk(t), keys.fact_sk(fact_id))
@@ -92,6 +147,8 @@ class FactRepository:
                 pass  # archived meanwhile (or a conflicting write): its reference is not worth a retry
 
     def delete_all(self, t: str) -> int:
-        deleted = self.table.delete_all(keys.user_pk(t), sk_prefix="FACT#")
+        """Every fact, then the rest of the partition (the text rows and their marker); the count is of facts."""
+        facts = self.table.delete_all(keys.user_pk(t), sk_prefix="FACT#")
+        self.table.delete_all(keys.user_pk(t))  # the text rows, their marker and the quota counter
         quotas.forget(self.table, quotas.facts(t))
-        return deleted
+        return facts

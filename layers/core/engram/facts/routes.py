@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import IncludeArchived, Reply, deps_of, ok, tenant
+from engram.api.http import PAGE, IncludeArchived, Limit, Reply, Token, deps_of, ok, tenant
 from engram.facts import service as facts
 from engram.facts.models import FactCreate, FactUpdate
 
@@ -12,9 +12,8 @@ router = Router()
 
 
 @router.get("/api/me/facts")
-def list_facts(includeArchived: IncludeArchived = False) -> Reply:
-    rows = facts.list_facts(deps_of(router), tenant(router), include_archived=includeArchived)
-    return ok({"items": [f.public() for f in rows], "nextToken": None})
+def list_facts(includeArchived: IncludeArchived = False, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
+    return ok(facts.list_facts(deps_of(router), tenant(router), include_archived=includeArchived, limit=limit, token=nextToken))
 
 
 @router.post("/api/me/facts")

@@ -2,21 +2,16 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
-from engram.facts.models import Fact, FactUpdate
-from engram.kernel.errors import BadRequest, NotFound
+from engram.facts.models import Fact, FactUpdate, normalised
+from engram.facts.ports import DuplicateText
+from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id, new_id
-from engram.kernel.model import now_iso
+from engram.kernel.model import now_iso, page_ranked
 from engram.kernel.validation import check_text, refuse_secrets
+from engram.memory.repository import inverse_recency
 from engram.wiring.stores import Stores
-
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-def _norm(text: str) -> str:
-    return " ".join(_WORD.findall(text.lower()))
 
 
 def add_fact(
@@ -30,13 +25,18 @@ def add_fact(
     origin: dict[str, Any] | None = None,
 ) -> tuple[Fact, bool]:
     """Adds a fact (referenced at creation, so it can enter the prompt's top 10 at once).
-    Restating an active fact refreshes it instead of duplicating it."""
+    Restating an active fact refreshes it instead of duplicating it. The duplicate check reads
+    the row of the normalised text, not every fact (facts/repository.py)."""
     s = deps.settings
     text = check_text("fact", text, s.fact_min_chars, s.fact_max_chars)
     refuse_secrets("fact", text)
-    now = now_iso()
-    for existing in deps.facts.all(t):
-        if existing.archived_at is None and _norm(existing.fact) == _norm(text):
+    for _ in range(3):  # a concurrent add of the same text wins the claim: look again
+        now = now_iso()
+        existing, holder, indexed = deps.facts.by_text(t, text)
+        if not indexed:
+            deps.facts.index_texts(t)
+            existing, holder, _ = deps.facts.by_text(t, text)
+        if existing is not None and existing.archived_at is None and normalised(existing.fact) == normalised(text):
             refreshed = existing.model_copy(
                 update={"last_referenced_at": now, "updated_at": now, "topic": topic or existing.topic}
             )
@@ -44,25 +44,36 @@ def add_fact(
                 refreshed = refreshed.model_copy(update={"confidence": "asserted"})
             deps.facts.put(t, refreshed, expect_updated_at=existing.updated_at)
             return refreshed, False
-    fact = Fact(
-        id=new_id("f"),
-        created_at=now,
-        updated_at=now,
-        fact=text,
-        source=source,
-        confidence=confidence,
-        topic=topic,
-        last_referenced_at=now,
-        origin=origin,
-    )
-    deps.facts.create(t, fact, limit=s.max_facts)
-    return fact, True
+        fact = Fact(
+            id=new_id("f"),
+            created_at=now,
+            updated_at=now,
+            fact=text,
+            source=source,
+            confidence=confidence,
+            topic=topic,
+            last_referenced_at=now,
+            origin=origin,
+        )
+        try:
+            deps.facts.create(t, fact, limit=s.max_facts, replacing=holder)
+        except DuplicateText:
+            continue
+        return fact, True
+    raise Conflict("the fact was being added concurrently; retry", field="fact", code="fact_changed")
 
 
-def list_facts(deps: Stores, t: str, *, include_archived: bool = False) -> list[Fact]:
+def _list_rank(f: Fact) -> str:
+    """Active first, then most recently referenced (the order the prompt picks them in)."""
+    return f"{1 if f.archived_at else 0}#{inverse_recency(f.last_referenced_at or f.created_at):013d}#{f.id}"
+
+
+def list_facts(deps: Stores, t: str, *, include_archived: bool = False, limit: int, token: str | None) -> dict[str, Any]:
+    """One page of the caller's facts in `_list_rank` order, after the token's rank (the order
+    mixes active and archived facts, which no index holds together, so the facts are read and
+    ordered: the response is bounded by `limit`, the read by the caller's facts)."""
     rows = [f for f in deps.facts.all(t) if include_archived or f.archived_at is None]
-    # Active first, then most recently referenced: the order the prompt picks them in.
-    return sorted(rows, key=lambda f: (f.archived_at is None, f.last_referenced_at or f.created_at), reverse=True)
+    return page_ranked(rows, _list_rank, list_id="facts", limit=limit, token=token)
 
 
 def get_fact(deps: Stores, t: str, fact_id: str) -> Fact:
@@ -94,8 +105,12 @@ def update_fact(deps: Stores, t: str, fact_id: str, body: FactUpdate) -> Fact:
     elif reason is not None:
         raise BadRequest("archivedReason goes with archived: true", field="archivedReason")
     updated = fact.model_copy(update={**changes, "updated_at": now})
-    active_before = fact.archived_at is None
-    deps.facts.put(t, updated, expect_updated_at=fact.updated_at, was_active=active_before, limit=deps.settings.max_facts)
+    active_before, limit = fact.archived_at is None, deps.settings.max_facts
+    if updated.archived_at is None and (fact.archived_at is not None or normalised(updated.fact) != normalised(fact.fact)):
+        # The duplicate check must find this fact under its (new) text from now on.
+        deps.facts.put_reindexed(t, updated, expect_updated_at=fact.updated_at, was_active=active_before, limit=limit)
+    else:
+        deps.facts.put(t, updated, expect_updated_at=fact.updated_at, was_active=active_before, limit=limit)
     return updated
 
 

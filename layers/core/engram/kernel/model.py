@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import base64
+import json
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -63,3 +66,37 @@ def changes_of(body: BaseModel, nullable: set[str]) -> dict[str, Any]:
 def page(items: list[Any], token: str | None) -> dict[str, Any]:
     """A list response: `{items, nextToken}` with each item in its public shape."""
     return {"items": [i.public() if hasattr(i, "public") else i for i in items], "nextToken": token}
+
+
+def _bad_token() -> BadRequest:
+    return BadRequest("nextToken is not a token this list issued", field="nextToken", code="invalid_token")
+
+
+def page_ranked(rows: list[Any], rank: Callable[[Any], str], *, list_id: str, limit: int, token: str | None) -> dict[str, Any]:
+    """One page of a list kept in a computed order (the order no index holds: LT3's memory lists,
+    facts active-first): the rows after the token's rank, at most `limit`. The token carries the
+    last row's rank and the list it came from (a token of another list or tenant is a 400), so a
+    row written or removed between pages never shifts the next page. Each rank must be unique."""
+    after = _decode_rank(token, list_id) if token else None
+    ordered = sorted(rows, key=rank)
+    if after is not None:
+        ordered = [r for r in ordered if rank(r) > after]
+    items = ordered[:limit]
+    nxt = None
+    if len(ordered) > limit:
+        raw = json.dumps({"l": list_id, "a": rank(items[-1])}, separators=(",", ":")).encode()
+        nxt = base64.urlsafe_b64encode(raw).decode().rstrip("=")
+    return page(items, nxt)
+
+
+def _decode_rank(token: str, list_id: str) -> str:
+    try:
+        padded = token + "=" * (-len(token) % 4)
+        value = json.loads(base64.urlsafe_b64decode(padded.encode()))
+    except (ValueError, TypeError, UnicodeDecodeError):
+        raise _bad_token() from None
+    if not isinstance(value, dict) or set(value) != {"l", "a"} or value["l"] != list_id:
+        raise _bad_token()
+    if not isinstance(value["a"], str) or not value["a"]:
+        raise _bad_token()
+    return value["a"]

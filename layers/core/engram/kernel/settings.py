@@ -8,6 +8,14 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+# Every list of the API pages with `limit` (this default, at most this maximum) and `nextToken`.
+# Part of the HTTP contract (docs/openapi.yaml states them), so constants, not environment.
+LIST_LIMIT_DEFAULT = 50
+LIST_LIMIT_MAX = 100
+# Run memory values are up to RUN_MEMORY_VALUE_MAX_BYTES each: a page also stops at this many
+# value bytes, well under Lambda's 6 MB response limit (at least one entry is always returned).
+RUN_MEMORY_PAGE_MAX_BYTES = 2_000_000
+
 
 class Settings(BaseModel):
     model_config = ConfigDict(frozen=True, populate_by_name=True, extra="ignore")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import IncludeArchived, Reply, deps_of, ok, tenant
+from engram.api.http import PAGE, IncludeArchived, Limit, Reply, Token, deps_of, ok, tenant
 from engram.kernel.ids import check_id
 from engram.memory import service as memory_service
 from engram.memory.models import MemoryCreate, MemoryUpdate, PinBody
@@ -28,17 +28,26 @@ def _create(scope: str, owner_id: str, body: MemoryCreate) -> Reply:
     return ok(row.public(), 201 if created else 200)
 
 
-def _list(scope: str, owner_id: str, include_archived: bool) -> Reply:
-    rows = memory_service.list_memories(
-        deps_of(router), tenant(router), scope, check_id(f"{scope}Id", owner_id), include_archived=include_archived
+def _list(scope: str, owner_id: str, include_archived: bool, limit: int, token: str | None) -> Reply:
+    return ok(
+        memory_service.list_memories(
+            deps_of(router),
+            tenant(router),
+            scope,
+            check_id(f"{scope}Id", owner_id),
+            include_archived=include_archived,
+            limit=limit,
+            token=token,
+        )
     )
-    return ok({"items": [m.public() for m in rows], "nextToken": None})
 
 
 # --- agent memory -------------------------------------------------------------------------------
 @router.get("/api/agents/<agentId>/memories")
-def list_agent_memories(agentId: str, includeArchived: IncludeArchived = False) -> Reply:
-    return _list("agent", agentId, includeArchived)
+def list_agent_memories(
+    agentId: str, includeArchived: IncludeArchived = False, limit: Limit = PAGE, nextToken: Token = None
+) -> Reply:
+    return _list("agent", agentId, includeArchived, limit, nextToken)
 
 
 @router.post("/api/agents/<agentId>/memories")
@@ -72,8 +81,10 @@ def delete_agent_memory(agentId: str, memoryId: str) -> Reply:
 
 # --- workspace memory ---------------------------------------------------------------------------
 @router.get("/api/workspaces/<workspaceId>/memories")
-def list_workspace_memories(workspaceId: str, includeArchived: IncludeArchived = False) -> Reply:
-    return _list("workspace", workspaceId, includeArchived)
+def list_workspace_memories(
+    workspaceId: str, includeArchived: IncludeArchived = False, limit: Limit = PAGE, nextToken: Token = None
+) -> Reply:
+    return _list("workspace", workspaceId, includeArchived, limit, nextToken)
 
 
 @router.post("/api/workspaces/<workspaceId>/memories")

@@ -8,9 +8,10 @@ from typing import Any
 
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id
-from engram.kernel.model import now_iso
+from engram.kernel.model import now_iso, page_ranked
 from engram.kernel.validation import check_text, refuse_secrets
 from engram.memory.models import Memory, MemoryUpdate, is_live, memory_id
+from engram.memory.repository import memory_rank
 from engram.wiring.stores import Stores
 
 _WORD = re.compile(r"[a-z0-9]+")
@@ -120,18 +121,25 @@ def upsert_memory(
     return memory, existing is None
 
 
-def _sorted_for_list(rows: list[Memory], scope: str) -> list[Memory]:
-    if scope == "agent":  # LT3: pinned > importance desc > key asc
-        return sorted(rows, key=lambda m: (not m.pinned, -m.importance, m.key))
-    # workspace: pinned > importance desc > updatedAt desc
-    return sorted(sorted(rows, key=lambda m: m.updated_at, reverse=True), key=lambda m: (not m.pinned, -m.importance))
+def _list_rank(m: Memory) -> str:
+    """LT3's list order as one string (fixed-width prefix, so string order is the order):
+    agent scope pinned > importance desc > key asc (keys are unique per owner); workspace scope
+    pinned > importance desc > updatedAt desc, the rank index's order."""
+    if m.scope == "agent":
+        return f"{0 if m.pinned else 1}#{100 - m.importance:03d}#{m.key}"
+    return memory_rank(m)
 
 
-def list_memories(deps: Stores, t: str, scope: str, owner_id: str, *, include_archived: bool = False) -> list[Memory]:
+def list_memories(
+    deps: Stores, t: str, scope: str, owner_id: str, *, include_archived: bool = False, limit: int, token: str | None
+) -> dict[str, Any]:
+    """One page of the owner's memories in LT3's order. The order is no index's (archived rows and
+    director learnings are in none), so the owner's rows are read and ordered, and the page is cut
+    after the token's rank: the response is bounded by `limit`, the read by the owner's rows."""
     _owner_exists(deps, t, scope, owner_id)
     now = time.time()
     rows = [m for m in deps.memories.all(t, scope, owner_id) if include_archived or is_live(m, now)]
-    return _sorted_for_list(rows, scope)
+    return page_ranked(rows, _list_rank, list_id=f"{scope}:{owner_id}", limit=limit, token=token)
 
 
 def _get(deps: Stores, t: str, scope: str, owner_id: str, mid: str) -> Memory:

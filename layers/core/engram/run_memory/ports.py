@@ -25,6 +25,10 @@ class RunMemories(Protocol):
         """Every entry of the run (all pages), in createdAt order."""
         ...
 
+    def page(
+        self, t: str, agent_id: str, run_id: str, *, limit: int, token: str | None, max_bytes: int
+    ) -> tuple[list[RunMemoryEntry], str | None]: ...
+
     def agent_entries(self, t: str, agent_id: str) -> list[tuple[str, RunMemoryEntry]]:
         """(runId, entry) of every run memory held in the agent's partition (account export)."""
         ...

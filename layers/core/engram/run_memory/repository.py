@@ -14,7 +14,7 @@ from collections.abc import Iterable
 from typing import Any
 
 from engram.aws import keys
-from engram.aws.table import Table
+from engram.aws.table import Table, encode_token, serialize
 from engram.run_memory.models import RunMemoryEntry
 
 # Attributes an entry sets; the optional ones are REMOVEd when absent, so an overwrite replaces
@@ -72,6 +72,24 @@ class RunMemoryStore:
         """Every entry of the run (all pages), in createdAt order."""
         items = self.table.query_all(keys.agent_pk(t, agent_id), sk_prefix=keys.run_memory_prefix(run_id))
         return sorted((_entry(i) for i in items), key=lambda e: (e.created_at, e.key))
+
+    def page(
+        self, t: str, agent_id: str, run_id: str, *, limit: int, token: str | None, max_bytes: int
+    ) -> tuple[list[RunMemoryEntry], str | None]:
+        """One page of the run's entries in key order: at most `limit` entries and, past the
+        first, at most `max_bytes` of values (an entry may hold 64 KB or more)."""
+        pk = keys.agent_pk(t, agent_id)
+        items, nxt = self.table.query(pk, sk_prefix=keys.run_memory_prefix(run_id), limit=limit, token=token)
+        entries: list[RunMemoryEntry] = []
+        size = 0
+        for item in items:
+            entry = _entry(item)
+            if entries and size + entry.value_bytes > max_bytes:
+                # The page ends before this entry: the token resumes after the last one kept.
+                return entries, encode_token(serialize({"PK": pk, "SK": keys.run_memory_sk(run_id, entries[-1].key)}))
+            entries.append(entry)
+            size += entry.value_bytes
+        return entries, nxt
 
     def agent_entries(self, t: str, agent_id: str) -> list[tuple[str, RunMemoryEntry]]:
         """(runId, entry) of every run memory held in the agent's partition (account export)."""

@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 from engram.aws.keys import RUN_MEMORY_KEY_PATTERN
 from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge, QuotaExceeded
+from engram.kernel.settings import RUN_MEMORY_PAGE_MAX_BYTES
 from engram.kernel.validation import refuse_secret_value, refuse_secrets
 from engram.run_memory.models import RunMemoryEntry
 
@@ -279,10 +280,14 @@ class RunMemory:
 
 
 # --- the API's view of a finished (or running) run ---------------------------------------------
-def run_memory_listing(deps: Stores, t: str, agent_id: str, run_id: str) -> list[dict[str, Any]]:
-    """Every entry of a run, with values, in createdAt order (GET /api/runs/{runId}/memory).
-    `agent_id` is the agent the run memory belongs to (the lead of a council run)."""
-    return [e.public() for e in deps.run_memory.load(t, agent_id, run_id)]
+def run_memory_listing(
+    deps: Stores, t: str, agent_id: str, run_id: str, *, limit: int, token: str | None
+) -> tuple[list[dict[str, Any]], str | None]:
+    """One page of a run's entries, with values, in key order (GET /api/runs/{runId}/memory),
+    bounded in count and in value bytes. `agent_id` is the agent the run memory belongs to (the
+    lead of a council run)."""
+    entries, nxt = deps.run_memory.page(t, agent_id, run_id, limit=limit, token=token, max_bytes=RUN_MEMORY_PAGE_MAX_BYTES)
+    return [e.public() for e in entries], nxt
 
 
 # --- a run's memory in a turn ----------------------------------------------------------------------

@@ -52,6 +52,10 @@ class Runs(Protocol):
         a bounded number of small pages (at most `page * max_pages` runs are read)."""
         ...
 
+    def with_cards_page(
+        self, t: str, agent_id: str, *, limit: int, token: str | None, page: int = 25, max_pages: int = 4
+    ) -> tuple[list[Run], str | None]: ...
+
     def finish_turn(
         self,
         t: str,

@@ -9,7 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from engram.aws import keys
-from engram.aws.table import ConditionFailed, IdempotencyMismatch, Table, deserialize, serialize
+from engram.aws.table import ConditionFailed, IdempotencyMismatch, Table, deserialize, encode_token, serialize
 from engram.conversations.repository import SessionRepository
 from engram.kernel.errors import Conflict, NotFound, SessionBusy, aws_unavailable
 from engram.kernel.model import now_iso
@@ -165,21 +165,27 @@ class RunRepository:
     def recent_with_cards(self, t: str, agent_id: str, *, limit: int, page: int = 25, max_pages: int = 4) -> list[Run]:
         """The agent's newest runs whose result holds a card: its runs through GSI1 newest first,
         a bounded number of small pages (at most `page * max_pages` runs are read)."""
+        return self.with_cards_page(t, agent_id, limit=limit, token=None, page=page, max_pages=max_pages)[0]
+
+    def with_cards_page(
+        self, t: str, agent_id: str, *, limit: int, token: str | None, page: int = 25, max_pages: int = 4
+    ) -> tuple[list[Run], str | None]:
+        """One page of `recent_with_cards` and the token of the next: a page may be short (at
+        most `page * max_pages` runs are read per call) while the token still continues."""
         found: list[Run] = []
-        token = None
+        pk = keys.runs_by_agent(t, agent_id)
         for _ in range(max_pages):
-            items, token = self.table.query(
-                keys.runs_by_agent(t, agent_id), index="GSI1", limit=page, token=token, newest_first=True
-            )
+            items, token = self.table.query(pk, index="GSI1", limit=page, token=token, newest_first=True)
             for item in items:
                 result = item.get("result")
                 if item.get("status") == "succeeded" and isinstance(result, dict) and isinstance(result.get("card"), dict):
                     found.append(Run.model_validate(item))
                     if len(found) >= limit:
-                        return found
+                        last = {k: item[k] for k in ("PK", "SK", "GSI1PK", "GSI1SK")}
+                        return found, encode_token(serialize(last))
             if not token:
                 break
-        return found
+        return found, token
 
     def _committed(self, t: str, run: Run, usage_rows: list[UsageRow]) -> bool:
         """Whether this very commit is already stored: the run record as we write it and every

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import Limit, Reply, Token, deps_of, ok, tenant
+from engram.api.http import PAGE, Limit, Reply, Token, deps_of, ok, tenant
 from engram.runs import active_memory
 from engram.runs import service as run_records
 from engram.runs.models import Run, RunCreate, RunUpdate
@@ -45,17 +45,17 @@ def reexamine_run(runId: str) -> Reply:
 
 
 @router.get("/api/runs/<runId>/re-examinations")
-def list_reexaminations(runId: str, limit: Limit = 50, nextToken: Token = None) -> Reply:
+def list_reexaminations(runId: str, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
     return ok(run_records.list_reexaminations(deps_of(router), tenant(router), runId, limit, nextToken))
 
 
 @router.get("/api/runs/<runId>/memory")
-def get_run_memory(runId: str) -> Reply:
-    return ok(run_records.run_memory(deps_of(router), tenant(router), runId))
+def get_run_memory(runId: str, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
+    return ok(run_records.run_memory(deps_of(router), tenant(router), runId, limit, nextToken))
 
 
 @router.get("/api/agents/<agentId>/runs")
-def list_runs(agentId: str, limit: Limit = 50, nextToken: Token = None) -> Reply:
+def list_runs(agentId: str, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
     return ok(run_records.list_runs(deps_of(router), tenant(router), agentId, limit, nextToken))
 
 

@@ -46,7 +46,7 @@ def list_reexaminations(deps: Stores, t: str, run_id: str, limit: int, token: st
     return page(*deps.runs.list_reexaminations(t, run_id, limit=limit, token=token))
 
 
-def run_memory(deps: Stores, t: str, run_id: str) -> dict[str, Any]:
+def run_memory(deps: Stores, t: str, run_id: str, limit: int, token: str | None) -> dict[str, Any]:
     """GET /api/runs/{runId}/memory: the run's scratch store as it was left (RM1, persisted)."""
     run = get_run(deps, t, check_id("runId", run_id))
     owner = run.agent_id
@@ -54,7 +54,8 @@ def run_memory(deps: Stores, t: str, run_id: str) -> dict[str, Any]:
         lead_run = deps.runs.get(t, run.council_run_id)
         owner = lead_run.agent_id if lead_run else owner
         run_id = run.council_run_id  # a member worked in its lead's run memory
-    return {"runId": run_id, "items": run_memory_listing(deps, t, owner, run_id)}
+    items, nxt = run_memory_listing(deps, t, owner, run_id, limit=limit, token=token)
+    return {"runId": run_id, "items": items, "nextToken": nxt}
 
 
 FALLBACK_PROMPT = "Run your scheduled check and report what you find."
