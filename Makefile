@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.runs
 	$(BIN)/python -m bench.local_scale
 	$(BIN)/python -m bench.soak
+	$(BIN)/python -m bench.console_load
 
 # The schema fuzz of docs/openapi.yaml against the local stack, longer than make test's bounded one:
 # thousands of requests, schemathesis's coverage phase, a new seed each run (printed; FUZZ_SEED=...

@@ -78,12 +78,17 @@ def turn_ms(rows: int, turns: int) -> float:
         started = time.perf_counter()
         fill(deps, tenant_key(USER), agent["id"], workspace["id"], rows)
         print(f"  {rows:>6} rows a scope: written in {time.perf_counter() - started:.1f} s", flush=True)
-        times = []
+        times, failures = [], []
         for i in range(turns):
             start = time.perf_counter()
-            call("POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages", {"message": MESSAGES[i % len(MESSAGES)]})
+            try:
+                call("POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages", {"message": MESSAGES[i % len(MESSAGES)]})
+            except RuntimeError as err:  # a turn past its budget is a finding, not a crash of the bench
+                failures.append(str(err)[-120:])
             times.append((time.perf_counter() - start) * 1000)
-        return statistics.median(times)
+        if failures:
+            print(f"  {rows:>6} rows a scope: {len(failures)} of {turns} turns failed, e.g. {failures[0]}", flush=True)
+        return statistics.median(times), len(failures)
     finally:
         handle.stop()
 
@@ -94,13 +99,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--turns", type=int, default=20)
     args = parser.parse_args(argv)
     print("== the local stack at scale: a chat turn with N rows in each memory scope (offline model)")
-    medians = {rows: turn_ms(rows, args.turns) for rows in args.rows}
+    results = {rows: turn_ms(rows, args.turns) for rows in args.rows}
+    medians = {rows: median for rows, (median, _) in results.items()}
+    failed = sum(count for _, count in results.values())
     base = medians[min(medians)]
     for rows, median in medians.items():
         print(f"  {rows:>6} rows a scope: turn median {median:.0f} ms ({median / base:.2f}x of {min(medians)} rows)")
     worst = max(medians.values()) / base
-    print(f"verdict: {'PASS' if worst <= AIM else 'FAIL'}: at most {worst:.2f}x (aim {AIM:.0f}x)")
-    return 0 if worst <= AIM else 1
+    passed = worst <= AIM and failed == 0
+    print(f"verdict: {'PASS' if passed else 'FAIL'}: at most {worst:.2f}x (aim {AIM:.0f}x), {failed} failed turns")
+    return 0 if passed else 1
 
 
 if __name__ == "__main__":

@@ -32,6 +32,11 @@ LOCAL_ENV_OVERRIDES: dict[str, str] = {
     "ANTHROPIC_SECRET_ARN": "",
     "HEARTBEAT_FUNCTION_ARN": LOCAL_HEARTBEAT_FUNCTION_ARN,
     "SCHEDULER_ROLE_ARN": LOCAL_SCHEDULER_ROLE_ARN,
+    # No user pool here: the local authorizer takes `dev-<user>` tokens, so the console asks for a
+    # dev user name instead of sending people to a managed login.
+    "CONSOLE_SIGN_IN": "dev",
+    "CONSOLE_LOGIN_URL": "",
+    "CONSOLE_CLIENT_ID": "",
 }
 
 

@@ -146,9 +146,27 @@ class Template:
         return self.resources_of_type("AWS::SQS::Queue")
 
     def functions(self) -> list[FunctionSpec]:
+        """The stack's functions at run time: every function but the deploy helpers."""
         if self._functions is None:
-            self._functions = [self._function(lid, res) for lid, res in self.resources_of_type(SERVERLESS_FUNCTION).items()]
+            helpers = self.deploy_helpers()
+            self._functions = [
+                self._function(lid, res) for lid, res in self.resources_of_type(SERVERLESS_FUNCTION).items() if lid not in helpers
+            ]
         return self._functions
+
+    def deploy_helpers(self) -> set[str]:
+        """Functions that back custom resources (CloudFormation calls them while it deploys, e.g.
+        ConsoleLogin): nothing of the running stack invokes them, so the local stack has no use
+        for them (it creates its resources itself)."""
+        helpers = set()
+        for res in self.resources.values():
+            kind = str(res.get("Type", ""))
+            if kind.startswith("Custom::") or kind == "AWS::CloudFormation::CustomResource":
+                token = (res.get("Properties") or {}).get("ServiceToken")
+                if isinstance(token, dict) and "Fn::GetAtt" in token:
+                    target = token["Fn::GetAtt"]
+                    helpers.add(target[0] if isinstance(target, list) else str(target).split(".")[0])
+        return helpers
 
     def function(self, logical_id: str) -> FunctionSpec:
         for spec in self.functions():

@@ -1,4 +1,4 @@
-"""`api` function: CRUD routes for agents, workspaces, sessions, runs, usage, memories, facts, card types, decisions, manual runs, re-examinations, run memory and Active Memory (never imports the engine or the model SDK)."""
+"""`api` function: the console's page and files, and CRUD routes for agents, workspaces, sessions, runs, usage, memories, facts, card types, decisions, manual runs, re-examinations, run memory and Active Memory (never imports the engine or the model SDK)."""
 
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -7,6 +7,7 @@ from engram.account.routes import router as account
 from engram.agents.routes import router as agents
 from engram.api.http import build_app, cors_of
 from engram.cards.routes import router as cards
+from engram.console.routes import router as console
 from engram.conversations.routes import router as sessions
 from engram.facts.routes import router as facts
 from engram.kernel.observability import logger, metrics, tracer
@@ -18,7 +19,9 @@ from engram.runs.routes import router as runs
 from engram.usage.routes import router as usage
 
 ROOT = FunctionRoot(api.build)
-app = build_app(agents, sessions, memory, facts, account, cards, runs, usage, cors=cors_of(get_settings().cors_allow_origins))
+app = build_app(
+    agents, sessions, memory, facts, account, cards, runs, usage, console, cors=cors_of(get_settings().cors_allow_origins)
+)
 
 
 @logger.inject_lambda_context(correlation_id_path=correlation_paths.API_GATEWAY_HTTP, clear_state=True)

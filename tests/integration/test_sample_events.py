@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import json
 from pathlib import Path
 
@@ -10,7 +11,11 @@ import pytest
 from engram.kernel.ids import tenant_key
 
 EVENTS = Path(__file__).resolve().parents[2] / "events"
-HTTP_EVENTS = sorted(p.name for p in EVENTS.glob("*.json") if p.name.startswith(("api-", "chat-")))
+# The console's page and files answer HTML, scripts and styles, not the JSON envelope.
+CONSOLE_EVENTS = ("api-get-root.json", "api-get-console.json")
+HTTP_EVENTS = sorted(
+    p.name for p in EVENTS.glob("*.json") if p.name.startswith(("api-", "chat-")) and p.name not in CONSOLE_EVENTS
+)
 
 
 def _function_for(name: str) -> str:
@@ -24,6 +29,15 @@ def test_http_sample_event_gets_an_enveloped_answer(stack, name):
     body = json.loads(result["body"])
     assert result["statusCode"] < 500, body
     assert set(body) >= {"success"} and (body["success"] is True or body["error"]["code"])
+
+
+def test_console_sample_events_get_the_page_and_a_404_for_an_unknown_file(stack):
+    page = stack.functions["ApiFunction"].invoke(json.loads((EVENTS / "api-get-root.json").read_text()))
+    assert page["statusCode"] == 200 and page["isBase64Encoded"] is True
+    assert page["headers"]["Content-Type"] == "text/html; charset=utf-8"
+    assert b"/console/app.js" in base64.b64decode(page["body"])
+    unknown = stack.functions["ApiFunction"].invoke(json.loads((EVENTS / "api-get-console.json").read_text()))
+    assert unknown["statusCode"] == 404 and json.loads(unknown["body"])["error"]["code"] == "not_found"
 
 
 def test_sample_agent_event_reaches_the_agent_of_its_user(stack):

@@ -39,12 +39,15 @@ def _expected_routes() -> set[tuple[str, str]]:
 
     api = (agents, sessions, memory, facts, account, cards, runs, usage)
     routes = _routes_of("ApiFunction", *(m.router for m in api)) | _routes_of("ChatFunction", chat_routes.router)
-    return routes | {PREFLIGHT}
+    return routes | {PREFLIGHT} | CONSOLE
 
 
 # CORS preflights: no router route, powertools answers them from its CORS config (engram.api.http.cors_of).
 PREFLIGHT = ("ApiFunction", "OPTIONS /{proxy+}")
 
+
+# The console (engram.console.routes): its page, and its files under one API Gateway proxy route.
+CONSOLE = {("ApiFunction", "GET /"), ("ApiFunction", "GET /console/{proxy+}")}
 
 EXPECTED_ROUTES = _expected_routes()
 
@@ -95,9 +98,9 @@ def test_every_route_is_found_with_its_function(template):
     assert found == EXPECTED_ROUTES
 
 
-def test_only_the_webhook_and_cors_preflights_skip_the_jwt_authorizer(template):
+def test_only_the_webhook_cors_preflights_and_the_console_files_skip_the_jwt_authorizer(template):
     open_routes = sorted(r.route_key for r in template.routes() if r.auth_none)
-    assert open_routes == ["OPTIONS /{proxy+}", "POST /api/agents/{agentId}/webhook"]
+    assert open_routes == ["GET /", "GET /console/{proxy+}", "OPTIONS /{proxy+}", "POST /api/agents/{agentId}/webhook"]
 
 
 def test_functions_carry_code_handler_timeout_and_queue_sources(template):

@@ -261,6 +261,8 @@ def test_doc_routes_equal_template_http_api_events():
                 route = (str(props.get("Method", "")).upper(), props.get("Path"))
                 if route == ("OPTIONS", "/{proxy+}"):
                     continue  # CORS preflights, answered by the function's CORS config: not an operation
+                if route[1] == "/" or str(route[1]).startswith("/console/"):
+                    continue  # the console's page and files (engram.console): not JSON operations
                 events.add(route)
                 if (props.get("Auth") or {}).get("Authorizer") == "NONE":
                     open_routes.add(route)

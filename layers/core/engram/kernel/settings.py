@@ -70,6 +70,12 @@ class Settings(BaseModel):
     webhook_tolerance_s: int = Field(300, ge=1, alias="WEBHOOK_TOLERANCE_SECONDS")
     # Browser origins other than the API's own that may call it (comma-separated; "" none, "*" any).
     cors_allow_origins: str = Field("", alias="CORS_ALLOW_ORIGINS")
+    # How the console signs a person in (engram.console): "dev" (the local stack's `dev-<user>`
+    # tokens), "managed-login" (the created user pool's managed login, code + PKCE) or "token"
+    # (an external issuer: the person pastes an access token).
+    console_sign_in: Literal["dev", "managed-login", "token"] = Field("token", alias="CONSOLE_SIGN_IN")
+    console_login_url: str = Field("", alias="CONSOLE_LOGIN_URL")  # https://<domain>.auth.<region>.amazoncognito.com
+    console_client_id: str = Field("", alias="CONSOLE_CLIENT_ID")
     # Scopes every API call's access token must carry (space-separated; template parameter AuthScopes).
     required_scopes: str = Field("", alias="REQUIRED_SCOPES")
     # After a rotation the previous webhook secret keeps working this long (senders switch over).

@@ -1,0 +1,236 @@
+// Agents: the list (with each agent's Active Memory pill), create, edit every field, delete,
+// and the agent page with its Active Memory panel.
+import { get, post, patch, del, all, id } from './api.js';
+import {
+  h, clear, table, moreButton, busy, confirmAction, field, showFormError, notice, badge, fmtTime, fmtAge, errorBox, dialog,
+} from './ui.js';
+
+export async function list(main) {
+  const rows = h('div', { class: 'agent-cards' });
+  const more = h('div');
+  clear(main,
+    h('div', { class: 'page-head' }, h('h1', { text: 'Agents' }), h('a', { href: '#/agents/new', class: 'button' }, 'New agent')),
+    rows, more);
+  const load = async (nextToken) => {
+    const page = await get('/api/agents', { nextToken });
+    if (!page.items.length && !nextToken) rows.append(h('p', { class: 'empty', text: 'No agents yet. Create one to start chatting.' }));
+    for (const agent of page.items) rows.append(agentCard(agent));
+    clear(more, moreButton(page.nextToken, load));
+  };
+  await load();
+}
+
+function agentCard(agent) {
+  const pill = h('span', { class: 'pill-slot' });
+  const card = h('article', { class: 'card agent-card', dataset: { agentId: agent.id } },
+    h('h2', {}, h('a', { href: `#/agents/${id(agent.id)}` }, agent.name)),
+    h('p', { class: 'muted persona', text: agent.persona ? agent.persona.slice(0, 140) : 'No persona' }),
+    h('div', { class: 'tags' },
+      agent.schedule ? badge(`every: ${agent.schedule}`, 'schedule') : null,
+      agent.team && agent.team.length ? badge(`council of ${agent.team.length}`, 'council') : null,
+      agent.cardType ? badge(`card: ${agent.cardType}`, 'card') : null,
+      pill),
+    h('div', { class: 'actions' },
+      h('a', { href: `#/agents/${id(agent.id)}/chat`, class: 'button' }, 'Chat'),
+      h('a', { href: `#/agents/${id(agent.id)}/runs`, class: 'button secondary' }, 'Runs'),
+      h('a', { href: `#/memory/agent/${id(agent.id)}`, class: 'button secondary' }, 'Memory')));
+  if (agent.activeMemory) fillPill(agent, pill);
+  return card;
+}
+
+// The Active Memory pill on a card: amber past the warning threshold, with Reset at hand.
+async function fillPill(agent, slot) {
+  try {
+    const am = await get(`/api/agents/${id(agent.id)}/active-memory`);
+    const text = `${am.status === 'fresh' ? 'Fresh' : 'Carrying context'} · ${am.runsSinceReset} runs`;
+    clear(slot, badge(text, am.warning ? 'warn' : 'memory'));
+    if (am.warning) {
+      const reset = h('button', { type: 'button', class: 'small' }, 'Reset memory');
+      reset.addEventListener('click', () => busy(reset, async () => {
+        await post(`/api/agents/${id(agent.id)}/active-memory/reset`);
+        await fillPill(agent, slot);
+      }));
+      slot.append(' ', reset);
+    }
+  } catch (err) {
+    clear(slot, badge(`memory: ${err.code}`, 'error'));
+  }
+}
+
+export async function create(main) {
+  await form(main, null);
+}
+
+export async function edit(main, agentId) {
+  const agent = await get(`/api/agents/${id(agentId)}`);
+  await form(main, agent);
+}
+
+async function form(main, agent) {
+  const [workspaces, cardTypes, agents] = await Promise.all([
+    all('/api/workspaces'), all('/api/card-types'), all('/api/agents'),
+  ]);
+  const a = agent || {};
+  const input = (name, attrs = {}) => h('input', { name, value: a[name] ?? '', ...attrs });
+  const area = (name, rows = 4) => h('textarea', { name, rows, value: a[name] ?? '' });
+  const check = (name) => h('input', { type: 'checkbox', name, checked: Boolean(a[name]) });
+  const select = (name, options, noneLabel) => {
+    const el = h('select', { name }, h('option', { value: '' }, noneLabel),
+      options.map(([value, label]) => h('option', { value }, label)));
+    el.value = a[name] || '';
+    return el;
+  };
+  const team = new Set(a.team || []);
+  const others = agents.filter((x) => !agent || x.id !== agent.id);
+  const teamBox = h('fieldset', { class: 'team', name: 'team' }, h('legend', { text: 'Team (makes this agent a council lead)' }),
+    others.length ? null : h('p', { class: 'muted', text: 'No other agents yet: create specialists first, then pick them here.' }),
+    others.map((x) => {
+      const box = h('input', { type: 'checkbox', value: x.id, checked: team.has(x.id), id: `team-${x.id}` });
+      return h('div', { class: 'check' }, box, h('label', { for: `team-${x.id}`, text: x.name }));
+    }));
+  const activeMemory = check('activeMemory');
+  const amWarning = h('div', { class: 'warn-text', text: 'Active Memory shares one growing session between chat and scheduled runs: runs get slower and costlier until you reset it.' });
+  const form = h('form', { class: 'agent-form card', novalidate: true },
+    h('div', { class: 'form-error' }),
+    field('Name', input('name', { required: true, maxlength: 100 })),
+    field('Persona', area('persona', 5)),
+    field('Model', input('model', { placeholder: 'the deployment default', pattern: '[A-Za-z0-9._:\\-]{1,100}' }), 'Leave empty for the deployment\u2019s chat model.'),
+    field('Workspace', select('workspaceId', workspaces.map((w) => [w.id, w.name]), 'No workspace')),
+    field('Schedule', input('schedule', { placeholder: 'rate(1 hour) or cron(0 9 * * ? *)' }), 'An EventBridge Scheduler expression; needs a default prompt.'),
+    field('Default prompt', area('defaultPrompt', 3)),
+    field('Card type', select('cardType', cardTypes.map((c) => [c.name, c.name]), 'No card')),
+    field('Agent memory', check('agentMemory')),
+    field('Active Memory', activeMemory),
+    amWarning,
+    field('Review decisions', check('reviewDecisions')),
+    h('div', { class: 'field' }, teamBox, h('div', { class: 'field-error', role: 'alert' })),
+    h('div', { class: 'actions' },
+      h('button', { type: 'submit' }, agent ? 'Save' : 'Create agent'),
+      h('a', { href: agent ? `#/agents/${id(agent.id)}` : '#/agents', class: 'button secondary' }, 'Cancel')));
+  form.addEventListener('submit', async (event) => {
+    event.preventDefault();
+    const data = new FormData(form);
+    const body = {
+      name: String(data.get('name') || '').trim(),
+      persona: String(data.get('persona') || ''),
+      model: String(data.get('model') || '').trim() || null,
+      workspaceId: String(data.get('workspaceId') || '') || null,
+      schedule: String(data.get('schedule') || '').trim() || null,
+      defaultPrompt: String(data.get('defaultPrompt') || ''),
+      cardType: String(data.get('cardType') || '') || null,
+      agentMemory: form.elements.agentMemory.checked,
+      activeMemory: form.elements.activeMemory.checked,
+      reviewDecisions: form.elements.reviewDecisions.checked,
+      team: [...teamBox.querySelectorAll('input:checked')].map((b) => b.value),
+    };
+    const submit = form.querySelector('button[type=submit]');
+    submit.disabled = true;
+    try {
+      const saved = agent ? await patch(`/api/agents/${id(agent.id)}`, body) : await post('/api/agents', body);
+      if (!agent && saved.webhookSecret) {
+        await dialog({
+          title: 'Agent created',
+          body: [h('p', { text: 'Its webhook secret, shown this once (sign webhook calls with it):' }), h('code', { class: 'secret', text: saved.webhookSecret })],
+          actions: [{ label: 'Done', value: true }],
+        });
+      }
+      location.hash = `#/agents/${id(saved.id)}`;
+    } catch (err) {
+      showFormError(form, err);
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  clear(main, h('h1', { text: agent ? `Edit ${agent.name}` : 'New agent' }), form);
+  form.elements.name.focus();
+}
+
+export async function detail(main, agentId) {
+  const agent = await get(`/api/agents/${id(agentId)}`);
+  const panel = h('section', { class: 'card active-memory', 'aria-labelledby': 'am-title' });
+  const sessions = h('section', { class: 'card' });
+  const facts = [
+    ['Persona', agent.persona || '—'],
+    ['Model', agent.model || 'deployment default'],
+    ['Workspace', agent.workspaceId || '—'],
+    ['Schedule', agent.schedule || '—'],
+    ['Default prompt', agent.defaultPrompt || '—'],
+    ['Card type', agent.cardType || '—'],
+    ['Agent memory', agent.agentMemory ? 'on' : 'off'],
+    ['Active Memory', agent.activeMemory ? 'on' : 'off'],
+    ['Review decisions', agent.reviewDecisions ? 'on' : 'off'],
+    ['Team', agent.team && agent.team.length ? agent.team.join(', ') : '—'],
+    ['Created', fmtTime(agent.createdAt)],
+    ['Updated', fmtTime(agent.updatedAt)],
+  ];
+  const remove = h('button', { type: 'button', class: 'danger' }, 'Delete agent');
+  remove.addEventListener('click', async () => {
+    if (!(await confirmAction(`Delete ${agent.name}? Its sessions, transcripts, memories and runs go with it.`))) return;
+    await busy(remove, async () => {
+      await del(`/api/agents/${id(agent.id)}`);
+      location.hash = '#/agents';
+    });
+  });
+  const rotate = h('button', { type: 'button', class: 'secondary' }, 'New webhook secret');
+  rotate.addEventListener('click', () => busy(rotate, async () => {
+    const out = await post(`/api/agents/${id(agent.id)}/webhook-secret`);
+    await dialog({
+      title: 'New webhook secret',
+      body: [h('code', { class: 'secret', text: out.webhookSecret }),
+        h('p', { class: 'muted', text: `The previous secret keeps working until ${fmtTime(out.previousSecretValidUntil)}.` })],
+      actions: [{ label: 'Done', value: true }],
+    });
+  }));
+  clear(main,
+    h('div', { class: 'page-head' }, h('h1', { text: agent.name }),
+      h('div', { class: 'actions' },
+        h('a', { href: `#/agents/${id(agent.id)}/chat`, class: 'button' }, 'Chat'),
+        h('a', { href: `#/agents/${id(agent.id)}/runs`, class: 'button secondary' }, 'Runs'),
+        h('a', { href: `#/memory/agent/${id(agent.id)}`, class: 'button secondary' }, 'Memory'),
+        h('a', { href: `#/agents/${id(agent.id)}/edit`, class: 'button secondary' }, 'Edit'))),
+    h('div', { class: 'columns' },
+      h('section', { class: 'card' }, h('h2', { text: 'Settings' }),
+        h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', { text: k }), h('dd', { text: v })]))),
+      h('div', {}, panel, sessions)),
+    h('div', { class: 'actions' }, rotate, remove));
+  await Promise.all([activeMemoryPanel(panel, agent), sessionList(sessions, agent)]);
+}
+
+// The Active Memory panel (AM1-AM3): status, runs since reset, session age, last reset, the
+// warning past the threshold, and Reset.
+export async function activeMemoryPanel(panel, agent) {
+  let am;
+  try {
+    am = await get(`/api/agents/${id(agent.id)}/active-memory`);
+  } catch (err) {
+    clear(panel, h('h2', { id: 'am-title', text: 'Active Memory' }), errorBox(err));
+    return;
+  }
+  const reset = h('button', { type: 'button' }, 'Reset memory');
+  reset.addEventListener('click', () => busy(reset, async () => {
+    await post(`/api/agents/${id(agent.id)}/active-memory/reset`);
+    notice('Active Memory reset: the next run starts fresh; the messages stay visible.');
+    await activeMemoryPanel(panel, agent);
+  }));
+  clear(panel,
+    h('h2', { id: 'am-title', text: 'Active Memory' }),
+    am.enabled ? null : h('p', { class: 'muted', text: 'Off: chat and scheduled runs do not share a session. Turn it on in Edit.' }),
+    h('dl', { class: 'facts' },
+      h('dt', { text: 'Status' }), h('dd', {}, badge(am.status === 'fresh' ? 'Fresh' : 'Carrying context', am.warning ? 'warn' : am.status)),
+      h('dt', { text: 'Runs since reset' }), h('dd', { class: 'runs-since-reset', text: String(am.runsSinceReset) }),
+      h('dt', { text: 'Session age' }), h('dd', { text: fmtAge(am.sessionAgeSeconds) }),
+      h('dt', { text: 'Last reset' }), h('dd', { text: am.lastResetAt ? fmtTime(am.lastResetAt) : 'never' })),
+    am.warning ? h('div', { class: 'warning', role: 'alert', text: am.warning }) : null,
+    am.enabled ? reset : null);
+}
+
+async function sessionList(section, agent) {
+  const page = await get(`/api/agents/${id(agent.id)}/sessions`);
+  clear(section, h('h2', { text: 'Sessions' }),
+    table([
+      { label: 'Session', cell: (s) => h('a', { href: `#/agents/${id(agent.id)}/chat/${id(s.id)}` }, s.title || s.id) },
+      { label: 'Messages', cell: (s) => String(s.messageCount) },
+      { label: 'Updated', cell: (s) => fmtTime(s.updatedAt) },
+    ], page.items, { empty: 'No sessions yet.' }),
+    page.nextToken ? h('a', { href: `#/agents/${id(agent.id)}/chat` }, 'All sessions…') : null);
+}

@@ -1,0 +1,137 @@
+// The console's shell: sign-in, navigation and a hash router (#/agents, #/agents/<id>, ...).
+// Pages are modules loaded when first opened; each exports render(main, params).
+import * as auth from './auth.js';
+import { whenSignedOut } from './api.js';
+import { h, clear, errorBox, clearMessages } from './ui.js';
+
+const ROUTES = [
+  [/^#\/agents\/?$/, 'agents.js', 'list'],
+  [/^#\/agents\/new$/, 'agents.js', 'create'],
+  [/^#\/agents\/([^/]+)$/, 'agents.js', 'detail'],
+  [/^#\/agents\/([^/]+)\/edit$/, 'agents.js', 'edit'],
+  [/^#\/agents\/([^/]+)\/chat(?:\/([^/]+))?$/, 'chat.js', 'chat'],
+  [/^#\/agents\/([^/]+)\/runs$/, 'runs.js', 'list'],
+  [/^#\/runs\/([^/]+)$/, 'runs.js', 'detail'],
+  [/^#\/memory(?:\/(agent|workspace)\/([^/]+))?$/, 'memory.js', 'memory'],
+  [/^#\/workspaces\/?$/, 'workspaces.js', 'list'],
+  [/^#\/facts$/, 'facts.js', 'facts'],
+  [/^#\/usage$/, 'usage.js', 'usage'],
+];
+
+const NAV = [
+  ['#/agents', 'Agents'],
+  ['#/memory', 'Memory'],
+  ['#/workspaces', 'Workspaces'],
+  ['#/facts', 'What I know about you'],
+  ['#/usage', 'Usage'],
+];
+
+let main;
+let nav;
+
+function shell() {
+  const app = document.getElementById('app');
+  nav = h('nav', { class: 'nav', 'aria-label': 'Main' });
+  main = h('main', { id: 'main', tabindex: '-1' });
+  clear(app,
+    h('header', { class: 'top' },
+      h('a', { href: '#/agents', class: 'brand' }, 'Engram'),
+      nav,
+      h('div', { class: 'who' },
+        h('span', { class: 'user', id: 'signed-in-user', text: auth.user() || '' }),
+        h('button', { type: 'button', class: 'link', onclick: () => auth.signOut() }, 'Sign out'))),
+    h('div', { id: 'messages', 'aria-live': 'polite' }),
+    main);
+}
+
+function markNav(hash) {
+  clear(nav, NAV.map(([href, label]) => {
+    const active = hash === href || hash.startsWith(`${href}/`) || (href === '#/agents' && /^#\/(agents|runs)\//.test(hash));
+    return h('a', { href, 'aria-current': active ? 'page' : null }, label);
+  }));
+}
+
+async function route() {
+  const hash = location.hash && location.hash !== '#/' ? location.hash : '#/agents';
+  clearMessages();
+  markNav(hash);
+  for (const [pattern, module, page] of ROUTES) {
+    const found = hash.match(pattern);
+    if (!found) continue;
+    const params = found.slice(1).map((p) => (p === undefined ? undefined : decodeURIComponent(p)));
+    clear(main, h('p', { class: 'loading', text: 'Loading…' }));
+    try {
+      const mod = await import(`./${module}`);
+      await mod[page](main, ...params);
+    } catch (err) {
+      clear(main, errorBox(err));
+    }
+    main.focus({ preventScroll: true });
+    return;
+  }
+  clear(main, errorBox({ code: 'not_found', message: `no page ${hash}` }));
+}
+
+function signInPage(config, failure) {
+  const app = document.getElementById('app');
+  const box = h('div', { class: 'signin-error' });
+  if (failure) box.append(errorBox(failure));
+  const card = h('section', { class: 'signin card' }, h('h1', { text: 'Engram console' }), box);
+  if (config.signIn === 'dev') {
+    const input = h('input', { id: 'dev-user', name: 'user', autocomplete: 'username', required: true, placeholder: 'alice' });
+    const form = h('form', { onsubmit: (e) => {
+      e.preventDefault();
+      try { auth.signInDev(input.value); start(); } catch (err) { clear(box, errorBox(err)); }
+    } },
+    h('p', { class: 'muted', text: 'Local stack: sign in as any dev user (sent as Bearer dev-<user>, accepted on loopback only).' }),
+    h('label', { for: 'dev-user', text: 'Dev user' }), input,
+    h('button', { type: 'submit' }, 'Sign in'));
+    card.append(form);
+    setTimeout(() => input.focus(), 0);
+  } else if (config.signIn === 'managed-login') {
+    card.append(
+      h('p', { class: 'muted', text: 'Sign in with the stack\u2019s user pool.' }),
+      h('button', { type: 'button', onclick: () => auth.startManagedLogin() }, 'Sign in'),
+    );
+  } else {
+    const input = h('textarea', { id: 'pasted-token', name: 'token', rows: 4, required: true, spellcheck: 'false' });
+    card.append(h('form', { onsubmit: (e) => {
+      e.preventDefault();
+      try { auth.signInWithToken(input.value); start(); } catch (err) { clear(box, errorBox(err)); }
+    } },
+    h('p', { class: 'muted', text: 'This stack trusts an external issuer: paste an access token from it. It is kept in this tab only.' }),
+    h('label', { for: 'pasted-token', text: 'Access token' }), input,
+    h('button', { type: 'submit' }, 'Sign in')));
+  }
+  clear(app, card);
+}
+
+async function start() {
+  let config;
+  try {
+    config = await auth.loadConfig();
+  } catch (err) {
+    clear(document.getElementById('app'), errorBox(err));
+    return;
+  }
+  let failure = null;
+  if (config.signIn === 'managed-login') {
+    try { await auth.finishManagedLogin(); } catch (err) { failure = err; }
+  }
+  if (!auth.token()) {
+    signInPage(config, failure);
+    return;
+  }
+  shell();
+  await route();
+}
+
+whenSignedOut(() => {
+  if (!auth.token()) start();
+});
+window.addEventListener('hashchange', () => { if (auth.token()) route(); else start(); });
+window.addEventListener('unhandledrejection', (event) => {
+  const where = document.getElementById('messages');
+  if (where) clear(where, errorBox(event.reason));
+});
+start();

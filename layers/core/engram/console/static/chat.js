@@ -1,0 +1,235 @@
+// Chat: the session picker (dashboard first), the transcript with tool calls and their results as
+// collapsible blocks beside the text, sync turns with a progress indicator and the turn's usage,
+// and async (queued) turns shown until their run finishes.
+import { get, post, del, all, id } from './api.js';
+import {
+  h, clear, busy, confirmAction, dialog, field, errorBox, fmtCost, fmtTime, pretty, showError, badge,
+} from './ui.js';
+
+const POLL_MS = 1500;
+
+export async function chat(main, agentId, sessionId = 'dashboard') {
+  const agent = await get(`/api/agents/${id(agentId)}`);
+  const picker = h('nav', { class: 'sessions', 'aria-label': 'Sessions' });
+  const transcript = h('div', { class: 'transcript', role: 'log', 'aria-live': 'polite' });
+  const pending = h('div', { class: 'pending' });
+  const usage = h('div', { class: 'turn-usage', 'aria-live': 'polite' });
+  const errors = h('div', { class: 'chat-error' });
+  const box = h('textarea', { id: 'chat-input', name: 'message', rows: 3, placeholder: 'Message (Enter sends, Shift+Enter for a new line)' });
+  const asyncBox = h('input', { type: 'checkbox', id: 'chat-async' });
+  const send = h('button', { type: 'submit' }, 'Send');
+  const composer = h('form', { class: 'composer' },
+    h('label', { for: 'chat-input', class: 'visually-hidden', text: 'Message' }), box,
+    h('div', { class: 'composer-row' },
+      h('div', { class: 'check' }, asyncBox, h('label', { for: 'chat-async', text: 'Queue it (async)' })),
+      send));
+
+  clear(main,
+    h('div', { class: 'page-head' },
+      h('h1', {}, h('a', { href: `#/agents/${id(agent.id)}` }, agent.name), ' · chat'),
+      h('a', { href: `#/agents/${id(agent.id)}/runs`, class: 'button secondary' }, 'Runs')),
+    h('div', { class: 'chat' },
+      picker,
+      h('section', { class: 'chat-main', 'aria-label': 'Conversation' }, errors, transcript, pending, usage, composer)));
+
+  const reload = async () => {
+    try {
+      const session = await get(`/api/agents/${id(agent.id)}/sessions/${id(sessionId)}`);
+      renderTranscript(transcript, session.messages || []);
+    } catch (err) {
+      if (err.status === 404 && sessionId === 'dashboard') renderTranscript(transcript, []);
+      else clear(transcript, errorBox(err));
+    }
+  };
+
+  const submit = async () => {
+    const message = box.value.trim();
+    if (!message) return;
+    errors.replaceChildren();
+    send.disabled = true;
+    box.disabled = true;
+    const started = Date.now();
+    const progress = h('div', { class: 'progress', role: 'status' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), h('span', { text: ' The agent is working…' }));
+    const tick = setInterval(() => { progress.lastChild.textContent = ` The agent is working… ${Math.round((Date.now() - started) / 1000)} s`; }, 1000);
+    transcript.append(messageView({ role: 'user', content: message }, new Map()), progress);
+    transcript.scrollTop = transcript.scrollHeight;
+    try {
+      const path = `/api/agents/${id(agent.id)}/sessions/${id(sessionId)}/messages`;
+      if (asyncBox.checked) {
+        const accepted = await post(path, { message }, { async: 'true' });
+        box.value = '';
+        pending.append(queuedView(accepted.runId, 'queued'));
+        follow(accepted.runId, pending, reload);
+      } else {
+        const turn = await post(path, { message });
+        box.value = '';
+        clear(usage, usageView(turn.usage, Date.now() - started));
+      }
+    } catch (err) {
+      clear(errors, errorBox(err));
+    } finally {
+      clearInterval(tick);
+      progress.remove();
+      send.disabled = false;
+      box.disabled = false;
+      box.focus();
+      await reload();
+      renderPicker(picker, agent, sessionId);
+    }
+  };
+  composer.addEventListener('submit', (e) => { e.preventDefault(); submit(); });
+  box.addEventListener('keydown', (e) => {
+    if (e.key === 'Enter' && !e.shiftKey && !e.isComposing) { e.preventDefault(); submit(); }
+  });
+  // The listeners are in place before the first await: a message typed at once is not lost.
+  await Promise.all([renderPicker(picker, agent, sessionId), reload()]);
+  watchQueued(agent, sessionId, pending, reload);
+  box.focus();
+}
+
+async function renderPicker(picker, agent, current) {
+  let sessions;
+  try {
+    sessions = await all(`/api/agents/${id(agent.id)}/sessions`, {}, 500);
+  } catch (err) {
+    clear(picker, errorBox(err));
+    return;
+  }
+  if (!sessions.some((s) => s.id === 'dashboard')) sessions.unshift({ id: 'dashboard', title: 'Dashboard', messageCount: 0 });
+  sessions.sort((a, b) => (a.id === 'dashboard' ? -1 : b.id === 'dashboard' ? 1 : String(b.updatedAt).localeCompare(String(a.updatedAt))));
+  const create = h('button', { type: 'button', class: 'small' }, 'New session');
+  create.addEventListener('click', () => newSession(agent, create));
+  clear(picker,
+    h('div', { class: 'sessions-head' }, h('h2', { text: 'Sessions' }), create),
+    h('ul', {}, sessions.map((s) => {
+      const remove = h('button', { type: 'button', class: 'icon', 'aria-label': `Delete session ${s.title || s.id}`, title: 'Delete session' }, '×');
+      remove.addEventListener('click', async () => {
+        if (!(await confirmAction(`Delete the session “${s.title || s.id}” and its transcript?`))) return;
+        await busy(remove, async () => {
+          await del(`/api/agents/${id(agent.id)}/sessions/${id(s.id)}`);
+          if (s.id === current) location.hash = `#/agents/${id(agent.id)}/chat`;
+          else renderPicker(picker, agent, current);
+        });
+      });
+      return h('li', { class: s.id === current ? 'current' : '' },
+        h('a', { href: `#/agents/${id(agent.id)}/chat/${id(s.id)}`, 'aria-current': s.id === current ? 'page' : null },
+          h('span', { class: 'title', text: s.id === 'dashboard' ? 'Dashboard' : (s.title || s.id) }),
+          h('span', { class: 'muted count', text: `${s.messageCount || 0} msgs` })),
+        s.id === 'dashboard' ? null : remove);
+    })));
+}
+
+async function newSession(agent, button) {
+  const title = h('input', { id: 'new-session-title', name: 'title', maxlength: 200 });
+  setTimeout(() => title.focus(), 0);
+  const ok = await dialog({
+    title: 'New session',
+    body: [field('Title (optional)', title)],
+    actions: [{ label: 'Cancel', value: false }, { label: 'Create', value: true }],
+  });
+  if (!ok) return;
+  await busy(button, async () => {
+    const session = await post(`/api/agents/${id(agent.id)}/sessions`, { title: title.value.trim() });
+    location.hash = `#/agents/${id(agent.id)}/chat/${id(session.id)}`;
+  });
+}
+
+// Messages in Anthropic's shapes: a user or assistant message is a string or a list of blocks
+// (text, tool_use, tool_result). A tool's result is shown inside its call's block.
+function renderTranscript(transcript, messages) {
+  const results = new Map();
+  for (const m of messages) {
+    if (Array.isArray(m.content)) {
+      for (const block of m.content) if (block.type === 'tool_result') results.set(block.tool_use_id, block);
+    }
+  }
+  const views = messages.map((m) => messageView(m, results)).filter(Boolean);
+  clear(transcript, views.length ? views : h('p', { class: 'empty', text: 'No messages yet. Say hello.' }));
+  transcript.scrollTop = transcript.scrollHeight;
+}
+
+function messageView(message, results) {
+  const blocks = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : (message.content || []);
+  const parts = [];
+  for (const block of blocks) {
+    if (block.type === 'text' && block.text) parts.push(h('div', { class: 'text', text: block.text }));
+    else if (block.type === 'tool_use') parts.push(toolView(block, results.get(block.id)));
+  }
+  if (!parts.length) return null; // a message of tool results only: shown inside the calls
+  return h('div', { class: `message ${message.role}` }, h('div', { class: 'role', text: message.role === 'user' ? 'You' : 'Agent' }), parts);
+}
+
+function toolView(call, result) {
+  const text = result ? resultText(result.content) : null;
+  return h('details', { class: `tool-call${result && result.is_error ? ' tool-error' : ''}` },
+    h('summary', {}, h('span', { class: 'tool-name', text: call.name }),
+      result ? h('span', { class: 'muted', text: result.is_error ? ' · error' : ' · done' }) : h('span', { class: 'muted', text: ' · no result' })),
+    h('div', { class: 'tool-io' },
+      h('div', { class: 'label', text: 'Input' }), h('pre', { text: pretty(call.input) }),
+      text !== null ? [h('div', { class: 'label', text: 'Result' }), h('pre', { text })] : null));
+}
+
+function resultText(content) {
+  if (typeof content === 'string') return prettyJson(content);
+  if (Array.isArray(content)) return content.map((b) => (b.type === 'text' ? prettyJson(b.text) : pretty(b))).join('\n');
+  return pretty(content);
+}
+
+function prettyJson(text) {
+  try { return JSON.stringify(JSON.parse(text), null, 2); } catch { return text; }
+}
+
+function usageView(u, elapsedMs) {
+  if (!u) return null;
+  return h('div', { class: 'usage-line' },
+    `Last turn: ${u.inputTokens} in · ${u.outputTokens} out · cache ${u.cacheReadTokens} read / ${u.cacheWriteTokens} written · `,
+    h('strong', { text: fmtCost(u.costUsd) }),
+    h('span', { class: 'muted', text: ` · ${(elapsedMs / 1000).toFixed(1)} s` }));
+}
+
+function queuedView(runId, status) {
+  return h('div', { class: 'queued', dataset: { runId } }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), ' Queued turn ',
+    h('a', { href: `#/runs/${id(runId)}`, text: runId }), ' ', badge(status, status));
+}
+
+// Follows an async run until it finishes, then shows the transcript it wrote.
+async function follow(runId, pending, reload) {
+  for (;;) {
+    await new Promise((r) => setTimeout(r, POLL_MS));
+    if (!pending.isConnected) return;
+    let run;
+    try {
+      run = await get(`/api/runs/${id(runId)}`);
+    } catch (err) {
+      showError(err);
+      return;
+    }
+    const view = pending.querySelector(`[data-run-id="${CSS.escape(runId)}"]`);
+    if (run.status === 'queued' || run.status === 'running') {
+      if (view) view.replaceWith(queuedView(runId, run.status));
+      continue;
+    }
+    if (view) view.remove();
+    if (run.status === 'failed') {
+      pending.append(h('div', { class: 'error', role: 'alert' }, h('strong', { text: run.error?.code || 'failed' }), ' ', run.error?.message || 'the queued turn failed', ` (run ${runId})`));
+    }
+    await reload();
+    return;
+  }
+}
+
+// Queued or running turns of this session (from an earlier page, or another tab).
+async function watchQueued(agent, sessionId, pending, reload) {
+  try {
+    const page = await get(`/api/agents/${id(agent.id)}/runs`, { limit: 20 });
+    for (const run of page.items) {
+      if (run.sessionId === sessionId && (run.status === 'queued' || run.status === 'running')) {
+        pending.append(queuedView(run.id, run.status));
+        follow(run.id, pending, reload);
+      }
+    }
+  } catch {
+    // the transcript still shows; the runs page has the details
+  }
+}
+

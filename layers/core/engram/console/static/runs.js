@@ -1,0 +1,237 @@
+// Runs: an agent's runs as a table and "Run now"; a run's detail with its card, prompt, session
+// revisions and error; re-examine, the re-examination history (a conviction-over-time chart and
+// the list), resolve/expire; and a council run's memory, keys grouped by namespace with sizes
+// first and each value opened on demand.
+import { get, post, patch, id } from './api.js';
+import {
+  h, clear, busy, field, badge, fmtTime, fmtDuration, fmtCost, fmtBytes, moreButton, pretty, showFormError, errorBox, notice, table,
+} from './ui.js';
+import { timeChart } from './chart.js';
+
+const POLL_MS = 1500;
+const NAMESPACES = ['input', 'task', 'shared', 'step'];
+const keys = (n) => `${n} ${n === 1 ? 'key' : 'keys'}`;
+
+function runRow(run) {
+  return h('tr', { dataset: { runId: run.id } },
+    h('td', { 'data-label': 'Run' }, h('a', { href: `#/runs/${id(run.id)}`, text: run.id.slice(-10) })),
+    h('td', { 'data-label': 'Kind', text: run.kind }),
+    h('td', { 'data-label': 'Trigger', text: run.trigger }),
+    h('td', { 'data-label': 'Status' }, badge(run.status)),
+    h('td', { 'data-label': 'Started', text: fmtTime(run.createdAt) }),
+    h('td', { 'data-label': 'Duration', text: run.status === 'succeeded' || run.status === 'failed' ? fmtDuration(run.createdAt, run.updatedAt) : '…' }),
+    h('td', { 'data-label': 'Cost', text: run.usage ? fmtCost(run.usage.costUsd) : '—' }),
+    h('td', { 'data-label': 'Decision' },
+      run.result && run.result.card ? badge(run.result.cardType || 'card', 'card') : null,
+      run.latestConviction !== null && run.latestConviction !== undefined ? badge(`conviction ${run.latestConviction}`, 'conviction') : null,
+      run.resolutionStatus ? badge(run.resolutionStatus) : null));
+}
+
+export async function list(main, agentId) {
+  const agent = await get(`/api/agents/${id(agentId)}`);
+  const tbody = h('tbody');
+  const more = h('div');
+  const load = async (nextToken) => {
+    const page = await get(`/api/agents/${id(agent.id)}/runs`, { nextToken });
+    if (!nextToken) tbody.replaceChildren();
+    if (!page.items.length && !nextToken) tbody.append(h('tr', {}, h('td', { colspan: 8, class: 'empty', text: 'No runs yet.' })));
+    tbody.append(...page.items.map(runRow));
+    clear(more, moreButton(page.nextToken, load));
+  };
+
+  const prompt = h('textarea', { name: 'prompt', rows: 2, placeholder: agent.defaultPrompt || 'What should it do?' });
+  const inputs = h('textarea', { name: 'inputs', rows: 2, placeholder: '{"ticker": "ACME"}', spellcheck: 'false' });
+  const runNow = h('form', { class: 'card run-now' }, h('h2', { text: 'Run now' }), h('div', { class: 'form-error' }),
+    field('Prompt (optional: the default prompt otherwise)', prompt),
+    field('Inputs (optional JSON object, stored as input:<name>)', inputs),
+    h('button', { type: 'submit' }, 'Run now'));
+  runNow.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const body = {};
+    if (prompt.value.trim()) body.prompt = prompt.value.trim();
+    if (inputs.value.trim()) {
+      try {
+        body.inputs = JSON.parse(inputs.value);
+      } catch (err) {
+        showFormError(runNow, { code: 'invalid_json', message: `inputs: ${err.message}`, field: 'inputs' });
+        return;
+      }
+    }
+    const submit = runNow.querySelector('button[type=submit]');
+    submit.disabled = true;
+    try {
+      const started = await post(`/api/agents/${id(agent.id)}/runs`, body);
+      location.hash = `#/runs/${id(started.runId)}`;
+    } catch (err) {
+      showFormError(runNow, err);
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  const refresh = h('button', { type: 'button', class: 'secondary' }, 'Refresh');
+  refresh.addEventListener('click', () => busy(refresh, () => load()));
+  clear(main,
+    h('div', { class: 'page-head' }, h('h1', {}, h('a', { href: `#/agents/${id(agent.id)}` }, agent.name), ' · runs'), refresh),
+    h('div', { class: 'table-wrap' }, h('table', { class: 'runs-table' },
+      h('thead', {}, h('tr', {}, ['Run', 'Kind', 'Trigger', 'Status', 'Started', 'Duration', 'Cost', 'Decision'].map((t) => h('th', { scope: 'col', text: t })))),
+      tbody)),
+    more, runNow);
+  await load();
+}
+
+export async function detail(main, runId) {
+  let run = await get(`/api/runs/${id(runId)}`);
+  const body = h('div');
+  clear(main, body);
+  await render(body, run);
+  // A run that is still going is followed until it ends.
+  while ((run.status === 'queued' || run.status === 'running') && body.isConnected) {
+    await new Promise((r) => setTimeout(r, POLL_MS));
+    if (!body.isConnected) return;
+    run = await get(`/api/runs/${id(runId)}`);
+    if (run.status !== 'queued' && run.status !== 'running') await render(body, run);
+    else body.querySelector('.run-status')?.replaceChildren(badge(run.status));
+  }
+}
+
+async function render(body, run) {
+  const card = run.result && run.result.card ? run.result.card : null;
+  const cardType = run.result && run.result.cardType ? run.result.cardType : null;
+  let type = null;
+  if (cardType && cardType !== 're-examination') {
+    try { type = await get(`/api/card-types/${id(cardType)}`); } catch { type = null; }
+  }
+  const closed = run.resolutionStatus === 'resolved' || run.resolutionStatus === 'expired';
+  const reExaminable = card && run.status === 'succeeded' && run.kind !== 'reexamination' && run.kind !== 'council_member'
+    && type && type.reExaminable && !(type.reExaminable === 'until_resolved' && closed);
+
+  const facts = [
+    ['Agent', h('a', { href: `#/agents/${id(run.agentId)}` }, run.agentId)],
+    ['Kind', run.kind], ['Trigger', run.trigger],
+    ['Status', h('span', { class: 'run-status' }, badge(run.status))],
+    ['Started', fmtTime(run.createdAt)], ['Finished', run.status === 'succeeded' || run.status === 'failed' ? fmtTime(run.updatedAt) : '…'],
+    ['Duration', run.status === 'succeeded' || run.status === 'failed' ? fmtDuration(run.createdAt, run.updatedAt) : '…'],
+    ['Model', run.model || '—'],
+    ['Session', run.sessionId ? h('a', { href: `#/agents/${id(run.agentId)}/chat/${id(run.sessionId)}` }, run.sessionId) : 'clean slate (no session)'],
+    ['Session revisions', run.sessionId ? `${run.sessionRevisionBefore ?? '—'} → ${run.sessionRevisionAfter ?? '—'}` : '—'],
+    ['Usage', run.usage ? `${run.usage.inputTokens} in · ${run.usage.outputTokens} out · ${fmtCost(run.usage.costUsd)}` : '—'],
+    ['Parent run', run.parentRunId ? h('a', { href: `#/runs/${id(run.parentRunId)}` }, run.parentRunId) : '—'],
+    ['Council run', run.councilRunId ? h('a', { href: `#/runs/${id(run.councilRunId)}` }, run.councilRunId) : '—'],
+    ['Resolution', run.resolutionStatus || '—'],
+  ];
+
+  const actions = h('div', { class: 'actions decision-actions' });
+  if (card) {
+    const reexamine = h('button', { type: 'button', id: 're-examine', disabled: !reExaminable, title: reExaminable ? 'Run the agent again and judge whether this still holds' : (closed ? 'Resolved or expired decisions are not re-examined' : 'This card type is not re-examinable') }, 'Re-examine');
+    reexamine.addEventListener('click', () => busy(reexamine, async () => {
+      const started = await post(`/api/runs/${id(run.id)}/re-examine`);
+      notice(`Re-examination ${started.runId} queued.`);
+      await followChild(started.runId, body, run);
+    }));
+    actions.append(reexamine);
+    for (const status of ['open', 'resolved', 'expired']) {
+      if (run.resolutionStatus === status || (status === 'open' && !run.resolutionStatus)) continue;
+      const b = h('button', { type: 'button', class: 'secondary' }, status === 'open' ? 'Reopen' : status === 'resolved' ? 'Resolve' : 'Expire');
+      b.addEventListener('click', () => busy(b, async () => {
+        const updated = await patch(`/api/runs/${id(run.id)}`, { resolutionStatus: status });
+        await render(body, updated);
+      }));
+      actions.append(b);
+    }
+  }
+
+  const history = h('section', { class: 'card reexaminations' });
+  const memory = h('section', { class: 'card run-memory' });
+  clear(body,
+    h('div', { class: 'page-head' }, h('h1', { text: `Run ${run.id}` })),
+    h('div', { class: 'columns' },
+      h('section', { class: 'card' }, h('h2', { text: 'Run' }), h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', { text: k }), h('dd', {}, v)]))),
+      h('div', {},
+        run.error ? h('section', { class: 'card' }, h('h2', { text: 'Error' }), errorBox(run.error)) : null,
+        card ? h('section', { class: 'card decision-card' }, h('h2', { text: `Card: ${cardType}` }),
+          h('dl', { class: 'facts' }, Object.entries(card).map(([k, v]) => [h('dt', { text: k }), h('dd', { text: pretty(v) })])),
+          actions) : null,
+        run.result && run.result.reply ? h('section', { class: 'card' }, h('h2', { text: 'Reply' }), h('div', { class: 'reply', text: run.result.reply })) : null)),
+    h('section', { class: 'card' }, h('h2', { text: 'Prompt' }), h('pre', { class: 'prompt', text: run.prompt || '—' })),
+    run.toolCalls && run.toolCalls.length ? h('section', { class: 'card' }, h('h2', { text: 'Tool calls' }),
+      run.toolCalls.map((c) => h('details', { class: `tool-call${c.isError ? ' tool-error' : ''}` }, h('summary', {}, h('span', { class: 'tool-name', text: c.name })),
+        h('div', { class: 'tool-io' }, h('div', { class: 'label', text: 'Input' }), h('pre', { text: pretty(c.input) }),
+          h('div', { class: 'label', text: 'Result' }), h('pre', { text: pretty(c.result) }))))) : null,
+    card && run.kind !== 'reexamination' ? history : null,
+    memory);
+  const jobs = [runMemory(memory, run)];
+  if (card && run.kind !== 'reexamination') jobs.push(reexaminations(history, run));
+  await Promise.all(jobs);
+}
+
+async function followChild(childId, body, parent) {
+  for (;;) {
+    await new Promise((r) => setTimeout(r, POLL_MS));
+    if (!body.isConnected) return;
+    const child = await get(`/api/runs/${id(childId)}`);
+    if (child.status === 'succeeded' || child.status === 'failed') {
+      await render(body, await get(`/api/runs/${id(parent.id)}`));
+      return;
+    }
+  }
+}
+
+async function reexaminations(section, run) {
+  const items = [];
+  let nextToken;
+  do {
+    const page = await get(`/api/runs/${id(run.id)}/re-examinations`, { nextToken, limit: 100 });
+    items.push(...page.items);
+    nextToken = page.nextToken;
+  } while (nextToken && items.length < 500);
+  const scored = items.filter((r) => r.result && r.result.card && Number.isFinite(r.result.card.conviction_score));
+  clear(section, h('h2', { text: 'Conviction history' }),
+    scored.length ? timeChart({
+      title: 'Conviction over time',
+      series: [{ name: 'conviction score', cls: 'conviction', points: scored.map((r) => ({ t: r.createdAt, y: r.result.card.conviction_score, label: `${r.result.card.conviction_score} · ${r.result.card.suggested_action || ''} · ${fmtTime(r.createdAt)}` })) }],
+      yMax: 100,
+    }) : null,
+    table([
+      { label: 'When', cell: (r) => h('a', { href: `#/runs/${id(r.id)}` }, fmtTime(r.createdAt)) },
+      { label: 'Status', cell: (r) => badge(r.status) },
+      { label: 'Score', cell: (r) => String(r.result?.card?.conviction_score ?? '—') },
+      { label: 'Suggested action', cell: (r) => r.result?.card?.suggested_action || '—' },
+      { label: 'Notes', cell: (r) => r.result?.card?.notes || (r.error ? `${r.error.code}: ${r.error.message}` : '—') },
+    ], items, { empty: 'Not re-examined yet.' }));
+}
+
+// Run memory (RM1): keys grouped by namespace, sizes first; a value is fetched into view on click.
+async function runMemory(section, run) {
+  let entries = [];
+  let nextToken;
+  try {
+    do {
+      const page = await get(`/api/runs/${id(run.id)}/memory`, { nextToken, limit: 100 });
+      entries.push(...page.items);
+      nextToken = page.nextToken;
+    } while (nextToken && entries.length < 1000);
+  } catch (err) {
+    clear(section, h('h2', { text: 'Run memory' }), errorBox(err));
+    return;
+  }
+  if (!entries.length) {
+    section.remove();
+    return;
+  }
+  entries = entries.sort((a, b) => a.key.localeCompare(b.key));
+  const groups = NAMESPACES.map((ns) => [ns, entries.filter((e) => e.key.startsWith(`${ns}:`))]).filter(([, list]) => list.length);
+  const council = run.councilRunId || entries.some((e) => e.key.startsWith('task:'));
+  clear(section, h('h2', { text: council ? 'Council run memory' : 'Run memory' }),
+    h('p', { class: 'muted', text: `${keys(entries.length)} · ${fmtBytes(entries.reduce((n, e) => n + e.valueBytes, 0))}. Open a key to see its value.` }),
+    groups.map(([ns, list]) => h('div', { class: 'namespace', dataset: { namespace: ns } },
+      h('h3', {}, `${ns}:`, h('span', { class: 'muted', text: ` ${keys(list.length)} · ${fmtBytes(list.reduce((n, e) => n + e.valueBytes, 0))}` })),
+      list.map((e) => {
+        const value = h('pre', { class: 'memory-value' });
+        const item = h('details', { class: 'memory-entry', dataset: { key: e.key } },
+          h('summary', {}, h('code', { text: e.key }), h('span', { class: 'muted', text: ` ${fmtBytes(e.valueBytes)}${e.title ? ` · ${e.title}` : ''}${e.source ? ` · from ${e.source}` : ''}` })),
+          e.description ? h('p', { class: 'muted', text: e.description }) : null, value);
+        // The value is put in the page only when opened (progressive disclosure, as memory_read).
+        item.addEventListener('toggle', () => { if (item.open && !value.textContent) value.textContent = pretty(e.value); });
+        return item;
+      }))));
+}

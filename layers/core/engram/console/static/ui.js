@@ -1,0 +1,217 @@
+// Small DOM helpers. Text always goes in as text (textContent), never as HTML: what the API
+// returns (memories, facts, transcripts) is data a model or another person may have written.
+
+export function h(tag, attrs = {}, ...children) {
+  const el = document.createElement(tag);
+  for (const [name, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (name === 'class') el.className = value;
+    else if (name === 'text') el.textContent = value;
+    else if (name.startsWith('on') && typeof value === 'function') el.addEventListener(name.slice(2), value);
+    else if (name === 'value') el.value = value;
+    else if (name === 'checked') el.checked = Boolean(value);
+    else if (name === 'dataset') Object.assign(el.dataset, value);
+    else el.setAttribute(name, value === true ? '' : String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === undefined || child === null || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+}
+
+export function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [name, value] of Object.entries(attrs)) {
+    if (value !== undefined && value !== null) el.setAttribute(name, String(value));
+  }
+  append(el, children);
+  return el;
+}
+
+export function clear(el, ...children) {
+  el.replaceChildren();
+  append(el, children);
+  return el;
+}
+
+// An API error (or any error) as a readable message: the envelope's code and message.
+export function errorBox(err) {
+  const code = err && err.code ? err.code : 'error';
+  const message = err && err.message ? err.message : String(err);
+  const box = h('div', { class: 'error', role: 'alert' }, h('strong', { text: code }), ' ', message);
+  if (err && err.runId) box.append(' ', h('span', { class: 'muted', text: `(run ${err.runId})` }));
+  return box;
+}
+
+// Shows `err` in the page's message area (top of the main view) and returns it for chaining.
+export function showError(err, where = document.getElementById('messages')) {
+  if (!where) return err;
+  clear(where, errorBox(err));
+  where.scrollIntoView({ block: 'nearest' });
+  return err;
+}
+
+export function notice(text, where = document.getElementById('messages')) {
+  if (!where) return;
+  const box = h('div', { class: 'notice', role: 'status', text });
+  clear(where, box);
+  setTimeout(() => box.remove(), 4000);
+}
+
+export function clearMessages() {
+  const where = document.getElementById('messages');
+  if (where) where.replaceChildren();
+}
+
+// Runs an async action from a button: disables it meanwhile and reports a failure in the page.
+export async function busy(button, action, where) {
+  if (button) button.disabled = true;
+  try {
+    return await action();
+  } catch (err) {
+    showError(err, where);
+    return undefined;
+  } finally {
+    if (button) button.disabled = false;
+  }
+}
+
+// A modal dialog (native <dialog>: Escape closes it). Resolves with the clicked action's value,
+// or null when dismissed.
+export function dialog({ title, body = [], actions = [{ label: 'Close', value: null }] }) {
+  return new Promise((resolve) => {
+    const dlg = h('dialog', { class: 'dialog', 'aria-label': title });
+    const buttons = actions.map((a) =>
+      h('button', { type: 'button', class: a.class || '', onclick: async () => {
+        if (a.check && !a.check()) return;
+        dlg.close(); resolve(a.value);
+      } }, a.label),
+    );
+    dlg.append(h('h2', { text: title }), ...[body].flat(), h('div', { class: 'actions' }, buttons));
+    dlg.addEventListener('cancel', () => resolve(null));
+    dlg.addEventListener('close', () => dlg.remove());
+    document.body.append(dlg);
+    dlg.showModal();
+  });
+}
+
+// Asks before a destructive action; with `typed`, the person must type that word to confirm.
+export async function confirmAction(message, { typed = null, label = 'Delete' } = {}) {
+  const input = typed ? h('input', { type: 'text', id: 'confirm-typed', autocomplete: 'off' }) : null;
+  const body = [h('p', { text: message })];
+  if (typed) body.push(h('label', { for: 'confirm-typed' }, `Type ${typed} to confirm`), input);
+  const answer = dialog({
+    title: 'Are you sure?',
+    body,
+    actions: [
+      { label: 'Cancel', value: false },
+      { label, value: true, class: 'danger', check: () => !typed || input.value.trim() === typed },
+    ],
+  });
+  if (input) setTimeout(() => input.focus(), 0);
+  return Boolean(await answer);
+}
+
+// A labelled form control: every input has a label (accessibility, and the tests find them by it).
+export function field(label, control, hint) {
+  const id = control.id || `f-${label.toLowerCase().replace(/[^a-z0-9]+/g, '-')}-${Math.random().toString(36).slice(2, 7)}`;
+  control.id = id;
+  const wrap = h('div', { class: 'field' });
+  if (control.type === 'checkbox') {
+    wrap.classList.add('check');
+    wrap.append(control, h('label', { for: id, text: label }));
+  } else {
+    wrap.append(h('label', { for: id, text: label }), control);
+  }
+  if (hint) wrap.append(h('div', { class: 'hint', text: hint }));
+  wrap.append(h('div', { class: 'field-error', role: 'alert' }));
+  return wrap;
+}
+
+// Puts an API error next to the field it names (error.field), else at the form's top.
+export function showFormError(form, err) {
+  for (const el of form.querySelectorAll('.field-error')) el.textContent = '';
+  const name = err && err.field ? String(err.field).split('.')[0] : null;
+  const control = name ? form.querySelector(`[name="${CSS.escape(name)}"]`) : null;
+  if (control) {
+    const slot = control.closest('.field')?.querySelector('.field-error');
+    if (slot) {
+      slot.textContent = `${err.code}: ${err.message}`;
+      control.focus();
+      return;
+    }
+  }
+  const top = form.querySelector('.form-error');
+  if (top) clear(top, errorBox(err));
+  else showError(err);
+}
+
+export function badge(text, kind = text) {
+  return h('span', { class: `badge badge-${String(kind).replace(/[^a-z_-]/gi, '')}`, text });
+}
+
+export function fmtTime(iso) {
+  if (!iso) return '—';
+  const d = new Date(iso);
+  if (Number.isNaN(d.getTime())) return String(iso);
+  return d.toLocaleString(undefined, { dateStyle: 'medium', timeStyle: 'short' });
+}
+
+export function fmtAge(seconds) {
+  if (seconds === null || seconds === undefined) return '—';
+  const s = Math.max(0, Math.round(seconds));
+  if (s < 60) return `${s}s`;
+  const m = Math.floor(s / 60);
+  if (m < 60) return `${m}m`;
+  const hrs = Math.floor(m / 60);
+  if (hrs < 48) return `${hrs}h ${m % 60}m`;
+  return `${Math.floor(hrs / 24)}d ${hrs % 24}h`;
+}
+
+export function fmtCost(usd) {
+  if (usd === null || usd === undefined) return '—';
+  const n = Number(usd);
+  return n < 0.01 && n > 0 ? `$${n.toFixed(5)}` : `$${n.toFixed(4)}`;
+}
+
+export function fmtBytes(n) {
+  if (n < 1024) return `${n} B`;
+  if (n < 1024 * 1024) return `${(n / 1024).toFixed(1)} kB`;
+  return `${(n / 1024 / 1024).toFixed(2)} MB`;
+}
+
+export function fmtDuration(fromIso, toIso) {
+  if (!fromIso || !toIso) return '—';
+  const ms = new Date(toIso) - new Date(fromIso);
+  if (!(ms >= 0)) return '—';
+  return ms < 1000 ? `${ms} ms` : `${(ms / 1000).toFixed(1)} s`;
+}
+
+export function table(columns, rows, { empty = 'Nothing here yet.', caption } = {}) {
+  if (!rows.length) return h('p', { class: 'empty', text: empty });
+  const head = h('tr', {}, columns.map((c) => h('th', { scope: 'col', text: c.label })));
+  const body = rows.map((row) => h('tr', {}, columns.map((c) => h('td', { 'data-label': c.label }, c.cell(row)))));
+  return h('div', { class: 'table-wrap' }, h('table', {}, caption ? h('caption', { text: caption }) : null, h('thead', {}, head), h('tbody', {}, body)));
+}
+
+// A "Load more" control for a list that pages with nextToken.
+export function moreButton(nextToken, load) {
+  if (!nextToken) return null;
+  const button = h('button', { type: 'button', class: 'more' }, 'Load more');
+  button.addEventListener('click', () => busy(button, () => load(nextToken)));
+  return button;
+}
+
+export function pretty(value) {
+  if (typeof value === 'string') return value;
+  try { return JSON.stringify(value, null, 2); } catch { return String(value); }
+}
+
+export function link(href, text, attrs = {}) {
+  return h('a', { href, ...attrs }, text);
+}

@@ -1,0 +1,60 @@
+"""The console: queued turns followed to the end, long lists paged, the data export downloaded,
+and the account deleted only after the typed confirmation."""
+
+from __future__ import annotations
+
+from playwright.sync_api import expect
+
+
+def test_a_queued_turn_is_shown_until_its_run_finishes(console):
+    c = console("async-turn")
+    c.sign_in("jade")
+    agent = c.api("POST", "/api/agents", {"name": "Later"})
+    c.page.goto(f"/#/agents/{agent['id']}/chat")
+    c.page.get_by_label("Queue it (async)").check()
+    c.page.get_by_label("Message").fill("hello from the queue")
+    c.page.get_by_label("Message").press("Enter")
+    expect(c.page.locator(".queued")).to_have_count(1)  # the run, queued or running
+    expect(c.page.locator(".queued")).to_have_count(0)  # gone once it finished...
+    expect(c.page.locator(".message.assistant")).to_contain_text("hello from the queue")  # ...with its reply
+    runs = c.api("GET", f"/api/agents/{agent['id']}/runs")["items"]
+    assert [(r["trigger"], r["status"]) for r in runs] == [("async", "succeeded")]
+
+
+def test_long_lists_page_with_load_more(console):
+    c = console("paging")
+    c.sign_in("kim")
+    for i in range(52):
+        c.api("POST", "/api/agents", {"name": f"Agent {i:02d}"})
+    c.page.goto("/#/agents")
+    expect(c.page.locator(".agent-card")).to_have_count(50)  # the API's default page
+    c.page.get_by_role("button", name="Load more").click()
+    expect(c.page.locator(".agent-card")).to_have_count(52)
+    expect(c.page.get_by_role("button", name="Load more")).to_have_count(0)
+
+
+def test_export_download_and_account_deletion_with_typed_confirmation(console):
+    c = console("account")
+    c.sign_in("lee")
+    c.api("POST", "/api/me/facts", {"fact": "I live in Lisbon"})
+    c.page.goto("/#/facts")
+    c.page.get_by_role("button", name="Export my data").click()
+    download = c.page.locator("#export-download")
+    expect(download).to_be_visible()
+    with c.page.expect_download() as event:
+        download.click()
+    lines = open(event.value.path(), encoding="utf-8").read().splitlines()  # noqa: SIM115
+    assert '"type": "fact"' in "\n".join(lines) or '"type":"fact"' in "\n".join(lines)
+    assert "Lisbon" in "\n".join(lines)
+    c.shot("account")
+
+    c.page.get_by_role("button", name="Delete my account").click()
+    dialog = c.page.get_by_role("dialog")
+    dialog.get_by_label("Type delete to confirm").fill("yes")
+    dialog.get_by_role("button", name="Delete everything").click()
+    expect(dialog).to_be_visible()  # the wrong word: nothing happens
+    assert len(c.api("GET", "/api/me/facts")["items"]) == 1
+    dialog.get_by_label("Type delete to confirm").fill("delete")
+    dialog.get_by_role("button", name="Delete everything").click()
+    expect(c.page.get_by_label("Dev user")).to_be_visible()  # signed out
+    assert c.api("GET", "/api/me/facts")["items"] == []

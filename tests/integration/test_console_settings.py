@@ -1,0 +1,67 @@
+"""The console's sign-in settings and policy follow the stack: the created user pool's managed
+login (its login domain allowed for the token exchange, nothing else), or a pasted token."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+from engram.api.http import build_app
+from engram.console import routes
+from engram.kernel.settings import Settings
+from local.apigw import build_http_event
+
+
+def _fresh_router() -> Any:
+    """A router of its own: including the api function's router in another app would rebind its
+    context (powertools keeps one context per router) and break the api function's requests."""
+    spec = importlib.util.spec_from_file_location("console_routes_copy", Path(routes.__file__))
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses look their module up there
+    spec.loader.exec_module(module)
+    return module.router
+
+
+LOGIN = "https://engram-0a1b2c3d4e5f.auth.eu-west-1.amazoncognito.com"
+
+
+def _get(env: dict[str, str], path: str) -> tuple[int, dict[str, str], Any]:
+    app = build_app(_fresh_router())
+    app.append_context(deps=SimpleNamespace(settings=Settings.from_env(env)))
+    route_key = "GET /" if path == "/" else "GET /console/{proxy+}"
+    out = app.resolve(build_http_event(route_key, "GET", path, path_params=None), None)
+    headers = {k.lower(): v for k, v in (out.get("headers") or {}).items()}
+    return out["statusCode"], headers, out["body"]
+
+
+def test_managed_login_names_the_pool_domain_and_client_and_allows_only_that_domain():
+    env = {
+        "CONSOLE_SIGN_IN": "managed-login",
+        "CONSOLE_LOGIN_URL": LOGIN,
+        "CONSOLE_CLIENT_ID": "4abc123client",
+        "REQUIRED_SCOPES": "aws.cognito.signin.user.admin",
+    }
+    status, headers, body = _get(env, "/console/config.json")
+    assert status == 200
+    assert json.loads(body) == {
+        "signIn": "managed-login",
+        "loginUrl": LOGIN,
+        "clientId": "4abc123client",
+        "scopes": "openid email aws.cognito.signin.user.admin",
+    }
+    policy = headers["content-security-policy"]
+    assert f"connect-src 'self' {LOGIN}" in policy and f"form-action 'self' {LOGIN}" in policy
+    _, page_headers, _ = _get(env, "/")
+    assert page_headers["content-security-policy"] == policy
+
+
+def test_an_external_issuer_means_a_pasted_token_and_no_other_origin():
+    status, headers, body = _get({"CONSOLE_SIGN_IN": "token", "CONSOLE_LOGIN_URL": LOGIN}, "/console/config.json")
+    assert status == 200 and json.loads(body)["signIn"] == "token" and json.loads(body)["loginUrl"] == ""
+    assert "amazoncognito" not in headers["content-security-policy"]
+    assert "connect-src 'self';" in headers["content-security-policy"]
