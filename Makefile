@@ -25,6 +25,7 @@ test: lint
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run
+	$(BIN)/python -m bench.cold_start
 	$(BIN)/python -m bench.memory_sections
 	$(BIN)/python -m bench.facts
 	$(BIN)/python -m bench.extraction

@@ -1,4 +1,4 @@
-"""`make bench`: chat-turn cost in our code, AWS calls per turn, and handler import times.
+"""`make bench`: chat-turn cost in our code and AWS calls per turn (import times: bench/cold_start.py).
 
 Turns run with the offline model against the local emulator (moto's server over loopback, as
 `make dev` uses); the time spent inside the model call is subtracted, so the figures are our
@@ -10,7 +10,6 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -136,43 +135,10 @@ def bench_turns(turns_per_session: int, sessions: int) -> dict:
     }
 
 
-_IMPORT_PROBE = """
-import importlib.util, sys, time
-sys.path[:0] = [{layer!r}]
-start = time.perf_counter()
-spec = importlib.util.spec_from_file_location("handler", {path!r})
-module = importlib.util.module_from_spec(spec)
-spec.loader.exec_module(module)
-elapsed = time.perf_counter() - start
-print(elapsed, "anthropic" in sys.modules)
-"""
-
-
-def bench_imports(repeats: int) -> dict:
-    results = {}
-    for fn in sorted(p.name for p in (ROOT / "functions").iterdir() if (p / "app.py").exists()):
-        times, anthropic_loaded = [], False
-        for _ in range(repeats):
-            code = _IMPORT_PROBE.format(layer=str(ROOT / "layers" / "core"), path=str(ROOT / "functions" / fn / "app.py"))
-            out = subprocess.run(
-                [sys.executable, "-c", code],
-                capture_output=True,
-                text=True,
-                check=True,
-                env={"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true"},
-            )
-            seconds, loaded = out.stdout.split()
-            times.append(float(seconds) * 1000)
-            anthropic_loaded = anthropic_loaded or loaded == "True"
-        results[fn] = {"median_ms": statistics.median(times), "imports_anthropic": anthropic_loaded}
-    return results
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--turns", type=int, default=40, help="turns per session")
     parser.add_argument("--sessions", type=int, default=5)
-    parser.add_argument("--import-repeats", type=int, default=5)
     args = parser.parse_args(argv)
 
     print("== chat turns (offline model, local emulator; model time excluded)")
@@ -190,10 +156,8 @@ def main(argv: list[str] | None = None) -> int:
     for op, count in turns["calls_per_turn"].items():
         print(f"  {op:<34} {count:.2f}")
 
-    print("\n== handler import time (cold, fresh interpreter)")
-    for fn, result in bench_imports(args.import_repeats).items():
-        flag = "imports the anthropic SDK" if result["imports_anthropic"] else "does not import the anthropic SDK"
-        print(f"  {fn:<10} median {result['median_ms']:.0f} ms   {flag}")
+    # Handler import times are measured as shipped (from the built layer, tracing on) by
+    # bench/cold_start.py, the next step of `make bench`.
 
     from bench.locomo import main as locomo_main  # conversation_search recall (LoCoMo)
 

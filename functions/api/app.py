@@ -10,6 +10,7 @@ from engram.cards.routes import router as cards
 from engram.console.routes import router as console
 from engram.conversations.routes import router as sessions
 from engram.facts.routes import router as facts
+from engram.health.routes import router as health
 from engram.kernel.observability import logger, metrics, tracer
 from engram.kernel.settings import get_settings
 from engram.memory.routes import router as memory
@@ -20,7 +21,7 @@ from engram.usage.routes import router as usage
 
 ROOT = FunctionRoot(api.build)
 app = build_app(
-    agents, sessions, memory, facts, account, cards, runs, usage, console, cors=cors_of(get_settings().cors_allow_origins)
+    agents, sessions, memory, facts, account, cards, runs, usage, console, health, cors=cors_of(get_settings().cors_allow_origins)
 )
 
 

@@ -5,12 +5,15 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from engram.account.service import process_export_job
+from engram.engine.providers import preload
 from engram.kernel.observability import logger, metrics, tracer
+from engram.kernel.settings import get_settings
 from engram.roots import heartbeat
 from engram.roots.function import FunctionRoot
 from engram.runs.execution import process_run_job, process_schedule_event
 
 ROOT = FunctionRoot(heartbeat.build)
+preload(get_settings())  # the model SDK in init, not in the first request (bench/cold_start.py)
 # A failed job is reported alone and redelivered; after three receives SQS parks it in RunDLQ.
 processor = BatchProcessor(event_type=EventType.SQS)
 

@@ -43,6 +43,8 @@ ENGINE_MAY_IMPORT = {
     "engram.runs.ports",
     # the turn's deadline, applied to every AWS call made on its behalf
     "engram.aws.deadline",
+    # the Anthropic key from the stack's secret (also read by the health check)
+    "engram.aws.model_key",
 }
 # Imports inside functions keep something heavy off a cold start; each is listed here with its reason.
 DEFERRED = {
@@ -54,7 +56,7 @@ DEFERRED = {
         "engram.engine.providers.anthropic_provider",
     ): "the anthropic SDK (~1.5 s) only with a model call",
     ("engram.engine.providers", "engram.engine.providers.offline"): "the offline model only where it is configured",
-    ("engram.engine.providers.anthropic_provider", "aws_lambda_powertools.utilities"): "Parameters only when the key is read",
+    ("engram.aws.model_key", "aws_lambda_powertools.utilities"): "Parameters only when the key is read",
 }
 
 

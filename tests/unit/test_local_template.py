@@ -33,11 +33,12 @@ def _expected_routes() -> set[tuple[str, str]]:
     from engram.conversations import chat_routes
     from engram.conversations import routes as sessions
     from engram.facts import routes as facts
+    from engram.health import routes as health
     from engram.memory import routes as memory
     from engram.runs import routes as runs
     from engram.usage import routes as usage
 
-    api = (agents, sessions, memory, facts, account, cards, runs, usage)
+    api = (agents, sessions, memory, facts, account, cards, runs, usage, health)
     routes = _routes_of("ApiFunction", *(m.router for m in api)) | _routes_of("ChatFunction", chat_routes.router)
     return routes | {PREFLIGHT} | CONSOLE
 
@@ -98,9 +99,15 @@ def test_every_route_is_found_with_its_function(template):
     assert found == EXPECTED_ROUTES
 
 
-def test_only_the_webhook_cors_preflights_and_the_console_files_skip_the_jwt_authorizer(template):
+def test_only_the_webhook_cors_preflights_health_and_the_console_files_skip_the_jwt_authorizer(template):
     open_routes = sorted(r.route_key for r in template.routes() if r.auth_none)
-    assert open_routes == ["GET /", "GET /console/{proxy+}", "OPTIONS /{proxy+}", "POST /api/agents/{agentId}/webhook"]
+    assert open_routes == [
+        "GET /",
+        "GET /api/health",
+        "GET /console/{proxy+}",
+        "OPTIONS /{proxy+}",
+        "POST /api/agents/{agentId}/webhook",
+    ]
 
 
 def test_functions_carry_code_handler_timeout_and_queue_sources(template):

@@ -34,6 +34,7 @@ from engram.conversations import routes as session_routes
 from engram.engine import turn as turns
 from engram.facts import models as fact_models
 from engram.facts import routes as fact_routes
+from engram.health import routes as health_routes
 from engram.kernel.settings import Settings
 from engram.memory import models as memory_models
 from engram.memory import routes as memory_routes
@@ -58,6 +59,7 @@ ROUTERS = tuple(
         card_routes,
         run_routes,
         usage_routes,
+        health_routes,
     )
 )
 # Every public model, by the name this test has always used for it.
@@ -71,6 +73,7 @@ models = SimpleNamespace(
 )
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 WEBHOOK = ("POST", "/api/agents/{agentId}/webhook")
+HEALTH = ("GET", "/api/health")  # no token: a person setting the stack up checks it
 # The webhook reads its raw body itself (the HMAC covers the exact bytes), so no route parameter names its model.
 RAW_BODY_MODELS = {WEBHOOK: models.WebhookIn}
 RESOURCE_SCHEMAS = {
@@ -285,7 +288,7 @@ def test_success_statuses_match_handlers():
         assert documented == success_statuses(routes[(method, path)]), f"{method} {path}"
 
 
-def test_security_bearer_everywhere_but_the_signed_webhook():
+def test_security_bearer_everywhere_but_the_signed_webhook_and_health():
     assert DOC["security"] == [{"bearerAuth": []}]
     assert DOC["components"]["securitySchemes"]["bearerAuth"] == {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
     for method, path, item, op in operations():
@@ -297,6 +300,8 @@ def test_security_bearer_everywhere_but_the_signed_webhook():
             signature = webhooks.sign("secret", "1700000000", '{"message":"hi"}')
             assert re.fullmatch(headers["X-Engram-Signature"]["schema"]["pattern"], signature)
             assert "401" in op["responses"]
+        elif (method, path) == HEALTH:
+            assert op["security"] == [] and "401" not in op["responses"]
         else:
             assert op.get("security", DOC["security"]) == [{"bearerAuth": []}], f"{method} {path}"
             assert "401" in op["responses"], f"{method} {path}"

@@ -148,6 +148,14 @@ class ProviderError(EngramError):
     code = "model_error"
 
 
+class ModelNotConfigured(ProviderError):
+    """The model provider cannot be used as deployed (no or a refused Anthropic key, no Bedrock
+    model access): a setup step for the person who deployed the stack, named in the message."""
+
+    status = 503
+    code = "model_not_configured"
+
+
 class TurnTimeout(EngramError):
     status = 504
     code = "turn_timeout"

@@ -21,3 +21,12 @@ def make_provider(settings: Settings, registry: ToolRegistry | None = None) -> M
     if settings.model_provider == "bedrock":
         return BedrockProvider(settings)
     return AnthropicProvider(settings)
+
+
+def preload(settings: Settings) -> None:
+    """Imports the anthropic SDK now, during the function's init, when the model is Claude: the
+    SDK's own package import (its types, every resource, the Bedrock and Vertex clients) cannot
+    be narrowed from outside, so the choice is when to pay it. In init it is off the first
+    request's latency (and inside what provisioned concurrency or SnapStart capture)."""
+    if settings.model_provider in ("anthropic", "bedrock"):
+        import engram.engine.providers.anthropic_provider  # noqa: F401

@@ -7,22 +7,10 @@ from typing import Any
 
 import anthropic
 
+from engram.aws.model_key import api_key, put_key_hint
 from engram.engine.providers.base import ModelResponse, TokenCounts
-from engram.kernel.errors import ProviderError, TurnTimeout
+from engram.kernel.errors import ModelNotConfigured, ProviderError, TurnTimeout
 from engram.kernel.settings import Settings
-
-
-def _api_key(settings: Settings) -> str:
-    if settings.anthropic_api_key:
-        return settings.anthropic_api_key
-    if not settings.anthropic_secret_arn:
-        raise ProviderError("no Anthropic API key: set ANTHROPIC_API_KEY or ANTHROPIC_SECRET_ARN", code="model_not_configured")
-    from aws_lambda_powertools.utilities import parameters
-
-    # Cached per container for 5 minutes: a rotated key is picked up without a redeploy.
-    secret = parameters.get_secret(settings.anthropic_secret_arn, max_age=300)
-    key = secret.decode() if isinstance(secret, bytes) else str(secret)
-    return key.strip()
 
 
 class AnthropicProvider:
@@ -31,15 +19,25 @@ class AnthropicProvider:
     def __init__(self, settings: Settings, client: Any = None, http_client: Any = None):
         self.settings = settings
         self._client = client
+        self._injected = client is not None
+        self._client_key: str | None = None
         self._http_client = http_client
 
     @property
     def client(self) -> Any:
-        if self._client is None:
-            self._client = self._make_client()
+        """Built once per key: the key is read on every call (cached 5 minutes by Parameters), and
+        a rotated key builds a new client, so a container picks the new key up within 5 minutes."""
+        if self._injected:
+            return self._client
+        key = self._key()
+        if self._client is None or key != self._client_key:
+            self._client, self._client_key = self._make_client(key), key
         return self._client
 
-    def _make_client(self) -> Any:
+    def _key(self) -> str:
+        return api_key(self.settings)
+
+    def _make_client(self, key: str) -> Any:
         kwargs: dict[str, Any] = {
             "max_retries": self.settings.model_max_retries,  # the SDK backs off on 408/409/429/5xx/529
             "timeout": self.settings.model_timeout_s,
@@ -48,7 +46,11 @@ class AnthropicProvider:
             kwargs["http_client"] = self._http_client
         if self.settings.anthropic_base_url:
             kwargs["base_url"] = self.settings.anthropic_base_url
-        return anthropic.Anthropic(api_key=_api_key(self.settings), **kwargs)
+        return anthropic.Anthropic(api_key=key, **kwargs)
+
+    def _refused(self, err: anthropic.APIStatusError) -> ModelNotConfigured:
+        """A 401/403 is a setup problem for whoever deployed the stack, not a failed turn."""
+        return ModelNotConfigured(f"the Anthropic API refused the key ({err.status_code}): {put_key_hint(self.settings)}")
 
     def model_id(self, model: str) -> str:
         return model
@@ -78,6 +80,8 @@ class AnthropicProvider:
             msg = self.client.with_options(timeout=timeout).messages.create(**kwargs)
         except anthropic.APITimeoutError as err:
             raise TurnTimeout(f"the model did not answer within {timeout:.0f}s") from err
+        except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as err:
+            raise self._refused(err) from err
         except anthropic.APIStatusError as err:
             raise ProviderError(f"the model provider answered {err.status_code}: {err.message}", code="model_error") from err
         except anthropic.APIConnectionError as err:
@@ -101,7 +105,17 @@ class BedrockProvider(AnthropicProvider):
 
     name = "bedrock"
 
-    def _make_client(self) -> Any:
+    def _key(self) -> str:
+        return ""  # IAM: no key to read, the client is built once
+
+    def _refused(self, err: anthropic.APIStatusError) -> ModelNotConfigured:
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+        return ModelNotConfigured(
+            f"Bedrock refused the model ({err.status_code}): enable access to the Claude models in the Bedrock console of "
+            f"{region}, and check BEDROCK_MODEL_PREFIX (template parameter BedrockModelPrefix)"
+        )
+
+    def _make_client(self, key: str) -> Any:
         kwargs: dict[str, Any] = {"max_retries": self.settings.model_max_retries, "timeout": self.settings.model_timeout_s}
         if self._http_client is not None:
             kwargs["http_client"] = self._http_client

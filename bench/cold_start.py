@@ -1,0 +1,119 @@
+"""`make bench` (cold start as shipped): each handler's import time from the core layer as
+`sam build` builds it, with and without the compiled bytecode the layer now ships, and what the
+first model turn pays for the anthropic SDK.
+
+The layer is built by its own Makefile target (layers/core/Makefile, `build-CoreLayer`, the one
+`sam build` runs) into a temporary folder, for this machine's platform so that its native wheels
+import here (Lambda gets the arm64 ones; the bytecode is the same). Each import runs in a fresh
+interpreter as Lambda runs it: the function's code folder as LAMBDA_TASK_ROOT and first on the
+path, then /opt/python (the layer), tracing on as deployed (POWERTOOLS_TRACE_DISABLED unset), and
+PYTHONDONTWRITEBYTECODE=1 because /opt is read-only on Lambda: without shipped .pyc files every
+cold start compiles every module it imports.
+
+Printed per function: the median import time (ms) without and with the layer's .pyc files, and
+for the functions that call the model, the SDK's import on the first model turn before (imported
+by the first turn) and after (imported during init by `providers.preload`).
+
+    python -m bench.cold_start [--repeats 5] [--layer DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FUNCTIONS = ("api", "chat", "extract", "heartbeat")
+MODEL_FUNCTIONS = ("chat", "extract", "heartbeat")
+
+_PROBE = """
+import importlib.util, sys, time
+sys.path[:0] = [{task_root!r}, {layer!r}]
+start = time.perf_counter()
+spec = importlib.util.spec_from_file_location("app", {task_root!r} + "/app.py")
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+init = time.perf_counter() - start
+start = time.perf_counter()
+import engram.engine.providers.anthropic_provider  # what the first model turn imports
+first_turn = time.perf_counter() - start
+print(init, first_turn, "anthropic" in sys.modules)
+"""
+
+
+def build_layer(target: Path, *, compiled: bool) -> Path:
+    """`make build-CoreLayer` into `target` (the layer's python/ is inside it)."""
+    machine = "aarch64" if platform.machine() in ("aarch64", "arm64") else "x86_64"
+    env = {
+        **os.environ,
+        "ARTIFACTS_DIR": str(target),
+        "PYTHON": sys.executable,
+        "LAYER_PLATFORM": f"manylinux2014_{machine}",
+        "COMPILE": "1" if compiled else "0",
+    }
+    subprocess.run(["make", "-s", "-C", str(ROOT / "layers" / "core"), "build-CoreLayer"], env=env, check=True)
+    return target / "python"
+
+
+def probe(function: str, layer: Path, *, preload: bool) -> tuple[float, float, bool]:
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "AWS_DEFAULT_REGION": "us-east-1",
+        "AWS_REGION": "us-east-1",
+        "LAMBDA_TASK_ROOT": str(ROOT / "functions" / function),
+        "AWS_LAMBDA_FUNCTION_NAME": f"engram-{function}",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        # anthropic: the model functions import the SDK during init (providers.preload); offline
+        # stands for the code before that change, where the first model turn imported it.
+        "MODEL_PROVIDER": "anthropic" if preload else "offline",
+    }
+    code = _PROBE.format(task_root=str(ROOT / "functions" / function), layer=str(layer))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    init, first_turn, loaded = out.stdout.split()[-3:]
+    return float(init) * 1000, float(first_turn) * 1000, loaded == "True"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--layer", help="an already built layer folder (with python/ compiled); default: build one")
+    args = parser.parse_args(argv)
+    print("== cold start as shipped: handler import from the built core layer (tracing on, /opt read-only)")
+    work = Path(tempfile.mkdtemp(prefix="engram-layer-"))
+    try:
+        if args.layer:
+            compiled_layer = Path(args.layer) / "python"
+            plain_layer = work / "plain"
+            shutil.copytree(compiled_layer, plain_layer, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            compiled_layer = build_layer(work / "compiled", compiled=True)
+            plain_layer = work / "plain"
+            shutil.copytree(compiled_layer, plain_layer, ignore=shutil.ignore_patterns("__pycache__"))
+        print(f"   {'function':<10} {'no .pyc':>9} {'with .pyc':>10}   first model turn: SDK import before -> after")
+        for function in FUNCTIONS:
+            plain = [probe(function, plain_layer, preload=False) for _ in range(args.repeats)]
+            compiled = [probe(function, compiled_layer, preload=False) for _ in range(args.repeats)]
+            preloaded = [probe(function, compiled_layer, preload=True) for _ in range(args.repeats)]
+            line = f"   {function:<10} {statistics.median(p[0] for p in plain):>7.0f} ms {statistics.median(c[0] for c in compiled):>7.0f} ms"
+            if function in MODEL_FUNCTIONS:
+                before = statistics.median(c[1] for c in compiled)
+                after = statistics.median(p[1] for p in preloaded)
+                init_after = statistics.median(p[0] for p in preloaded)
+                line += f"   {before:>5.0f} ms -> {after:.0f} ms (init {init_after:.0f} ms with the SDK)"
+            else:
+                line += f"   (never imports the SDK: {not any(c[2] for c in compiled)})"
+            print(line, flush=True)
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
