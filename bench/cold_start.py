@@ -41,10 +41,11 @@ spec = importlib.util.spec_from_file_location("app", {task_root!r} + "/app.py")
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
 init = time.perf_counter() - start
+loaded_at_init = "anthropic" in sys.modules
 start = time.perf_counter()
 import engram.engine.providers.anthropic_provider  # what the first model turn imports
 first_turn = time.perf_counter() - start
-print(init, first_turn, "anthropic" in sys.modules)
+print(init, first_turn, loaded_at_init)
 """
 
 

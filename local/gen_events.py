@@ -5,7 +5,8 @@ own builders, so the samples match what the handlers get locally and in Lambda.
     python -m local.gen_events --check  # exit 1 when events/ is out of date
 
 Files: `<function>-<method>-<name>.json` per HTTP route (name: the last literal segment, or the
-resource named by a trailing `{xId}` parameter), `sqs-<queue>.json` per queue a function consumes,
+resource named by a trailing `{xId}` parameter), `sqs-<queue>.json` per queue a function consumes
+(`sqs-failed-firing.json`: Lambda's destination record of a heartbeat firing that failed),
 `<function>-schedule.json` per EventBridge Scheduler target (the Input of a schedule as the
 function receives it, context attributes filled in).
 """
@@ -22,7 +23,7 @@ from typing import Any
 
 from .apigw import API_ID, LOCAL_ISSUER, LOCAL_SCOPE, build_http_event
 from .resources import ACCOUNT_ID, kebab, physical_name
-from .schedules import fill_input
+from .schedules import failure_record, fill_input
 from .template import ROOT, HttpRoute, Template, load_template
 from .workers import sqs_record
 
@@ -219,6 +220,21 @@ def schedule_event(function_id: str) -> Any:
         schedule_arn=f"arn:aws:scheduler:{REGION}:{ACCOUNT_ID}:schedule/{group}/a1",
         execution_id=SAMPLE_EXECUTION_ID,
     )
+
+
+# Lambda's record of a heartbeat firing that failed after its retries (HeartbeatFunction's
+# on-failure destination): the firing as the function got it, and the error it raised.
+SAMPLE_SQS["FailedFiringQueue"] = {
+    "body": failure_record(
+        schedule_event("HeartbeatFunction"),
+        ("SessionBusy", "another turn is running on this session"),
+        function_arn=f"arn:aws:lambda:{REGION}:{ACCOUNT_ID}:function:engram-HeartbeatFunction",
+        request_id="8f5c7e2a-5b1d-4c1e-9f0a-2d3b4c5d6e7f",
+        when=FIXED_TIME,
+        attempts=3,
+    ),
+    "sender": "HeartbeatFunction",
+}
 
 
 def generate(template: Template) -> dict[str, dict[str, Any]]:

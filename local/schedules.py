@@ -5,7 +5,9 @@ seconds it lists the schedules of the stack's group, works out which are due, fi
 Input with Scheduler's context attributes (`<aws.scheduler.scheduled-time>`,
 `<aws.scheduler.execution-id>`, `<aws.scheduler.attempt-number>`, `<aws.scheduler.schedule-arn>`)
 and invokes the function the target names, as the service invokes Lambda (asynchronously: an
-error is logged, never raised, and not retried).
+error is logged, never raised, and not retried; when the function has an on-failure destination
+queue, Lambda's record of the failed invocation is sent there, as Lambda does once its retries are
+spent).
 
 Semantics (UTC only):
 - `rate(N minute|minutes|hour|hours|day|days)` fires at LastModificationDate + k*N, k >= 1 (the
@@ -88,11 +90,33 @@ def fill_input(raw: str | None, *, scheduled: datetime, schedule_arn: str, execu
         return text
 
 
+def failure_record(
+    payload: Any, error: BaseException | tuple[str, str], *, function_arn: str, request_id: str, when: datetime, attempts: int = 1
+) -> dict[str, Any]:
+    """What Lambda sends an asynchronous invocation's on-failure destination once its retries are
+    spent (`error`: the exception, or its type name and message)."""
+    error_type, message = (type(error).__name__, str(error)) if isinstance(error, BaseException) else error
+    return {
+        "version": "1.0",
+        "timestamp": when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.") + f"{when.microsecond // 1000:03d}Z",
+        "requestContext": {
+            "requestId": request_id,
+            "functionArn": f"{function_arn}:$LATEST",
+            "condition": "RetriesExhausted",
+            "approximateInvokeCount": attempts,
+        },
+        "requestPayload": payload,
+        "responseContext": {"statusCode": 200, "executedVersion": "$LATEST", "functionError": "Unhandled"},
+        "responsePayload": {"errorMessage": message, "errorType": error_type, "requestId": request_id, "stackTrace": []},
+    }
+
+
 class ScheduleLoop:
     """Fires the due schedules of the template's schedule group; `tick()` is one pass."""
 
     def __init__(self, functions: Functions, resources: Resources, *, interval: float = DEFAULT_INTERVAL_S) -> None:
         self.functions = functions
+        self.resources = resources
         self.interval = interval
         try:
             self.group: str | None = resources.schedule_group()
@@ -132,6 +156,19 @@ class ScheduleLoop:
                 if self._stop.is_set():
                     break
                 log.exception("firing schedules failed")
+
+    def _send_failure(self, function: LoadedFunction, event: Any, err: Exception) -> None:
+        """Lambda's on-failure destination: the failed invocation's record goes to the function's queue."""
+        queue = function.spec.on_failure_queue
+        if queue is None:
+            return
+        arn = f"arn:aws:lambda:{self.resources.region}:{ACCOUNT_ID}:function:{function.function_name}"
+        record = failure_record(event, err, function_arn=arn, request_id=str(uuid.uuid4()), when=datetime.now(UTC))
+        try:
+            sqs = boto3.client("sqs", region_name=self.resources.region)
+            sqs.send_message(QueueUrl=self.resources.queue_url(queue), MessageBody=json.dumps(record))
+        except Exception:
+            log.exception("could not send the failed invocation of %s to %s", function.spec.logical_id, queue)
 
     def _schedules(self) -> Iterable[dict[str, Any]]:
         kwargs: dict[str, Any] = {"GroupName": self.group}
@@ -187,8 +224,9 @@ class ScheduleLoop:
         for function, event in calls:
             try:
                 function.invoke(event)
-            except Exception:
+            except Exception as err:
                 log.exception("%s failed a scheduled invocation", function.spec.logical_id)
+                self._send_failure(function, event, err)
             else:
                 log.info("%s <- schedule fired", function.spec.logical_id)
         return [event for _, event in calls]

@@ -90,6 +90,7 @@ class FunctionSpec:
     environment: dict[str, Any]  # Globals merged with the function's own, values unresolved
     routes: tuple[HttpRoute, ...] = ()
     sqs: tuple[SqsSource, ...] = ()
+    on_failure_queue: str | None = None  # the queue of EventInvokeConfig's OnFailure destination (Type SQS)
 
     @property
     def short_name(self) -> str:
@@ -217,6 +218,12 @@ class Template:
                     )
                 )
             # Other event types (Schedule, ScheduleV2...) are served by their own local emulation when added.
+        on_failure = ((props.get("EventInvokeConfig") or {}).get("DestinationConfig") or {}).get("OnFailure") or {}
+        on_failure_queue = (
+            _logical_id_of(on_failure.get("Destination"), f"{logical_id}.EventInvokeConfig.DestinationConfig.OnFailure")
+            if on_failure.get("Type") == "SQS"
+            else None
+        )
         return FunctionSpec(
             logical_id=logical_id,
             code_uri=code_uri,
@@ -226,6 +233,7 @@ class Template:
             environment=env,
             routes=tuple(routes),
             sqs=tuple(sources),
+            on_failure_queue=on_failure_queue,
         )
 
 

@@ -1,4 +1,5 @@
-"""`heartbeat` function: EventBridge Scheduler's target (an agent's heartbeat) and the run-queue consumer (manual, re-examination and council runs, account exports)."""
+"""`heartbeat` function: EventBridge Scheduler's target (an agent's heartbeat), the run-queue consumer
+(manual, re-examination and council runs, account exports) and the failed-firing queue's consumer."""
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -10,17 +11,20 @@ from engram.kernel.observability import logger, metrics, tracer
 from engram.kernel.settings import get_settings
 from engram.roots import heartbeat
 from engram.roots.function import FunctionRoot
-from engram.runs.execution import process_run_job, process_schedule_event
+from engram.runs.execution import is_failed_invocation, process_failed_firing, process_run_job, process_schedule_event
 
 ROOT = FunctionRoot(heartbeat.build)
 preload(get_settings())  # the model SDK in init, not in the first request (bench/cold_start.py)
-# A failed job is reported alone and redelivered; after three receives SQS parks it in RunDLQ.
+# A failed job is reported alone and redelivered; after three receives SQS parks it in its DLQ.
 processor = BatchProcessor(event_type=EventType.SQS)
 
 
 def handle_run_record(record: SQSRecord) -> None:
     logger.remove_keys(["run_id"])  # a warm container must not log the previous job's id
     job = record.json_body  # not JSON: raises, so the record fails and ends in the DLQ
+    if is_failed_invocation(job):  # from FailedFiringQueue: a firing that failed after its retries
+        process_failed_firing(ROOT.deps, job)
+        return
     if isinstance(job, dict) and job.get("kind") == "export":  # an account export shares the run queue
         process_export_job(ROOT.deps, job)
         return

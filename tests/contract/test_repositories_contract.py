@@ -423,6 +423,25 @@ def test_a_queued_run_is_claimed_by_one_worker(stores):
     assert stores.runs.start(T2, "run_1", claim_s=60) is None
 
 
+def test_a_failure_is_recorded_on_an_unfinished_or_missing_run_only(stores):
+    error = {"code": "firing_failed", "message": "boom"}
+    failed = _run("run_1", status="failed", error=error)
+    stores.runs.create(T, _run("run_1", prompt="queued"))
+    stores.runs.start(T, "run_1", claim_s=60)
+    assert stores.runs.fail_unfinished(T, failed) is True  # running: marked failed, its own fields kept
+    got = stores.runs.get(T, "run_1")
+    assert got is not None and (got.status, got.error, got.prompt) == ("failed", error, "queued")
+    assert stores.runs.start(T, "run_1", claim_s=-10) is None  # no claim left to take over
+    assert stores.runs.fail_unfinished(T, failed.model_copy(update={"error": {"code": "other"}})) is False
+    assert (stores.runs.get(T, "run_1") or failed).error == error  # finished: unchanged
+    assert stores.runs.fail_unfinished(T, _run("run_2", status="failed", error=error)) is True  # missing: created
+    assert stores.runs.get(T, "run_2") == _run("run_2", status="failed", error=error)
+    stores.runs.put(T, _run("run_3", status="succeeded"))
+    assert stores.runs.fail_unfinished(T, _run("run_3", status="failed", error=error)) is False
+    assert (stores.runs.get(T, "run_3") or failed).status == "succeeded"
+    assert stores.runs.get(T2, "run_1") is None
+
+
 def test_resolution_and_the_latest_conviction_of_a_run(stores):
     stores.runs.create(T, _run("run_p", status="succeeded"))
     assert stores.runs.set_resolution(T, "run_p", "resolved").resolution_status == "resolved"

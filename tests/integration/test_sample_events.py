@@ -89,3 +89,17 @@ def test_sqs_run_sample_event_runs_the_queued_run(stack):
     )
     assert stack.functions["HeartbeatFunction"].invoke(event) == {"batchItemFailures": []}
     assert stack.call("GET", f"/api/runs/{queued['runId']}").data["status"] == "succeeded"
+
+
+def test_sqs_failed_firing_sample_event_records_the_firing_as_a_failed_run(stack):
+    agent = stack.agent(schedule="rate(1 hour)", defaultPrompt="Check in.")
+    event = json.loads((EVENTS / "sqs-failed-firing.json").read_text())
+    # The sample as shipped names an agent nobody has: dropped, not retried.
+    assert stack.functions["HeartbeatFunction"].invoke(json.loads(json.dumps(event))) == {"batchItemFailures": []}
+    record = event["Records"][0]
+    failed = json.loads(record["body"])
+    failed["requestPayload"].update(tenant=tenant_key("alice"), agentId=agent["id"])
+    record["body"] = json.dumps(failed)
+    assert stack.functions["HeartbeatFunction"].invoke(event) == {"batchItemFailures": []}
+    (run,) = stack.call("GET", f"/api/agents/{agent['id']}/runs").data["items"]
+    assert run["status"] == "failed" and run["error"]["code"] == "firing_failed"

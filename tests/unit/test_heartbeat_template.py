@@ -104,7 +104,7 @@ def test_run_queue_visibility_is_six_times_the_heartbeat_timeout_and_has_a_dlq()
     assert _props("RunDLQ")["MessageRetentionPeriod"] == 1209600
 
 
-def test_heartbeat_function_consumes_the_run_queue_one_job_at_a_time():
+def test_heartbeat_function_consumes_the_run_queue_one_job_at_a_time_and_its_failed_firings():
     spec = TEMPLATE.function("HeartbeatFunction")
     assert (spec.code_uri, spec.handler, spec.timeout, spec.memory_size) == (
         "functions/heartbeat/",
@@ -112,8 +112,9 @@ def test_heartbeat_function_consumes_the_run_queue_one_job_at_a_time():
         600,
         1024,
     )
-    (source,) = spec.sqs
+    source, failed_firings = spec.sqs
     assert (source.queue_id, source.batch_size, source.report_failures) == ("RunQueue", 1, True)
+    assert (failed_firings.queue_id, failed_firings.report_failures) == ("FailedFiringQueue", True)
     event = _props("HeartbeatFunction")["Events"][source.event_name]["Properties"]
     assert event["ScalingConfig"]["MaximumConcurrency"] == {"Ref": "RunQueueMaxConcurrency"}
     assert TEMPLATE.parameters["RunQueueMaxConcurrency"]["Default"] == 5

@@ -1,5 +1,6 @@
 """Limits in template.yaml (issue 11, item 6): the HTTP API's default-route throttling, reserved
-concurrency for every function (0 = unreserved), and MaximumConcurrency on every SQS event source."""
+concurrency for every function (0 = unreserved), and MaximumConcurrency on every SQS event source
+(a parameter where the source's jobs call the model)."""
 
 from __future__ import annotations
 
@@ -44,8 +45,10 @@ def test_every_sqs_event_source_has_a_maximum_concurrency_the_turn_queue_include
         for event in function["Properties"].get("Events", {}).values():
             if event["Type"] == "SQS":
                 sources[event["Properties"]["Queue"]["Fn::GetAtt"][0]] = (name, event["Properties"]["ScalingConfig"])
-    assert set(sources) == {"TurnQueue", "ExtractQueue", "RunQueue"}
+    assert set(sources) == {"TurnQueue", "ExtractQueue", "RunQueue", "FailedFiringQueue"}
     assert sources["TurnQueue"][0] == "ChatFunction"
+    # Recording a failed firing is a few DynamoDB writes, no model call: a fixed small cap.
+    assert sources.pop("FailedFiringQueue") == ("HeartbeatFunction", {"MaximumConcurrency": 2})
     for queue, (_name, scaling) in sources.items():
         param = scaling["MaximumConcurrency"]["Ref"]
         spec = TEMPLATE.parameters[param]

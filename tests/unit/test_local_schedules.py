@@ -170,8 +170,8 @@ def test_fill_input_replaces_the_context_attributes():
 
 # --------------------------------------------------------------------------- the loop against moto
 class FakeFunction:
-    def __init__(self, logical_id: str, fail: bool = False):
-        self.spec = SimpleNamespace(logical_id=logical_id)
+    def __init__(self, logical_id: str, fail: bool = False, on_failure_queue: str | None = None):
+        self.spec = SimpleNamespace(logical_id=logical_id, on_failure_queue=on_failure_queue)
         self.function_name = f"engram-local-{logical_id}"
         self.events: list = []
         self.fail = fail
@@ -198,7 +198,7 @@ class FakeFunctions:
 def moto_stack():
     with mock_aws():
         resources = create_resources(load_template())
-        heartbeat = FakeFunction("HeartbeatFunction")
+        heartbeat = FakeFunction("HeartbeatFunction", on_failure_queue="FailedFiringQueue")
         loop = ScheduleLoop(FakeFunctions(heartbeat, FakeFunction("ApiFunction")), resources, interval=3600)
         yield SimpleNamespace(resources=resources, heartbeat=heartbeat, loop=loop, client=boto3.client("scheduler"))
 
@@ -309,6 +309,23 @@ def test_a_failing_function_is_logged_and_the_loop_goes_on(moto_stack, caplog):
         assert len(moto_stack.loop.tick(created + timedelta(seconds=61))) == 1
     assert any("failed a scheduled invocation" in r.getMessage() for r in caplog.records)
     assert len(moto_stack.loop.tick(created + timedelta(seconds=121))) == 1
+
+
+def test_a_failed_invocation_goes_to_the_functions_on_failure_queue_as_lambdas_record(moto_stack):
+    moto_stack.heartbeat.fail = True
+    created = _create(moto_stack, "a1", "rate(1 minute)")["CreationDate"]
+    (event,) = moto_stack.loop.tick(created + timedelta(seconds=61))
+    sqs = boto3.client("sqs")
+    out = sqs.receive_message(QueueUrl=moto_stack.resources.queue_url("FailedFiringQueue"), MaxNumberOfMessages=10)
+    (message,) = out["Messages"]
+    record = json.loads(message["Body"])
+    assert record["requestPayload"] == event
+    assert record["requestContext"]["condition"] == "RetriesExhausted"
+    assert record["requestContext"]["functionArn"].endswith(":function:engram-local-HeartbeatFunction:$LATEST")
+    assert record["responsePayload"]["errorType"] == "RuntimeError" and record["responsePayload"]["errorMessage"] == "boom"
+    # a function without an on-failure destination only logs
+    assert load_template().function("ApiFunction").on_failure_queue is None
+    assert load_template().function("HeartbeatFunction").on_failure_queue == "FailedFiringQueue"
 
 
 def test_a_deleted_schedule_stops_firing(moto_stack):

@@ -393,6 +393,8 @@ def test_sample_events_are_generated_and_up_to_date(template):
         "chat-post-webhook.json",
         "sqs-turn.json",
         "sqs-extract.json",
+        "sqs-run.json",
+        "sqs-failed-firing.json",
     ):
         assert must in generated
     assert len([n for n in generated if n.startswith(("api-", "chat-"))]) == len(EXPECTED_ROUTES)
@@ -419,6 +421,10 @@ def test_sample_events_carry_the_documented_bodies(template):
     extract = generated["sqs-extract.json"]["Records"][0]
     assert json.loads(extract["body"]) == {"runId": "r1", "tenant": "t", "agentId": "a1", "sessionId": "dashboard"}
     assert "MessageGroupId" not in extract["attributes"]
+    failed = json.loads(generated["sqs-failed-firing.json"]["Records"][0]["body"])
+    assert failed["requestContext"]["condition"] == "RetriesExhausted"
+    assert failed["requestPayload"] == generated["heartbeat-schedule.json"]  # the firing as the function got it
+    assert failed["responsePayload"]["errorType"] == "SessionBusy"
     webhook = generated["chat-post-webhook.json"]
     assert {"x-engram-timestamp", "x-engram-signature"} <= webhook["headers"].keys()
     assert "authorizer" not in webhook["requestContext"]

@@ -56,6 +56,17 @@ def error_of(err: BaseException) -> dict[str, str]:
     return {"code": "internal_error", "message": "the run failed unexpectedly; the details are logged under its run id"}
 
 
+def domain_error(type_name: str) -> bool:
+    """Whether an error's class name (how Lambda reports an unhandled error) is one of ours, whose
+    message is written for clients."""
+    pending, names = [EngramError], set()
+    while pending:
+        cls = pending.pop()
+        names.add(cls.__name__)
+        pending += cls.__subclasses__()
+    return type_name in names
+
+
 class BadRequest(EngramError):
     status = 400
     code = "bad_request"

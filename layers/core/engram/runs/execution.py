@@ -28,7 +28,7 @@ from engram.cards.service import find_card_type, reexamination_card_type
 from engram.conversations.models import DASHBOARD
 from engram.engine.turn import TurnPlan, TurnPolicy, run_turn
 from engram.extraction.enqueue import ExtractionPolicy
-from engram.kernel.errors import BadRequest, NotFound, SessionBusy, TurnFailed, error_of
+from engram.kernel.errors import BadRequest, NotFound, SessionBusy, TurnFailed, domain_error, error_of
 from engram.kernel.fencing import inline, quote, token
 from engram.kernel.ids import check_id, time_ordered_id
 from engram.kernel.model import now_iso
@@ -63,18 +63,26 @@ def _scheduled_time(value: Any) -> str | None:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _firing_of(event: Any) -> tuple[str, str, str]:
+    """(tenant, agent id, scheduled time) of a schedule's Input as Scheduler delivers it; BadRequest
+    when it is not one."""
+    if not isinstance(event, dict):
+        raise BadRequest("a scheduler firing is a JSON object")
+    tenant = check_id("tenant", event.get("tenant"))
+    agent_id = check_id("agentId", event.get("agentId"))
+    scheduled = _scheduled_time(event.get("scheduledTime"))
+    if scheduled is None:
+        raise BadRequest("a scheduler firing names its scheduled time", field="scheduledTime")
+    return tenant, agent_id, scheduled
+
+
 def process_schedule_event(deps: ModelDeps, event: dict[str, Any]) -> dict[str, Any]:
     """One EventBridge Scheduler firing (delivered at least once): the agent runs once per
     scheduled time, with its scheduled prompt (AM4)."""
     try:
-        tenant = check_id("tenant", event.get("tenant"))
-        agent_id = check_id("agentId", event.get("agentId"))
+        tenant, agent_id, scheduled = _firing_of(event)
     except BadRequest as err:
-        logger.error("ignored a scheduler event without a valid tenant/agentId", extra={"error": err.message})
-        return {"status": "ignored", "reason": "invalid_event"}
-    scheduled = _scheduled_time(event.get("scheduledTime"))
-    if scheduled is None:
-        logger.error("ignored a scheduler event without a scheduled time", extra={"agent_id": agent_id})
+        logger.error("ignored a scheduler event that is not a valid firing", extra={"error": err.message})
         return {"status": "ignored", "reason": "invalid_event"}
     agent = deps.agents.get(tenant, agent_id)
     if agent is None or not agent.schedule:
@@ -88,6 +96,65 @@ def process_schedule_event(deps: ModelDeps, event: dict[str, Any]) -> dict[str, 
         metrics.add_metric(name="HeartbeatRedelivered", unit=MetricUnit.Count, value=1)
     outcome = execute_run(deps, tenant, run_id, agent=agent)
     return {"runId": run_id, "scheduledTime": scheduled, **outcome}
+
+
+def is_failed_invocation(record: Any) -> bool:
+    """A record of Lambda's on-failure destination: an asynchronous invocation (a scheduler firing)
+    that failed after its retries, or grew too old to run."""
+    return isinstance(record, dict) and isinstance(record.get("requestContext"), dict) and "requestPayload" in record
+
+
+def process_failed_firing(deps: ModelDeps, record: dict[str, Any]) -> dict[str, Any]:
+    """A firing whose invocations all failed shows as its run, failed (`firing_failed`), under the
+    run id the firing gets. A run that finished is left as it is, so a redelivered record changes
+    nothing; a firing of an agent deleted meanwhile is dropped."""
+    try:
+        tenant, agent_id, scheduled = _firing_of(record.get("requestPayload"))
+    except BadRequest as err:
+        logger.error("ignored a failed invocation that is not a scheduler firing", extra={"error": err.message})
+        return {"status": "ignored", "reason": "invalid_event"}
+    agent = deps.agents.get(tenant, agent_id)
+    if agent is None:
+        logger.info("failed firing of a deleted agent dropped", extra={"agent_id": agent_id})
+        return {"status": "ignored", "reason": "agent_not_found"}
+    run_id = firing_run_id(agent_id, scheduled)
+    run = queued(agent.id, run_id, kind="heartbeat", trigger="schedule", prompt=agent.default_prompt or FALLBACK_PROMPT)
+    failed = run.model_copy(update={"status": "failed", "error": firing_error(record)})
+    if not deps.runs.fail_unfinished(tenant, failed):
+        logger.info("failed firing's run had already finished; left as it is", extra={"run_id": run_id})
+        return {"runId": run_id, "status": "unchanged"}
+    logger.warning(
+        "scheduled firing failed after its retries; its run is recorded as failed",
+        extra={"run_id": run_id, "request_context": record.get("requestContext"), "response": record.get("responsePayload")},
+    )
+    metrics.add_metric(name="FiringFailed", unit=MetricUnit.Count, value=1)
+    return {"runId": run_id, "status": "failed"}
+
+
+_ERROR_MESSAGE_MAX = 1000
+
+
+def firing_error(record: dict[str, Any]) -> dict[str, str]:
+    """The run's error for a failed firing. Our own errors keep their message (written for clients);
+    any other error's text stays in the logs (in AWS it carries ARNs and account ids, see
+    `error_of`): the run names its type and the invocation's request id to look it up by."""
+    context = record.get("requestContext") or {}
+    response = record.get("responsePayload")
+    response = response if isinstance(response, dict) else {}
+    error_type, message = str(response.get("errorType") or ""), str(response.get("errorMessage") or "")
+    attempts = context.get("approximateInvokeCount") or "several"
+    if context.get("condition") == "EventAgeExceeded":
+        text = "the firing was not run within the hour it may wait (EventAgeExceeded); nothing ran"
+    elif error_type and domain_error(error_type) and message:
+        text = message
+    elif error_type == "Sandbox.Timedout" or "Task timed out" in message:
+        text = f"the run did not finish within the function's timeout ({attempts} attempts)"
+    else:
+        text = (
+            f"the scheduled run failed {attempts} times ({error_type or context.get('condition') or 'unknown error'}); "
+            f"the heartbeat function's logs have the details under request id {context.get('requestId') or 'unknown'}"
+        )
+    return {"code": "firing_failed", "message": text[:_ERROR_MESSAGE_MAX]}
 
 
 _BUSY_RETRY_DELAY_S = 60  # SQS DelaySeconds of a run whose shared session was busy

@@ -80,6 +80,29 @@ class RunRepository:
             return False
         return True
 
+    def fail_unfinished(self, t: str, run: Run) -> bool:
+        """Records `run` (failed, with its error) unless its record says it finished: a queued or
+        running record is marked failed, a missing one is created as `run`. False: it had finished
+        (succeeded, or failed with its own error), so nothing changed."""
+        try:
+            self.table.update(
+                keys.tenant_pk(t),
+                keys.run_sk(run.id),
+                "SET #s = :failed, #e = :error, updatedAt = :at REMOVE claimedUntil",
+                condition="#s IN (:queued, :running)",
+                names={"#s": "status", "#e": "error"},
+                values={
+                    ":failed": "failed",
+                    ":error": run.error,
+                    ":at": run.updated_at,
+                    ":queued": "queued",
+                    ":running": "running",
+                },
+            )
+        except ConditionFailed:
+            return self.create(t, run)  # no record yet (the firing failed before it wrote one), or finished
+        return True
+
     def put(self, t: str, run: Run, *, only_if_new: bool = False) -> None:
         try:
             self.table.put(self.item(t, run), condition="attribute_not_exists(PK)" if only_if_new else None)
