@@ -7,7 +7,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test bench fuzz lint clean install
+.PHONY: dev test bench fuzz lint smoke clean install
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 13), "Python 3.13 is required"'
@@ -39,6 +39,15 @@ bench: $(STAMP)
 # replays it); FUZZ_EXAMPLES (per operation, default 50) and FUZZ_SCENARIOS (stateful, 100) scale it.
 fuzz: $(STAMP)
 	FUZZ_LONG=1 $(BIN)/python -m pytest tests/e2e/test_fuzz_http.py
+
+# A user's first conversation with a running stack, then its clean-up (README, Deploy): smoke/, the
+# standard library only, so no venv; the token goes through the environment, not the command line.
+smoke:
+	@if [ -z "$$URL" ] || [ -z "$$TOKEN" ]; then \
+		echo 'usage: make smoke URL=<ApiUrl, or http://127.0.0.1:3000> TOKEN=<an access token, or dev-<user> locally>' >&2; \
+		exit 2; \
+	fi
+	@SMOKE_URL="$$URL" SMOKE_TOKEN="$$TOKEN" $(PYTHON) -m smoke
 
 # ruff (lint and format), mypy --strict on the core (pyproject.toml), cfn-lint on the template.
 lint: $(STAMP)

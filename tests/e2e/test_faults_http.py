@@ -3,12 +3,15 @@ functions run in this process, so the injected faults reach them as they would i
 
 from __future__ import annotations
 
+import io
 import json
 from typing import Any
 
 import pytest
 
+from engram.kernel.ids import tenant_key
 from local.stack import start_stack
+from smoke import main as smoke_main
 from tests.e2e.test_local_stack_http import http, new_agent
 from tests.faults import LOST, REFUSED, STALL, Faults
 
@@ -95,3 +98,18 @@ def test_a_stalled_read_over_http_answers_within_the_budget(url, faults: Faults)
     assert run["data"]["status"] == "failed" and session(url, agent["id"])["messages"] == []
     status, body = http(url, "POST", path, body={"message": "again"})
     assert status == 200, body
+
+
+def test_the_smoke_test_reports_a_sync_turn_timeout_clearly_and_cleans_up(url, faults: Faults):
+    tenant = tenant_key("smoke-slow")  # only this user's transcript reads stall
+    rule = faults.add("s3", "GetObject", STALL, seconds=BUDGET_S + 2, when=lambda params: tenant in json.dumps(params))
+    out = io.StringIO()
+    assert smoke_main(["--url", url, "--token", "dev-smoke-slow"], out=out) == 1
+    lines = out.getvalue().splitlines()
+    failed = next(line for line in lines if 'chat 1: "hello"' in line)
+    assert failed.startswith("  FAIL") and "got 504 turn_timeout" in failed
+    assert any(line.strip().startswith("hint: the sync turn ran past its budget") for line in lines)
+    assert lines[-2].startswith("FAIL  at step 'chat 1: \"hello\"'") and '"code": "turn_timeout"' in lines[-1]
+    assert rule.finished.wait(15)
+    assert next(line for line in lines if "clean up: delete agent" in line).startswith("  ok")
+    assert http(url, "GET", "/api/agents", user="smoke-slow")[1]["data"]["items"] == []

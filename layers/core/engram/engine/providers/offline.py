@@ -136,7 +136,7 @@ class OfflineProvider:
             shown = result if isinstance(result, str) else json.dumps(result, ensure_ascii=False)
             prefix = "failed" if block.get("is_error") else "returned"
             parts.append(f"{names.get(block.get('tool_use_id'), 'the tool')} {prefix}: {shown[:600]}")
-        return "Done. " + " ".join(parts)
+        return "(offline model) Done. " + " ".join(parts)
 
     @staticmethod
     def _reply(text: str, messages: list[dict[str, Any]], system: list[dict[str, Any]]) -> str:
