@@ -36,12 +36,21 @@ used in AWS; none changes what a request answers, tests/unit/test_local_emulator
    on the table's first index query and brought up to date after every write request from the
    keys the request names (the item is read back as stored, so an update that changes an index
    key in place, a cancelled transaction and a conditional write that failed are all seen as
-   they are). With 10,000 rows a scope, an index query reads its ~260 rows, not the table.
+   they are). With 10,000 rows a scope, an index query reads its ~260 rows, not the table; and
+   the order of a bucket of items is kept until one of them is written, so a query that keeps
+   the whole bucket (one hash condition) does not sort 10,000 items each time.
 
 5. A string's cast value is the string. moto compares, hashes and sorts attribute values through
    `DynamoType.cast_value`, which tests for a number, a set, a list, a map and null before it
    returns a string as it is: every key comparison paid five tests. Here a string returns at once
    (the same value); other types take moto's path.
+
+6. Answers that carry items are written as JSON directly. moto 5.2 writes every answer through
+   its generic botocore-model serializer, which walks the output shape member by member: a
+   Query of 200 items took ~0.5 s to serialize, most of a local chat turn. For Query, Scan,
+   GetItem and BatchGetItem the answer is moto's own result dict (attribute values already in
+   DynamoDB JSON), so it is dumped as it is, binary values base64-encoded as the serializer
+   does; the same status, headers and body (tests/unit/test_local_emulator.py compares them).
 
 The profile that found (2), (3) and (4), and the figures before and after, are in docs/ARCHITECTURE.md
 ("Local stack"); `bench/soak.py` (make bench) watches that memory and turn time stay flat.
@@ -49,8 +58,10 @@ The profile that found (2), (3) and (4), and the figures before and after, are i
 
 from __future__ import annotations
 
+import base64
 import copy
 import functools
+import json
 import threading
 from typing import Any
 
@@ -65,6 +76,7 @@ def patch_moto() -> None:
     _untrack_instances()
     _partition_queries()
     _quick_string_casts()
+    _plain_json_item_answers()
 
 
 def serialize_dynamodb() -> None:
@@ -301,6 +313,8 @@ class _IndexMap:
         self.by_value: dict[str, dict[Any, dict[Any, Any]]] = {name: {} for name in self.attributes}
         self.filed: dict[Any, list[tuple[str, Any]]] = {}  # item key -> where it is filed
         self.sort_keys: dict[Any, dict[tuple[str, ...], tuple[Any, ...]]] = {}  # item key -> attrs -> key
+        # (attribute, value) -> sort attrs -> the bucket's items in that order, until the bucket changes
+        self.sorted: dict[tuple[str, Any], dict[tuple[str, ...], list[Any]]] = {}
         partitions = table.items.values()
         for stored in partitions if table.range_key_attr is None else (i for p in partitions for i in p.values()):
             self.file(_item_key(table, stored), stored)
@@ -318,6 +332,7 @@ class _IndexMap:
             value = stored.attrs.get(name)
             if value is not None:
                 self.by_value[name].setdefault(value, {})[item_key] = stored
+                self.sorted.pop((name, value), None)
                 places.append((name, value))
         self.filed[item_key] = places
 
@@ -331,6 +346,7 @@ class _IndexMap:
     def unfile(self, item_key: Any) -> None:
         self.sort_keys.pop(item_key, None)
         for name, value in self.filed.pop(item_key, []):
+            self.sorted.pop((name, value), None)
             bucket = self.by_value[name].get(value)
             if bucket is not None:
                 bucket.pop(item_key, None)
@@ -343,6 +359,15 @@ class _IndexMap:
         if name not in self.attributes:
             return None
         return list(self.by_value[name].get(value, {}).values())
+
+    def sorted_bucket(self, bucket: tuple[str, Any], attrs: tuple[str, ...], items: list[Any]) -> list[Any]:
+        """`items` (the whole bucket) in the order of `attrs`, sorted once while the bucket is
+        unchanged: a query of 10 rows from a bucket of 10,000 does not sort 10,000 rows each time."""
+        orders = self.sorted.setdefault(bucket, {})
+        found = orders.get(attrs)
+        if found is None or len(found) != len(items):
+            found = orders[attrs] = sorted(items, key=lambda item: self.sort_key(item, attrs))
+        return list(found)  # moto may reverse it in place
 
 
 def _index_signature(table: Any) -> tuple[Any, ...]:
@@ -418,9 +443,12 @@ def _partition_queries() -> None:
             conditions = kwargs.get("hash_key_conditions") or []
             index_map = _IndexMap.of(self)
 
+            whole_bucket: dict[str, Any] = {}
+
             def candidates() -> list[Any]:
                 found = index_map.items_with(conditions) if conditions else None
                 if found is not None:
+                    whole_bucket.update(key=conditions[0], size=len(found))
                     return found
                 if self.range_key_attr is None:
                     return list(self.items.values())
@@ -428,8 +456,11 @@ def _partition_queries() -> None:
 
             def sorted_items(hash_attrs: list[str], range_attrs: list[str | None], found: list[Any]) -> list[Any]:
                 # moto's order (the same attributes, compared by cast value), with each item's key
-                # computed once while it is unchanged rather than at every comparison.
+                # computed once while it is unchanged rather than at every comparison; when moto
+                # kept the whole bucket (one hash condition), its order is kept too.
                 attrs = tuple(self._generate_attr_to_sort_by(hash_attrs, range_attrs))
+                if len(conditions) == 1 and whole_bucket and whole_bucket["size"] == len(found):
+                    return index_map.sorted_bucket(whole_bucket["key"], attrs, found)
                 found.sort(key=lambda item: index_map.sort_key(item, attrs))
                 return found
 
@@ -462,3 +493,38 @@ def _partition_queries() -> None:
 
     query._engram_partition = True  # type: ignore[attr-defined]
     Table.query = query  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------- 6. item answers
+_ITEM_ANSWERS = frozenset({"Query", "Scan", "GetItem", "BatchGetItem"})
+JSON_CONTENT_TYPE = "application/x-amz-json-1.0"
+
+
+def _json_value(value: Any) -> Any:
+    if isinstance(value, bytes | bytearray):
+        return base64.b64encode(value).decode("ascii")  # B and BS values, as the serializer writes them
+    raise TypeError(f"not JSON: {type(value).__name__}")
+
+
+def _plain_json_item_answers() -> None:
+    from moto.dynamodb.responses import DynamoHandler
+
+    if getattr(DynamoHandler.serialized, "_engram_plain", False):
+        return
+    original = DynamoHandler.serialized
+
+    @functools.wraps(original)
+    def serialized(self: Any, action_result: Any) -> Any:
+        result = action_result.result
+        if isinstance(result, dict) and self._get_action() in _ITEM_ANSWERS:
+            try:
+                body = json.dumps(result, default=_json_value)
+            except (TypeError, ValueError):
+                return original(self, action_result)  # anything unexpected: moto's own path
+            headers = {"Content-Type": JSON_CONTENT_TYPE}
+            headers.update(self.response_headers)
+            return 200, headers, body
+        return original(self, action_result)
+
+    serialized._engram_plain = True  # type: ignore[attr-defined]
+    DynamoHandler.serialized = serialized  # type: ignore[method-assign]

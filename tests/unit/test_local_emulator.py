@@ -9,6 +9,7 @@ transaction or a query copies stays alive.
 from __future__ import annotations
 
 import gc
+import json
 import random
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -461,3 +462,48 @@ def test_index_queries_stay_right_through_every_kind_of_write():
             answers[implementation] = _play(ddb, steps)
     assert answers["local"] == answers["moto"]
     assert "TransactionCanceledException" in answers["local"] and "ConditionalCheckFailedException" in answers["local"]
+
+
+def test_item_answers_are_the_bytes_moto_would_write():
+    """(6) Query, Scan, GetItem and BatchGetItem answers, written directly as JSON, carry the same
+    status, content type and parsed body as moto's serializer writes, for every attribute type."""
+    from moto.dynamodb.responses import DynamoHandler
+
+    answers: list[tuple[str, Any, Any]] = []
+    fast = DynamoHandler.serialized
+
+    def both(self: Any, action_result: Any) -> Any:
+        mine = fast(self, action_result)
+        answers.append((self._get_action(), mine, fast.__wrapped__(self, action_result)))  # type: ignore[attr-defined]
+        return mine
+
+    item = {
+        "PK": {"S": "p#1"},
+        "SK": {"S": "s#é✓"},
+        "n": {"N": "-12.500"},
+        "big": {"N": "123456789012345678901234567890"},
+        "b": {"B": b"\x00\xff\x10"},
+        "bs": {"BS": [b"\x01", b"\x02"]},
+        "ns": {"NS": ["1", "2.5"]},
+        "ss": {"SS": ["a", "ü"]},
+        "l": {"L": [{"S": "x"}, {"N": "2"}, {"M": {"deep": {"NULL": True}}}]},
+        "m": {"M": {"t": {"BOOL": True}, "f": {"BOOL": False}, "quote": {"S": 'say "hi"\n'}}},
+    }
+    with pytest.MonkeyPatch.context() as mp, moto_account("local") as client:
+        mp.setattr(DynamoHandler, "serialized", both)
+        for i in range(3):
+            client.put_item(TableName=TABLE, Item={**item, "SK": {"S": f"s#{i}"}})
+        client.query(TableName=TABLE, KeyConditionExpression="PK = :p", ExpressionAttributeValues={":p": {"S": "p#1"}}, Limit=2)
+        client.scan(TableName=TABLE)
+        client.get_item(TableName=TABLE, Key={"PK": {"S": "p#1"}, "SK": {"S": "s#1"}})
+        client.get_item(TableName=TABLE, Key={"PK": {"S": "none"}, "SK": {"S": "none"}})
+        client.batch_get_item(RequestItems={TABLE: {"Keys": [{"PK": {"S": "p#1"}, "SK": {"S": "s#2"}}]}})
+    seen = set()
+    for action, (status, headers, body), (want_status, want_headers, want_body) in answers:
+        if action not in ("Query", "Scan", "GetItem", "BatchGetItem"):
+            continue
+        seen.add(action)
+        assert status == want_status == 200
+        assert headers["Content-Type"] == want_headers["Content-Type"]
+        assert json.loads(body) == json.loads(want_body), action
+    assert seen == {"Query", "Scan", "GetItem", "BatchGetItem"}

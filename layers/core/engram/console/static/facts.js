@@ -15,8 +15,11 @@ export async function facts(main) {
   const more = h('div');
   let items = [];
 
+  let latest = 0; // an answer to an older load (slower than a newer one) is dropped
   const load = async (nextToken) => {
+    const mine = ++latest;
     const page = await get('/api/me/facts', { includeArchived: archived.checked ? 'true' : undefined, nextToken });
+    if (mine !== latest) return;
     items = nextToken ? items.concat(page.items) : page.items;
     clear(list, items.length ? items.map(factView) : h('p', { class: 'empty', text: archived.checked ? 'No facts at all yet.' : 'I know nothing about you yet. Tell an agent something to remember, or add a fact here.' }));
     clear(more, moreButton(page.nextToken, load));

@@ -46,8 +46,11 @@ async function memoryTable(body, base, owner, scope) {
     clear(tbody, shown.length ? shown.map((m) => rowView(m)) : h('tr', {}, h('td', { colspan: 8, class: 'empty', text: 'No memories match.' })));
     count.textContent = `${shown.length} of ${rows.length} loaded`;
   };
+  let latest = 0; // an answer to an older load (slower than a newer one) is dropped
   const load = async (nextToken) => {
+    const mine = ++latest;
     const page = await get(base, { includeArchived: archived.checked ? 'true' : undefined, nextToken });
+    if (mine !== latest) return;
     rows = nextToken ? rows.concat(page.items) : page.items;
     clear(more, moreButton(page.nextToken, load));
     render();

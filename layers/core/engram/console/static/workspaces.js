@@ -6,8 +6,11 @@ export async function list(main) {
   const body = h('div');
   const more = h('div');
   let items = [];
+  let latest = 0; // an answer to an older load (slower than a newer one) is dropped
   const load = async (nextToken) => {
+    const mine = ++latest;
     const page = await get('/api/workspaces', { nextToken });
+    if (mine !== latest) return;
     items = nextToken ? items.concat(page.items) : page.items;
     clear(body, table([
       { label: 'Workspace', cell: (w) => h('a', { href: `#/memory/workspace/${id(w.id)}` }, w.name) },
