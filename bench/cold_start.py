@@ -10,7 +10,9 @@ path, then /opt/python (the layer), tracing on as deployed (POWERTOOLS_TRACE_DIS
 PYTHONDONTWRITEBYTECODE=1 because /opt is read-only on Lambda: without shipped .pyc files every
 cold start compiles every module it imports.
 
-Printed per function: the median import time (ms) without and with the layer's .pyc files, and
+Printed per function: the median import time (ms) without and with the layer's .pyc files (X-Ray
+SDK tracing on, as before TraceAwsCalls), with .pyc and without the SDK (the default now), its
+ratio to a bare `import boto3` from the same layer, and
 for the functions that call the model, the SDK's import on the first model turn before (imported
 by the first turn) and after (imported during init by `providers.preload`).
 
@@ -63,7 +65,25 @@ def build_layer(target: Path, *, compiled: bool) -> Path:
     return target / "python"
 
 
-def probe(function: str, layer: Path, *, preload: bool) -> tuple[float, float, bool]:
+_BARE_BOTO3 = """
+import sys, time
+sys.path[:0] = [{layer!r}]
+start = time.perf_counter()
+import boto3
+print(time.perf_counter() - start)
+"""
+
+
+def bare_boto3(layer: Path) -> float:
+    """The yardstick (issue 12): a bare `import boto3` from the same layer, ms."""
+    env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
+    out = subprocess.run(
+        [sys.executable, "-c", _BARE_BOTO3.format(layer=str(layer))], capture_output=True, text=True, check=True, env=env
+    )
+    return float(out.stdout.split()[-1]) * 1000
+
+
+def probe(function: str, layer: Path, *, preload: bool, sdk_tracing: bool = True) -> tuple[float, float, bool]:
     env = {
         "PATH": "/usr/bin:/bin",
         "AWS_DEFAULT_REGION": "us-east-1",
@@ -74,6 +94,8 @@ def probe(function: str, layer: Path, *, preload: bool) -> tuple[float, float, b
         # anthropic: the model functions import the SDK during init (providers.preload); offline
         # stands for the code before that change, where the first model turn imported it.
         "MODEL_PROVIDER": "anthropic" if preload else "offline",
+        # TraceAwsCalls (template): "false" by default, Lambda's active tracing without the X-Ray SDK.
+        "POWERTOOLS_TRACE_DISABLED": "false" if sdk_tracing else "true",
     }
     code = _PROBE.format(task_root=str(ROOT / "functions" / function), layer=str(layer))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
@@ -97,12 +119,22 @@ def main(argv: list[str] | None = None) -> int:
             compiled_layer = build_layer(work / "compiled", compiled=True)
             plain_layer = work / "plain"
             shutil.copytree(compiled_layer, plain_layer, ignore=shutil.ignore_patterns("__pycache__"))
-        print(f"   {'function':<10} {'no .pyc':>9} {'with .pyc':>10}   first model turn: SDK import before -> after")
+        boto3_ms = statistics.median(bare_boto3(compiled_layer) for _ in range(args.repeats))
+        print(f"   a bare `import boto3` from the layer: {boto3_ms:.0f} ms (median of {args.repeats})")
+        print(
+            f"   {'function':<10} {'no .pyc':>9} {'with .pyc':>10} {'no X-Ray SDK':>13} {'x boto3':>8}"
+            "   first model turn: SDK import before -> after"
+        )
         for function in FUNCTIONS:
             plain = [probe(function, plain_layer, preload=False) for _ in range(args.repeats)]
             compiled = [probe(function, compiled_layer, preload=False) for _ in range(args.repeats)]
+            untraced = [probe(function, compiled_layer, preload=False, sdk_tracing=False) for _ in range(args.repeats)]
             preloaded = [probe(function, compiled_layer, preload=True) for _ in range(args.repeats)]
-            line = f"   {function:<10} {statistics.median(p[0] for p in plain):>7.0f} ms {statistics.median(c[0] for c in compiled):>7.0f} ms"
+            lean = statistics.median(u[0] for u in untraced)
+            line = (
+                f"   {function:<10} {statistics.median(p[0] for p in plain):>7.0f} ms {statistics.median(c[0] for c in compiled):>7.0f} ms"
+                f" {lean:>10.0f} ms {lean / boto3_ms:>7.2f}x"
+            )
             if function in MODEL_FUNCTIONS:
                 before = statistics.median(c[1] for c in compiled)
                 after = statistics.median(p[1] for p in preloaded)

@@ -4,32 +4,16 @@ function does."""
 
 from __future__ import annotations
 
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-PROBE = """
-import importlib.util, sys
-sys.path[:0] = [{task_root!r}, {layer!r}]
-spec = importlib.util.spec_from_file_location("app", {task_root!r} + "/app.py")
-spec.loader.exec_module(importlib.util.module_from_spec(spec))
-print("anthropic" in sys.modules)
-"""
+from tests.handler_probe import import_handler
 
 
 def _imports_sdk(function: str, provider: str) -> bool:
-    code = PROBE.format(task_root=str(ROOT / "functions" / function), layer=str(ROOT / "layers" / "core"))
-    env = {
-        "PATH": "/usr/bin:/bin",
-        "AWS_DEFAULT_REGION": "us-east-1",
-        "POWERTOOLS_TRACE_DISABLED": "true",
-        "MODEL_PROVIDER": provider,
-    }
-    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True).stdout
-    return out.split()[-1] == "True"
+    printed = import_handler(
+        function, 'print("anthropic" in sys.modules)', POWERTOOLS_TRACE_DISABLED="true", MODEL_PROVIDER=provider
+    )
+    return printed[-1] == "True"
 
 
 @pytest.mark.parametrize("function", ["chat", "heartbeat", "extract"])
