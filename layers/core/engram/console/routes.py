@@ -65,8 +65,13 @@ def _assets() -> dict[str, Asset]:
     return out
 
 
+def _login_url(settings: Settings) -> str:
+    """The user pool's login domain when the console signs in there, else ''."""
+    return settings.console_login_url if settings.console_sign_in == "managed-login" else ""
+
+
 def security_headers(settings: Settings) -> dict[str, str]:
-    login = f" {settings.console_login_url}" if settings.console_sign_in == "managed-login" and settings.console_login_url else ""
+    login = f" {_login_url(settings)}" if _login_url(settings) else ""
     policy = "; ".join(
         [
             "default-src 'none'",
@@ -92,7 +97,7 @@ def _serve(name: str) -> Response[str]:
     settings = deps_of(router).settings
     asset = _assets().get(name)
     if asset is None:
-        return fail(404, "not_found", f"the console has no file {name!r}")
+        return fail(404, "not_found", "the console has no such file")
     headers = {
         **security_headers(settings),
         # Revalidated on every load (a 304 costs no body): a deploy is seen at once, and the
@@ -128,8 +133,8 @@ def config() -> Response[str]:
     scopes = " ".join(dict.fromkeys(["openid", "email", *settings.required_scopes.split()]))
     body = {
         "signIn": settings.console_sign_in,
-        "loginUrl": settings.console_login_url if settings.console_sign_in == "managed-login" else "",
-        "clientId": settings.console_client_id if settings.console_sign_in == "managed-login" else "",
+        "loginUrl": _login_url(settings),
+        "clientId": settings.console_client_id if _login_url(settings) else "",
         "scopes": scopes,
     }
     headers = {**security_headers(settings), "Cache-Control": "no-cache"}
@@ -138,6 +143,4 @@ def config() -> Response[str]:
 
 @router.get("/console/<asset>")
 def console_asset(asset: str) -> Response[str]:
-    if not _ASSET.match(asset):
-        return fail(404, "not_found", "the console has no such file")
-    return _serve(asset)
+    return _serve(asset)  # only names of files read from static/ are served

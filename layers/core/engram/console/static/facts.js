@@ -4,7 +4,7 @@
 import { get, post, patch, del, id } from './api.js';
 import * as auth from './auth.js';
 import {
-  h, clear, busy, confirmAction, dialog, field, badge, fmtTime, moreButton, showFormError, notice, errorBox, fmtBytes,
+  h, clear, busy, confirmAction, dialog, field, badge, fmtTime, moreButton, showFormError, notice, errorBox, fmtBytes, latestOnly,
 } from './ui.js';
 
 const STALE_DAYS = 60;
@@ -15,11 +15,11 @@ export async function facts(main) {
   const more = h('div');
   let items = [];
 
-  let latest = 0; // an answer to an older load (slower than a newer one) is dropped
+  const begin = latestOnly();
   const load = async (nextToken) => {
-    const mine = ++latest;
+    const current = begin();
     const page = await get('/api/me/facts', { includeArchived: archived.checked ? 'true' : undefined, nextToken });
-    if (mine !== latest) return;
+    if (!current()) return; // an older load answered after a newer one
     items = nextToken ? items.concat(page.items) : page.items;
     clear(list, items.length ? items.map(factView) : h('p', { class: 'empty', text: archived.checked ? 'No facts at all yet.' : 'I know nothing about you yet. Tell an agent something to remember, or add a fact here.' }));
     clear(more, moreButton(page.nextToken, load));

@@ -4,7 +4,7 @@
 // search and filter.
 import { get, post, patch, del, all, id } from './api.js';
 import {
-  h, clear, busy, confirmAction, dialog, field, badge, fmtTime, moreButton, showFormError, notice, errorBox,
+  h, clear, busy, confirmAction, dialog, field, badge, fmtTime, moreButton, showFormError, notice, errorBox, latestOnly,
 } from './ui.js';
 
 export async function memory(main, scope, ownerId) {
@@ -46,11 +46,11 @@ async function memoryTable(body, base, owner, scope) {
     clear(tbody, shown.length ? shown.map((m) => rowView(m)) : h('tr', {}, h('td', { colspan: 8, class: 'empty', text: 'No memories match.' })));
     count.textContent = `${shown.length} of ${rows.length} loaded`;
   };
-  let latest = 0; // an answer to an older load (slower than a newer one) is dropped
+  const begin = latestOnly();
   const load = async (nextToken) => {
-    const mine = ++latest;
+    const current = begin();
     const page = await get(base, { includeArchived: archived.checked ? 'true' : undefined, nextToken });
-    if (mine !== latest) return;
+    if (!current()) return; // an older load answered after a newer one
     rows = nextToken ? rows.concat(page.items) : page.items;
     clear(more, moreButton(page.nextToken, load));
     render();

@@ -2,7 +2,7 @@
 // revisions and error; re-examine, the re-examination history (a conviction-over-time chart and
 // the list), resolve/expire; and a council run's memory, keys grouped by namespace with sizes
 // first and each value opened on demand.
-import { get, post, patch, id } from './api.js';
+import { get, post, patch, all, id } from './api.js';
 import {
   h, clear, busy, field, badge, fmtTime, fmtDuration, fmtCost, fmtBytes, moreButton, pretty, showFormError, errorBox, notice, table,
 } from './ui.js';
@@ -177,13 +177,7 @@ async function followChild(childId, body, parent) {
 }
 
 async function reexaminations(section, run) {
-  const items = [];
-  let nextToken;
-  do {
-    const page = await get(`/api/runs/${id(run.id)}/re-examinations`, { nextToken, limit: 100 });
-    items.push(...page.items);
-    nextToken = page.nextToken;
-  } while (nextToken && items.length < 500);
+  const items = await all(`/api/runs/${id(run.id)}/re-examinations`, {}, 500);
   const scored = items.filter((r) => r.result && r.result.card && Number.isFinite(r.result.card.conviction_score));
   clear(section, h('h2', { text: 'Conviction history' }),
     scored.length ? timeChart({
@@ -202,14 +196,9 @@ async function reexaminations(section, run) {
 
 // Run memory (RM1): keys grouped by namespace, sizes first; a value is fetched into view on click.
 async function runMemory(section, run) {
-  let entries = [];
-  let nextToken;
+  let entries;
   try {
-    do {
-      const page = await get(`/api/runs/${id(run.id)}/memory`, { nextToken, limit: 100 });
-      entries.push(...page.items);
-      nextToken = page.nextToken;
-    } while (nextToken && entries.length < 1000);
+    entries = await all(`/api/runs/${id(run.id)}/memory`, {}, 1000);
   } catch (err) {
     clear(section, h('h2', { text: 'Run memory' }), errorBox(err));
     return;

@@ -199,6 +199,16 @@ export function table(columns, rows, { empty = 'Nothing here yet.', caption } = 
   return h('div', { class: 'table-wrap' }, h('table', {}, caption ? h('caption', { text: caption }) : null, h('thead', {}, head), h('tbody', {}, body)));
 }
 
+// For a list reloaded while an earlier load may still be in flight: `const current = begin();`
+// before the request, `if (!current()) return;` after it, so a slower older answer is dropped.
+export function latestOnly() {
+  let latest = 0;
+  return () => {
+    const mine = ++latest;
+    return () => mine === latest;
+  };
+}
+
 // A "Load more" control for a list that pages with nextToken.
 export function moreButton(nextToken, load) {
   if (!nextToken) return null;

@@ -1,16 +1,16 @@
 // Workspaces: shared memory for the agents placed in them. List, create, rename, delete.
 import { get, post, patch, del, id } from './api.js';
-import { h, clear, busy, confirmAction, dialog, field, fmtTime, moreButton, showFormError, table } from './ui.js';
+import { h, clear, busy, confirmAction, dialog, field, fmtTime, latestOnly, moreButton, showFormError, table } from './ui.js';
 
 export async function list(main) {
   const body = h('div');
   const more = h('div');
   let items = [];
-  let latest = 0; // an answer to an older load (slower than a newer one) is dropped
+  const begin = latestOnly();
   const load = async (nextToken) => {
-    const mine = ++latest;
+    const current = begin();
     const page = await get('/api/workspaces', { nextToken });
-    if (mine !== latest) return;
+    if (!current()) return; // an older load answered after a newer one
     items = nextToken ? items.concat(page.items) : page.items;
     clear(body, table([
       { label: 'Workspace', cell: (w) => h('a', { href: `#/memory/workspace/${id(w.id)}` }, w.name) },
