@@ -128,7 +128,7 @@ function accountSection() {
       if (job.status === 'succeeded') {
         const total = Object.values(job.counts || {}).reduce((a, b) => a + b, 0);
         clear(status, h('a', { href: job.downloadUrl, download: `engram-export-${job.id}.jsonl`, class: 'button', id: 'export-download' }, 'Download (JSON Lines)'),
-          h('span', { class: 'muted', text: ` ${total} records · ${fmtBytes(job.bytes)} · link valid until ${fmtTime(job.downloadUrlExpiresAt)}` }));
+          h('span', { class: 'muted', text: ` ${total} ${total === 1 ? 'record' : 'records'} · ${fmtBytes(job.bytes)} · link valid until ${fmtTime(job.downloadUrlExpiresAt)}` }));
         return;
       }
       if (job.status === 'failed') {

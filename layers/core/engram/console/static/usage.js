@@ -1,7 +1,7 @@
 // Usage: tokens and cost per agent and per session over time, with automatic memory extraction
 // (`memory-extract:*` session keys) shown apart from the turns themselves; a chart per day.
 import { get, all, id } from './api.js';
-import { h, clear, field, fmtCost, table, errorBox } from './ui.js';
+import { h, clear, field, fmtCost, fmtTime, table, errorBox } from './ui.js';
 import { timeChart } from './chart.js';
 
 const MAX_ROWS = 5000;
@@ -95,6 +95,6 @@ function render(body, rows, names, truncated) {
       { label: 'Kind', cell: (r) => (String(r.sessionKey).startsWith('memory-extract:') ? 'extraction' : 'turns') },
       { label: 'Tokens', cell: (r) => String(r.s.inputTokens + r.s.outputTokens) },
       { label: 'Cost', cell: (r) => fmtCost(r.s.costUsd) },
-      { label: 'Last', cell: (r) => new Date(r.last).toLocaleString() },
+      { label: 'Last', cell: (r) => fmtTime(r.last) },
     ], sessionRows, { empty: 'No usage yet.' })));
 }
