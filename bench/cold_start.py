@@ -14,9 +14,14 @@ Printed per function: the median import time (ms) without and with the layer's .
 SDK tracing on, as before TraceAwsCalls), with .pyc and without the SDK (the default now), its
 ratio to a bare `import boto3` from the same layer, and
 for the functions that call the model, the SDK's import on the first model turn before (imported
-by the first turn) and after (imported during init by `providers.preload`).
+by the first turn) and after (imported during init by `providers.preload`). The environment holds
+the template's own constant variables (Globals), e.g. PYDANTIC_DISABLE_PLUGINS.
 
-    python -m bench.cold_start [--repeats 5] [--layer DIR]
+Then, with SnapStart in mind: what the before-snapshot hook does per function (validators built,
+clients warmed, its time: paid once per published version instead of by every cold start), and the
+api function's ten most expensive modules by their own import time (`python -X importtime`).
+
+    python -m bench.cold_start [--repeats 7] [--layer DIR]
 """
 
 from __future__ import annotations
@@ -74,23 +79,46 @@ print(time.perf_counter() - start)
 """
 
 
-def bare_boto3(layer: Path) -> float:
-    """The yardstick (issue 12): a bare `import boto3` from the same layer, ms."""
-    env = {"PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1"}
-    out = subprocess.run(
-        [sys.executable, "-c", _BARE_BOTO3.format(layer=str(layer))], capture_output=True, text=True, check=True, env=env
-    )
+# What the api function cannot import less than: powertools' HTTP resolver (with request
+# validation), Logger and Metrics, and pydantic; the rest of its import is Engram's own code.
+_LIBRARIES = "import aws_lambda_powertools.event_handler.api_gateway, aws_lambda_powertools.event_handler.openapi.params, aws_lambda_powertools.logging, aws_lambda_powertools.metrics, pydantic"
+
+
+def bare_boto3(layer: Path, statement: str = "import boto3") -> float:
+    """The yardstick (issue 12): a bare `import boto3` from the same layer, ms (or `statement`)."""
+    env = {**template_constants(), "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "POWERTOOLS_TRACE_DISABLED": "true"}
+    code = _BARE_BOTO3.format(layer=str(layer)).replace("import boto3", statement)
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     return float(out.stdout.split()[-1]) * 1000
 
 
-def probe(function: str, layer: Path, *, preload: bool, sdk_tracing: bool = True) -> tuple[float, float, bool]:
-    env = {
+def template_constants() -> dict[str, str]:
+    """The functions' environment variables that the template sets to plain strings (Globals)."""
+    sys.path.insert(0, str(ROOT))
+    from local.template import load_template
+
+    variables = load_template(ROOT / "template.yaml").function_globals["Environment"]["Variables"]
+    return {name: value for name, value in variables.items() if isinstance(value, str)}
+
+
+def lambda_env(function: str) -> dict[str, str]:
+    """A function's environment as Lambda sets it up, with the template's constants."""
+    return {
+        **template_constants(),
         "PATH": "/usr/bin:/bin",
         "AWS_DEFAULT_REGION": "us-east-1",
         "AWS_REGION": "us-east-1",
         "LAMBDA_TASK_ROOT": str(ROOT / "functions" / function),
         "AWS_LAMBDA_FUNCTION_NAME": f"engram-{function}",
         "PYTHONDONTWRITEBYTECODE": "1",
+        "MODEL_PROVIDER": "anthropic",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }
+
+
+def probe(function: str, layer: Path, *, preload: bool, sdk_tracing: bool = True) -> tuple[float, float, bool]:
+    env = {
+        **lambda_env(function),
         # anthropic: the model functions import the SDK during init (providers.preload); offline
         # stands for the code before that change, where the first model turn imported it.
         "MODEL_PROVIDER": "anthropic" if preload else "offline",
@@ -103,9 +131,44 @@ def probe(function: str, layer: Path, *, preload: bool, sdk_tracing: bool = True
     return float(init) * 1000, float(first_turn) * 1000, loaded == "True"
 
 
+_PRIME = """
+import importlib.util, sys, time
+sys.path[:0] = [{task_root!r}, {layer!r}]
+spec = importlib.util.spec_from_file_location("app", {task_root!r} + "/app.py")
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+from engram.aws import snapstart
+start = time.perf_counter()
+done = snapstart.prime()
+print(done["validators"], done["clients"], time.perf_counter() - start)
+"""
+
+
+def snapshot_priming(function: str, layer: Path) -> tuple[int, int, float]:
+    """The before-snapshot hook's work in a freshly imported function: (validators, clients, ms)."""
+    code = _PRIME.format(task_root=str(ROOT / "functions" / function), layer=str(layer))
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=lambda_env(function))
+    validators, clients, seconds = out.stdout.split()[-3:]
+    return int(validators), int(clients), float(seconds) * 1000
+
+
+def import_top(function: str, layer: Path, count: int = 10) -> list[tuple[float, float, str]]:
+    """`python -X importtime` of the handler: the `count` modules with the largest own time,
+    as (own ms, cumulative ms, module)."""
+    code = _PRIME.format(task_root=str(ROOT / "functions" / function), layer=str(layer)).split("from engram.aws")[0]
+    env = {**lambda_env(function), "MODEL_PROVIDER": "offline"}
+    out = subprocess.run([sys.executable, "-X", "importtime", "-c", code], capture_output=True, text=True, check=True, env=env)
+    rows = []
+    for line in out.stderr.splitlines():
+        parts = line.removeprefix("import time:").split("|")
+        if len(parts) == 3 and parts[0].strip().isdigit():
+            rows.append((int(parts[0]) / 1000, int(parts[1]) / 1000, parts[2].strip()))
+    return sorted(rows, reverse=True)[:count]
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument("--repeats", type=int, default=7)  # the issue: medians of 7
     parser.add_argument("--layer", help="an already built layer folder (with python/ compiled); default: build one")
     args = parser.parse_args(argv)
     print("== cold start as shipped: handler import from the built core layer (tracing on, /opt read-only)")
@@ -120,7 +183,12 @@ def main(argv: list[str] | None = None) -> int:
             plain_layer = work / "plain"
             shutil.copytree(compiled_layer, plain_layer, ignore=shutil.ignore_patterns("__pycache__"))
         boto3_ms = statistics.median(bare_boto3(compiled_layer) for _ in range(args.repeats))
+        libraries_ms = statistics.median(bare_boto3(compiled_layer, _LIBRARIES) for _ in range(args.repeats))
         print(f"   a bare `import boto3` from the layer: {boto3_ms:.0f} ms (median of {args.repeats})")
+        print(
+            f"   the libraries alone (powertools resolver, Logger, Metrics; pydantic): {libraries_ms:.0f} ms,"
+            f" {libraries_ms / boto3_ms:.2f}x boto3 (the api function's floor)"
+        )
         print(
             f"   {'function':<10} {'no .pyc':>9} {'with .pyc':>10} {'no X-Ray SDK':>13} {'x boto3':>8}"
             "   first model turn: SDK import before -> after"
@@ -143,6 +211,13 @@ def main(argv: list[str] | None = None) -> int:
             else:
                 line += f"   (never imports the SDK: {not any(c[2] for c in compiled)})"
             print(line, flush=True)
+        print("   SnapStart: the before-snapshot hook (once per published version, not per cold start)")
+        for function in FUNCTIONS:
+            validators, clients, ms = snapshot_priming(function, compiled_layer)
+            print(f"   {function:<10} {validators:>3} validators built, {clients} AWS clients warmed: {ms:.0f} ms")
+        print("   api function, `python -X importtime`, the ten largest own times (ms own / cumulative):")
+        for own, cumulative, module in import_top("api", compiled_layer):
+            print(f"   {own:>7.1f} {cumulative:>8.1f}  {module}")
     finally:
         shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -50,7 +50,11 @@ def test_scheduler_role_can_only_invoke_the_heartbeat_function_and_send_to_its_d
     granted = {(a, json.dumps(s["Resource"], sort_keys=True)) for s in statements for a in _actions(s)}
     assert all(s["Effect"] == "Allow" for s in statements)
     assert granted == {
-        ("lambda:InvokeFunction", json.dumps({"Fn::GetAtt": ["HeartbeatFunction", "Arn"]})),
+        # the alias schedules name, and the function itself for schedules saved before it existed
+        (
+            "lambda:InvokeFunction",
+            json.dumps([{"Ref": "HeartbeatFunction.Alias"}, {"Fn::GetAtt": ["HeartbeatFunction", "Arn"]}], sort_keys=True),
+        ),
         ("sqs:SendMessage", json.dumps({"Fn::GetAtt": ["SchedulerDLQ", "Arn"]})),
     }
 
@@ -87,7 +91,7 @@ def test_api_function_enqueues_runs_and_knows_the_scheduler_pieces():
     assert {k: v for k, v in env.items() if not k.startswith("CONSOLE_")} == {
         "SCHEDULE_GROUP": {"Ref": "ScheduleGroup"},
         "SCHEDULER_ROLE_ARN": {"Fn::GetAtt": ["SchedulerRole", "Arn"]},
-        "HEARTBEAT_FUNCTION_ARN": {"Fn::GetAtt": ["HeartbeatFunction", "Arn"]},
+        "HEARTBEAT_FUNCTION_ARN": {"Ref": "HeartbeatFunction.Alias"},  # new schedules invoke the `live` alias
         "SCHEDULER_DLQ_ARN": {"Fn::GetAtt": ["SchedulerDLQ", "Arn"]},
     }
     # every function finds the run queue; HeartbeatFunction never sees its own ARN (no cycle)

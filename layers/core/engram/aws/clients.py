@@ -11,13 +11,18 @@ from typing import Any
 from engram.aws.deadline import BoundedClient
 
 
+def client_config(**options: Any) -> Any:
+    """The botocore Config of every client; `options`: further settings (s3v4 for presigning)."""
+    from botocore.config import Config
+
+    return Config(
+        retries={"mode": "standard", "max_attempts": 4}, connect_timeout=3, read_timeout=10, max_pool_connections=16, **options
+    )
+
+
 def make_client(service: str, **options: Any) -> Any:
     """`options`: further botocore Config settings (an S3 client that presigns URLs: s3v4)."""
     import boto3
-    from botocore.config import Config
 
-    config = Config(
-        retries={"mode": "standard", "max_attempts": 4}, connect_timeout=3, read_timeout=10, max_pool_connections=16, **options
-    )
     # A turn's calls also end by its deadline (aws.deadline): botocore's timeouts are per attempt.
-    return BoundedClient(boto3.client(service, config=config))
+    return BoundedClient(boto3.client(service, config=client_config(**options)))

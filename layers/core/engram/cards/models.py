@@ -54,7 +54,7 @@ class CardType(Resource):
 class Decision(BaseModel):
     """A compact entry of an agent's past result card (GET /api/agents/{agentId}/decisions)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
     run_id: str
     created_at: str

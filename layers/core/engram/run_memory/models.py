@@ -13,7 +13,7 @@ Kind = Literal["input", "step_result", "task_result", "shared"]
 class RunMemoryEntry(BaseModel):
     """One entry; camelCase in public (`createdAt`, `valueBytes`)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True, defer_build=True)
 
     key: str
     kind: Kind

@@ -83,7 +83,7 @@ class RunUpdate(Body):
 
 
 class ActiveMemoryStatus(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
     agent_id: str
     enabled: bool

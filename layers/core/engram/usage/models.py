@@ -10,7 +10,7 @@ from pydantic.alias_generators import to_camel
 
 
 class Usage(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
     input_tokens: int = 0
     output_tokens: int = 0
@@ -29,7 +29,7 @@ class Usage(BaseModel):
 
 
 class UsageRow(BaseModel):
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, defer_build=True)
 
     id: str
     created_at: str
