@@ -163,6 +163,57 @@ def test_ties_put_newer_turns_first():
     assert [d for d, _ in index.search("same words")] == [2, 1, 0]
 
 
+def test_a_statement_outranks_the_same_words_asked_as_a_question():
+    # equal words, and the question is newer (ties go to newer turns): the statement still wins
+    index = _index(["Pottery class on Saturday.", "Pottery class on Saturday?"])
+    assert [d for d, _ in index.search("pottery class")] == [0, 1]
+    plain = _index(["Pottery class on Saturday.", "Pottery class on Saturday?"], Params(question_weight=1.0))
+    assert [d for d, _ in plain.search("pottery class")] == [1, 0]
+
+
+def test_among_equal_matches_the_turn_that_tells_more_comes_first():
+    turns = [
+        ("I started a pottery class and made a blue bowl for my sister.", "Maria", "s1"),
+        ("Cool.", "Maria", "s2"),
+        ("Nice weather.", "John", "s2"),
+    ]
+    # a query that names only the speaker matches all her turns equally; the longer one first
+    assert [d for d, _ in _index(turns).search("What did Maria say?")] == [0, 1]
+    # without the length prior the tie goes to the newer turn
+    assert [d for d, _ in _index(turns, Params(length_prior=0.0)).search("What did Maria say?")] == [1, 0]
+
+
+def test_length_counts_against_the_average_of_the_same_role():
+    turns = [
+        ("My cat is called Marzipan.", "user", "s"),
+        ("You said: my cat is called Marzipan. A lovely name for a cat, I bet she is sweet and loves the sun.", "assistant", "s"),
+        ("Another long reply about the weather, the news and what to cook for dinner tonight with friends.", "assistant", "t"),
+        ("Thanks!", "user", "t"),
+    ]
+
+    def first(with_roles: bool) -> int:
+        index = SearchIndex()
+        for text, role, group in turns:
+            index.add(text, group=group, role=role if with_roles else None)
+        return index.search("cat called Marzipan")[0][0]
+
+    # the model's reply, long like all its replies, does not outrank the user's own line ...
+    assert first(with_roles=True) == 0
+    # ... as it would if both were measured against one average
+    assert first(with_roles=False) == 1
+
+
+def test_the_length_prior_narrows_bm25s_preference_for_short_turns():
+    turns = ["Pottery class was fun.", "My pottery class was great, the class made bowls and the teacher loved them."]
+    turns += ["We had pasta for dinner.", "The weather was nice today."]
+
+    def ratio(params: Params) -> float:
+        scores = dict(_index(turns, params).search("pottery class"))
+        return scores[1] / scores[0]
+
+    assert ratio(Params()) > ratio(Params(length_prior=0.0)) * 1.1
+
+
 @pytest.mark.parametrize("query", ["", "   ", "the and of", "?!...", "\U0001f600\U0001f389", "zzqx unknownword"])
 def test_empty_or_garbage_queries_find_nothing(query):
     index = _index(["a turn about zebras", "another about giraffes"])

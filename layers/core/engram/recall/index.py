@@ -184,7 +184,13 @@ class RecallCache:
 
     @staticmethod
     def _hold(entry: _Entry, public: dict[str, Any]) -> None:
-        entry.index.add(public["text"], speaker=public.get("speaker"), group=public["sessionId"], when=public["createdAt"])
+        entry.index.add(
+            public["text"],
+            speaker=public.get("speaker"),
+            group=public["sessionId"],
+            when=public["createdAt"],
+            role=public.get("role"),
+        )
         entry.items.append(public)
         entry.seen.add(public["SK"])
         entry.chars += len(public["text"])

@@ -21,6 +21,11 @@ Pure Python, no dependencies, built incrementally (``SearchIndex.add`` appends o
   own relative expressions resolved against the day they were said: "yesterday", "last Friday",
   "two weeks ago") a bonus weighted like a term as rare as those turns, decaying with distance;
   the date words themselves are not matched as text. See ``timeref.py``.
+- Turn priors: a turn's score is multiplied by ``(length / average length) ** 0.2`` (in index
+  terms, against the average of its role - else speaker - so that a model's long replies do not
+  outweigh the user's short lines; BM25 normalises length away, but in a dialogue the longer turn
+  is the one that tells something) and by 0.8 when it ends in a question mark (a question asks
+  rather than tells; its answer is found through the ctx field).
 
 What each step measurably gives on LoCoMo is logged in ``bench/locomo.py``.
 Speed: a query touches the postings of its terms only (plus one pass over the turns when it names
@@ -512,6 +517,8 @@ class Params:
     session_weight: float = 0.2  # session prior (see the module docstring)
     time_weight: float = 1.0  # "when" questions: bonus for turns with a time expression (x its idf)
     date_weight: float = 1.5  # dated queries: bonus for turns on/about those days (x their idf)
+    length_prior: float = 0.2  # a turn's score x (its length / the average length) ** this
+    question_weight: float = 0.8  # a turn that ends in a question mark: its score x this
     stemming: bool = True
 
 
@@ -522,6 +529,8 @@ class _Doc:
     text_len: int
     speaker_terms: tuple[str, ...]
     has_time: bool
+    prior: float = 1.0  # (length + 1) ** length_prior x question_weight if it asks
+    voice: str | None = None  # whose average length its length is measured against (role or speaker)
     dates: tuple[int, ...] = ()
     prev: int = -1
     next: int = -1
@@ -540,6 +549,7 @@ class SearchIndex:
         self._df: dict[str, int] = {}
         self._post: dict[str, list[int]] = {}  # term -> docs whose own text has it
         self._text_total = 0
+        self._voice_len: dict[str | None, tuple[int, int]] = {}  # voice -> (turns, index terms)
         self._spk_df: dict[str, int] = {}
         self._spk_post: dict[str, list[int]] = {}
         self._time_df = 0
@@ -556,11 +566,21 @@ class SearchIndex:
     def analyze(self, text: str) -> list[str]:
         return analyze(text, stemming=self.params.stemming)
 
-    def add(self, text: str, *, speaker: str | None = None, group: str | None = None, when: str | None = None) -> int:
+    def add(
+        self,
+        text: str,
+        *,
+        speaker: str | None = None,
+        group: str | None = None,
+        when: str | None = None,
+        role: str | None = None,
+    ) -> int:
         """Appends one turn. Turns of a ``group`` (a session) must be added in conversation order.
 
         ``when`` (ISO timestamp) is when it was said: with it, the turn also matches queries about
         that day or the days its relative expressions name ("yesterday", "last Friday", ...).
+        ``role`` (else ``speaker``) groups the turns whose average length the length prior uses:
+        a model's long replies are measured against each other, not against the user's lines.
         """
         p = self.params
         raw = words(text)
@@ -575,6 +595,8 @@ class SearchIndex:
             text_len=len(terms),
             speaker_terms=tuple(dict.fromkeys(self.analyze(speaker or ""))),
             has_time=has_time_expression(raw),
+            prior=(len(terms) + 1) ** p.length_prior * (p.question_weight if text.rstrip().endswith("?") else 1.0),
+            voice=role or speaker,
             dates=turn_dates(text, day_of(when)) if p.date_weight > 0 else (),
         )
         if group is not None:
@@ -603,6 +625,8 @@ class SearchIndex:
             self._spk_df[term] = self._spk_df.get(term, 0) + 1
             self._spk_post.setdefault(term, []).append(n)
         self._text_total += len(terms)
+        count, total = self._voice_len.get(doc.voice, (0, 0))
+        self._voice_len[doc.voice] = (count + 1, total + len(terms))
         self._time_df += doc.has_time
         self._term_cache.clear()
         return n
@@ -729,7 +753,7 @@ class SearchIndex:
             if allowed is None or allowed(d):
                 scores[d] = get(d, 0.0) + bonus * closeness
 
-    def search(  # noqa: C901 - the ranking's cues (fields, dates, session prior) in one pass
+    def search(
         self, query: str, *, limit: int = 10, allowed: Callable[[int], bool] | None = None, today: int | None = None
     ) -> list[tuple[int, float]]:
         """Doc numbers and scores, best first (ties: newer first). Empty for an empty index or a
@@ -751,6 +775,26 @@ class SearchIndex:
                 weights[term] = weights.get(term, 0.0) + 1.0
         if not weights and dq is None:
             return []
+        scores = self._scores(weights, dq, asks_when(query), allowed)
+        self._apply_priors(scores)
+        return [(d, v) for v, d in heapq.nlargest(limit, ((v, d) for d, v in scores.items()))]
+
+    def _apply_priors(self, scores: dict[int, float]) -> None:
+        """Turn priors: longer turns and statements over questions (see the module docstring)."""
+        p = self.params
+        if p.length_prior == 0 and p.question_weight == 1:
+            return
+        norms = {v: (total / count + 1) ** p.length_prior for v, (count, total) in self._voice_len.items()}
+        docs = self.docs
+        for d in scores:
+            doc = docs[d]
+            scores[d] *= doc.prior / norms[doc.voice]
+
+    def _scores(
+        self, weights: dict[str, float], dq: DateQuery | None, when: bool, allowed: Callable[[int], bool] | None
+    ) -> dict[int, float]:
+        """Every reached turn's score for weighted query terms (and the date and "when" cues)."""
+        p = self.params
         # A query word naming a speaker (matched through the speaker field only) marks half of a
         # dialogue's turns: it re-ranks the turns the other words found rather than adding them all.
         by_speaker = {t: w for t, w in weights.items() if p.speaker_text <= 0 and t in self._spk_df}
@@ -763,7 +807,7 @@ class SearchIndex:
         if allowed is not None:
             scores = {d: v for d, v in scores.items() if allowed(d)}
         self._session_prior(weights, scores)
-        if asks_when(query):
+        if when:
             self._time_bonus(scores)
         if dq is not None:
             self._date_bonus(dq, scores, allowed)
@@ -776,4 +820,4 @@ class SearchIndex:
                         scores[d] += weight * extra
             else:  # the query names only a speaker
                 scores = {d: weight * v for d, v in contribution.items() if allowed is None or allowed(d)}
-        return [(d, v) for v, d in heapq.nlargest(limit, ((v, d) for d, v in scores.items()))]
+        return scores
