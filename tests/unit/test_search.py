@@ -277,3 +277,31 @@ def test_query_dates_before_relative_and_none():
     assert dq is not None and dq.start == dq.end == _day(2024, 1, 9)
     # not a day: ignored (not an error); the year still counts
     assert [e[2] for e in explicit_dates("February 30, 2023")] == ["year"]
+
+
+def test_a_month_without_a_year_is_that_month_of_any_year():
+    dq = query_dates("When did we go camping in June?")
+    assert dq is not None and dq.month == 6 and dq.precision == "month"
+    assert dq.distance(_day(2021, 6, 15)) == dq.distance(_day(2023, 6, 1)) == 0
+    assert dq.distance(_day(2023, 7, 3)) == 3 and dq.distance(_day(2022, 12, 31)) > 150
+    assert getattr(query_dates("the second week of November"), "month", None) == 11
+    # "may" the verb is no month; a month with a year stays that one month
+    assert query_dates("What may we try next?") is None
+    dq = query_dates("What did we do in May 2023?")
+    assert dq is not None and dq.month == 0 and (dq.start, dq.end) == (_day(2023, 5, 1), _day(2023, 5, 31))
+    # "last June" with today: the latest June before it
+    dq = query_dates("What did we do last June?", today=_day(2024, 3, 10))
+    assert dq is not None and (dq.start, dq.end) == (_day(2023, 6, 1), _day(2023, 6, 30))
+
+
+def test_questions_naming_a_month_prefer_turns_from_that_month():
+    index = SearchIndex()
+    index.add("We went camping by the lake.", group="s1", when="2023-07-14T10:00:00.000Z")  # doc 0
+    index.add("We went camping by the lake.", group="s2", when="2022-06-20T10:00:00.000Z")  # doc 1, a June
+    index.add("We went camping by the lake.", group="s3", when="2023-05-20T10:00:00.000Z")  # doc 2, May 2023
+    index.add("We went camping by the lake.", group="s4", when="2022-05-02T10:00:00.000Z")  # doc 3, May 2022
+    # equal words: the month decides (without it the newest turn would come first)
+    assert index.search("When did we go camping in June?")[0][0] == 1
+    assert index.search("camping in May 2023")[0][0] == 2
+    assert index.search("camping in May 2022")[0][0] == 3
+    assert [d for d, _ in index.search("camping in May")][:2] in ([2, 3], [3, 2])

@@ -17,7 +17,7 @@ Pure Python, no dependencies, built incrementally (``SearchIndex.add`` appends o
 - Answer type: a question asking *when* / *how long* / *what year* gives turns that contain a time
   expression (yesterday, last week, a weekday, a month, a year, ...) a bonus weighted like a term.
 - Dates: a query naming a day, month, season or year ("on 9 November, 2022", "in July 2022",
-  "last week" relative to ``today``) gives turns said on - or talking about - those days (their
+  "in June" - that month of any year - or "last week" relative to ``today``) gives turns said on - or talking about - those days (their
   own relative expressions resolved against the day they were said: "yesterday", "last Friday",
   "two weeks ago") a bonus weighted like a term as rare as those turns, decaying with distance;
   the date words themselves are not matched as text. See ``timeref.py``.
@@ -519,6 +519,7 @@ class Params:
     date_weight: float = 1.5  # dated queries: bonus for turns on/about those days (x their idf)
     length_prior: float = 0.2  # a turn's score x (its length / the average length) ** this
     question_weight: float = 0.8  # a turn that ends in a question mark: its score x this
+    yearless_months: bool = True  # "in June" (no year) asks for June of any year
     stemming: bool = True
 
 
@@ -738,10 +739,13 @@ class SearchIndex:
         near: list[tuple[int, float]] = []
         exact = 0
         reach = 3 * dq.tolerance
+        by_dates: dict[tuple[int, ...], int] = {}  # turns share their few dates: measure each set once
         for d, doc in enumerate(self.docs):
             if not doc.dates:
                 continue
-            dist = min(dq.distance(day) for day in doc.dates)
+            dist = by_dates.get(doc.dates, -1)
+            if dist < 0:
+                dist = by_dates[doc.dates] = min(dq.distance(day) for day in doc.dates)
             if dist <= reach:
                 near.append((d, math.exp(-dist / dq.tolerance)))
                 exact += dist == 0
@@ -765,7 +769,7 @@ class SearchIndex:
         if not self.docs or limit <= 0:
             return []
         p = self.params
-        dq = query_dates(query, today) if p.date_weight > 0 else None
+        dq = query_dates(query, today, yearless_months=p.yearless_months) if p.date_weight > 0 else None
         if dq is not None:
             for a, b in sorted(dq.spans, reverse=True):  # the date words match by date, not as text
                 query = query[:a] + " " + query[b:]
