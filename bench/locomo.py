@@ -67,7 +67,8 @@ across neighbouring turns (x0.5-0.9 next to a picked turn: 0.787-0.839): a quest
 mostly sits in one session, spreading the list pushes it out. Session-level pseudo-relevance
 expansion (the top 1-3 sessions of the first ranking give 5-20 tf-idf terms at 0.1-0.4: 0.751-0.833).
 Sub-question retrieval (the question split on and/or/commas, each part ranked with the speakers,
-round-robin merged with the whole: 0.839, +0.001, noise). On top of 0.850: a first-person prior
+round-robin merged with the whole: 0.839, +0.001, noise). On top of the two turn priors (0.851, one
+average length for all turns): a first-person prior
 (turns without I/my/we x0.5-0.9: 0.829-0.851, conv-26 -0.013 or worse). On top of 0.850:
 capitalised query words (not speakers) weighted x1.5 / x2 (entity emphasis: 0.850 / 0.850),
 filling a list shorter than k with the top hit's session (0.850). On top of 0.853: a coordination
