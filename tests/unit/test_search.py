@@ -305,3 +305,27 @@ def test_questions_naming_a_month_prefer_turns_from_that_month():
     assert index.search("camping in May 2023")[0][0] == 2
     assert index.search("camping in May 2022")[0][0] == 3
     assert [d for d, _ in index.search("camping in May")][:2] in ([2, 3], [3, 2])
+
+
+def test_the_exact_word_ranks_above_another_form_of_it():
+    # "painting" and "painted" share the stem "paint": both turns match, the one using the
+    # question's own word ranks first; without the exact-form share they would tie.
+    index = SearchIndex()
+    index.add("I painted a lake at sunrise for the show", speaker="Ann", group="s1")
+    index.add("I finished painting a lake for the show", speaker="Ann", group="s2")
+    index.add("The weather was lovely all week long", speaker="Bob", group="s3")
+    hits = index.search("Which painting did Ann show?")
+    assert [d for d, _ in hits[:2]] == [1, 0]
+    tied = SearchIndex(Params(surface_share=0.0))
+    tied.add("I painted a lake at sunrise for the show", speaker="Ann", group="s1")
+    tied.add("I finished painting a lake for the show", speaker="Ann", group="s2")
+    tied.add("The weather was lovely all week long", speaker="Bob", group="s3")
+    scores = dict(tied.search("Which painting did Ann show?"))
+    assert scores[0] == pytest.approx(scores[1])
+
+
+def test_another_form_of_the_word_still_matches():
+    index = SearchIndex()
+    index.add("We went hiking in the hills last weekend", speaker="Ann", group="s1")
+    index.add("The weather was lovely all week long", speaker="Bob", group="s1")
+    assert [d for d, _ in index.search("Does Ann like to hike?")][:1] == [0]
