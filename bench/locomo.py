@@ -4,10 +4,15 @@ Per conversation, through the project's own storage (moto in-process, the table 
 template.yaml): an agent with one session per LoCoMo session; speaker_a's turns are role user and
 speaker_b's role assistant, the speaker's name is the item's `speaker`, createdAt is the session's
 date and time, and the turn's dia_id is kept on the item as `ref`. Each session is archived with
-`ArchiveStore.items_for_turn` + `put_many`. Every question of categories 1-4 that has evidence is
-then asked through `memory.recall.conversation_search` (the tool's code path: the per-container
-cache, its incremental read, the ranker) and scored: recall_any@k (any evidence turn in the top k),
-recall_all@10 (all of them), per category and overall, and the time of each search.
+`ArchiveStore.items_for_turn` + `put_many`. Every question that has evidence is then asked
+through `memory.recall.conversation_search` (the tool's code path: the per-container cache, its
+incremental read, the ranker) and scored: recall_any@k (any evidence turn in the top k),
+recall_all@10 (all of them), per category and over categories 1-4 (the headline: category 5,
+adversarial, asks about things that were not said, so "any evidence turn found" means little
+there), and the time of each search. Next to them, the LoCoMo paper's own retrieval metric
+(Maharana et al. 2024, Table 3): per question, the share of its evidence turns in the top k,
+averaged over all questions with evidence of all five categories; the paper's best retriever over
+dialogue turns, DRAGON, scores 56.7 at k=5 and 66.2 at k=10.
 
 A turn that shares a photo carries LoCoMo's caption as "[shares a photo: <caption>]" (the text a
 text-only system would see of the image; `--no-captions` leaves it out). The `query` field of image
@@ -34,15 +39,66 @@ ranker alone, cumulative; `--ablation` reprints the kept steps)
  0.834  + dates: a dated question ("on 9 November, 2022", "in July 2022") favours turns said on,
         or talking about ("yesterday", "last Friday", "two weeks ago"), those days
  0.838  + session prior 0.2 (each session also scored as one BM25 document); 0.1-0.5 all 0.83-0.84
+        (the figures below are issue 12's: any/all over categories 1-4, ev@k the paper's metric over
+        all five; at 0.838: any@5 0.758, all@10 0.711, ev@5 71.1, ev@10 80.0)
+ 0.846  + turn length prior: score x (turn length / its role's average) ** 0.2. BM25 normalises
+        length away, but the longer turn is the one that tells something (of 40-80-word turns 50%
+        are evidence, of 10-20-word ones 11%; a document-length prior as in web retrieval). The
+        average is per role (else per speaker): a model's long replies must not outweigh the
+        user's own short lines (one average for all: 0.846 too). any@5 +0.024. 0.1: 0.843,
+        0.3: 0.846 (less at @5). Per conversation 0.847/0.864/0.836/0.809/0.854 ->
+        0.853/0.864/0.842/0.814/0.871 (conv-26/30/41/42/43)
+ 0.850  + a turn ending in "?" x0.8: a question asks rather than tells (11% of them are evidence,
+        29% of the other turns); its answer still gains its words through ctx. x0.9: 0.847,
+        x0.7: 0.846. Per conversation -> 0.853/0.864/0.842/0.824/0.876; any@5 0.784, all@10
+        0.725, ev@5 73.9, ev@10 81.1 (DRAGON: 56.7 / 66.2)
+ 0.853  + a month named without a year ("camping in June", "the second week of November") is that
+        month of any year for the date cue ("last June", with today, the latest June before it);
+        a bare "may" stays a verb. Temporal 0.923 -> 0.936. Per conversation -> 0.860/0.864/0.842/
+        0.824/0.882; any@5 0.786, all@10 0.728, ev@5 74.0, ev@10 81.3
+ 0.861  + exact word forms: each query word also matches its unstemmed form, a term of its own,
+        with 0.3 of the word's weight (the stem 0.7): a turn using the question's own word
+        ("painting") outranks one with another form of it ("painted"); stemming alone makes them
+        equal. As a fusion of a stemmed and an unstemmed ranker (score + 0.5 x the unstemmed
+        one's: 0.861; reciprocal-rank fusion w 0.5 k 10: 0.862, but 0.853-0.861 over w 0.3-0.7 x
+        k 5-20) in one index. Share 0.2: 0.859, 0.25: 0.859, 1/3: 0.859, 0.4: 0.861, 0.5: 0.858.
+        Multi-hop 0.746 -> 0.754, temporal 0.936 -> 0.942, single-hop 0.895 -> 0.904. Per
+        conversation -> 0.860/0.864/0.862/0.834/0.888 (none lower); any@5 0.789, all@10 0.729,
+        ev@5 74.7, ev@10 81.9. The exact forms' postings cost ~27% more index memory; the
+        3,000-turn first search ~0.35 -> ~0.5-0.6 s
 Tried and dropped (no gain on top of the kept steps, so not kept): RM3 pseudo-relevance feedback
 (3 docs x 8 terms x 0.3: 0 to -0.008 at @10, -0.011 to -0.016 at @5; other sizes no better), a
 bonus for adjacent query-term pairs (-0.002 to +0.001, twice the time), hyphen joining
 ("de-stress" = "destress", -0.001), a k1/b grid (k1 0.8-2.0 x b 0.4-0.9: all within 0.833-0.842,
 so the textbook 1.2/0.75 stays), ctx window 3 (-0.004). Without photo captions: 0.832.
-Generalisation: per conversation the final figure is 0.81-0.86 (conv-42 lowest); each kept step
+Issue 12 (on top of 0.838 unless said): diversifying the top 10 across sessions, MMR-like (each
+further turn of a session x0.5-0.9: 0.701-0.808; at most 2-5 turns a session: 0.708-0.820) or
+across neighbouring turns (x0.5-0.9 next to a picked turn: 0.787-0.839): a question's evidence
+mostly sits in one session, spreading the list pushes it out. Session-level pseudo-relevance
+expansion (the top 1-3 sessions of the first ranking give 5-20 tf-idf terms at 0.1-0.4: 0.751-0.833).
+Sub-question retrieval (the question split on and/or/commas, each part ranked with the speakers,
+round-robin merged with the whole: 0.839, +0.001, noise). On top of the two turn priors (0.851, one
+average length for all turns): a first-person prior
+(turns without I/my/we x0.5-0.9: 0.829-0.851, conv-26 -0.013 or worse). On top of 0.850:
+capitalised query words (not speakers) weighted x1.5 / x2 (entity emphasis: 0.850 / 0.850),
+filling a list shorter than k with the top hit's session (0.850). On top of 0.853: a coordination
+factor (score x (1 + g x the share of the query's words the turn holds), g 0.1-0.5: in its own text
+0.839-0.847, with ctx 0.847-0.850). Answer-type cues beyond "when", each a term-like bonus x0.5-1.5
+on top of 0.853: "how many/much/often/long/old" for turns with a number or number word
+(0.853-0.854), "where" for turns with "in/at/to/from <Capitalised>" (0.851-0.853) or any
+capitalised word not starting a sentence (0.853), "who" for such a capitalised word (0.853): noise.
+Reciprocal-rank fusion (k 10/60, w 0.5/1) of the ranker with a variant of itself: without ctx
+0.797-0.838, without the session prior 0.847-0.849, ctx window 1 0.845-0.847, without the turn
+priors 0.843-0.849, symmetric ctx 0.849-0.851; only the unstemmed variant helped (kept above, as
+exact word forms). With exact word forms the figure reaches issue 12's aim of 0.86 (0.861) by a
+step generic to English text, but only just: the share grid spans 0.858-0.861, so on a held-out
+split it may land on either side of 0.86. The rest of the misses mostly share no word with the
+question (open-domain inference, "what activities..." over many sessions) and would want
+semantic matching.
+Generalisation: per conversation the final figure is 0.83-0.89 (conv-42 lowest); each kept step
 raises or keeps the figure in at least four of the five conversations and lowers none by more
 than 0.006, so no single conversation carries it. Each step is a general IR or dialogue device
-(field weighting, context, answer type, dates, a document prior) with round weights; nothing is
+(field weighting, context, answer type, dates, a document prior, exact word forms) with round weights; nothing is
 keyed to these speakers, topics or dates.
 """
 
@@ -58,6 +114,7 @@ import time
 from collections import defaultdict
 from datetime import datetime
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -65,7 +122,9 @@ if str(ROOT / "layers" / "core") not in sys.path:
     sys.path[:0] = [str(ROOT / "layers" / "core"), str(ROOT)]
 
 DEFAULT_LOCOMO = ROOT.parent / "shared" / "data" / "locomo" / "locomo-dev.json"
-CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
+CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
+HEADLINE = (1, 2, 3, 4)  # recall_any/all: categories 1-4 ("1-4"); the paper's metric: all five ("all")
+DRAGON = {5: 56.7, 10: 66.2}  # the LoCoMo paper's Table 3: evidence share in the top k, dialogue turns
 TENANT = "tlocomobench"
 
 
@@ -156,18 +215,31 @@ def _archive_items(
     return items
 
 
-def _score(results: list[tuple[int, set[str], list[str]]]) -> dict[str, Any]:
-    per_cat: dict[Any, list[tuple[bool, bool, bool]]] = defaultdict(list)
+def _score(results: list[tuple[int, set[str], list[str]]]) -> dict[Any, dict[str, float]]:
+    """Per category, "1-4" (the headline) and "all" (1-5): recall_any@5/@10, recall_all@10 and the
+    paper's metric ev5/ev10 (the share of the question's evidence turns in the top k, in %)."""
+    per_cat: dict[Any, list[tuple[bool, bool, bool, float, float]]] = defaultdict(list)
     for category, evidence, got in results:
-        row = (bool(evidence & set(got[:5])), bool(evidence & set(got[:10])), evidence <= set(got[:10]))
+        top5, top10 = set(got[:5]), set(got[:10])
+        row = (
+            bool(evidence & top5),
+            bool(evidence & top10),
+            evidence <= top10,
+            len(evidence & top5) / len(evidence),
+            len(evidence & top10) / len(evidence),
+        )
         per_cat[category].append(row)
         per_cat["all"].append(row)
+        if category in HEADLINE:
+            per_cat["1-4"].append(row)
     return {
         cat: {
             "n": len(rows),
             "any5": sum(r[0] for r in rows) / len(rows),
             "any10": sum(r[1] for r in rows) / len(rows),
             "all10": sum(r[2] for r in rows) / len(rows),
+            "ev5": 100 * sum(r[3] for r in rows) / len(rows),
+            "ev10": 100 * sum(r[4] for r in rows) / len(rows),
         }
         for cat, rows in per_cat.items()
     }
@@ -189,8 +261,6 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
     conversations = load_conversations(path, captions=captions)
     try:
         with mock_aws():
-            from types import SimpleNamespace
-
             from engram.agents.models import Agent
             from engram.agents.repository import AgentRepository
             from engram.aws.table import Table
@@ -243,7 +313,7 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
                     got = [h.get("ref") for h in hits]
                     conv_results.append((q["category"], q["evidence"], got))
                 results.extend(conv_results)
-                per_conv[conv["id"]] = _score(conv_results)["all"]["any10"]
+                per_conv[conv["id"]] = _score(conv_results)["1-4"]["any10"]
                 # the agent cascade removes its archive too (and keeps moto's table, which it scans, small)
                 agents.delete_cascade(TENANT, agent_id)
                 if archive.load_since(TENANT, agent_id, None):
@@ -261,6 +331,7 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
         "conversations": len(conversations),
         "questions": len(results),
         "ranker_ms": _ranker_times(conversations),
+        "first_search_3000_ms": _first_search_ms(conversations, 3000),
     }
 
 
@@ -278,14 +349,64 @@ def _ranker_times(conversations: list[dict[str, Any]], params: Any = None) -> tu
     return statistics.median(times), _percentile(times, 95)
 
 
+def _first_search_ms(conversations: list[dict[str, Any]], turns: int, repeats: int = 5) -> float:
+    """Median time of an agent's first search over ``turns`` archived turns (the LoCoMo turns, the
+    conversations repeated as new sessions until there are enough): the cache loads the items from
+    an in-memory archive (no DynamoDB read), indexes them all and ranks one question."""
+    from engram.recall import index as recall
+
+    items: list[dict[str, Any]] = []
+    round_ = 0
+    while len(items) < turns:
+        for conv in conversations:
+            for session in conv["sessions"]:
+                for turn in session["turns"]:
+                    if len(items) == turns:
+                        break
+                    n = len(items)
+                    at = session["createdAt"] or "2023-01-01T00:00:00.000Z"
+                    items.append(
+                        {
+                            "kind": "msg",
+                            "SK": f"ARCHIVE#{n:06d}",
+                            "sessionId": f"{conv['id']}-{round_}-{session['id']}",
+                            "role": "user",
+                            "speaker": turn["speaker"],
+                            "text": turn["text"],
+                            "createdAt": at,
+                            "archivedAt": f"{at}#{n:06d}",
+                            "runId": "bench",
+                        }
+                    )
+        round_ += 1
+
+    class _Archive:
+        name = "bench-first-search"
+
+        def load_since(self, t: str, agent_id: str, after: str | None, *, limit: int | None = None) -> list[dict[str, Any]]:
+            return [] if after is not None else items[-limit:] if limit else list(items)
+
+    question = conversations[0]["questions"][0]["question"]
+    times = []
+    for _ in range(repeats):
+        recall.clear_cache()
+        start = time.perf_counter()
+        recall.conversation_search(SimpleNamespace(archive=_Archive()), TENANT, "first-search", question, limit=10)
+        times.append((time.perf_counter() - start) * 1000)
+    recall.clear_cache()
+    return statistics.median(times)
+
+
 def _index_for(conv: dict[str, Any], params: Any) -> Any:
     from engram.recall.search import SearchIndex
 
     index = SearchIndex(params)
     index.refs = []  # type: ignore[attr-defined]
+    roles = {conv["speaker_a"]: "user", conv["speaker_b"]: "assistant"}
     for session in conv["sessions"]:
         for turn in session["turns"]:
-            index.add(turn["text"], speaker=turn["speaker"], group=session["id"], when=session["createdAt"])
+            role = roles.get(turn["speaker"], "user")
+            index.add(turn["text"], speaker=turn["speaker"], group=session["id"], when=session["createdAt"], role=role)
             index.refs.append(turn["ref"])  # type: ignore[attr-defined]
     return index
 
@@ -296,8 +417,16 @@ def ablation(path: Path) -> list[tuple[str, dict[str, Any]]]:
 
     from engram.recall.search import Params
 
-    off = Params(
-        stemming=False, ctx_window=0, speaker_weight=0.0, speaker_text=1.0, session_weight=0.0, time_weight=0.0, date_weight=0.0
+    base = Params(length_prior=0.0, question_weight=1.0, yearless_months=False, surface_share=0.0)  # before issue 12
+    off = replace(
+        base,
+        stemming=False,
+        ctx_window=0,
+        speaker_weight=0.0,
+        speaker_text=1.0,
+        session_weight=0.0,
+        time_weight=0.0,
+        date_weight=0.0,
     )
     steps = [
         ("BM25, stop words", off, False),
@@ -313,10 +442,14 @@ def ablation(path: Path) -> list[tuple[str, dict[str, Any]]]:
             replace(off, stemming=True, ctx_window=2, ctx_weight=0.4, ctx_next_weight=0.25),
             True,
         ),
-        ("+ speaker field", replace(Params(), session_weight=0.0, time_weight=0.0, date_weight=0.0), True),
-        ("+ 'when' answer-type cue", replace(Params(), session_weight=0.0, date_weight=0.0), True),
-        ("+ dates", replace(Params(), session_weight=0.0), True),
-        ("+ session prior (= the default)", Params(), True),
+        ("+ speaker field", replace(base, session_weight=0.0, time_weight=0.0, date_weight=0.0), True),
+        ("+ 'when' answer-type cue", replace(base, session_weight=0.0, date_weight=0.0), True),
+        ("+ dates", replace(base, session_weight=0.0), True),
+        ("+ session prior", base, True),
+        ("+ turn length prior 0.2", replace(Params(), question_weight=1.0, yearless_months=False, surface_share=0.0), True),
+        ("+ question turns x0.8", replace(Params(), yearless_months=False, surface_share=0.0), True),
+        ("+ months without a year", replace(Params(), surface_share=0.0), True),
+        ("+ exact word forms 0.3 (= the default)", Params(), True),
     ]
     out = []
     cache: dict[bool, list[dict[str, Any]]] = {}
@@ -334,20 +467,32 @@ def ablation(path: Path) -> list[tuple[str, dict[str, Any]]]:
     return out
 
 
-def print_report(report: dict[str, Any]) -> None:
-    scores = report["scores"]
-    print(
-        f"{report['conversations']} conversations, {report['items']} archived turns, {report['questions']} questions (categories 1-4 with evidence)"
-    )
-    print(f"{'category':<16}{'n':>5}{'any@5':>9}{'any@10':>9}{'all@10':>9}")
-    for cat in [1, 2, 3, 4, "all"]:
+def _table(scores: dict[Any, dict[str, float]]) -> list[str]:
+    lines = [f"{'category':<17}{'n':>5}{'any@5':>8}{'any@10':>8}{'all@10':>8}{'ev@5':>8}{'ev@10':>8}"]
+    for cat in [1, 2, 3, 4, "1-4", 5, "all"]:
         if cat not in scores:
             continue
         s = scores[cat]
-        label = f"{cat} {CATEGORIES[cat]}" if cat in CATEGORIES else "overall"
-        print(f"{label:<16}{s['n']:>5}{s['any5']:>9.3f}{s['any10']:>9.3f}{s['all10']:>9.3f}")
+        label = f"{cat} {CATEGORIES[cat]}" if isinstance(cat, int) else {"1-4": "overall 1-4", "all": "all 1-5"}[cat]
+        lines.append(
+            f"{label:<17}{s['n']:>5}{s['any5']:>8.3f}{s['any10']:>8.3f}{s['all10']:>8.3f}{s['ev5']:>8.1f}{s['ev10']:>8.1f}"
+        )
+    return lines
+
+
+def print_report(report: dict[str, Any]) -> None:
+    scores = report["scores"]
+    print(
+        f"{report['conversations']} conversations, {report['items']} archived turns, {report['questions']} questions with evidence"
+    )
+    print("\n".join(_table(scores)))
+    print(
+        "  any/all: recall_any@k, recall_all@10 (headline: overall 1-4); ev@k: the LoCoMo paper's Table 3 metric, "
+        f"% of a question's evidence turns in the top k (DRAGON, dialogue turns: {DRAGON[5]} at k=5, {DRAGON[10]} at k=10; "
+        f"here {scores['all']['ev5']:.1f} and {scores['all']['ev10']:.1f} over all five categories)"
+    )
     per = "  ".join(f"{k} {v:.3f}" for k, v in report["per_conversation"].items())
-    print(f"any@10 per conversation: {per}")
+    print(f"any@10 (1-4) per conversation: {per}")
     print(
         f"conversation_search  p50 {report['search_p50_ms']:.2f} ms   p95 {report['search_p95_ms']:.2f} ms   "
         f"(warm cache, incl. its incremental GSI Query to in-process moto, which scans the table in Python)"
@@ -355,7 +500,11 @@ def print_report(report: dict[str, Any]) -> None:
     r50, r95 = report["ranker_ms"]
     print(
         f"  ranking alone      p50 {r50:.2f} ms   p95 {r95:.2f} ms;   first search of an agent (loads and indexes "
-        f"its archive) {report['first_search_ms']:.0f} ms"
+        f"its archive) {report['first_search_ms']:.0f} ms through moto"
+    )
+    print(
+        f"  first search of an agent with 3,000 archived turns (in-memory archive: indexing + ranking, "
+        f"no DynamoDB read) {report['first_search_3000_ms']:.0f} ms (aim: under 1 s)"
     )
 
 
@@ -374,10 +523,12 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     print_report(run_benchmark(args.locomo, captions=not args.no_captions))
     if args.ablation:
-        print(f"\n{'step (cumulative, ranker only)':<44}{'any@5':>8}{'any@10':>8}{'all@10':>8}")
+        print(
+            f"\n{'step (cumulative, ranker only; any/all over 1-4)':<50}{'any@5':>7}{'any@10':>7}{'all@10':>7}{'ev@5':>7}{'ev@10':>7}"
+        )
         for name, scores in ablation(args.locomo):
-            s = scores["all"]
-            print(f"{name:<44}{s['any5']:>8.3f}{s['any10']:>8.3f}{s['all10']:>8.3f}")
+            s, a = scores["1-4"], scores["all"]
+            print(f"{name:<50}{s['any5']:>7.3f}{s['any10']:>7.3f}{s['all10']:>7.3f}{a['ev5']:>7.1f}{a['ev10']:>7.1f}")
     return 0
 
 

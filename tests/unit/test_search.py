@@ -163,6 +163,57 @@ def test_ties_put_newer_turns_first():
     assert [d for d, _ in index.search("same words")] == [2, 1, 0]
 
 
+def test_a_statement_outranks_the_same_words_asked_as_a_question():
+    # equal words, and the question is newer (ties go to newer turns): the statement still wins
+    index = _index(["Pottery class on Saturday.", "Pottery class on Saturday?"])
+    assert [d for d, _ in index.search("pottery class")] == [0, 1]
+    plain = _index(["Pottery class on Saturday.", "Pottery class on Saturday?"], Params(question_weight=1.0))
+    assert [d for d, _ in plain.search("pottery class")] == [1, 0]
+
+
+def test_among_equal_matches_the_turn_that_tells_more_comes_first():
+    turns = [
+        ("I started a pottery class and made a blue bowl for my sister.", "Maria", "s1"),
+        ("Cool.", "Maria", "s2"),
+        ("Nice weather.", "John", "s2"),
+    ]
+    # a query that names only the speaker matches all her turns equally; the longer one first
+    assert [d for d, _ in _index(turns).search("What did Maria say?")] == [0, 1]
+    # without the length prior the tie goes to the newer turn
+    assert [d for d, _ in _index(turns, Params(length_prior=0.0)).search("What did Maria say?")] == [1, 0]
+
+
+def test_length_counts_against_the_average_of_the_same_role():
+    turns = [
+        ("My cat is called Marzipan.", "user", "s"),
+        ("You said: my cat is called Marzipan. A lovely name for a cat, I bet she is sweet and loves the sun.", "assistant", "s"),
+        ("Another long reply about the weather, the news and what to cook for dinner tonight with friends.", "assistant", "t"),
+        ("Thanks!", "user", "t"),
+    ]
+
+    def first(with_roles: bool) -> int:
+        index = SearchIndex()
+        for text, role, group in turns:
+            index.add(text, group=group, role=role if with_roles else None)
+        return index.search("cat called Marzipan")[0][0]
+
+    # the model's reply, long like all its replies, does not outrank the user's own line ...
+    assert first(with_roles=True) == 0
+    # ... as it would if both were measured against one average
+    assert first(with_roles=False) == 1
+
+
+def test_the_length_prior_narrows_bm25s_preference_for_short_turns():
+    turns = ["Pottery class was fun.", "My pottery class was great, the class made bowls and the teacher loved them."]
+    turns += ["We had pasta for dinner.", "The weather was nice today."]
+
+    def ratio(params: Params) -> float:
+        scores = dict(_index(turns, params).search("pottery class"))
+        return scores[1] / scores[0]
+
+    assert ratio(Params()) > ratio(Params(length_prior=0.0)) * 1.1
+
+
 @pytest.mark.parametrize("query", ["", "   ", "the and of", "?!...", "\U0001f600\U0001f389", "zzqx unknownword"])
 def test_empty_or_garbage_queries_find_nothing(query):
     index = _index(["a turn about zebras", "another about giraffes"])
@@ -226,3 +277,55 @@ def test_query_dates_before_relative_and_none():
     assert dq is not None and dq.start == dq.end == _day(2024, 1, 9)
     # not a day: ignored (not an error); the year still counts
     assert [e[2] for e in explicit_dates("February 30, 2023")] == ["year"]
+
+
+def test_a_month_without_a_year_is_that_month_of_any_year():
+    dq = query_dates("When did we go camping in June?")
+    assert dq is not None and dq.month == 6 and dq.precision == "month"
+    assert dq.distance(_day(2021, 6, 15)) == dq.distance(_day(2023, 6, 1)) == 0
+    assert dq.distance(_day(2023, 7, 3)) == 3 and dq.distance(_day(2022, 12, 31)) > 150
+    assert getattr(query_dates("the second week of November"), "month", None) == 11
+    # "may" the verb is no month; a month with a year stays that one month
+    assert query_dates("What may we try next?") is None
+    dq = query_dates("What did we do in May 2023?")
+    assert dq is not None and dq.month == 0 and (dq.start, dq.end) == (_day(2023, 5, 1), _day(2023, 5, 31))
+    # "last June" with today: the latest June before it
+    dq = query_dates("What did we do last June?", today=_day(2024, 3, 10))
+    assert dq is not None and (dq.start, dq.end) == (_day(2023, 6, 1), _day(2023, 6, 30))
+
+
+def test_questions_naming_a_month_prefer_turns_from_that_month():
+    index = SearchIndex()
+    index.add("We went camping by the lake.", group="s1", when="2023-07-14T10:00:00.000Z")  # doc 0
+    index.add("We went camping by the lake.", group="s2", when="2022-06-20T10:00:00.000Z")  # doc 1, a June
+    index.add("We went camping by the lake.", group="s3", when="2023-05-20T10:00:00.000Z")  # doc 2, May 2023
+    index.add("We went camping by the lake.", group="s4", when="2022-05-02T10:00:00.000Z")  # doc 3, May 2022
+    # equal words: the month decides (without it the newest turn would come first)
+    assert index.search("When did we go camping in June?")[0][0] == 1
+    assert index.search("camping in May 2023")[0][0] == 2
+    assert index.search("camping in May 2022")[0][0] == 3
+    assert [d for d, _ in index.search("camping in May")][:2] in ([2, 3], [3, 2])
+
+
+def test_the_exact_word_ranks_above_another_form_of_it():
+    # "painting" and "painted" share the stem "paint": both turns match, the one using the
+    # question's own word ranks first; without the exact-form share they would tie.
+    index = SearchIndex()
+    index.add("I painted a lake at sunrise for the show", speaker="Ann", group="s1")
+    index.add("I finished painting a lake for the show", speaker="Ann", group="s2")
+    index.add("The weather was lovely all week long", speaker="Bob", group="s3")
+    hits = index.search("Which painting did Ann show?")
+    assert [d for d, _ in hits[:2]] == [1, 0]
+    tied = SearchIndex(Params(surface_share=0.0))
+    tied.add("I painted a lake at sunrise for the show", speaker="Ann", group="s1")
+    tied.add("I finished painting a lake for the show", speaker="Ann", group="s2")
+    tied.add("The weather was lovely all week long", speaker="Bob", group="s3")
+    scores = dict(tied.search("Which painting did Ann show?"))
+    assert scores[0] == pytest.approx(scores[1])
+
+
+def test_another_form_of_the_word_still_matches():
+    index = SearchIndex()
+    index.add("We went hiking in the hills last weekend", speaker="Ann", group="s1")
+    index.add("The weather was lovely all week long", speaker="Bob", group="s1")
+    assert [d for d, _ in index.search("Does Ann like to hike?")][:1] == [0]

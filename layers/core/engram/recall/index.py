@@ -15,8 +15,9 @@ sees that turn. Bounds:
 - ``MAX_TURNS_PER_AGENT`` = 5,000 archived messages per agent, the newest kept (older ones stay
   stored but are not searched);
 - ``MAX_CACHED_CHARS`` = 8,000,000 characters of text over all agents: measured, the index costs
-  ~9-11 bytes per character of text plus the held items (~1 KB per message with its text), so about
-  100 MB of the chat function's 1 GB at the worst; the least recently searched agents go first,
+  ~12-14 bytes per character of text (~9-11 before the exact word forms were indexed too, +27%) plus
+  the held items (~1 KB per message with its text), so about 125 MB of the chat function's 1 GB at
+  the worst; the least recently searched agents go first,
   and one agent alone keeps only its newest messages within it;
 - ``MAX_AGE_S`` = 900: an entry older than 15 minutes is rebuilt from scratch (this also picks up
   backfilled items written with an old timestamp);
@@ -184,7 +185,13 @@ class RecallCache:
 
     @staticmethod
     def _hold(entry: _Entry, public: dict[str, Any]) -> None:
-        entry.index.add(public["text"], speaker=public.get("speaker"), group=public["sessionId"], when=public["createdAt"])
+        entry.index.add(
+            public["text"],
+            speaker=public.get("speaker"),
+            group=public["sessionId"],
+            when=public["createdAt"],
+            role=public.get("role"),
+        )
         entry.items.append(public)
         entry.seen.add(public["SK"])
         entry.chars += len(public["text"])

@@ -4,6 +4,10 @@ Pure Python, no dependencies, built incrementally (``SearchIndex.add`` appends o
 
 - Analysis: lowercase word tokens (curly apostrophes folded, possessive ``'s`` dropped, digits
   kept), English stop words removed, contractions cut to their stem word, Porter-stemmed.
+- Exact word forms: each word is also indexed unstemmed, as a term of its own (``=painting``); a
+  query word weighs 0.7 through its stem and 0.3 through its exact form, so a turn using the
+  question's own word ranks above one using another form of it (stemming alone ties them). The
+  exact forms' postings hold a turn once per occurrence (no per-turn counts: ~27% more memory).
 - BM25F over three fields, each length-normalised on its own, weighted, summed into one
   pseudo-frequency and saturated once with k1:
   ``text`` (the turn), ``ctx`` (the two turns before and after it in the same session, weights
@@ -17,10 +21,15 @@ Pure Python, no dependencies, built incrementally (``SearchIndex.add`` appends o
 - Answer type: a question asking *when* / *how long* / *what year* gives turns that contain a time
   expression (yesterday, last week, a weekday, a month, a year, ...) a bonus weighted like a term.
 - Dates: a query naming a day, month, season or year ("on 9 November, 2022", "in July 2022",
-  "last week" relative to ``today``) gives turns said on - or talking about - those days (their
+  "in June" - that month of any year - or "last week" relative to ``today``) gives turns said on - or talking about - those days (their
   own relative expressions resolved against the day they were said: "yesterday", "last Friday",
   "two weeks ago") a bonus weighted like a term as rare as those turns, decaying with distance;
   the date words themselves are not matched as text. See ``timeref.py``.
+- Turn priors: a turn's score is multiplied by ``(length / average length) ** 0.2`` (in index
+  terms, against the average of its role - else speaker - so that a model's long replies do not
+  outweigh the user's short lines; BM25 normalises length away, but in a dialogue the longer turn
+  is the one that tells something) and by 0.8 when it ends in a question mark (a question asks
+  rather than tells; its answer is found through the ctx field).
 
 What each step measurably gives on LoCoMo is logged in ``bench/locomo.py``.
 Speed: a query touches the postings of its terms only (plus one pass over the turns when it names
@@ -32,6 +41,7 @@ from __future__ import annotations
 import heapq
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -276,6 +286,12 @@ def terms_of(raw_words: Iterable[str], *, stemming: bool = True) -> list[str]:
     return out
 
 
+@lru_cache(maxsize=65536)
+def _surface_term(word: str) -> str:
+    """A word's unstemmed form as an index term of its own (one shared string per word)."""
+    return "=" + word
+
+
 # --- Porter stemmer (M.F. Porter, 1980), the original algorithm ---------------------------------
 _VOWELS = frozenset("aeiou")
 
@@ -512,6 +528,10 @@ class Params:
     session_weight: float = 0.2  # session prior (see the module docstring)
     time_weight: float = 1.0  # "when" questions: bonus for turns with a time expression (x its idf)
     date_weight: float = 1.5  # dated queries: bonus for turns on/about those days (x their idf)
+    length_prior: float = 0.2  # a turn's score x (its length / the average length) ** this
+    question_weight: float = 0.8  # a turn that ends in a question mark: its score x this
+    surface_share: float = 0.3  # with stemming, the share of a query word's weight its exact form carries
+    yearless_months: bool = True  # "in June" (no year) asks for June of any year
     stemming: bool = True
 
 
@@ -522,6 +542,8 @@ class _Doc:
     text_len: int
     speaker_terms: tuple[str, ...]
     has_time: bool
+    prior: float = 1.0  # (length + 1) ** length_prior x question_weight if it asks
+    voice: str | None = None  # whose average length its length is measured against (role or speaker)
     dates: tuple[int, ...] = ()
     prev: int = -1
     next: int = -1
@@ -540,6 +562,7 @@ class SearchIndex:
         self._df: dict[str, int] = {}
         self._post: dict[str, list[int]] = {}  # term -> docs whose own text has it
         self._text_total = 0
+        self._voice_len: dict[str | None, tuple[int, int]] = {}  # voice -> (turns, index terms)
         self._spk_df: dict[str, int] = {}
         self._spk_post: dict[str, list[int]] = {}
         self._time_df = 0
@@ -556,25 +579,46 @@ class SearchIndex:
     def analyze(self, text: str) -> list[str]:
         return analyze(text, stemming=self.params.stemming)
 
-    def add(self, text: str, *, speaker: str | None = None, group: str | None = None, when: str | None = None) -> int:
+    def _surface(self, raw_words: list[str]) -> list[str]:
+        """The words' unstemmed forms as terms of their own ("=painting"), when stemming is on and they weigh."""
+        p = self.params
+        if not p.stemming or p.surface_share <= 0:
+            return []
+        return [_surface_term(w) for w in terms_of(raw_words, stemming=False)]
+
+    def add(
+        self,
+        text: str,
+        *,
+        speaker: str | None = None,
+        group: str | None = None,
+        when: str | None = None,
+        role: str | None = None,
+    ) -> int:
         """Appends one turn. Turns of a ``group`` (a session) must be added in conversation order.
 
         ``when`` (ISO timestamp) is when it was said: with it, the turn also matches queries about
         that day or the days its relative expressions name ("yesterday", "last Friday", ...).
+        ``role`` (else ``speaker``) groups the turns whose average length the length prior uses:
+        a model's long replies are measured against each other, not against the user's lines.
         """
         p = self.params
         raw = words(text)
-        terms = terms_of(raw, stemming=p.stemming)
+        plain = terms_of(raw, stemming=False)
+        terms = [stem(w) for w in plain] if p.stemming else plain
         tf: dict[str, int] = {}
         for term in terms:
             tf[term] = tf.get(term, 0) + 1
+        surface = [_surface_term(w) for w in plain] if p.stemming and p.surface_share > 0 else []
         n = len(self.docs)
         doc = _Doc(
             group=group,
             text_tf=tf,
             text_len=len(terms),
-            speaker_terms=tuple(dict.fromkeys(self.analyze(speaker or ""))),
+            speaker_terms=tuple(dict.fromkeys(self.analyze(speaker or "") + self._surface(words(speaker or "")))),
             has_time=has_time_expression(raw),
+            prior=(len(terms) + 1) ** p.length_prior * (p.question_weight if text.rstrip().endswith("?") else 1.0),
+            voice=role or speaker,
             dates=turn_dates(text, day_of(when)) if p.date_weight > 0 else (),
         )
         if group is not None:
@@ -599,10 +643,16 @@ class SearchIndex:
         for term in tf:
             self._df[term] = self._df.get(term, 0) + 1
             self._post.setdefault(term, []).append(n)
+        for term in dict.fromkeys(surface):
+            self._df[term] = self._df.get(term, 0) + 1
+        for term in surface:  # no per-turn counts: the turn is in the postings once per occurrence
+            self._post.setdefault(term, []).append(n)
         for term in doc.speaker_terms:
             self._spk_df[term] = self._spk_df.get(term, 0) + 1
             self._spk_post.setdefault(term, []).append(n)
         self._text_total += len(terms)
+        count, total = self._voice_len.get(doc.voice, (0, 0))
+        self._voice_len[doc.voice] = (count + 1, total + len(terms))
         self._time_df += doc.has_time
         self._term_cache.clear()
         return n
@@ -651,9 +701,11 @@ class SearchIndex:
         text_w = p.speaker_text if term in self._spk_df else 1.0
         freq: dict[int, float] = {}
         get = freq.get
-        for d in self._post.get(term, ()) if text_w > 0 else ():
+        postings = self._post.get(term, ()) if text_w > 0 else ()
+        counts = Counter(postings).items() if term[:1] == "=" else ((d, docs[d].text_tf[term]) for d in postings)
+        for d, tf in counts:
             doc = docs[d]
-            f = text_w * doc.text_tf[term] / (k_b + b_avg * doc.text_len)
+            f = text_w * tf / (k_b + b_avg * doc.text_len)
             freq[d] = get(d, 0.0) + f
             if use_ctx:
                 for x, w in doc.lends if doc.lends is not None else self._lends(d):
@@ -714,10 +766,13 @@ class SearchIndex:
         near: list[tuple[int, float]] = []
         exact = 0
         reach = 3 * dq.tolerance
+        by_dates: dict[tuple[int, ...], int] = {}  # turns share their few dates: measure each set once
         for d, doc in enumerate(self.docs):
             if not doc.dates:
                 continue
-            dist = min(dq.distance(day) for day in doc.dates)
+            dist = by_dates.get(doc.dates, -1)
+            if dist < 0:
+                dist = by_dates[doc.dates] = min(dq.distance(day) for day in doc.dates)
             if dist <= reach:
                 near.append((d, math.exp(-dist / dq.tolerance)))
                 exact += dist == 0
@@ -729,7 +784,7 @@ class SearchIndex:
             if allowed is None or allowed(d):
                 scores[d] = get(d, 0.0) + bonus * closeness
 
-    def search(  # noqa: C901 - the ranking's cues (fields, dates, session prior) in one pass
+    def search(
         self, query: str, *, limit: int = 10, allowed: Callable[[int], bool] | None = None, today: int | None = None
     ) -> list[tuple[int, float]]:
         """Doc numbers and scores, best first (ties: newer first). Empty for an empty index or a
@@ -741,16 +796,41 @@ class SearchIndex:
         if not self.docs or limit <= 0:
             return []
         p = self.params
-        dq = query_dates(query, today) if p.date_weight > 0 else None
+        dq = query_dates(query, today, yearless_months=p.yearless_months) if p.date_weight > 0 else None
         if dq is not None:
             for a, b in sorted(dq.spans, reverse=True):  # the date words match by date, not as text
                 query = query[:a] + " " + query[b:]
         weights: dict[str, float] = {}
-        for term in self.analyze(query):
+        raw = words(query)
+        surface = self._surface(raw)
+        stem_weight = 1.0 - p.surface_share if surface else 1.0
+        for term, weight in [(t, stem_weight) for t in terms_of(raw, stemming=p.stemming)] + [
+            (t, p.surface_share) for t in surface
+        ]:
             if term in self._df or term in self._spk_df:
-                weights[term] = weights.get(term, 0.0) + 1.0
+                weights[term] = weights.get(term, 0.0) + weight
         if not weights and dq is None:
             return []
+        scores = self._scores(weights, dq, asks_when(query), allowed)
+        self._apply_priors(scores)
+        return [(d, v) for v, d in heapq.nlargest(limit, ((v, d) for d, v in scores.items()))]
+
+    def _apply_priors(self, scores: dict[int, float]) -> None:
+        """Turn priors: longer turns and statements over questions (see the module docstring)."""
+        p = self.params
+        if p.length_prior == 0 and p.question_weight == 1:
+            return
+        norms = {v: (total / count + 1) ** p.length_prior for v, (count, total) in self._voice_len.items()}
+        docs = self.docs
+        for d in scores:
+            doc = docs[d]
+            scores[d] *= doc.prior / norms[doc.voice]
+
+    def _scores(
+        self, weights: dict[str, float], dq: DateQuery | None, when: bool, allowed: Callable[[int], bool] | None
+    ) -> dict[int, float]:
+        """Every reached turn's score for weighted query terms (and the date and "when" cues)."""
+        p = self.params
         # A query word naming a speaker (matched through the speaker field only) marks half of a
         # dialogue's turns: it re-ranks the turns the other words found rather than adding them all.
         by_speaker = {t: w for t, w in weights.items() if p.speaker_text <= 0 and t in self._spk_df}
@@ -763,7 +843,7 @@ class SearchIndex:
         if allowed is not None:
             scores = {d: v for d, v in scores.items() if allowed(d)}
         self._session_prior(weights, scores)
-        if asks_when(query):
+        if when:
             self._time_bonus(scores)
         if dq is not None:
             self._date_bonus(dq, scores, allowed)
@@ -776,4 +856,4 @@ class SearchIndex:
                         scores[d] += weight * extra
             else:  # the query names only a speaker
                 scores = {d: weight * v for d, v in contribution.items() if allowed is None or allowed(d)}
-        return [(d, v) for v, d in heapq.nlargest(limit, ((v, d) for d, v in scores.items()))]
+        return scores

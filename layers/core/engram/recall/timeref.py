@@ -5,8 +5,10 @@
   any explicit dates it names ("May 7, 2023", "7 May 2023", "2023-05-07").
 - ``query_dates(query, today)``: the days a query asks about, as an interval with its precision
   (an explicit day, month, season or year; "before/by <date>" widens it backwards; with ``today``,
-  relative expressions such as "yesterday" or "last week" too), and the character spans of those
-  expressions so the ranker can leave the date words out of the lexical match.
+  relative expressions such as "yesterday" or "last week" too; a month named without a year, "in
+  June", is that month of any year, and "last June" with ``today`` the latest June before it), and
+  the character spans of those expressions so the ranker can leave the date words out of the
+  lexical match.
 
 Pure functions, no dependencies; approximate by design (a month is 30 days).
 """
@@ -16,6 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from datetime import date
+from functools import lru_cache
 
 MONTHS = {
     m: i + 1
@@ -71,6 +74,14 @@ _ISO_DAY = re.compile(r"\b(\d{4})-(\d{2})-(\d{2})\b")
 _MONTH_YEAR = re.compile(rf"\b({_MONTH_RE})\.?,?\s+(\d{{4}})\b", re.I)
 _SEASON_YEAR = re.compile(r"\b(spring|summer|fall|autumn|winter)\s+(?:of\s+)?(\d{4})\b", re.I)
 _YEAR = re.compile(r"\b((?:19|20)\d\d)\b")
+# a month without a year after a word that makes it a time ("in May", "last June", "the second week
+# of November", "early March"; a bare "may" is mostly the verb): the month of any year
+_MONTH_ALONE = re.compile(
+    r"\b(in|during|last|this|early|mid|late|since|until|by|of)\s+"
+    r"(?:(?:early|mid|late|the\s+(?:beginning|end|middle|start))\s+(?:of\s+)?)?"
+    rf"({_MONTH_RE})\b(?!\.?,?\s*\d)",
+    re.I,
+)
 _BEFORE = re.compile(r"\b(before|by|until|as of|prior to)\s*$", re.I)
 _AFTER = re.compile(r"\b(after|since)\s*$", re.I)
 
@@ -227,6 +238,7 @@ class DateQuery:
     end: int
     precision: str  # day | week | month | season | year
     spans: tuple[tuple[int, int], ...]  # characters of the query that expressed it
+    month: int = 0  # 1-12: that month of any year (start/end unused), e.g. "in June"
 
     @property
     def tolerance(self) -> float:
@@ -234,6 +246,8 @@ class DateQuery:
         return {"day": 3.0, "week": 4.0, "month": 10.0, "season": 20.0, "year": 45.0}.get(self.precision, 7.0)
 
     def distance(self, day: int) -> int:
+        if self.month:
+            return _from_month(day, self.month)
         if day < self.start:
             return self.start - day
         if day > self.end:
@@ -241,7 +255,19 @@ class DateQuery:
         return 0
 
 
-def query_dates(query: str, today: int | None = None) -> DateQuery | None:
+@lru_cache(maxsize=65536)
+def _from_month(day: int, month: int) -> int:
+    """Days from ``day`` to the nearest day of ``month`` in any year (0 inside it)."""
+    year = date.fromordinal(day).year
+    best = 366
+    for y in (year - 1, year, year + 1):
+        span = _month_span(y, month)
+        if span is not None:
+            best = min(best, span[0] - day if day < span[0] else day - span[1] if day > span[1] else 0)
+    return best
+
+
+def query_dates(query: str, today: int | None = None, *, yearless_months: bool = True) -> DateQuery | None:
     """The time a query asks about, or None. The most precise explicit date wins; else a relative one."""
     explicit = explicit_dates(query)
     rank = {"day": 0, "month": 1, "season": 2, "year": 3}
@@ -257,6 +283,15 @@ def query_dates(query: str, today: int | None = None) -> DateQuery | None:
         elif _AFTER.search(before):
             start, end = end, end + (14 if precision == "day" else 45)
         return DateQuery(start, end, precision, tuple(spans))
+    m = _MONTH_ALONE.search(query) if yearless_months else None
+    if m:
+        month = MONTHS[m.group(2).lower()]
+        if today is not None and m.group(1).lower() == "last":
+            now = date.fromordinal(today)
+            year = now.year - (month >= now.month)
+            start, end = _month_span(year, month) or (today, today)
+            return DateQuery(start, end, "month", (m.span(),))
+        return DateQuery(0, 0, "month", (m.span(2),), month=month)
     if today is not None:
         for _needles, rx, kind in _RELATIVE:
             m = rx.search(query)

@@ -1,0 +1,27 @@
+"""bench/locomo.py's scoring, without the data set: recall_any/all and the LoCoMo paper's metric."""
+
+from __future__ import annotations
+
+import pytest
+
+from bench.locomo import _score, evidence_ids
+
+
+def test_scores_headline_over_categories_1_to_4_and_the_paper_metric_over_all_five():
+    ten = [f"D1:{i}" for i in range(1, 11)]
+    results = [
+        (1, {"D1:1", "D1:7", "D9:9"}, ten),  # 2 of 3 evidence turns in the top 10, 1 in the top 5
+        (4, {"D2:2"}, ten),  # none
+        (5, {"D1:2"}, ten),  # adversarial: counted in "all" only
+    ]
+    scores = _score(results)
+    assert scores["1-4"]["n"] == 2 and scores["all"]["n"] == 3
+    assert scores["1-4"]["any10"] == 0.5 and scores["1-4"]["all10"] == 0.0
+    assert scores[1]["ev5"] == pytest.approx(100 / 3) and scores[1]["ev10"] == pytest.approx(200 / 3)
+    # the paper's metric: per question the share found, averaged over every question with evidence
+    assert scores["all"]["ev10"] == pytest.approx((200 / 3 + 0 + 100) / 3)
+    assert scores["all"]["ev5"] == pytest.approx((100 / 3 + 0 + 100) / 3)
+
+
+def test_malformed_evidence_ids_are_repaired():
+    assert evidence_ids(["D8:6; D9:17", "D:11:26"]) == {"D8:6", "D9:17", "D11:26"}
