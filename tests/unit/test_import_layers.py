@@ -57,6 +57,10 @@ DEFERRED = {
     ): "the anthropic SDK (~1.5 s) only with a model call",
     ("engram.engine.providers", "engram.engine.providers.offline"): "the offline model only where it is configured",
     ("engram.aws.model_key", "aws_lambda_powertools.utilities"): "Parameters only when the key is read",
+    (
+        "engram.kernel.validation",
+        "engram.kernel.secrets",
+    ): "the secret detector's patterns compile with the first write checked, not with the api's import (most requests read)",
     ("engram.aws.snapstart", "boto3"): "as boto3: imported when a snapshot is primed, not with the module",
     ("engram.aws.snapstart", "snapshot_restore_py"): "Lambda's runtime hooks, present on its managed runtimes only",
 }

@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from engram.kernel.errors import BadRequest, PayloadTooLarge
-from engram.kernel.secrets import find_secret, find_secret_in_value
 
 
 def check_text(field: str, text: str, lo: int, hi: int) -> str:
@@ -27,6 +26,8 @@ def secret_refused(field: str, kind: str) -> BadRequest:
 
 def refuse_secrets(field: str, *texts: str | None) -> None:
     """BadRequest secret_detected if any text holds a secret; callers check lengths first."""
+    from engram.kernel.secrets import find_secret
+
     for text in texts:
         kind = find_secret(text or "")
         if kind:
@@ -35,6 +36,8 @@ def refuse_secrets(field: str, *texts: str | None) -> None:
 
 def refuse_secret_value(field: str, value: Any) -> None:
     """The same for a JSON value (run inputs, run memory): names are read with their values."""
+    from engram.kernel.secrets import find_secret_in_value
+
     kind = find_secret_in_value(value)
     if kind:
         raise secret_refused(field, kind)
