@@ -185,10 +185,10 @@ def main() -> int:
 
     try:
         from engram.engine.cache import min_cacheable_tokens
-    except ImportError:  # before engine.cache existed: Sonnet 4.5's documented minimum
+    except ImportError:  # before engine.cache existed: Sonnet 4.6's documented minimum
 
         def min_cacheable_tokens(model: str) -> int:
-            return 1024
+            return 2048
 
     minimum = min_cacheable_tokens(MODEL)
     claude = ScriptedClaude()
