@@ -16,6 +16,7 @@ from engram.engine.cache import (
     min_cacheable_tokens,
 )
 from engram.engine.pricing import cost_usd, usage_of
+from engram.engine.prompt import DELTA_HEADING, MemoryView, session_memory
 from engram.engine.providers.anthropic_provider import BedrockProvider
 from engram.engine.trim import trim_in_steps
 from engram.kernel.settings import Settings
@@ -196,3 +197,32 @@ def test_history_past_the_cap_is_cut_to_half_so_the_first_message_moves_rarely()
         history = trim_in_steps([*history, message], 50).kept
         firsts.add(json.dumps(history[0]))
     assert len(firsts) <= 1 + (len(turns) * 3) // 24  # not one new first message per turn
+
+
+def _view(*entries: str, failed: tuple[str, ...] = ()) -> MemoryView:
+    text = "\n".join(e.split("|", 1)[1] for e in entries)
+    return MemoryView(text=text, shown=list(entries), known=set(entries), failed=set(failed))
+
+
+def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_not():
+    old = _view('agent|- "a": "1"', 'user|- "tea" (fact f_1)')
+    _, _, snapshot = session_memory(old, None, "h1", budget_tokens=2_000)
+    assert snapshot is not None
+    stored = snapshot.stored()
+    # a row stored since: same system text, the row shown after it
+    grown = _view('agent|- "a": "1"', 'agent|- "b": "2"', 'user|- "tea" (fact f_1)')
+    text, delta, again = session_memory(grown, stored, "h1", budget_tokens=2_000)
+    assert (text, again) == (snapshot.text, None)
+    assert delta.startswith(DELTA_HEADING) and '- "b": "2"' in delta and '"a"' not in delta
+    # a failed read of a section keeps its rows (memory is best-effort)
+    _, _, kept = session_memory(_view('agent|- "a": "1"', failed=("user",)), stored, "h1", budget_tokens=2_000)
+    assert kept is None
+    # a forgotten row: taken again, without it
+    text, delta, again = session_memory(_view('agent|- "a": "1"'), stored, "h1", budget_tokens=2_000)
+    assert again is not None and "tea" not in text and delta == ""
+    # the history's head moved: rows stored since join the snapshot; with none, it stays
+    assert session_memory(grown, stored, "h2", budget_tokens=2_000)[2].text == grown.text
+    _, _, moved = session_memory(old, stored, "h2", budget_tokens=2_000)
+    assert moved is not None and moved.text == snapshot.text and moved.head == "h2"
+    # more rows than the budget holds beside the snapshot: taken again
+    assert session_memory(grown, stored, "h1", budget_tokens=20)[2] is not None

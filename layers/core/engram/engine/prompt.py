@@ -85,6 +85,11 @@ class MemoryView:
     text: str = ""
     shown: list[str] = field(default_factory=list)
     known: set[str] = field(default_factory=set)
+    failed: set[str] = field(default_factory=set)  # fences of the sections whose read failed
+
+    def holds(self, entry: str) -> bool:
+        """Whether an entry (`fence|line`) is still stored as it was, as far as this view knows."""
+        return entry in self.known or entry.split("|", 1)[0] in self.failed
 
 
 def fit_sections(
@@ -99,16 +104,18 @@ def fit_sections(
     equal share, and what a small section leaves goes to the larger ones (max-min fair). Every
     section reads a bounded page, so this costs the same with 10 or 10,000 stored rows."""
     data: list[tuple[PromptSection, Any, str]] = []
+    failed: set[str] = set()
     for section in sorted(sections, key=lambda s: (s.order, s.name)):
         try:
             rows = loaded[section.name].result(timeout=timeout)
             full = section.render(rows, None)
         except Exception as err:  # best-effort: omit the section, keep the turn
             on_error(section.name, err)
+            failed.add(section.fence)
             continue
         if full:
             data.append((section, rows, full.strip()))
-    view = MemoryView()
+    view = MemoryView(failed=failed)
     separators = 2 * max(0, len(data) - 1) // 4 + 1
     remaining, left = budget_tokens - separators, len(data)
     shares: dict[str, int] = {}
@@ -175,7 +182,8 @@ def session_memory(view: MemoryView, stored: Any, head: str, *, budget_tokens: i
     """(system text, delta for the turn's message, a new snapshot to store or None), `head` the
     digest of the history's first message (see the module doc for when a snapshot is kept)."""
     snapshot = MemorySnapshot.of(stored)
-    if snapshot is not None and all(line in view.known for line in snapshot.lines):
+    # A section whose read failed this turn keeps its snapshot rows (memory is best-effort).
+    if snapshot is not None and all(view.holds(line) for line in snapshot.lines):
         delta = memory_delta(view, snapshot)
         fits = estimate_tokens(snapshot.text) + estimate_tokens(delta) <= budget_tokens
         if fits and (not delta or snapshot.head == head):
