@@ -16,7 +16,9 @@ default for ids it does not know). Candidates, in request order:
 4. the newest message, in the turn's tool rounds (the rounds of one turn reuse each other).
 
 Prefix sizes are estimated at four characters a token of the request's JSON, the same rule as
-the memory budgets; the real count differs by model, so the minimums keep a margin.
+the memory budgets. Claude's tokenizers usually make more tokens than that of English and JSON,
+so a prefix estimated at the minimum is usually at least that long; a marker that still falls
+short costs nothing (the API just does not cache there).
 
 TTL (`heartbeat_ttl`): chat turns use 5 minutes (a person answers within minutes; each read
 refreshes the entry). A scheduled heartbeat that fires every I minutes, with 5 < I < 60, uses 1
