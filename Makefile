@@ -27,6 +27,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.run
 	$(BIN)/python -m bench.cold_start
 	$(BIN)/python -m bench.memory_sections
+	$(BIN)/python -m bench.prompt_cache
 	$(BIN)/python -m bench.facts
 	$(BIN)/python -m bench.extraction
 	$(BIN)/python -m bench.runs

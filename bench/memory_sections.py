@@ -27,7 +27,7 @@ def main() -> int:
     from moto import mock_aws
 
     from engram.agents.models import Agent, Workspace
-    from engram.engine.prompt import build_system, start_sections
+    from engram.engine.prompt import fit_sections, start_sections
     from engram.engine.tools import ToolContext
     from engram.facts.models import Fact
     from engram.kernel.ids import tenant_key
@@ -40,6 +40,7 @@ def main() -> int:
     from local.template import load_template
 
     print("== memory sections of the prompt (agent memory on, a workspace, user facts)")
+    print("section tokens = the three sections together, fitted to MEMORY_SECTIONS_TOKEN_BUDGET (2,000);")
     print("rows read = items DynamoDB returned for the three sections (one bounded Query each);")
     print("build = rendering the sections once loaded (the reads themselves are AWS latency: moto scans its")
     print("indexes linearly, real DynamoDB reads a Limit-ed page of a sorted index)")
@@ -104,14 +105,23 @@ def main() -> int:
                     future.result()
                 reads = rows_read[0]
                 start = time.perf_counter()
-                blocks = build_system(
-                    agent, deps.sections, loaded, on_error=lambda name, err: print("section failed:", name, err)
+                view = fit_sections(
+                    deps.sections,
+                    loaded,
+                    lambda name, err: print("section failed:", name, err),
+                    budget_tokens=settings.memory_sections_token_budget,
                 )
                 render_ms.append((time.perf_counter() - start) * 1000)
                 for f in ctx.background:
                     f.result()
-                tokens = estimate_tokens(blocks[1]["text"]) if len(blocks) > 1 else 0
+                tokens = estimate_tokens(view.text)
             print(f"{n:>12,} {reads:>10,} {tokens:>15,} {statistics.median(render_ms):>12.2f} ms")
+            notes = [line for line in view.text.splitlines() if "memory_recall" in line]
+            for note in notes:
+                print(f"{'':>12} {note[:110]}")
+            if tokens > settings.memory_sections_token_budget:
+                print(f"over the budget of {settings.memory_sections_token_budget} tokens")
+                return 1
     return 0
 
 

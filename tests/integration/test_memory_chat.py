@@ -11,17 +11,19 @@ from engram.kernel.ids import tenant_key
 
 
 class Capture:
-    """A provider that records the system prompt it was given and answers in text."""
+    """A provider that records the memory the model is shown and answers in text: the system
+    prompt, and the memory stored since the session's snapshot (after the turn's own words)."""
 
     name = "capture"
 
     def __init__(self):
         self.systems: list[str] = []
 
-    def complete(self, *, system, **_):
+    def complete(self, *, system, messages, **_):
         from engram.engine.providers.base import ModelResponse, TokenCounts
 
-        self.systems.append("\n\n".join(b["text"] for b in system))
+        since = [b["text"] for b in messages[-1]["content"][1:] if b.get("type") == "text"]
+        self.systems.append("\n\n".join([*(b["text"] for b in system), *since]))
         return ModelResponse(
             content=[{"type": "text", "text": "ok"}], stop_reason="end_turn", model="offline", tokens=TokenCounts(1, 1)
         )
@@ -88,7 +90,9 @@ def test_sections_in_order_and_only_when_they_apply(stack):
     stack.call("POST", f"/api/agents/{agent['id']}/memories", body={"key": "style", "value": "Answer in bullet points"})
     stack.call("POST", f"/api/workspaces/{ws['id']}/memories", body={"key": "stack", "value": "Python on Lambda"})
     stack.call("POST", "/api/me/facts", body={"fact": "I am a data engineer"})
-    system = _sections(stack, agent["id"])
+    # A new session: its context starts with the memory as it is now (an older one keeps its snapshot).
+    stack.call("POST", f"/api/agents/{agent['id']}/sessions", body={"id": "second"})
+    system = _sections(stack, agent["id"], session="second")
     a, w, u = system.index("## Agent Memory"), system.index("## Workspace Memory"), system.index("## What I know about you")
     assert system.index("You are Ada") < a < w < u
     assert '"Answer in bullet points"' in system and '"Python on Lambda"' in system and '"I am a data engineer"' in system
@@ -217,6 +221,7 @@ def test_sections_reach_claude_through_the_sdk(stack):
     stack.call("POST", "/api/me/facts", body={"fact": "I prefer metric units"})
     stack.say(agent["id"], "hello")
     system = bodies[0]["system"]
-    assert len(system) == 2 and all(b["cache_control"] == {"type": "ephemeral"} for b in system)
+    # Persona and memory together are shorter than the model's minimum cacheable prompt: no marker.
+    assert len(system) == 2 and all("cache_control" not in b for b in system)
     assert system[1]["text"].startswith("## What I know about you")
     assert tenant_key("alice") not in json.dumps(bodies[0])

@@ -54,7 +54,8 @@ def test_turn_with_a_tool_call_through_the_sdk(stack):
         return httpx2.Response(200, json=_message([{"type": "text", "text": "It is noon."}]))
 
     _use(stack, handler)
-    agent = stack.agent(persona="You are terse.", model="claude-sonnet-4-6")
+    # Long enough for Sonnet 4.6's minimum cacheable prompt (2,048 tokens) with the tools.
+    agent = stack.agent(persona="You are terse. " + "Answer in one line. " * 200, model="claude-sonnet-4-6")
     r = stack.say(agent["id"], "what time is it?")
     assert r.status == 200, r.body
     assert r.data["reply"] == "It is noon."

@@ -7,8 +7,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from engram.engine.cache import CachePolicy, mark
 from engram.engine.pricing import usage_of
-from engram.engine.prompt import with_history_breakpoint
 from engram.engine.providers.base import ModelProvider
 from engram.engine.tools import ToolContext, ToolRegistry
 from engram.kernel.errors import TurnTimeout
@@ -51,23 +51,38 @@ def run_loop(
     deadline: float,
     model_timeout: float,
     result: LoopResult | None = None,
+    cache: CachePolicy = CachePolicy(),
+    stable_blocks: int | None = None,
+    memory_index: int | None = None,
 ) -> LoopResult:
     """Runs until the model stops asking for tools. `result` is filled as it goes, so a caller
-    that catches a failure still knows the tokens already spent."""
+    that catches a failure still knows the tokens already spent. The last of `messages` is the
+    turn's own; `stable_blocks` of its blocks are the user's (engine.cache places the markers)."""
     out = result if result is not None else LoopResult()
     tools = registry.specs(ctx=ctx)
     convo = list(messages)
+    turn_start = len(convo) - 1
     for round_no in range(max_rounds):
         remaining = deadline - time.monotonic()
         if remaining < _MIN_CALL_SECONDS:
             raise TurnTimeout("the turn ran out of time before the model finished")
         # The last allowed round may not call tools, so the turn always ends in text.
         last_round = round_no == max_rounds - 1
+        marked_system, marked, _ = mark(
+            model,
+            tools,
+            system,
+            convo,
+            turn_start=turn_start,
+            stable_blocks=stable_blocks,
+            policy=cache,
+            memory_index=memory_index,
+        )
         response = provider.complete(
             model=model,
-            system=system,
+            system=marked_system,
             tools=tools,
-            messages=with_history_breakpoint(convo),
+            messages=marked,
             max_tokens=max_tokens,
             timeout=min(model_timeout, remaining),
             tool_choice={"type": "none"} if (last_round and tools) else None,

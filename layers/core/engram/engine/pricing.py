@@ -1,4 +1,5 @@
-"""USD prices per million tokens, by model family. Cache writes are 5-minute ephemeral writes."""
+"""USD prices per million tokens, by model family. A cache write costs 1.25x the input price with
+the 5-minute TTL (the table's column) and 2x with the 1-hour TTL; a cache read 0.1x."""
 
 from __future__ import annotations
 
@@ -29,31 +30,57 @@ _PRICES: list[tuple[str, tuple[float, float, float, float]]] = [
 ]
 
 
-def _family(model: str) -> str:
+ONE_HOUR_WRITE = 2.0  # times the input price
+
+
+def family(model: str) -> str:
     # Bedrock ids look like "us.anthropic.claude-sonnet-4-5-20250929-v1:0".
     name = model.rsplit("anthropic.", 1)[-1]
     return re.sub(r"-v\d+:\d+$", "", name)
 
 
 def prices_for(model: str) -> tuple[float, float, float, float] | None:
-    name = _family(model)
+    name = family(model)
     for prefix, prices in _PRICES:
         if name.startswith(prefix):
             return prices
     return None
 
 
-def cost_usd(model: str, *, input_tokens: int, output_tokens: int, cache_read_tokens: int, cache_write_tokens: int) -> float:
+def cost_usd(
+    model: str,
+    *,
+    input_tokens: int,
+    output_tokens: int,
+    cache_read_tokens: int,
+    cache_write_tokens: int,
+    cache_write_1h_tokens: int = 0,
+) -> float:
+    """`cache_write_tokens` counts every write; `cache_write_1h_tokens` the part of them with
+    the 1-hour TTL, priced at 2x the input price instead of the 5-minute 1.25x."""
     prices = prices_for(model)
     if prices is None:
         return 0.0
     p_in, p_out, p_cw, p_cr = prices
-    total = input_tokens * p_in + output_tokens * p_out + cache_write_tokens * p_cw + cache_read_tokens * p_cr
+    one_hour = min(max(cache_write_1h_tokens, 0), cache_write_tokens)
+    total = (
+        input_tokens * p_in
+        + output_tokens * p_out
+        + (cache_write_tokens - one_hour) * p_cw
+        + one_hour * p_in * ONE_HOUR_WRITE
+        + cache_read_tokens * p_cr
+    )
     return round(total / 1_000_000, 8)
 
 
 def priced_usage(
-    model: str, *, input_tokens: int, output_tokens: int, cache_read_tokens: int = 0, cache_write_tokens: int = 0
+    model: str,
+    *,
+    input_tokens: int,
+    output_tokens: int,
+    cache_read_tokens: int = 0,
+    cache_write_tokens: int = 0,
+    cache_write_1h_tokens: int = 0,
 ) -> Usage:
     return Usage(
         input_tokens=input_tokens,
@@ -66,6 +93,7 @@ def priced_usage(
             output_tokens=output_tokens,
             cache_read_tokens=cache_read_tokens,
             cache_write_tokens=cache_write_tokens,
+            cache_write_1h_tokens=cache_write_1h_tokens,
         ),
     )
 
@@ -79,4 +107,5 @@ def usage_of(response: ModelResponse) -> Usage:
         output_tokens=t.output_tokens,
         cache_read_tokens=t.cache_read_tokens,
         cache_write_tokens=t.cache_write_tokens,
+        cache_write_1h_tokens=t.cache_write_1h_tokens,
     )

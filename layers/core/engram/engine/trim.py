@@ -70,6 +70,17 @@ def trim_history(messages: list[dict[str, Any]], cap: int) -> TrimResult:
     return TrimResult(kept=[], trimmed=list(messages))
 
 
+def trim_in_steps(messages: list[dict[str, Any]], cap: int) -> TrimResult:
+    """Like ``trim_history``, but a history past the cap is cut back to half of it. The cached
+    prompt prefix (engine.cache) holds the history from its first message, so each cut breaks
+    it: cut in steps, the first message changes once every cap/2 messages instead of on every
+    turn. A newest turn longer than half the cap is kept whole if it fits the cap."""
+    if len(messages) <= cap:
+        return trim_history(messages, cap)
+    half = trim_history(messages, max(2, cap // 2))
+    return half if not half.split_turn else trim_history(messages, cap)
+
+
 def sequence_problems(messages: list[dict[str, Any]], *, allow_pending_tool_use: bool = False) -> list[str]:  # noqa: C901 - one branch per Messages API rule
     """Why the Messages API would reject ``messages`` (empty list: nothing found). One O(n) pass.
 

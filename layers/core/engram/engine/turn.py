@@ -21,11 +21,21 @@ from engram.agents.models import Agent
 from engram.agents.ports import Agents
 from engram.aws.deadline import OutOfTime, within
 from engram.conversations.ports import Sessions, Transcripts
+from engram.engine.cache import CachePolicy
 from engram.engine.loop import LoopResult, run_loop
-from engram.engine.prompt import PromptSection, build_system, start_sections
+from engram.engine.prompt import (
+    SNAPSHOT_HEADROOM,
+    MemorySnapshot,
+    PromptSection,
+    build_system,
+    fit_sections,
+    message_digest,
+    session_memory,
+    start_sections,
+)
 from engram.engine.providers.base import ModelProvider
 from engram.engine.tools import TURN_MESSAGE, ToolContext, ToolRegistry
-from engram.engine.trim import sequence_problems, trim_history
+from engram.engine.trim import sequence_problems, trim_history, trim_in_steps
 from engram.kernel.errors import EngramError, NotFound, PayloadTooLarge, StorageUnavailable, TurnFailed, error_of
 from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
@@ -82,6 +92,7 @@ class TurnPlan:
     system_blocks: list[str] = field(default_factory=list)  # run-specific instructions, last and uncached
     tool_state: dict[str, Any] = field(default_factory=dict)  # what the plan's tools read from ToolContext.state
     policies: list[TurnPolicy] = field(default_factory=list)
+    cache: CachePolicy = field(default_factory=CachePolicy)  # the TTLs of the prompt cache markers
 
 
 @dataclass
@@ -155,6 +166,7 @@ class _Turn:
     context_from: int = 0
     loaded: dict[str, Future[Any]] = field(default_factory=dict)  # the memory sections' reads
     prepared: list[Future[None]] = field(default_factory=list)  # the policies' reads
+    snapshot: MemorySnapshot | None = None  # a new memory snapshot for the session row
 
 
 def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnOutcome:
@@ -172,11 +184,10 @@ def _run_started(turn: _Turn) -> TurnOutcome:
     deps, plan = turn.deps, turn.plan
     try:
         sent = _load_context(turn)
+        memory_text, sent = _memory(turn, sent)
         system = build_system(
             turn.ctx.agent,
-            deps.sections,
-            turn.loaded,
-            on_error=_section_failed,
+            memory_text,
             persona_extra=[line for p in plan.policies for line in p.persona(turn.ctx)],
             extra="\n\n".join(plan.system_blocks) or None,
         )
@@ -194,6 +205,9 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             deadline=turn.deadline - min(_COMMIT_RESERVE_S, (turn.deadline - turn.started) * 0.2),
             model_timeout=settings.model_timeout_s,
             result=turn.loop,
+            cache=plan.cache,
+            stable_blocks=len(user_message(turn.message)["content"]),
+            memory_index=1 if memory_text else None,
         )
         result: dict[str, Any] = {"reply": turn.loop.reply}
         for policy in plan.policies:
@@ -322,13 +336,34 @@ def _load_context(turn: _Turn) -> list[dict[str, Any]]:
         prepared.result()
     incoming = user_message(turn.message)
     earlier = turn.history.messages[turn.context_from :] if turn.history is not None else []
-    sent = trim_history(earlier + [incoming], deps.settings.history_cap).kept
+    # The stored history is within the cap (trimmed in steps when saved): the new message may
+    # pass it by one until then, so the first message sent, and the cached prefix, stay put.
+    sent = trim_history(earlier + [incoming], deps.settings.history_cap + 1).kept
     problems = sequence_problems(sent)
     if problems:
         # Never send an invalid sequence; start from this message alone rather than fail.
         logger.error("stored history is not a valid sequence", extra={"problems": problems[:5], "run_id": turn.run.id})
         sent = [incoming]
     return sent
+
+
+def _memory(turn: _Turn, sent: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The memory sections' text for the system prompt, and the messages to send. A session
+    turn keeps its session's snapshot (engine.prompt) and shows what was stored since after the
+    user's words in its own message (sent only, never stored); a clean slate shows them as they are."""
+    budget = turn.deps.settings.memory_sections_token_budget
+    session = turn.history is not None and bool(sent)
+    # A session's snapshot leaves a fifth of the budget to the rows stored after it.
+    fitted = budget - budget // SNAPSHOT_HEADROOM if session else budget
+    view = fit_sections(turn.deps.sections, turn.loaded, _section_failed, budget_tokens=fitted)
+    if not session:
+        return view.text, sent
+    stored = (turn.session or {}).get("memorySnapshot")
+    text, delta, turn.snapshot = session_memory(view, stored, message_digest(sent[0]), budget_tokens=budget)
+    if delta:
+        own = sent[-1]
+        sent = [*sent[:-1], {**own, "content": [*own["content"], {"type": "text", "text": delta}]}]
+    return text, sent
 
 
 def _turn_messages(turn: _Turn) -> list[dict[str, Any]]:
@@ -339,7 +374,7 @@ def _save_transcript(turn: _Turn) -> tuple[str | None, Any]:
     """The conditional PUT of a session turn's transcript (nothing for a clean slate)."""
     if turn.history is None or turn.plan.session_id is None:
         return None, None
-    trimmed = trim_history(turn.history.messages + _turn_messages(turn), turn.deps.settings.history_cap)
+    trimmed = trim_in_steps(turn.history.messages + _turn_messages(turn), turn.deps.settings.history_cap)
     etag = turn.deps.history.save(
         turn.tenant, turn.ctx.agent.id, turn.plan.session_id, trimmed.kept, previous=turn.history, run_id=turn.run.id
     )
@@ -356,6 +391,8 @@ def _session_changes(turn: _Turn, trimmed: Any) -> dict[str, Any]:
         changes["contextFrom"] = max(0, turn.context_from - dropped)
     for counter in turn.plan.session_counters:
         changes[counter] = int(session.get(counter, 0) or 0) + 1
+    if turn.snapshot is not None:
+        changes["memorySnapshot"] = turn.snapshot.stored()
     if not session.get("title"):
         changes["title"] = session_title(turn.message)
     return changes

@@ -27,5 +27,9 @@ def build(settings: Settings, registry: ToolRegistry | None = None, **given: Any
     return ModelDeps(
         **clients(settings, **given),
         registry=registry or chat_tools(),
-        sections=memory_sections(settings.agent_memory_token_budget),
+        sections=memory_sections(
+            settings.agent_memory_token_budget,
+            workspace_rows=settings.workspace_memory_rows,
+            user_fact_rows=settings.user_fact_rows,
+        ),
     )

@@ -26,6 +26,7 @@ from engram.agents.models import Agent
 from engram.cards.policy import CardPolicy
 from engram.cards.service import find_card_type, reexamination_card_type
 from engram.conversations.models import DASHBOARD
+from engram.engine.cache import FIVE_MINUTES, CachePolicy, heartbeat_ttl
 from engram.engine.turn import TurnPlan, TurnPolicy, run_turn
 from engram.extraction.enqueue import ExtractionPolicy
 from engram.kernel.errors import BadRequest, NotFound, SessionBusy, TurnFailed, domain_error, error_of
@@ -37,6 +38,7 @@ from engram.recall.policy import ArchivePolicy
 from engram.run_memory.learnings import recent_learnings, render_learnings
 from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunMemory, input_key
 from engram.runs.council import run_council, team_roster
+from engram.runs.expressions import shortest_interval
 from engram.runs.models import Run
 from engram.runs.service import FALLBACK_PROMPT, queued
 from engram.wiring.model import ModelDeps
@@ -245,6 +247,10 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, 
             extra.append(rendered)
     message = run.prompt + upstream_hint(declared)
     shared = agent.active_memory and run.kind in ("heartbeat", "manual")
+    # On the shared session (Active Memory) a run of an agent alone, handed nothing, gets a chat
+    # turn's tools and system prompt, so its request extends the chat's cached prompt prefix
+    # (engine.cache): its run memory would hold nothing, with nobody to share it with.
+    with_run_memory = not (shared and not agent.team and not inputs)
     policies: list[TurnPolicy] = [
         CardPolicy(deps, override=card_type, required=card_type is not None),
         ArchivePolicy(deps.archive),
@@ -257,10 +263,11 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, 
         wait_s=settings.run_session_wait_s,
         agent=agent,
         session_counters=("runsSinceReset",) if shared else (),
-        system_blocks=extra,
-        tool_state={RUN_MEMORY: memory},
+        system_blocks=extra if with_run_memory else [b for b in extra if b != RUN_MEMORY_GUIDE],
+        tool_state={RUN_MEMORY: memory} if with_run_memory else {},
         policies=policies,
         run_fields={"kind": run.kind, "trigger": run.trigger, "created_at": run.created_at, "parent_run_id": run.parent_run_id},
+        cache=run_cache_policy(agent, run, shared=shared),
     )
     result = run_turn(deps, t, message, plan)
     if run.kind == "reexamination" and run.parent_run_id:
@@ -269,6 +276,16 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, 
             t, run.parent_run_id, score=int(card["conviction_score"]), child_run_id=run.id, child_created_at=run.created_at
         )
     return result.run.status
+
+
+def run_cache_policy(agent: Agent, run: Run, *, shared: bool) -> CachePolicy:
+    """A scheduled heartbeat's prompt cache TTLs follow its schedule (engine.cache.heartbeat_ttl):
+    the stable prefix gets an hour when the next heartbeat comes in 5 to 60 minutes; so does the
+    history on the shared session (Active Memory), which the next heartbeat's request starts with."""
+    if run.kind != "heartbeat" or not agent.schedule:
+        return CachePolicy()
+    ttl = heartbeat_ttl(shortest_interval(agent.schedule))
+    return CachePolicy(prefix_ttl=ttl, history_ttl=ttl if shared else FIVE_MINUTES)
 
 
 def upstream_hint(declared: list[tuple[str, str]]) -> str:

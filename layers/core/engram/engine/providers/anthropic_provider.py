@@ -8,6 +8,7 @@ from typing import Any
 import anthropic
 
 from engram.aws.model_key import api_key, put_key_hint
+from engram.engine.cache import bedrock_supports_1h
 from engram.engine.providers.base import ModelResponse, TokenCounts
 from engram.kernel.errors import ModelNotConfigured, ProviderError, TurnTimeout
 from engram.kernel.settings import Settings
@@ -55,6 +56,13 @@ class AnthropicProvider:
     def model_id(self, model: str) -> str:
         return model
 
+    def cache_markers(
+        self, model: str, system: list[dict[str, Any]], messages: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """The markers as the API takes them: the Anthropic API takes the 1-hour TTL as it is
+        (generally available: no beta header with this SDK)."""
+        return system, messages
+
     def complete(
         self,
         *,
@@ -66,6 +74,7 @@ class AnthropicProvider:
         timeout: float,
         tool_choice: dict[str, Any] | None = None,
     ) -> ModelResponse:
+        system, messages = self.cache_markers(model, system, messages)
         kwargs: dict[str, Any] = {
             "model": self.model_id(model),
             "system": system,
@@ -87,6 +96,7 @@ class AnthropicProvider:
         except anthropic.APIConnectionError as err:
             raise ProviderError("the model provider could not be reached", code="model_unreachable") from err
         usage = msg.usage
+        creation = getattr(usage, "cache_creation", None)
         return ModelResponse(
             content=[block.model_dump(exclude_none=True, mode="json") for block in msg.content],
             stop_reason=msg.stop_reason or "end_turn",
@@ -96,6 +106,7 @@ class AnthropicProvider:
                 output_tokens=usage.output_tokens or 0,
                 cache_read_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
                 cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
+                cache_write_1h_tokens=getattr(creation, "ephemeral_1h_input_tokens", None) or 0,
             ),
         )
 
@@ -122,7 +133,26 @@ class BedrockProvider(AnthropicProvider):
         region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
         return anthropic.AnthropicBedrock(aws_region=region, **kwargs)
 
+    def cache_markers(
+        self, model: str, system: list[dict[str, Any]], messages: list[dict[str, Any]]
+    ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+        """Bedrock takes the same markers; the 1-hour TTL only for some models: for the others the
+        `ttl` is dropped, so the marker stays a 5-minute one rather than failing the request."""
+        if bedrock_supports_1h(self.model_id(model)):
+            return system, messages
+        return [_five_minutes(b) for b in system], [
+            {**m, "content": [_five_minutes(b) for b in m["content"]]} if isinstance(m.get("content"), list) else m
+            for m in messages
+        ]
+
     def model_id(self, model: str) -> str:
         if "anthropic." in model:
             return model
         return f"{self.settings.bedrock_model_prefix}{model}-v1:0"
+
+
+def _five_minutes(block: dict[str, Any]) -> dict[str, Any]:
+    marker = block.get("cache_control")
+    if not isinstance(marker, dict) or "ttl" not in marker:
+        return block
+    return {**block, "cache_control": {k: v for k, v in marker.items() if k != "ttl"}}

@@ -11,7 +11,8 @@ class TokenCounts:
     input_tokens: int = 0
     output_tokens: int = 0
     cache_read_tokens: int = 0
-    cache_write_tokens: int = 0
+    cache_write_tokens: int = 0  # every cache write, whatever its TTL
+    cache_write_1h_tokens: int = 0  # the part of them written with the 1-hour TTL (priced 2x input)
 
 
 @dataclass(frozen=True)

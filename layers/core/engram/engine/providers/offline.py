@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from engram.engine.prompt import DELTA_HEADING
 from engram.engine.providers.base import ModelResponse, TokenCounts
 
 Intents = Callable[[], dict[str, Callable[[str], dict[str, Any] | None]]]
@@ -22,7 +23,9 @@ def _text_of(message: dict[str, Any]) -> str:
     content = message.get("content")
     if isinstance(content, str):
         return content
-    return "\n".join(b.get("text", "") for b in content or [] if b.get("type") == "text")
+    return "\n".join(
+        b.get("text", "") for b in content or [] if b.get("type") == "text" and not b.get("text", "").startswith(DELTA_HEADING)
+    )
 
 
 def _is_tool_result(message: dict[str, Any]) -> bool:
@@ -33,16 +36,16 @@ def _is_tool_result(message: dict[str, Any]) -> bool:
 _ABOUT_ME = re.compile(r"what do you (?:know|remember) about me", re.I)
 
 
-def _fenced(system: list[dict[str, Any]], scope: str) -> list[str]:
-    """The entries of a memory fence in the system prompt (how the offline model 'reads' memory)."""
-    text = "\n".join(b.get("text", "") for b in system)
-    match = re.search(rf'<memory scope="{scope}">\n(.*?)\n</memory>', text, re.S)
-    if not match:
-        return []
+def _fenced(system: list[dict[str, Any]], scope: str, newest: dict[str, Any] | None = None) -> list[str]:
+    """The entries of the memory fences of a scope in the system prompt and in the newest
+    message (memory stored since the session's snapshot): how the offline model 'reads' memory."""
+    blocks = [*system, *(newest or {}).get("content", [])] if isinstance((newest or {}).get("content"), list) else system
+    text = "\n".join(b.get("text", "") for b in blocks if isinstance(b, dict))
     lines = []
-    for line in match.group(1).splitlines():
-        quoted = re.search(r'"((?:[^"\\]|\\.)*)"', line)
-        lines.append("- " + (json.loads(f'"{quoted.group(1)}"') if quoted else line.lstrip("- ")))
+    for match in re.finditer(rf'<memory scope="{scope}">\n(.*?)\n</memory>', text, re.S):
+        for line in match.group(1).splitlines():
+            quoted = re.search(r'"((?:[^"\\]|\\.)*)"', line)
+            lines.append("- " + (json.loads(f'"{quoted.group(1)}"') if quoted else line.lstrip("- ")))
     return lines
 
 
@@ -141,7 +144,7 @@ class OfflineProvider:
     @staticmethod
     def _reply(text: str, messages: list[dict[str, Any]], system: list[dict[str, Any]]) -> str:
         if _ABOUT_ME.search(text):
-            facts = _fenced(system, "user")
+            facts = _fenced(system, "user", messages[-1] if messages else None)
             if not facts:
                 return '(offline model) I don\'t know anything about you yet. Tell me, e.g. "remember that I prefer tea".'
             return "(offline model) Here is what I know about you:\n" + "\n".join(facts)

@@ -1,0 +1,145 @@
+"""Prompt caching as the Messages API sees it: requests through the real anthropic client with a
+mocked HTTP transport; the memory snapshot of a session; the heartbeat's TTL; bounded sections."""
+
+from __future__ import annotations
+
+import json
+
+from engram.kernel.ids import tenant_key
+from tests.fakes import claude
+
+MODEL = "claude-sonnet-4-6"  # minimum cacheable prompt: 2,048 tokens
+PERSONA = "You keep track of the team's services. " + "Answer with the exact value asked for. " * 120
+
+
+def _claude(stack, bodies):
+    settings = stack.deps.settings.model_copy(update={"anthropic_api_key": "sk-test"})
+    ok = claude.reply([{"type": "text", "text": "noted"}], model=MODEL)
+    stack.deps.provider_override = claude.provider(settings, claude.recording(bodies, lambda _body: ok))
+
+
+def _prefix(body, marker_at):
+    """The request's bytes up to its marked user block, markers left out (they are not content)."""
+
+    def clean(value):
+        if isinstance(value, dict):
+            return {k: clean(v) for k, v in value.items() if k != "cache_control"}
+        if isinstance(value, list):
+            return [clean(v) for v in value]
+        return value
+
+    messages = body["messages"][: marker_at + 1]
+    return json.dumps(clean({"tools": body["tools"], "system": body["system"], "messages": messages}))
+
+
+def _markers(body):
+    return [b["cache_control"] for b in body["system"] if "cache_control" in b] + [
+        b["cache_control"] for m in body["messages"] for b in m["content"] if "cache_control" in b
+    ]
+
+
+def test_a_memory_stored_on_one_turn_leaves_the_next_turns_cached_prefix_as_it_was(stack):
+    bodies: list[dict] = []
+    _claude(stack, bodies)
+    ws = stack.call("POST", "/api/workspaces", body={"name": "W"}).data
+    agent = stack.agent(persona=PERSONA, model=MODEL, workspaceId=ws["id"], agentMemory=True)
+    stack.call("POST", f"/api/workspaces/{ws['id']}/memories", body={"key": "api", "value": "the API runs on port 8080"})
+    assert stack.say(agent["id"], "which port does the API use?").status == 200
+    # stored between the turns (as the model's memory_store would)
+    new = {"key": "db", "value": "the database runs on port 5432", "importance": 90}
+    stack.call("POST", f"/api/workspaces/{ws['id']}/memories", body=new)
+    stack.call("POST", "/api/me/facts", body={"fact": "I am on call this week"})
+    assert stack.say(agent["id"], "and the database?").status == 200
+
+    first, second = bodies
+    assert 0 < len(_markers(first)) <= 4 and 0 < len(_markers(second)) <= 4
+    # the second request starts with the first one's bytes (tools, system, the first turn's
+    # marked message), so the first turn's cache entry is read, not written again
+    assert _prefix(second, 0) == _prefix(first, 0)
+    assert first["messages"][0]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert "5432" not in json.dumps(second["system"])  # the snapshot is the one the session started with
+    # ...and the model still sees the new memory: after the user's words, after the marker
+    words, since = second["messages"][-1]["content"]
+    assert words["text"] == "and the database?" and words["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in since and since["text"].startswith("## Memory stored since")
+    assert '"the database runs on port 5432"' in since["text"] and '"I am on call this week"' in since["text"]
+    assert since["text"].count('<memory scope="workspace">') == 1 and since["text"].rstrip().endswith("</memory>")
+    # the transcript keeps what the user said, never the memory shown with it
+    stored = stack.call("GET", f"/api/agents/{agent['id']}/sessions/dashboard").data["messages"]
+    assert all("Memory stored since" not in json.dumps(m) for m in stored)
+    # a new session starts from the memory as it is now
+    stack.call("POST", f"/api/agents/{agent['id']}/sessions", body={"id": "fresh"})
+    stack.say(agent["id"], "hello", session="fresh")
+    assert '"the database runs on port 5432"' in "".join(b["text"] for b in bodies[-1]["system"])
+
+
+def test_a_forgotten_memory_is_never_shown_again(stack):
+    bodies: list[dict] = []
+    _claude(stack, bodies)
+    agent = stack.agent(persona=PERSONA, model=MODEL, agentMemory=True)
+    made = stack.call("POST", f"/api/agents/{agent['id']}/memories", body={"key": "door", "value": "the door code is 0000"})
+    stack.say(agent["id"], "hi")
+    assert "the door code is 0000" in json.dumps(bodies[-1]["system"])
+    stack.call("DELETE", f"/api/agents/{agent['id']}/memories/{made.data['id']}")
+    stack.say(agent["id"], "hi again")
+    assert "the door code is 0000" not in json.dumps(bodies[-1]["system"])  # the snapshot was taken again
+
+
+def test_a_heartbeat_every_15_minutes_caches_for_an_hour_and_chat_for_five_minutes(stack):
+    bodies: list[dict] = []
+    _claude(stack, bodies)
+    agent = stack.agent(persona=PERSONA, model=MODEL, activeMemory=True, schedule="rate(15 minutes)", defaultPrompt="Check in.")
+    stack.say(agent["id"], "hello")
+    chat = bodies[-1]
+    assert _markers(chat) and all(m == {"type": "ephemeral"} for m in _markers(chat))
+    stack.fire(agent["id"])
+    beat = bodies[-1]
+    assert _markers(beat) and all(m == {"type": "ephemeral", "ttl": "1h"} for m in _markers(beat))
+    assert len(_markers(beat)) <= 4
+    # the heartbeat on the shared session sends the chat's tools and system, so its request
+    # extends the chat's cached prefix
+    assert beat["tools"] == chat["tools"]
+    assert [b["text"] for b in beat["system"]] == [b["text"] for b in chat["system"]]
+
+
+def test_sections_stay_within_their_budget_at_10000_rows_and_recall_finds_the_rest(stack):
+    ws = stack.call("POST", "/api/workspaces", body={"name": "W"}).data
+    agent = stack.agent(workspaceId=ws["id"], agentMemory=True)
+    deps, t = stack.deps, tenant_key("alice")
+    from engram.facts.models import Fact
+    from engram.kernel.model import now_iso
+    from engram.memory.models import Memory
+
+    now = now_iso()
+    items = []
+    for i in range(10_000):
+        for scope, owner in (("agent", agent["id"]), ("workspace", ws["id"])):
+            m = Memory(
+                id=f"m_{scope}{i}",
+                created_at=now,
+                updated_at=now,
+                key=f"{scope}-{i}",
+                scope=scope,
+                value=f"{scope} row {i}: host h{i} answers on port {10000 + i}",
+                importance=i % 90,
+            )
+            items.append(deps.memories.item(t, m, owner))
+        fact = Fact(id=f"f_{i}", created_at=now, updated_at=now, fact=f"user fact {i} about tea", last_referenced_at=now)
+        items.append(deps.facts.item(t, fact))
+    deps.table.batch_write(puts=items)
+
+    bodies: list[dict] = []
+    _claude(stack, bodies)
+    stack.say(agent["id"], "hello")
+    memory = bodies[-1]["system"][1]["text"]
+    assert (len(memory) + 3) // 4 <= deps.settings.memory_sections_token_budget
+    assert memory.count("more are reachable with memory_recall") == 3
+    shown = {line for line in memory.splitlines() if line.startswith("- ")}
+    missing = next(i for i in range(10_000) if f'"workspace-{i}"' not in memory)
+    assert len(shown) < 200
+
+    stack.deps.provider_override = None  # the offline model calls memory_recall
+    recalled = stack.say(agent["id"], f"what do you remember about h{missing}?")
+    call = recalled.data["toolCalls"][0]
+    assert call["name"] == "memory_recall"
+    assert any(hit.get("key") == f"workspace-{missing}" for hit in call["result"])

@@ -1,0 +1,228 @@
+"""Prompt cache markers, their TTLs and what cache writes cost (engine.cache, engine.pricing)."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import pytest
+
+from engram.agents.models import Agent
+from engram.engine.cache import (
+    DEFAULT_MIN_TOKENS,
+    CachePolicy,
+    heartbeat_ttl,
+    mark,
+    min_cacheable_tokens,
+)
+from engram.engine.pricing import cost_usd, usage_of
+from engram.engine.prompt import DELTA_HEADING, MemoryView, session_memory
+from engram.engine.providers.anthropic_provider import BedrockProvider
+from engram.engine.trim import trim_in_steps
+from engram.kernel.settings import Settings
+from engram.runs.execution import run_cache_policy
+from engram.runs.models import Run
+from tests.fakes import claude
+
+NOW = "2026-01-01T00:00:00Z"
+MODEL = "claude-sonnet-4-6"
+TOOLS = [{"name": "t", "description": "d" * 400, "input_schema": {"type": "object"}}]  # ~100 tokens
+
+
+def _text(chars: int) -> dict:
+    return {"type": "text", "text": "x" * chars}
+
+
+def _user(text: str) -> dict:
+    return {"role": "user", "content": [{"type": "text", "text": text}]}
+
+
+def _markers(system, messages):
+    return [b["cache_control"] for b in system if "cache_control" in b] + [
+        b["cache_control"] for m in messages for b in m["content"] if "cache_control" in b
+    ]
+
+
+@pytest.mark.parametrize(
+    ("model", "minimum"),
+    [
+        ("claude-sonnet-4-5-20250929", 1024),
+        ("us.anthropic.claude-sonnet-4-5-20250929-v1:0", 1024),
+        ("claude-sonnet-4-20250514", 1024),
+        ("claude-opus-4-1-20250805", 1024),
+        ("claude-sonnet-4-6", 2048),
+        ("claude-3-5-haiku-20241022", 2048),
+        ("claude-haiku-4-5-20251001", 4096),
+        ("claude-opus-4-5-20251101", 4096),
+        ("claude-opus-4-6", 4096),
+        ("some-new-model", DEFAULT_MIN_TOKENS),
+        ("offline", DEFAULT_MIN_TOKENS),
+    ],
+)
+def test_minimum_cacheable_prompt_by_model_family(model, minimum):
+    assert min_cacheable_tokens(model) == minimum
+
+
+def test_no_marker_on_a_prefix_shorter_than_the_models_minimum():
+    system = [_text(400), _text(400)]  # persona and memory: far below 1,024 tokens
+    out_system, out_messages, placed = mark("claude-sonnet-4-5", TOOLS, system, [_user("hi")], turn_start=0, policy=CachePolicy())
+    assert placed == [] and _markers(out_system, out_messages) == []
+
+
+def test_markers_only_where_the_prefix_is_long_enough_and_never_more_than_four():
+    system = [_text(2_000), _text(6_000)]  # persona under 1,024 tokens with the tools; memory past it
+    history = [_user("a" * 4_000), {"role": "assistant", "content": [_text(400)]}]
+    turn = {"role": "user", "content": [{"type": "text", "text": "now"}, {"type": "text", "text": "since: y"}]}
+    tool_round = [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "u1", "name": "t", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "u1", "content": "r" * 100}]},
+    ]
+    messages = [*history, turn, *tool_round]
+    out_system, out_messages, placed = mark(
+        "claude-sonnet-4-5", TOOLS, system, messages, turn_start=2, stable_blocks=1, policy=CachePolicy()
+    )
+    assert [p.where for p in placed] == ["memory", "turn", "newest"]  # the persona prefix is too short
+    assert len(placed) <= 4 and all(p.tokens >= 1024 for p in placed)
+    assert "cache_control" not in out_system[0] and out_system[1]["cache_control"] == {"type": "ephemeral"}
+    # the user's words carry the marker; the memory stored since follows it, uncached
+    assert out_messages[2]["content"][0]["cache_control"] == {"type": "ephemeral"}
+    assert "cache_control" not in out_messages[2]["content"][1]
+    assert out_messages[-1]["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert all("cache_control" not in b for m in messages for b in m["content"])  # the input is untouched
+    # however long the prompt, four at most
+    _, _, many = mark("claude-sonnet-4-5", TOOLS, [_text(9_000)] * 4, messages, turn_start=2, memory_index=1)
+    assert len(many) <= 4
+
+
+@pytest.mark.parametrize(
+    ("interval", "ttl"),
+    [
+        (None, "5m"),
+        (timedelta(minutes=1), "5m"),
+        (timedelta(minutes=5), "5m"),  # the 5-minute entry is refreshed by each heartbeat
+        (timedelta(minutes=6), "1h"),
+        (timedelta(minutes=15), "1h"),
+        (timedelta(minutes=59), "1h"),
+        (timedelta(hours=1), "5m"),  # a 1-hour entry would expire too: 2x a write, every time
+        (timedelta(hours=6), "5m"),
+    ],
+)
+def test_heartbeat_ttl_follows_the_interval(interval, ttl):
+    assert heartbeat_ttl(interval) == ttl
+
+
+def _run(kind: str) -> Run:
+    return Run(id="run_1", created_at=NOW, updated_at=NOW, agent_id="ag_1", status="running", prompt="p", kind=kind)
+
+
+def test_a_long_interval_heartbeat_caches_for_an_hour_and_chat_for_five_minutes():
+    agent = Agent(id="ag_1", created_at=NOW, updated_at=NOW, name="A", model="m", schedule="rate(15 minutes)")
+    shared = run_cache_policy(agent, _run("heartbeat"), shared=True)
+    assert (shared.prefix_ttl, shared.history_ttl) == ("1h", "1h")
+    alone = run_cache_policy(agent, _run("heartbeat"), shared=False)
+    assert (alone.prefix_ttl, alone.history_ttl) == ("1h", "5m")  # a clean slate's messages never recur
+    assert run_cache_policy(agent, _run("manual"), shared=True) == CachePolicy()
+    frequent = agent.model_copy(update={"schedule": "rate(2 minutes)"})
+    assert run_cache_policy(frequent, _run("heartbeat"), shared=True) == CachePolicy()
+    assert CachePolicy().marker("5m") == {"type": "ephemeral"}
+    assert CachePolicy().marker("1h") == {"type": "ephemeral", "ttl": "1h"}
+    # longer TTLs come first in a request, as the API requires
+    system = [_text(8_000)]
+    out_system, out_messages, _ = mark("claude-sonnet-4-5", TOOLS, system, [_user("y" * 5_000)], turn_start=0, policy=alone)
+    assert [m.get("ttl", "5m") for m in _markers(out_system, out_messages)] == ["1h", "5m"]
+
+
+def test_cost_of_one_hour_cache_writes():
+    # Sonnet: input $3, 5-minute write $3.75 (1.25x), 1-hour write $6 (2x), read $0.30 (0.1x) per million
+    five = cost_usd("claude-sonnet-4-5", input_tokens=0, output_tokens=0, cache_read_tokens=0, cache_write_tokens=1_000_000)
+    hour = cost_usd(
+        "claude-sonnet-4-5",
+        input_tokens=0,
+        output_tokens=0,
+        cache_read_tokens=0,
+        cache_write_tokens=1_000_000,
+        cache_write_1h_tokens=1_000_000,
+    )
+    mixed = cost_usd(
+        "claude-sonnet-4-5",
+        input_tokens=100,
+        output_tokens=10,
+        cache_read_tokens=1_000,
+        cache_write_tokens=3_000,
+        cache_write_1h_tokens=2_000,
+    )
+    assert (five, hour) == (3.75, 6.0)
+    assert mixed == round((100 * 3 + 10 * 15 + 1_000 * 0.30 + 1_000 * 3.75 + 2_000 * 6) / 1_000_000, 8)
+
+
+def test_usage_reports_one_hour_writes_through_the_sdk():
+    usage = {
+        "input_tokens": 10,
+        "output_tokens": 5,
+        "cache_read_input_tokens": 0,
+        "cache_creation_input_tokens": 3_000,
+        "cache_creation": {"ephemeral_5m_input_tokens": 1_000, "ephemeral_1h_input_tokens": 2_000},
+    }
+    answer = claude.reply([{"type": "text", "text": "ok"}], **usage)
+    settings = Settings.model_validate({"ANTHROPIC_API_KEY": "sk-test"})
+    provider = claude.provider(settings, claude.recording([], lambda _body: answer))
+    response = provider.complete(model=MODEL, system=[], tools=[], messages=[_user("hi")], max_tokens=10, timeout=5)
+    assert (response.tokens.cache_write_tokens, response.tokens.cache_write_1h_tokens) == (3_000, 2_000)
+    assert usage_of(response).cost_usd == round((10 * 3 + 5 * 15 + 1_000 * 3.75 + 2_000 * 6) / 1_000_000, 8)
+
+
+def test_bedrock_keeps_the_one_hour_ttl_only_where_aws_offers_it():
+    seen: list[dict] = []
+    answer = claude.reply([{"type": "text", "text": "ok"}])
+    settings = Settings.model_validate({"MODEL_PROVIDER": "bedrock"})
+    provider = claude.provider(settings, claude.recording(seen, lambda _body: answer), BedrockProvider)
+    marked = {"type": "text", "text": "s", "cache_control": {"type": "ephemeral", "ttl": "1h"}}
+    message = {"role": "user", "content": [{**marked, "text": "hi"}]}
+    for model in ("claude-sonnet-4-5-20250929", "claude-sonnet-4-20250514"):
+        provider.complete(model=model, system=[marked], tools=[], messages=[message], max_tokens=10, timeout=5)
+    supported, older = seen
+    assert supported["system"][0]["cache_control"] == {"type": "ephemeral", "ttl": "1h"}
+    assert older["system"][0]["cache_control"] == {"type": "ephemeral"}
+    assert older["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
+
+
+def test_history_past_the_cap_is_cut_to_half_so_the_first_message_moves_rarely():
+    turns = [m for i in range(30) for m in (_user(f"q{i}"), {"role": "assistant", "content": [_text(5)]})]
+    assert trim_in_steps(turns[:50], 50).kept == turns[:50]
+    cut = trim_in_steps(turns[:52], 50).kept
+    assert len(cut) == 24 and cut[0] == turns[28]  # the newest 25 at most, from a turn's start
+    firsts = set()
+    history: list[dict] = []
+    for message in turns * 3:
+        history = trim_in_steps([*history, message], 50).kept
+        firsts.add(json.dumps(history[0]))
+    assert len(firsts) <= 1 + (len(turns) * 3) // 24  # not one new first message per turn
+
+
+def _view(*entries: str, failed: tuple[str, ...] = ()) -> MemoryView:
+    text = "\n".join(e.split("|", 1)[1] for e in entries)
+    return MemoryView(text=text, shown=list(entries), known=set(entries), failed=set(failed))
+
+
+def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_not():
+    old = _view('agent|- "a": "1"', 'user|- "tea" (fact f_1)')
+    _, _, snapshot = session_memory(old, None, "h1", budget_tokens=2_000)
+    assert snapshot is not None
+    stored = snapshot.stored()
+    # a row stored since: same system text, the row shown after it
+    grown = _view('agent|- "a": "1"', 'agent|- "b": "2"', 'user|- "tea" (fact f_1)')
+    text, delta, again = session_memory(grown, stored, "h1", budget_tokens=2_000)
+    assert (text, again) == (snapshot.text, None)
+    assert delta.startswith(DELTA_HEADING) and '- "b": "2"' in delta and '"a"' not in delta
+    # a failed read of a section keeps its rows (memory is best-effort)
+    _, _, kept = session_memory(_view('agent|- "a": "1"', failed=("user",)), stored, "h1", budget_tokens=2_000)
+    assert kept is None
+    # a forgotten row: taken again, without it
+    text, delta, again = session_memory(_view('agent|- "a": "1"'), stored, "h1", budget_tokens=2_000)
+    assert again is not None and "tea" not in text and delta == ""
+    # the history's head moved: rows stored since join the snapshot; with none, it stays
+    assert session_memory(grown, stored, "h2", budget_tokens=2_000)[2].text == grown.text
+    _, _, moved = session_memory(old, stored, "h2", budget_tokens=2_000)
+    assert moved is not None and moved.text == snapshot.text and moved.head == "h2"
+    # more rows than the budget holds beside the snapshot: taken again
+    assert session_memory(grown, stored, "h1", budget_tokens=20)[2] is not None
