@@ -209,14 +209,20 @@ def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_n
     _, _, snapshot = session_memory(old, None, "h1", budget_tokens=2_000)
     assert snapshot is not None
     stored = snapshot.stored()
+    # the session row holds digests and a template, none of the stored text
+    assert '"1"' not in json.dumps(stored) and "tea" not in json.dumps(stored)
     # a row stored since: same system text, the row shown after it
     grown = _view('agent|- "a": "1"', 'agent|- "b": "2"', 'user|- "tea" (fact f_1)')
     text, delta, again = session_memory(grown, stored, "h1", budget_tokens=2_000)
     assert (text, again) == (snapshot.text, None)
     assert delta.startswith(DELTA_HEADING) and '- "b": "2"' in delta and '"a"' not in delta
-    # a failed read of a section keeps its rows (memory is best-effort)
-    _, _, kept = session_memory(_view('agent|- "a": "1"', failed=("user",)), stored, "h1", budget_tokens=2_000)
-    assert kept is None
+    # a section whose read failed cannot rebuild its rows: taken again from what was read
+    text, _, again = session_memory(_view('agent|- "a": "1"', failed=("user",)), stored, "h1", budget_tokens=2_000)
+    assert again is not None and "tea" not in text
+    # a snapshot stored as text (before digests) is taken again, and stored without its text
+    legacy = {"text": snapshot.text, "lines": snapshot.lines, "head": "h1"}
+    _, _, again = session_memory(old, legacy, "h1", budget_tokens=2_000)
+    assert again is not None and "tea" not in json.dumps(again.stored())
     # a forgotten row: taken again, without it
     text, delta, again = session_memory(_view('agent|- "a": "1"'), stored, "h1", budget_tokens=2_000)
     assert again is not None and "tea" not in text and delta == ""

@@ -9,7 +9,8 @@ The memory sections share one token budget (`fit_sections`). In a session they a
 (`MemorySnapshot`): the text the session's context started with, kept byte for byte from turn
 to turn so the cached prefix behind it survives; what was stored since is shown after the
 cached prefix, in the turn's own message (`memory_delta`). The snapshot is taken again when a
-row it shows is gone or changed (a forgotten row is never shown again), when the new rows would
+row it shows is gone or changed (a forgotten row is never shown again; the session row keeps
+digests and a template, never the text, so nothing forgotten stays there either), when the new rows would
 not fit the budget beside it, and when the history's first message changed (trimmed by the cap,
 or an Active Memory reset: the cached history is lost anyway) if rows were stored since, so
 they join the cached part; with none, the tools, persona and memory stay cached across the cut.
@@ -87,10 +88,6 @@ class MemoryView:
     known: set[str] = field(default_factory=set)
     failed: set[str] = field(default_factory=set)  # fences of the sections whose read failed
 
-    def holds(self, entry: str) -> bool:
-        """Whether an entry (`fence|line`) is still stored as it was, as far as this view knows."""
-        return entry in self.known or entry.split("|", 1)[0] in self.failed
-
 
 def fit_sections(
     sections: list[PromptSection],
@@ -143,22 +140,48 @@ DELTA_HEADING = (
 )
 
 
+_SLOT = "\x00"  # marks where an entry line goes in a stored snapshot's template
+
+
+def entry_digest(entry: str) -> str:
+    return hashlib.sha256(entry.encode()).hexdigest()[:32]
+
+
 @dataclass(frozen=True)
 class MemorySnapshot:
-    """The memory text a session's context started with; stored on the session row."""
+    """The memory text a session's context started with. The session row stores it without any
+    stored text: the text with each entry line replaced by a slot, and each entry's digest. It is
+    rebuilt from the rows a turn reads, so a row forgotten since (or whose section could not be
+    read) cannot be rebuilt: the snapshot is taken again, and no forgotten text waits on a row."""
 
     text: str
     lines: list[str]  # its entry lines, as `fence|line`
     head: str = ""  # digest of the first message of the history it was sent with
 
     def stored(self) -> dict[str, Any]:
-        return {"text": self.text, "lines": self.lines, "head": self.head}
+        template, entries = [], iter(self.lines)
+        upcoming = next(entries, None)
+        for line in self.text.splitlines():
+            if upcoming is not None and line == upcoming.split("|", 1)[1]:
+                template.append(_SLOT)
+                upcoming = next(entries, None)
+            else:
+                template.append(line)
+        return {"template": "\n".join(template), "digests": [entry_digest(e) for e in self.lines], "head": self.head}
 
     @classmethod
-    def of(cls, value: Any) -> MemorySnapshot | None:
-        if not isinstance(value, dict) or not isinstance(value.get("text"), str):
+    def restore(cls, value: Any, view: MemoryView) -> MemorySnapshot | None:
+        """The stored snapshot with its lines from `view`; None when one of them is not there."""
+        if not isinstance(value, dict) or not isinstance(value.get("template"), str):
+            return None  # none, or one stored as text before digests: taken again
+        by_digest = {entry_digest(entry): entry for entry in view.known}
+        lines = [by_digest.get(str(d)) for d in value.get("digests") or []]
+        template = value["template"].split("\n")
+        if any(line is None for line in lines) or template.count(_SLOT) != len(lines):
             return None
-        return cls(text=value["text"], lines=[str(x) for x in value.get("lines") or []], head=str(value.get("head", "")))
+        found = iter(str(line) for line in lines)
+        text = "\n".join(next(found).split("|", 1)[1] if part == _SLOT else part for part in template)
+        return cls(text=text, lines=[str(line) for line in lines], head=str(value.get("head", "")))
 
 
 def message_digest(message: dict[str, Any]) -> str:
@@ -181,9 +204,10 @@ def memory_delta(view: MemoryView, snapshot: MemorySnapshot) -> str:
 def session_memory(view: MemoryView, stored: Any, head: str, *, budget_tokens: int) -> tuple[str, str, MemorySnapshot | None]:
     """(system text, delta for the turn's message, a new snapshot to store or None), `head` the
     digest of the history's first message (see the module doc for when a snapshot is kept)."""
-    snapshot = MemorySnapshot.of(stored)
-    # A section whose read failed this turn keeps its snapshot rows (memory is best-effort).
-    if snapshot is not None and all(view.holds(line) for line in snapshot.lines):
+    # Rebuilt from the rows this turn read: a row forgotten or changed since, or in a section whose
+    # read failed, is not there, and the snapshot is taken again from what is.
+    snapshot = MemorySnapshot.restore(stored, view)
+    if snapshot is not None:
         delta = memory_delta(view, snapshot)
         fits = estimate_tokens(snapshot.text) + estimate_tokens(delta) <= budget_tokens
         if fits and (not delta or snapshot.head == head):
