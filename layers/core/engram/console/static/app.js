@@ -59,13 +59,17 @@ async function route() {
     const found = hash.match(pattern);
     if (!found) continue;
     const params = found.slice(1).map((p) => (p === undefined ? undefined : decodeURIComponent(p)));
-    clear(main, h('p', { class: 'loading', text: 'Loading…' }));
+    // Each navigation renders into its own view: a page still loading when the person moves on
+    // (its data came late) fills a view no longer on screen instead of replacing the new page.
+    const view = h('div', { class: 'view' }, h('p', { class: 'loading', text: 'Loading…' }));
+    clear(main, view);
     try {
       const mod = await import(`./${module}`);
-      await mod[page](main, ...params);
+      await mod[page](view, ...params);
     } catch (err) {
-      clear(main, errorBox(err));
+      clear(view, errorBox(err));
     }
+    if (!view.isConnected) return;
     main.focus({ preventScroll: true });
     return;
   }
