@@ -271,3 +271,29 @@ def test_usage_chart_and_phone_width(console):
     assert phone.page.evaluate("document.scrollingElement.scrollWidth") <= 390
     no_page_errors(c)
     no_page_errors(phone)
+
+
+def test_a_page_that_loads_late_does_not_replace_the_page_navigated_to(console):
+    c = console("late-page")
+    c.sign_in("late-page")
+    held: list = []
+    # The agent form waits for three lists: hold one back until the person has moved on.
+    c.page.route("**/api/card-types*", lambda route: held.append(route))
+    c.page.get_by_role("link", name="New agent").click()
+    for _ in range(400):  # the page's event loop runs while the test waits
+        if held:
+            break
+        c.page.wait_for_timeout(25)
+    assert held, "the form asked for no card types"
+    c.page.get_by_role("link", name="Agents", exact=True).click()
+    expect(c.page.get_by_text("No agents yet")).to_be_visible()
+    for route in held:
+        route.continue_()
+    c.page.unroute("**/api/card-types*")
+    c.page.wait_for_load_state("networkidle")
+    # the form's late data went nowhere: still the agents page, and its link works
+    expect(c.page.get_by_role("heading", name="Agents")).to_be_visible()
+    expect(c.page.get_by_label("Persona")).to_have_count(0)
+    c.page.get_by_role("link", name="New agent").click()
+    expect(c.page.get_by_label("Persona")).to_be_visible()
+    no_page_errors(c)
