@@ -9,11 +9,13 @@ transaction idempotency tokens, so both of the commit's recovery paths are exerc
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
+from engram.aws import keys
 from engram.kernel.ids import tenant_key
 from engram.recall.index import conversation_search
 from tests.faults import LOST, LOST_FOR_GOOD, REFUSED, STALL, UNREACHABLE, Faults
@@ -217,8 +219,22 @@ def test_a_stalled_read_fails_the_turn_cleanly_within_its_budget(stack, faults: 
     assert rule.finished.wait(10)  # the abandoned call ends on its own
     faults.clear()
     _budget(stack, 25.0)
+    # A lease the stalled call took after all is freed as it lands (engine.turn, `if_it_lands`):
+    # just after the call, not before it, so wait for that rather than race it (the tests'
+    # sessions do not wait for a busy lease).
+    _wait_lease_free(stack, agent["id"])
     assert_no_turn_committed(stack, agent["id"], reply)
     assert_session_free_and_whole(stack, agent["id"])
+
+
+def _wait_lease_free(stack: Any, agent_id: str, timeout: float = 5.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        row = stack.deps.table.get(keys.agent_pk(tenant_key("alice"), agent_id), keys.session_sk("dashboard"))
+        if not (row or {}).get("leaseOwner"):
+            return
+        time.sleep(0.05)
+    raise AssertionError("the lease the stalled call took was not freed")
 
 
 def test_a_stalled_commit_is_given_up_and_its_late_arrival_changes_nothing(stack, faults: Faults):
