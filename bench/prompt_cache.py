@@ -35,6 +35,7 @@ from typing import Any
 os.environ.setdefault("POWERTOOLS_LOG_LEVEL", "CRITICAL")
 
 from bench.memory_sections import ROOT  # its import puts the core on sys.path and sets a local AWS environment
+from engram.engine.prompt import tokens_of as tokens  # the estimate the markers are placed with
 
 MODEL = "claude-sonnet-4-6"
 TURNS = 30
@@ -88,10 +89,6 @@ def serialize(body: dict[str, Any]) -> tuple[str, list[tuple[int, str]]]:
 def _strip_message(message: dict[str, Any]) -> dict[str, Any]:
     content = message["content"]
     return {**message, "content": [_strip(b) for b in content] if isinstance(content, list) else content}
-
-
-def tokens(chars: int) -> int:
-    return (chars + 3) // 4
 
 
 class ScriptedClaude:

@@ -199,9 +199,9 @@ def test_history_past_the_cap_is_cut_to_half_so_the_first_message_moves_rarely()
     assert len(firsts) <= 1 + (len(turns) * 3) // 24  # not one new first message per turn
 
 
-def _view(*entries: str, failed: tuple[str, ...] = ()) -> MemoryView:
+def _view(*entries: str) -> MemoryView:
     text = "\n".join(e.split("|", 1)[1] for e in entries)
-    return MemoryView(text=text, shown=list(entries), known=set(entries), failed=set(failed))
+    return MemoryView(text=text, shown=list(entries), known=set(entries))
 
 
 def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_not():
@@ -216,8 +216,8 @@ def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_n
     text, delta, again = session_memory(grown, stored, "h1", budget_tokens=2_000)
     assert (text, again) == (snapshot.text, None)
     assert delta.startswith(DELTA_HEADING) and '- "b": "2"' in delta and '"a"' not in delta
-    # a section whose read failed cannot rebuild its rows: taken again from what was read
-    text, _, again = session_memory(_view('agent|- "a": "1"', failed=("user",)), stored, "h1", budget_tokens=2_000)
+    # a section whose read failed (so its rows are not in the view) cannot rebuild them: taken again
+    text, _, again = session_memory(_view('agent|- "a": "1"'), stored, "h1", budget_tokens=2_000)
     assert again is not None and "tea" not in text
     # a snapshot stored as text (before digests) is taken again, and stored without its text
     legacy = {"text": snapshot.text, "lines": snapshot.lines, "head": "h1"}

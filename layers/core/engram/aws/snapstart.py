@@ -76,11 +76,9 @@ def warm_clients(services: tuple[str, ...]) -> int:
     the default session resolves and caches none, and drops it: botocore keeps the loaded models."""
     import boto3
 
-    region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
     for service in services:
-        boto3.client(
+        boto3.client(  # the region from the environment, as `make_client` takes it
             service,
-            region_name=region,
             aws_access_key_id="snapshot",
             aws_secret_access_key="snapshot",  # a placeholder: the client is never used
             config=client_config(),

@@ -44,6 +44,7 @@ from datetime import timedelta
 from typing import Any
 
 from engram.engine.pricing import family
+from engram.engine.prompt import tokens_of
 
 FIVE_MINUTES = "5m"
 ONE_HOUR = "1h"
@@ -113,10 +114,6 @@ class Breakpoint:
     ttl: str
 
 
-def _tokens(chars: int) -> int:
-    return (chars + 3) // 4
-
-
 def _size(value: Any) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
@@ -152,7 +149,7 @@ def mark(
     used = _size(tools)
 
     def place(where: str, prefix_chars: int, ttl: str) -> bool:
-        tokens = _tokens(prefix_chars)
+        tokens = tokens_of(prefix_chars)
         if tokens < minimum or len(placed) >= MAX_BREAKPOINTS or (placed and placed[-1].tokens == tokens):
             return False
         placed.append(Breakpoint(where, tokens, ttl))

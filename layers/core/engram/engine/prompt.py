@@ -30,9 +30,14 @@ from engram.agents.models import Agent
 from engram.kernel.fencing import fence, inline, unfence
 
 
+def tokens_of(chars: int) -> int:
+    """About four characters a token (English prose and JSON); the budgets' and the cache
+    markers' unit."""
+    return (chars + 3) // 4
+
+
 def estimate_tokens(text: str) -> int:
-    """About four characters a token (English prose and JSON); the budgets' unit."""
-    return (len(text) + 3) // 4
+    return tokens_of(len(text))
 
 
 @dataclass(frozen=True)
@@ -86,7 +91,6 @@ class MemoryView:
     text: str = ""
     shown: list[str] = field(default_factory=list)
     known: set[str] = field(default_factory=set)
-    failed: set[str] = field(default_factory=set)  # fences of the sections whose read failed
 
 
 def fit_sections(
@@ -101,18 +105,16 @@ def fit_sections(
     equal share, and what a small section leaves goes to the larger ones (max-min fair). Every
     section reads a bounded page, so this costs the same with 10 or 10,000 stored rows."""
     data: list[tuple[PromptSection, Any, str]] = []
-    failed: set[str] = set()
     for section in sorted(sections, key=lambda s: (s.order, s.name)):
         try:
             rows = loaded[section.name].result(timeout=timeout)
             full = section.render(rows, None)
         except Exception as err:  # best-effort: omit the section, keep the turn
             on_error(section.name, err)
-            failed.add(section.fence)
             continue
         if full:
             data.append((section, rows, full.strip()))
-    view = MemoryView(failed=failed)
+    view = MemoryView()
     separators = 2 * max(0, len(data) - 1) // 4 + 1
     remaining, left = budget_tokens - separators, len(data)
     shares: dict[str, int] = {}
@@ -143,8 +145,8 @@ DELTA_HEADING = (
 _SLOT = "\x00"  # marks where an entry line goes in a stored snapshot's template
 
 
-def entry_digest(entry: str) -> str:
-    return hashlib.sha256(entry.encode()).hexdigest()[:32]
+def digest(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)
@@ -167,14 +169,14 @@ class MemorySnapshot:
                 upcoming = next(entries, None)
             else:
                 template.append(line)
-        return {"template": "\n".join(template), "digests": [entry_digest(e) for e in self.lines], "head": self.head}
+        return {"template": "\n".join(template), "digests": [digest(e) for e in self.lines], "head": self.head}
 
     @classmethod
     def restore(cls, value: Any, view: MemoryView) -> MemorySnapshot | None:
         """The stored snapshot with its lines from `view`; None when one of them is not there."""
         if not isinstance(value, dict) or not isinstance(value.get("template"), str):
             return None  # none, or one stored as text before digests: taken again
-        by_digest = {entry_digest(entry): entry for entry in view.known}
+        by_digest = {digest(entry): entry for entry in view.known}
         lines = [by_digest.get(str(d)) for d in value.get("digests") or []]
         template = value["template"].split("\n")
         if any(line is None for line in lines) or template.count(_SLOT) != len(lines):
@@ -185,7 +187,7 @@ class MemorySnapshot:
 
 
 def message_digest(message: dict[str, Any]) -> str:
-    return hashlib.sha256(json.dumps(message, sort_keys=True, ensure_ascii=False).encode()).hexdigest()[:32]
+    return digest(json.dumps(message, sort_keys=True, ensure_ascii=False))
 
 
 def memory_delta(view: MemoryView, snapshot: MemorySnapshot) -> str:
