@@ -35,6 +35,8 @@ LOCAL_ENV_OVERRIDES: dict[str, str] = {
     # No user pool here: the local authorizer takes `dev-<user>` tokens, so the console asks for a
     # dev user name instead of sending people to a managed login.
     "CONSOLE_SIGN_IN": "dev",
+    # MCP tool servers on this machine (the sample server, your own) are reachable locally.
+    "TOOL_EGRESS": "local",
     "CONSOLE_LOGIN_URL": "",
     "CONSOLE_CLIENT_ID": "",
 }
@@ -319,12 +321,19 @@ def _create_schedule_group(ctx: CreateContext, logical_id: str, name: str, props
     return Physical("AWS::Scheduler::ScheduleGroup", group, {"Arn": arn})
 
 
+def _create_kms_key(ctx: CreateContext, logical_id: str, name: str, props: dict[str, Any]) -> Physical:
+    # The key policy names the account root; the emulator does not enforce policies, so it is not sent.
+    meta = ctx.client("kms").create_key(Description=str(props.get("Description", name)))["KeyMetadata"]
+    return Physical("AWS::KMS::Key", meta["KeyId"], {"Arn": meta["Arn"], "KeyId": meta["KeyId"]})
+
+
 Creator = Callable[[CreateContext, str, str, dict[str, Any]], Physical]
 CREATORS: dict[str, Creator] = {
     "AWS::DynamoDB::Table": _create_table,
     "AWS::S3::Bucket": _create_bucket,
     "AWS::SQS::Queue": _create_queue,
     "AWS::Scheduler::ScheduleGroup": _create_schedule_group,
+    "AWS::KMS::Key": _create_kms_key,
 }
 
 

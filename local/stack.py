@@ -41,6 +41,7 @@ PREFIX = "engram-local"
 DEFAULT_PORT = 3000
 PREFERRED_MOTO_PORT = 4566
 # Local runs have no X-Ray daemon and nobody reads EMF metrics on stdout.
+SAMPLE_MCP_PORT = 3001  # the sample MCP server (local/sample_mcp.py) beside the stack
 LOCAL_DEFAULTS = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}
 
 
@@ -361,7 +362,22 @@ def start_stack(
     )
 
 
-def quickstart(handle: StackHandle) -> str:
+def _mcp_lines(url: str, auth: str, json_h: str, sample_url: str | None) -> list[str]:
+    if not sample_url:
+        return []
+    return [
+        f"Agents that act: a sample MCP server runs at {sample_url} (lookup_price, search_tickets).",
+        f"  CONN=$(curl -s -X POST {url}/api/connections {auth} {json_h} \\",
+        f'         -d \'{{"name":"market","url":"{sample_url}"}}\' | python3 -c \'import sys,json; print(json.load(sys.stdin)["data"]["id"])\')',
+        f"  curl -s -X POST {url}/api/connections/$CONN/test {auth}",
+        f'  curl -s -X PATCH {url}/api/agents/$AGENT {auth} {json_h} -d "{{\\"tools\\":[{{\\"connectionId\\":\\"$CONN\\"}}]}}"',
+        f"  curl -s -X POST {url}/api/agents/$AGENT/sessions/dashboard/messages {auth} {json_h} \\",
+        '       -d \'{"message":"use lookup_price for BTC"}\'',
+        "",
+    ]
+
+
+def quickstart(handle: StackHandle, sample_mcp_url: str | None = None) -> str:
     url, res, env = handle.url, handle.resources, handle.env
     if handle.model_provider == "anthropic":
         chat, extract = env.get("CHAT_MODEL"), env.get("EXTRACT_MODEL")
@@ -389,6 +405,7 @@ def quickstart(handle: StackHandle) -> str:
             "",
             'Schedules: an agent created with "schedule":"rate(1 minute)" runs its heartbeat every minute.',
             "",
+            *_mcp_lines(url, auth, json_h, sample_mcp_url),
             "Ctrl-C stops the stack (all data is in memory and goes with it).",
             "",
         ]
@@ -403,6 +420,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
     parser.add_argument("--model-provider", choices=["offline", "anthropic"], default=None)
     parser.add_argument("--moto-port", type=int, default=None, help=f"moto port (default {PREFERRED_MOTO_PORT} if free)")
+    parser.add_argument(
+        "--sample-mcp-port", type=int, default=SAMPLE_MCP_PORT, help="the sample MCP server's port (0: do not start it)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     for noisy in ("werkzeug", "botocore", "boto3", "urllib3"):
@@ -418,7 +438,12 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1
-    print(quickstart(handle), flush=True)
+    sample = None
+    if args.sample_mcp_port and _port_is_free(args.sample_mcp_port):
+        from .sample_mcp import start as start_sample_mcp
+
+        sample = start_sample_mcp(args.sample_mcp_port)
+    print(quickstart(handle, sample.url if sample else None), flush=True)
 
     stop = threading.Event()
     # Installed explicitly: a shell that starts us in the background leaves SIGINT ignored otherwise.
@@ -427,6 +452,8 @@ def main(argv: list[str] | None = None) -> int:
     while not stop.wait(0.5):
         pass
     print("\nstopping...", flush=True)
+    if sample is not None:
+        sample.stop()
     handle.stop()
     return 0
 

@@ -7,6 +7,7 @@ from engram.account.routes import router as account
 from engram.agents.routes import router as agents
 from engram.api.http import build_app, cors_of
 from engram.cards.routes import router as cards
+from engram.connections.routes import router as connections
 from engram.console.routes import router as console
 from engram.conversations.routes import router as sessions
 from engram.facts.routes import router as facts
@@ -21,7 +22,18 @@ from engram.usage.routes import router as usage
 
 ROOT = FunctionRoot(api.build)
 app = build_app(
-    agents, sessions, memory, facts, account, cards, runs, usage, console, health, cors=cors_of(get_settings().cors_allow_origins)
+    agents,
+    sessions,
+    memory,
+    facts,
+    account,
+    cards,
+    runs,
+    usage,
+    connections,
+    console,
+    health,
+    cors=cors_of(get_settings().cors_allow_origins),
 )
 
 

@@ -166,6 +166,9 @@ class World:
             "factId": self.call("POST", "/api/me/facts", {"fact": "I work on billing"})["id"],
             "name": "fuzz-card",
             "exportId": self.call("POST", "/api/me/export")["exportId"],
+            # a tool server nobody listens on: testing it answers `unreachable` at once, no network
+            "connectionId": self.fresh_connection(),
+            "toolUseId": next((c["toolUseId"] for c in run.get("toolCalls", []) if c.get("toolUseId")), "toolu_none"),
         }
 
     # --- a resource of its own for each DELETE
@@ -181,6 +184,10 @@ class World:
     def fresh_memory(self, owner: str) -> str:
         key = f"doomed-{len(SENT)}"
         return str(self.call("POST", f"/api/{owner}/memories", {"key": key, "value": "to be deleted"})["id"])
+
+    def fresh_connection(self) -> str:
+        body = {"name": f"conn-{len(SENT)}", "url": "http://127.0.0.1:9/mcp", "timeoutSeconds": 1}
+        return str(self.call("POST", "/api/connections", body)["id"])
 
     def fresh_fact(self) -> str:
         return str(self.call("POST", "/api/me/facts", {"fact": f"fact number {len(SENT)}"})["id"])
@@ -211,6 +218,8 @@ class World:
             out["memoryId"] = self.fresh_memory(f"agents/{self.ids['agentId']}")
         elif operation_id == "deleteWorkspaceMemory" and real == {"workspaceId", "memoryId"}:
             out["memoryId"] = self.fresh_memory(f"workspaces/{self.ids['workspaceId']}")
+        elif operation_id == "deleteConnection" and "connectionId" in real:
+            out["connectionId"] = self.fresh_connection()
         elif operation_id == "archiveFact" and "factId" in real:
             out["factId"] = self.fresh_fact()
         return out

@@ -1,5 +1,5 @@
-"""In-memory fakes of the four AWS services Engram talks to (DynamoDB, S3, SQS, EventBridge
-Scheduler), at the boto3 client boundary.
+"""In-memory fakes of the AWS services Engram talks to (DynamoDB, S3, SQS, EventBridge
+Scheduler, KMS), at the boto3 client boundary.
 
 Why the client boundary and not one fake per repository: the eleven DynamoDB repositories share
 one table and the end of a turn is ONE TransactWriteItems across several of them (session, run,
@@ -43,6 +43,7 @@ class FakeAWS:
 
     def __init__(self, region: str = "us-east-1"):
         from tests.fakes.dynamodb import FakeDynamoDB
+        from tests.fakes.kms import FakeKMS
         from tests.fakes.s3 import FakeS3
         from tests.fakes.scheduler import FakeScheduler
         from tests.fakes.sqs import FakeSQS
@@ -52,6 +53,7 @@ class FakeAWS:
         self.s3 = FakeS3(region)
         self.sqs = FakeSQS(region)
         self.scheduler = FakeScheduler(region)
+        self.kms = FakeKMS(region)
 
     def client(self, service: str) -> Any:
         try:

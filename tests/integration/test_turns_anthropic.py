@@ -6,6 +6,7 @@ import json
 
 import httpx2
 
+from engram.engine.pricing import WEB_SEARCH_USD, priced_usage
 from engram.engine.providers.anthropic_provider import AnthropicProvider
 
 
@@ -152,3 +153,55 @@ def test_failure_after_retries_leaves_history_unchanged_and_the_run_failed(stack
     assert run["status"] == "failed" and "529" in run["error"]["message"]
     session = stack.call("GET", f"/api/agents/{agent['id']}/sessions/dashboard").data
     assert session["messageCount"] == 2 and session["revision"] == 1
+
+
+def test_server_tools_round_trip_intact_and_their_searches_are_billed(stack):
+    """TL6: an agent with web_search gets Anthropic's server tool; a paused answer (pause_turn) is
+    handed back and continued in one assistant message; the blocks are stored and sent back as they
+    came on the next turn; each search costs $0.01 on top of the tokens."""
+    requests = []
+    search_use = {"type": "server_tool_use", "id": "srvtoolu_1", "name": "web_search", "input": {"query": "x.com status"}}
+    search_result = {
+        "type": "web_search_tool_result",
+        "tool_use_id": "srvtoolu_1",
+        "content": [
+            {"type": "web_search_result", "url": "https://x.com", "title": "X", "encrypted_content": "abc", "page_age": None}
+        ],
+    }
+
+    def handler(request):
+        body = json.loads(request.content)
+        requests.append((body, dict(request.headers)))
+        if len(requests) == 1:
+            return httpx2.Response(200, json=_message([search_use, search_result], stop="pause_turn"))
+        answer = _message([{"type": "text", "text": "x.com is up."}])
+        answer["usage"]["server_tool_use"] = {"web_search_requests": 2}
+        return httpx2.Response(200, json=answer)
+
+    _use(stack, handler)
+    agent = stack.agent(serverTools=["web_search", "web_fetch"])
+    r = stack.say(agent["id"], "visit x.com")
+    assert r.status == 200, r.body
+    assert r.data["reply"] == "x.com is up."
+    first, headers = requests[0]
+    server = [t for t in first["tools"] if t.get("type", "").startswith(("web_search", "web_fetch"))]
+    assert [t["name"] for t in server] == ["web_search", "web_fetch"]
+    assert headers.get("anthropic-beta") == "web-fetch-2025-09-10"
+    # The paused answer went back as the conversation's last (assistant) message.
+    continued = requests[1][0]["messages"][-1]
+    assert continued["role"] == "assistant" and continued["content"][0]["type"] == "server_tool_use"
+    messages = stack.call("GET", f"/api/agents/{agent['id']}/sessions/dashboard").data["messages"]
+    assert [m["role"] for m in messages] == ["user", "assistant"]
+    kinds = [b["type"] for b in messages[1]["content"]]
+    assert kinds == ["server_tool_use", "web_search_tool_result", "text"]
+    run = stack.call("GET", f"/api/runs/{r.data['runId']}").data
+    one_call = priced_usage(
+        "claude-sonnet-4-6", input_tokens=1000, output_tokens=100, cache_read_tokens=2000, cache_write_tokens=500
+    )
+    assert abs(run["usage"]["costUsd"] - (2 * one_call.cost_usd + 2 * WEB_SEARCH_USD)) < 1e-6
+    # The next turn sends the stored blocks back intact.
+    again = stack.say(agent["id"], "and now?")
+    assert again.status == 200, again.body
+    replayed = requests[-1][0]["messages"][1]["content"]
+    assert [b["type"] for b in replayed] == ["server_tool_use", "web_search_tool_result", "text"]
+    assert replayed[1]["content"][0]["encrypted_content"] == "abc"

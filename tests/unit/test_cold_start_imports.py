@@ -1,5 +1,6 @@
-"""Cold starts: the api function never pays for the anthropic SDK (~1.5 s of imports) nor for the
-turn engine, the agent's tools or the search index; the others import the SDK only with a model call."""
+"""Cold starts: the api function never pays for the anthropic SDK (~1.5 s of imports), the MCP SDK,
+the turn engine, the agent's tools or the search index; the others import the model SDK only with a
+model call and the MCP SDK only with a turn or test that lists or calls MCP tools."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ sys.path[:0] = [{layer!r}]
 spec = importlib.util.spec_from_file_location("handler", {path!r})
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
-print(sorted(m for m in ("anthropic", "httpx2", "moto") if m in sys.modules))
+print(sorted(m for m in ("anthropic", "httpx2", "moto", "mcp", "httpcore2", "starlette", "uvicorn") if m in sys.modules))
 print(sorted(m for m in sys.modules if m.startswith(("engram.engine", "engram.recall.index", "engram.recall.search", "engram.roots"))
              or m.endswith((".tools", ".policy", ".section"))))
 """

@@ -63,6 +63,16 @@ DEFERRED = {
     ): "the secret detector's patterns compile with the first write checked, not with the api's import (most requests read)",
     ("engram.aws.snapstart", "boto3"): "as boto3: imported when a snapshot is primed, not with the module",
     ("engram.aws.snapstart", "snapshot_restore_py"): "Lambda's runtime hooks, present on its managed runtimes only",
+    (
+        "engram.connections.tools",
+        "engram.connections.mcp_client",
+    ): "the MCP SDK and its HTTP stack only with a turn that lists or calls MCP tools",
+    ("engram.connections.probe", "engram.connections.mcp_client"): "as connections.tools: only when a connection is tested",
+    (
+        "engram.connections.egress",
+        "httpcore2",
+    ): "the guarded network backend is built with the first MCP session (the api checks URLs only)",
+    ("engram.connections.egress", "anyio"): "as httpcore2: resolving names only when connecting",
 }
 
 

@@ -30,6 +30,8 @@ def _expected_routes() -> set[tuple[str, str]]:
     from engram.account import routes as account
     from engram.agents import routes as agents
     from engram.cards import routes as cards
+    from engram.connections import probe_routes
+    from engram.connections import routes as connections
     from engram.conversations import chat_routes
     from engram.conversations import routes as sessions
     from engram.facts import routes as facts
@@ -38,8 +40,10 @@ def _expected_routes() -> set[tuple[str, str]]:
     from engram.runs import routes as runs
     from engram.usage import routes as usage
 
-    api = (agents, sessions, memory, facts, account, cards, runs, usage, health)
-    routes = _routes_of("ApiFunction", *(m.router for m in api)) | _routes_of("ChatFunction", chat_routes.router)
+    api = (agents, sessions, memory, facts, account, cards, runs, usage, connections, health)
+    routes = _routes_of("ApiFunction", *(m.router for m in api)) | _routes_of(
+        "ChatFunction", chat_routes.router, probe_routes.router
+    )
     return routes | {PREFLIGHT} | CONSOLE
 
 

@@ -80,6 +80,8 @@ def records(deps: Stores, t: str) -> Iterator[Record]:
         yield "usage", row.public()
     for card_type in deps.card_types.all(t):
         yield "cardType", card_type.public()
+    for connection in deps.connections.all(t):
+        yield "connection", connection.public()  # never its auth value: the model does not hold it
 
 
 # --- the export job -------------------------------------------------------------------------------
@@ -173,7 +175,7 @@ def inline_export(deps: Stores, t: str) -> dict[str, Any]:
     this route never holds more than that in memory."""
     budget = deps.settings.inline_export_max_bytes
     out: dict[str, Any] = {"exportedAt": now_iso(), "agents": [], "workspaces": []}
-    out |= {"facts": [], "runs": [], "usage": [], "cardTypes": []}
+    out |= {"facts": [], "runs": [], "usage": [], "cardTypes": [], "connections": []}
     owners: dict[str, dict[str, Any]] = {}
     sessions: dict[tuple[str, str], dict[str, Any]] = {}
     size = 0
@@ -200,14 +202,16 @@ def inline_export(deps: Stores, t: str) -> dict[str, Any]:
             owners[record["id"]] = {**record, "memories": []}
             out["workspaces"].append(owners[record["id"]])
         else:
-            out[{"fact": "facts", "run": "runs", "usage": "usage", "cardType": "cardTypes"}[kind]].append(record)
+            out[
+                {"fact": "facts", "run": "runs", "usage": "usage", "cardType": "cardTypes", "connection": "connections"}[kind]
+            ].append(record)
     return out
 
 
 def delete_everything(deps: Stores, t: str) -> dict[str, int]:
     """Removes every row and object of the caller: agents (sessions, transcripts, memories, runs),
     workspaces and their memory, facts, usage rows, export jobs and their files."""
-    counts = {"agents": 0, "workspaces": 0, "facts": 0, "usageRows": 0, "transcripts": 0, "exports": 0}
+    counts = {"agents": 0, "workspaces": 0, "facts": 0, "usageRows": 0, "transcripts": 0, "exports": 0, "connections": 0}
     for agent in list(_all_agents(deps, t)):
         if agent.schedule:
             deps.schedules.delete(agent.id)
@@ -225,6 +229,7 @@ def delete_everything(deps: Stores, t: str) -> dict[str, int]:
     counts["exports"] = deps.export_objects.delete_prefix(keys.export_prefix(t))
     # What is left in the tenant partition: custom card types, runs whose agent row was already gone.
     deps.card_types.delete_all(t)
+    counts["connections"] = deps.connections.delete_all(t)
     deps.runs.delete_all(t)
     deps.agents.forget_quotas(t)
     return counts

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
-from pydantic import Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.alias_generators import to_camel
 
 from engram.kernel.model import Body, Id, Resource
 
@@ -29,6 +30,30 @@ class Workspace(Resource):
 
 
 # --- agents ---------------------------------------------------------------------------------
+class ToolGrant(Body):
+    """An MCP connection an agent may use (TL1), and optionally which of its tools (by the
+    server's tool names); without `allow`, every tool the server lists."""
+
+    connection_id: Id
+    allow: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=128)]], Field(max_length=100)] | None = None
+
+
+ToolGrants = Annotated[list[ToolGrant], Field(max_length=10)]
+
+
+class AgentTool(BaseModel):
+    """A stored tool grant (ToolGrant as the agent record holds it)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True)
+
+    connection_id: str
+    allow: list[str] | None = None
+
+
+# Anthropic's server tools (TL6): run by the Anthropic API itself, not by Engram.
+ServerTool = Literal["web_search", "web_fetch"]
+
+
 class AgentFields(Body):
     persona: Annotated[str, StringConstraints(max_length=8000)] = ""
     model: ModelName | None = None
@@ -40,6 +65,8 @@ class AgentFields(Body):
     schedule: Schedule | None = None
     card_type: Id | None = None
     team: Annotated[list[Id], Field(max_length=10)] = []
+    tools: ToolGrants = []
+    server_tools: Annotated[list[ServerTool], Field(max_length=2)] = []
 
 
 class AgentCreate(AgentFields):
@@ -58,6 +85,8 @@ class AgentUpdate(Body):
     schedule: Schedule | None = None
     card_type: Id | None = None
     team: Annotated[list[Id], Field(max_length=10)] | None = None
+    tools: ToolGrants | None = None
+    server_tools: Annotated[list[ServerTool], Field(max_length=2)] | None = None
 
 
 class Agent(Resource):
@@ -72,3 +101,5 @@ class Agent(Resource):
     schedule: str | None = None
     card_type: str | None = None
     team: list[str] = []
+    tools: list[AgentTool] = []
+    server_tools: list[str] = []

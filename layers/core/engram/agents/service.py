@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import secrets
 import time
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from engram.agents.models import Agent, AgentCreate, AgentUpdate, Workspace, WorkspaceCreate, WorkspaceUpdate
+from engram.agents.models import Agent, AgentCreate, AgentUpdate, ToolGrant, Workspace, WorkspaceCreate, WorkspaceUpdate
 from engram.cards.service import require_card_type
 from engram.conversations.models import DASHBOARD, Session
 from engram.kernel.errors import BadRequest, Conflict, NotFound
@@ -79,10 +80,29 @@ def _check_team(deps: Stores, t: str, agent_id: str | None, team: list[str] | No
             raise NotFound(f"team member {member} not found", field="team", code="team_member_not_found")
 
 
+def _check_tools(deps: Stores, t: str, grants: list[ToolGrant] | None, server_tools: Sequence[str] | None) -> None:
+    """`tools` name the caller's own connections, each once (TL1); `serverTools` need the Anthropic API (TL6)."""
+    if grants:
+        ids = [grant.connection_id for grant in grants]
+        if len(set(ids)) != len(ids):
+            raise BadRequest("tools names a connection twice", field="tools")
+        found = deps.connections.get_many_with_secrets(t, ids)
+        for connection_id in ids:
+            if connection_id not in found:
+                raise NotFound(f"connection {connection_id} not found", field="tools", code="connection_not_found")
+    if server_tools and deps.settings.model_provider == "bedrock":
+        raise BadRequest(
+            "serverTools (web_search, web_fetch) are run by the Anthropic API; this stack uses Amazon Bedrock, which does not offer them",
+            field="serverTools",
+            code="server_tools_unsupported",
+        )
+
+
 def create_agent(deps: Stores, t: str, body: AgentCreate) -> dict[str, Any]:
     require_card_type(deps, t, body.card_type)
     _check_schedule(body.schedule, body.default_prompt)
     _check_team(deps, t, None, body.team)
+    _check_tools(deps, t, body.tools, body.server_tools)
     now = now_iso()
     fields = body.model_dump()
     fields["model"] = fields["model"] or deps.settings.chat_model
@@ -142,6 +162,7 @@ def update_agent(deps: Stores, t: str, agent_id: str, body: AgentUpdate) -> Agen
     before = get_agent(deps, t, check_id("agentId", agent_id))
     _check_schedule(changes.get("schedule", before.schedule), changes.get("defaultPrompt", before.default_prompt))
     _check_team(deps, t, agent_id, changes.get("team"))
+    _check_tools(deps, t, body.tools if "tools" in changes else None, changes.get("serverTools"))
     if "model" in changes and changes["model"] is None:
         changes["model"] = deps.settings.chat_model  # null means "back to the default model"
     changes["updatedAt"] = now_iso()

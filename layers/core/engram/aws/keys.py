@@ -213,3 +213,20 @@ def export_prefix(t: str) -> str:
 
 def export_object(t: str, export_id: str) -> str:
     return f"{export_prefix(t)}{check_id('exportId', export_id)}.jsonl"
+
+
+# --- MCP tool connections (connections/) --------------------------------------------------------
+def connection_sk(connection_id: str) -> str:
+    """A connection to a remote MCP server, in the tenant partition."""
+    return f"CONN#{check_id('connectionId', connection_id)}"
+
+
+def connection_tools_sk(connection_id: str) -> str:
+    """The cached tool list of a connection (expires by TTL; a refresh replaces it)."""
+    return f"CONNTOOLS#{check_id('connectionId', connection_id)}"
+
+
+def tool_result_object(t: str, agent_id: str, run_id: str, tool_use_id: str) -> str:
+    """The full result of a tool call that was cut before it reached the model, beside the agent's
+    transcripts (deleting the agent deletes it)."""
+    return f"{session_prefix(t, agent_id)}tool-results/{check_id('runId', run_id)}/{check_id('toolUseId', tool_use_id)}.json"

@@ -168,3 +168,7 @@ def memories(owner_pk: str, scope: str, limit: int = 0) -> Quota:
 
 def sessions(t: str, agent_id: str, limit: int = 0) -> Quota:
     return Quota("sessions", keys.agent_pk(t, agent_id), "SESSION#", limit, per="agent", setting="MAX_SESSIONS_PER_AGENT")
+
+
+def connections(t: str, limit: int = 0) -> Quota:
+    return Quota("connections", keys.tenant_pk(t), "CONN#", limit, setting="MAX_CONNECTIONS")

@@ -69,3 +69,9 @@ class Transcripts(Protocol):
     def delete_agent(self, t: str, agent_id: str) -> int:
         """Removes every transcript of an agent (all its sessions); returns how many."""
         ...
+
+    def put_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str, result: dict[str, Any]) -> None:
+        """The full result of a tool call whose content was cut before it reached the model."""
+        ...
+
+    def get_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, Any] | None: ...

@@ -97,5 +97,24 @@ class HistoryStore(BucketStore):
         self.client.delete_object(Bucket=self.bucket, Key=keys.session_object(t, agent_id, session_id))
 
     def delete_agent(self, t: str, agent_id: str) -> int:
-        """Removes every transcript of an agent (all its sessions); returns how many."""
+        """Removes every transcript of an agent (all its sessions, and its kept tool results); returns how many."""
         return self.delete_prefix(keys.session_prefix(t, agent_id))
+
+    def put_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str, result: dict[str, Any]) -> None:
+        body = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        self.client.put_object(
+            Bucket=self.bucket,
+            Key=keys.tool_result_object(t, agent_id, run_id, tool_use_id),
+            Body=body,
+            ContentType="application/json",
+        )
+
+    def get_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, Any] | None:
+        try:
+            obj = self.client.get_object(Bucket=self.bucket, Key=keys.tool_result_object(t, agent_id, run_id, tool_use_id))
+        except ClientError as err:
+            if err.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
+                return None
+            raise
+        value = json.loads(obj["Body"].read())
+        return value if isinstance(value, dict) else None

@@ -9,8 +9,8 @@ from typing import Any
 
 from engram.engine.cache import CachePolicy, mark
 from engram.engine.pricing import usage_of
-from engram.engine.providers.base import ModelProvider
-from engram.engine.tools import ToolContext, ToolRegistry
+from engram.engine.providers.base import SERVER_TOOLS, ModelProvider
+from engram.engine.tools import ToolContext, ToolOutcome, ToolRegistry
 from engram.kernel.errors import TurnTimeout
 from engram.usage.models import Usage
 
@@ -38,6 +38,31 @@ def _result_content(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
+def offered_tools(registry: ToolRegistry, ctx: ToolContext, provider: str = "") -> list[dict[str, Any]]:
+    """The turn's tools: the agent's external tools first, sorted by name, then the registry's, so
+    the start of the cached prefix changes only when a server's tool list does (TL2); last, the
+    Anthropic server tools the agent enabled, where the provider is the Anthropic API (TL6)."""
+    external = sorted((spec for toolset in ctx.toolsets for spec in toolset.specs()), key=lambda spec: str(spec["name"]))
+    agent = ctx.agent
+    server = [SERVER_TOOLS[n] for n in getattr(agent, "server_tools", []) if n in SERVER_TOOLS] if provider == "anthropic" else []
+    return [*external, *registry.specs(ctx=ctx), *server]
+
+
+def _run_tools(uses: list[dict[str, Any]], registry: ToolRegistry, ctx: ToolContext, deadline: float) -> list[ToolOutcome]:
+    """The outcomes in the uses' order: a toolset's calls run together (in parallel), the
+    registry's one after another."""
+    outcomes: dict[int, ToolOutcome] = {}
+    for toolset in ctx.toolsets:
+        mine = [i for i, use in enumerate(uses) if toolset.owns(use["name"])]
+        if mine:
+            for i, outcome in zip(mine, toolset.call_many([uses[i] for i in mine], ctx, deadline), strict=True):
+                outcomes[i] = outcome
+    for i, use in enumerate(uses):
+        if i not in outcomes:
+            outcomes[i] = registry.call(use["name"], use.get("input"), ctx)
+    return [outcomes[i] for i in range(len(uses))]
+
+
 def run_loop(
     *,
     provider: ModelProvider,
@@ -59,9 +84,10 @@ def run_loop(
     that catches a failure still knows the tokens already spent. The last of `messages` is the
     turn's own; `stable_blocks` of its blocks are the user's (engine.cache places the markers)."""
     out = result if result is not None else LoopResult()
-    tools = registry.specs(ctx=ctx)
+    tools = offered_tools(registry, ctx, getattr(provider, "name", ""))
     convo = list(messages)
     turn_start = len(convo) - 1
+    paused: dict[str, Any] | None = None  # an answer a server tool paused (pause_turn), continued next round
     for round_no in range(max_rounds):
         remaining = deadline - time.monotonic()
         if remaining < _MIN_CALL_SECONDS:
@@ -92,6 +118,15 @@ def run_loop(
         out.usage_by_model[response.model] = out.usage_by_model.get(response.model, Usage()) + usage
 
         content = list(response.content)
+        if response.stop_reason == "pause_turn":
+            # A server tool (web search, web fetch) is still working: hand its partial answer back
+            # as it came, and the API goes on from there in the next round.
+            if paused is None:
+                paused = {"role": "assistant", "content": []}
+                convo.append(paused)
+                out.new_messages.append(paused)
+            paused["content"] = [*paused["content"], *content]
+            continue
         wants_tools = response.stop_reason == "tool_use"
         if not wants_tools:
             # A tool call cut off (e.g. at max_tokens) would be stored without its result and
@@ -101,9 +136,13 @@ def run_loop(
         content = [b for b in content if b.get("type") != "text" or b.get("text")]
         if not content:
             content = [{"type": "text", "text": "(no reply)"}]
-        assistant = {"role": "assistant", "content": content}
-        convo.append(assistant)
-        out.new_messages.append(assistant)
+        if paused is not None:  # the answer goes on the paused one: one assistant message, as the API expects
+            paused["content"] = [*paused["content"], *content]
+            assistant, paused = paused, None
+        else:
+            assistant = {"role": "assistant", "content": content}
+            convo.append(assistant)
+            out.new_messages.append(assistant)
         texts = [b.get("text", "") for b in content if b.get("type") == "text"]
         uses = [b for b in content if b.get("type") == "tool_use"]
         if texts:
@@ -112,14 +151,20 @@ def run_loop(
             return out
 
         results = []
-        for use in uses:
-            outcome = registry.call(use["name"], use.get("input"), ctx)
+        for use, outcome in zip(uses, _run_tools(uses, registry, ctx, deadline), strict=True):
             block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use["id"], "content": _result_content(outcome.content)}
             if outcome.is_error:
                 block["is_error"] = True
             results.append(block)
             out.tool_calls.append(
-                {"name": use["name"], "input": use.get("input") or {}, "result": outcome.content, "isError": outcome.is_error}
+                {
+                    "name": use["name"],
+                    "input": use.get("input") or {},
+                    "result": outcome.content,
+                    "isError": outcome.is_error,
+                    "toolUseId": use["id"],
+                    **outcome.record,
+                }
             )
         tool_message = {"role": "user", "content": results}
         convo.append(tool_message)

@@ -98,10 +98,14 @@ def priced_usage(
     )
 
 
+# Anthropic's web search server tool: $10 per 1,000 searches (web fetch has no charge beyond tokens).
+WEB_SEARCH_USD = 0.01
+
+
 def usage_of(response: ModelResponse) -> Usage:
-    """The priced usage of one model call."""
+    """The priced usage of one model call (server tool searches included)."""
     t = response.tokens
-    return priced_usage(
+    usage = priced_usage(
         response.model,
         input_tokens=t.input_tokens,
         output_tokens=t.output_tokens,
@@ -109,3 +113,6 @@ def usage_of(response: ModelResponse) -> Usage:
         cache_write_tokens=t.cache_write_tokens,
         cache_write_1h_tokens=t.cache_write_1h_tokens,
     )
+    if t.web_search_requests:
+        usage = usage.model_copy(update={"cost_usd": round(usage.cost_usd + t.web_search_requests * WEB_SEARCH_USD, 6)})
+    return usage

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Protocol
 
 from pydantic import BaseModel, ValidationError
 
@@ -36,6 +36,8 @@ class ToolContext:
     # Per-feature state of this turn, set by the turn's plan and its policies (e.g. the card
     # policy's card, a run's memory); each feature reads its own key through its own accessor.
     state: dict[str, Any] = field(default_factory=dict)
+    # Tools this agent reaches beyond the registry (its MCP connections), found for this turn.
+    toolsets: list[ToolSet] = field(default_factory=list)
 
 
 # The user's message of the turn (ctx.state), so memory-writing tools can refuse a secret it holds
@@ -61,6 +63,30 @@ def refuse_secrets_of_the_turn(ctx: ToolContext, field: str, *texts: str | None)
 class ToolOutcome:
     content: Any
     is_error: bool = False
+    # What the run record shows of the call beside name, input and result (e.g. an MCP call's
+    # connection, duration, bytes, error code, where its full result is kept).
+    record: dict[str, Any] = field(default_factory=dict)
+
+
+class ToolSet(Protocol):
+    """Tools of one turn that live outside the registry (e.g. an agent's MCP servers)."""
+
+    def specs(self) -> list[dict[str, Any]]:
+        """Tool definitions for the model, in a stable order."""
+        ...
+
+    def owns(self, name: str) -> bool: ...
+
+    def call_many(self, uses: list[dict[str, Any]], ctx: ToolContext, deadline: float) -> list[ToolOutcome]:
+        """Runs the model's tool_use blocks (in parallel where it can), each ending by `deadline`
+        (time.monotonic()); every failure is an is_error outcome, never an exception."""
+        ...
+
+
+class ToolSource(Protocol):
+    """Finds the ToolSet of a turn (None when the agent has none); runs beside the transcript read."""
+
+    def toolset(self, ctx: ToolContext) -> ToolSet | None: ...
 
 
 @dataclass

@@ -12,8 +12,11 @@ from typing import Any
 TRIMMED_TURN_NOTICE = "[Earlier messages of this turn were trimmed to fit the history cap.]"
 
 # Block types we expect to send, and which role may carry them; anything else is reported.
-_KNOWN_TYPES = frozenset({"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"})
-_ASSISTANT_ONLY = frozenset({"tool_use", "thinking", "redacted_thinking"})
+# Anthropic's server tools (web search, web fetch): their use and its result sit together in the
+# assistant message, and are sent back as they came (TL6).
+_SERVER_TOOL_TYPES = frozenset({"server_tool_use", "web_search_tool_result", "web_fetch_tool_result"})
+_KNOWN_TYPES = frozenset({"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"}) | _SERVER_TOOL_TYPES
+_ASSISTANT_ONLY = frozenset({"tool_use", "thinking", "redacted_thinking"}) | _SERVER_TOOL_TYPES
 _USER_ONLY = frozenset({"tool_result", "image", "document"})
 
 

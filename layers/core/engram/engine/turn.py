@@ -34,7 +34,7 @@ from engram.engine.prompt import (
     start_sections,
 )
 from engram.engine.providers.base import ModelProvider
-from engram.engine.tools import TURN_MESSAGE, ToolContext, ToolRegistry
+from engram.engine.tools import TURN_MESSAGE, ToolContext, ToolRegistry, ToolSet, ToolSource
 from engram.engine.trim import sequence_problems, trim_history, trim_in_steps
 from engram.kernel.errors import EngramError, NotFound, PayloadTooLarge, StorageUnavailable, TurnFailed, error_of
 from engram.kernel.ids import new_id
@@ -108,9 +108,22 @@ class TurnOutcome:
             "runId": self.run.id,
             "sessionId": self.run.session_id,
             "reply": self.reply,
-            "toolCalls": [{"name": c["name"], "input": c["input"], "result": c["result"]} for c in self.tool_calls],
+            "toolCalls": [public_tool_call(c) for c in self.tool_calls],
             "usage": self.run.usage.model_dump(by_alias=True),
         }
+
+
+# What a turn's answer and the run record show of each tool call beside name, input and result.
+TOOL_CALL_DETAILS = ("isError", "connection", "tool", "durationMs", "bytes", "error", "truncated", "fullResultKept")
+
+
+def public_tool_call(call: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "name": call["name"],
+        "input": call["input"],
+        "result": call["result"],
+        **{key: call[key] for key in TOOL_CALL_DETAILS if key in call and (key != "isError" or call[key])},
+    }
 
 
 class TurnDeps(Protocol):
@@ -134,6 +147,8 @@ class TurnDeps(Protocol):
     def executor(self) -> Executor: ...
     @property
     def provider(self) -> ModelProvider: ...
+    @property
+    def tool_sources(self) -> list[ToolSource]: ...
 
 
 def user_message(text: str) -> dict[str, Any]:
@@ -166,6 +181,7 @@ class _Turn:
     context_from: int = 0
     loaded: dict[str, Future[Any]] = field(default_factory=dict)  # the memory sections' reads
     prepared: list[Future[None]] = field(default_factory=list)  # the policies' reads
+    toolsets: list[Future[ToolSet | None]] = field(default_factory=list)  # the agent's external tools
     snapshot: MemorySnapshot | None = None  # a new memory snapshot for the session row
 
 
@@ -261,6 +277,7 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
     # Memory sections and the policies' reads run in parallel with the transcript GET; sections are best-effort.
     turn.loaded = start_sections(deps.sections, ctx, deps.executor)
     turn.prepared = [deps.executor.submit(p.prepare, ctx) for p in plan.policies]
+    turn.toolsets = [deps.executor.submit(source.toolset, ctx) for source in deps.tool_sources]
     return turn
 
 
@@ -334,6 +351,7 @@ def _load_context(turn: _Turn) -> list[dict[str, Any]]:
         turn.context_from = _context_start(turn.session, len(turn.history.messages))
     for prepared in turn.prepared:
         prepared.result()
+    turn.ctx.toolsets = _toolsets(turn)
     incoming = user_message(turn.message)
     earlier = turn.history.messages[turn.context_from :] if turn.history is not None else []
     # The stored history is within the cap (trimmed in steps when saved): the new message may
@@ -345,6 +363,24 @@ def _load_context(turn: _Turn) -> list[dict[str, Any]]:
         logger.error("stored history is not a valid sequence", extra={"problems": problems[:5], "run_id": turn.run.id})
         sent = [incoming]
     return sent
+
+
+def _toolsets(turn: _Turn) -> list[ToolSet]:
+    """The agent's external tools; best-effort like the memory sections: a source that fails
+    leaves its tools out of this turn (logged and counted), it never fails the turn."""
+    found = []
+    for future in turn.toolsets:
+        try:
+            toolset = future.result()
+        except Exception as err:
+            logger.warning(
+                "a tool source failed; its tools are left out of this turn", extra={"error": repr(err), "run_id": turn.run.id}
+            )
+            metrics.add_metric(name="ToolSourceFailed", unit=MetricUnit.Count, value=1)
+            continue
+        if toolset is not None:
+            found.append(toolset)
+    return found
 
 
 def _memory(turn: _Turn, sent: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:

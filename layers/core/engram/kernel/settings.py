@@ -119,6 +119,26 @@ class Settings(BaseModel):
     # Routine run records (heartbeats and chat turns without a card) expire after this many days; 0 keeps them.
     run_retention_days: int = Field(90, ge=0, le=3650, alias="RUN_RETENTION_DAYS")
 
+    # MCP tool connections (TL1-TL5). The auth header's value is encrypted with this KMS key, the
+    # tenant and the connection bound in as encryption context.
+    connection_key_id: str = Field("", alias="CONNECTION_KEY_ID")
+    max_connections: int = Field(20, ge=1, le=1_000, alias="MAX_CONNECTIONS")
+    # Egress of tool calls (TL5): "public" (AWS: https to public addresses only) or "local" (the
+    # local stack: http and loopback too). ALLOW_PRIVATE_TOOL_HOSTS (template parameter
+    # AllowPrivateToolHosts) admits private addresses for servers inside the VPC; link-local and
+    # the instance metadata addresses stay refused.
+    tool_egress: Literal["public", "local"] = Field("public", alias="TOOL_EGRESS")
+    allow_private_tool_hosts: bool = Field(False, alias="ALLOW_PRIVATE_TOOL_HOSTS")
+    # A discovered tool list is reused this long before a turn lists the server's tools again.
+    tool_list_ttl_s: int = Field(3600, ge=0, le=7 * 86_400, alias="TOOL_LIST_TTL_SECONDS")
+    # What a tool result may put in front of the model; the full result (up to the bytes cap) is
+    # kept in S3 beside the transcript.
+    tool_result_max_chars: int = Field(16_000, ge=1_000, le=200_000, alias="TOOL_RESULT_MAX_CHARS")
+    tool_response_max_bytes: int = Field(2_000_000, ge=10_000, le=20_000_000, alias="TOOL_RESPONSE_MAX_BYTES")
+    # A server's tool list: at most this many tools and this many bytes of schemas.
+    tool_list_max_tools: int = Field(100, ge=1, le=1_000, alias="TOOL_LIST_MAX_TOOLS")
+    tool_schema_max_bytes: int = Field(16_000, ge=1_000, le=200_000, alias="TOOL_SCHEMA_MAX_BYTES")
+
     @classmethod
     def from_env(cls, env: dict[str, str] | None = None) -> Settings:
         source = os.environ if env is None else env

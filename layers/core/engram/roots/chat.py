@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from engram.cards.tools import register_tools as card_tools
+from engram.connections.tools import McpToolSource
 from engram.engine.tools import ToolRegistry, default_registry
 from engram.kernel.settings import Settings
 from engram.memory.section import memory_sections
@@ -24,7 +25,7 @@ def chat_tools() -> ToolRegistry:
 
 
 def build(settings: Settings, registry: ToolRegistry | None = None, **given: Any) -> ModelDeps:
-    return ModelDeps(
+    deps = ModelDeps(
         **clients(settings, **given),
         registry=registry or chat_tools(),
         sections=memory_sections(
@@ -33,3 +34,5 @@ def build(settings: Settings, registry: ToolRegistry | None = None, **given: Any
             user_fact_rows=settings.user_fact_rows,
         ),
     )
+    deps.tool_sources.append(McpToolSource(deps))  # the agent's MCP connections (TL2)
+    return deps

@@ -62,3 +62,8 @@ def list_runs(agentId: str, limit: Limit = PAGE, nextToken: Token = None) -> Rep
 @router.get("/api/runs/<runId>")
 def get_run(runId: str) -> Reply:
     return ok(run_records.get_run(deps_of(router), tenant(router), runId).public())
+
+
+@router.get("/api/runs/<runId>/tool-results/<toolUseId>")
+def get_tool_result(runId: str, toolUseId: str) -> Reply:
+    return ok(run_records.get_tool_result(deps_of(router), tenant(router), runId, toolUseId))

@@ -26,6 +26,23 @@ def get_run(deps: Stores, t: str, run_id: str) -> Run:
     return run
 
 
+def get_tool_result(deps: Stores, t: str, run_id: str, tool_use_id: str) -> dict[str, Any]:
+    """The full result of one of the run's tool calls, where it was cut before the model saw it
+    (the run record and the transcript hold what the model saw)."""
+    run = get_run(deps, t, check_id("runId", run_id))
+    call = next((c for c in run.tool_calls if c.get("toolUseId") == check_id("toolUseId", tool_use_id)), None)
+    if call is None:
+        raise NotFound("the run has no tool call with this id", field="toolUseId")
+    full = deps.history.get_tool_result(t, run.agent_id, run.id, tool_use_id) if call.get("fullResultKept") else None
+    # Not cut (or not kept): the run record holds what there is.
+    return {
+        "toolUseId": tool_use_id,
+        "name": call.get("name"),
+        "complete": full is not None or not call.get("truncated"),
+        "result": full if full is not None else call.get("result"),
+    }
+
+
 def list_runs(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, Any]:
     get_agent(deps, t, agent_id)
     return page(*deps.runs.page(t, agent_id, limit=limit, token=token))

@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from engram.engine.prompt import PromptSection
 from engram.engine.providers import make_provider
 from engram.engine.providers.base import ModelProvider
-from engram.engine.tools import ToolRegistry
+from engram.engine.tools import ToolRegistry, ToolSource
 from engram.wiring.stores import Stores
 
 
@@ -16,6 +16,8 @@ from engram.wiring.stores import Stores
 class ModelDeps(Stores):
     registry: ToolRegistry = field(default_factory=ToolRegistry)
     sections: list[PromptSection] = field(default_factory=list)
+    # Tools beyond the registry an agent may have (its MCP connections), found per turn.
+    tool_sources: list[ToolSource] = field(default_factory=list)
     provider_override: ModelProvider | None = None  # tests and benchmarks swap the model here
     _provider: ModelProvider | None = field(default=None, init=False, repr=False)
 

@@ -12,10 +12,13 @@ from engram.account.repository import ExportJobRepository
 from engram.agents.ports import Agents, Workspaces
 from engram.agents.repository import AgentRepository
 from engram.aws.deadline import ContextThreadPool
+from engram.aws.kms import KmsSecretBox
 from engram.aws.queues import Queues
 from engram.aws.table import Table
 from engram.cards.ports import CardTypes
 from engram.cards.repository import CardTypeRepository
+from engram.connections.ports import Connections, SecretBox
+from engram.connections.repository import ConnectionRepository
 from engram.conversations.ports import Sessions, Transcripts
 from engram.conversations.repository import SessionRepository
 from engram.conversations.transcripts import HistoryStore
@@ -45,6 +48,7 @@ class Stores:
     history: Transcripts
     queues: JobQueues
     schedules_override: Schedules | None = None  # a store to use instead of the one built on first use
+    secret_box_override: SecretBox | None = None
     # Each repository is typed by its port (the feature's `ports` module): what services may call.
     workspaces: Workspaces = field(init=False)
     agents: Agents = field(init=False)
@@ -59,6 +63,8 @@ class Stores:
     extraction: ExtractionClaims = field(init=False)
     exports: ExportJobs = field(init=False)
     export_objects: ExportObjects = field(init=False)
+    connections: Connections = field(init=False)
+    _secret_box: SecretBox | None = field(default=None, init=False, repr=False)
     _schedules: ScheduleStore | None = field(default=None, init=False, repr=False)
     _executor: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 
@@ -85,6 +91,16 @@ class Stores:
         self.run_memory = RunMemoryStore(self.table)
         self.exports = ExportJobRepository(self.table)
         self.export_objects = ExportObjectStore(self.settings.bucket_name)
+        self.connections = ConnectionRepository(self.table)
+
+    @property
+    def secret_box(self) -> SecretBox:
+        """KMS for the connections' auth values, its client created on first use."""
+        if self.secret_box_override is not None:
+            return self.secret_box_override
+        if self._secret_box is None:
+            self._secret_box = KmsSecretBox(self.settings.connection_key_id)
+        return self._secret_box
 
     @property
     def schedules(self) -> Schedules:

@@ -9,7 +9,7 @@ import anthropic
 
 from engram.aws.model_key import api_key, put_key_hint
 from engram.engine.cache import bedrock_supports_1h
-from engram.engine.providers.base import ModelResponse, TokenCounts
+from engram.engine.providers.base import WEB_FETCH_BETA, ModelResponse, TokenCounts
 from engram.kernel.errors import ModelNotConfigured, ProviderError, TurnTimeout
 from engram.kernel.settings import Settings
 
@@ -85,6 +85,8 @@ class AnthropicProvider:
             kwargs["tools"] = tools
             if tool_choice:
                 kwargs["tool_choice"] = tool_choice
+            if any(str(t.get("type", "")).startswith("web_fetch") for t in tools):
+                kwargs["extra_headers"] = {"anthropic-beta": WEB_FETCH_BETA}
         try:
             msg = self.client.with_options(timeout=timeout).messages.create(**kwargs)
         except anthropic.APITimeoutError as err:
@@ -107,6 +109,7 @@ class AnthropicProvider:
                 cache_read_tokens=getattr(usage, "cache_read_input_tokens", None) or 0,
                 cache_write_tokens=getattr(usage, "cache_creation_input_tokens", None) or 0,
                 cache_write_1h_tokens=getattr(creation, "ephemeral_1h_input_tokens", None) or 0,
+                web_search_requests=getattr(getattr(usage, "server_tool_use", None), "web_search_requests", None) or 0,
             ),
         )
 

@@ -13,6 +13,7 @@ class TokenCounts:
     cache_read_tokens: int = 0
     cache_write_tokens: int = 0  # every cache write, whatever its TTL
     cache_write_1h_tokens: int = 0  # the part of them written with the 1-hour TTL (priced 2x input)
+    web_search_requests: int = 0  # Anthropic's server tool, billed per search
 
 
 @dataclass(frozen=True)
@@ -37,3 +38,12 @@ class ModelProvider(Protocol):
         timeout: float,
         tool_choice: dict[str, Any] | None = None,
     ) -> ModelResponse: ...
+
+
+# Anthropic's server tools (TL6): run by the Anthropic API itself (not Bedrock); their blocks
+# (server_tool_use and the *_tool_result after it) are stored and sent back as they came.
+SERVER_TOOLS: dict[str, dict[str, Any]] = {
+    "web_search": {"type": "web_search_20250305", "name": "web_search", "max_uses": 5},
+    "web_fetch": {"type": "web_fetch_20250910", "name": "web_fetch", "max_uses": 5},
+}
+WEB_FETCH_BETA = "web-fetch-2025-09-10"

@@ -96,14 +96,16 @@ class OfflineProvider:
             text = _text_of(last) if not _is_tool_result(last) else ""
             call = first or intent or final
             if call:
-                name, tool_input = call
+                # MCP tools the user named are asked for together, in one answer (they run in parallel).
+                calls = [call]
+                if intent is not None and call is intent and intent[0].startswith("mcp__"):
+                    calls = [c for c in wanted if c[0].startswith("mcp__") and not _calls_in(turn, c[0])[0]]
                 # Deterministic, yet unique within the conversation it is sent in.
                 seen = json.dumps(messages, sort_keys=True, ensure_ascii=False)
-                digest = hashlib.sha256(f"{seen}:{name}".encode()).hexdigest()[:20]
-                content = [
-                    {"type": "text", "text": f"Let me use {name}."},
-                    {"type": "tool_use", "id": f"toolu_offline_{digest}", "name": name, "input": tool_input},
-                ]
+                content = [{"type": "text", "text": f"Let me use {', '.join(name for name, _ in calls)}."}]
+                for name, tool_input in calls:
+                    digest = hashlib.sha256(f"{seen}:{name}".encode()).hexdigest()[:20]
+                    content.append({"type": "tool_use", "id": f"toolu_offline_{digest}", "name": name, "input": tool_input})
                 stop = "tool_use"
             else:
                 content, stop = [{"type": "text", "text": self._reply(text, messages, system)}], "end_turn"
@@ -122,7 +124,7 @@ class OfflineProvider:
             tool_input = intent(text) if intent is not None else None
             if tool_input is not None:
                 found.append((spec["name"], tool_input))
-        return found
+        return found + _named_tool_calls(text, tools)
 
     @staticmethod
     def _summarise_results(messages: list[dict[str, Any]]) -> str:
@@ -155,6 +157,39 @@ class OfflineProvider:
         else:
             reply += " This is the first message of this session."
         return reply
+
+
+# --- tools named by the user ------------------------------------------------------------------
+# "use lookup_price for BTC", "use search_tickets with login": a tool the turn offers, named by its
+# own name or by the part after `mcp__<connection>__`, called with the words after for/with/on in
+# its first required field (an agent's MCP tools, shown without a key).
+_USE_TOOL = re.compile(r"\buse\s+([A-Za-z0-9_-]+)\s+(?:for|with|on|about)\s+(.+?)(?=[.!?]\s|[.!?]?$|\s+and\s+use\b)", re.I)
+
+
+def _named_tool_calls(text: str, tools: list[dict[str, Any]]) -> list[tuple[str, dict[str, Any]]]:
+    calls = []
+    for match in _USE_TOOL.finditer(text):
+        wanted, argument = match.group(1), match.group(2).strip().strip("\"'")
+        spec = next((t for t in tools if t["name"] == wanted or str(t["name"]).endswith(f"__{wanted}")), None)
+        if spec is None:
+            continue
+        schema = spec.get("input_schema") or {}
+        properties = schema.get("properties") or {}
+        first = next(iter(schema.get("required") or list(properties)), None)
+        calls.append((spec["name"], {first: _as_type(argument, (properties.get(first) or {}).get("type"))} if first else {}))
+    return calls
+
+
+def _as_type(text: str, kind: Any) -> Any:
+    """The user's words as the schema's type: a number where it wants one, else the text."""
+    try:
+        if kind == "integer":
+            return int(text)
+        if kind == "number":
+            return float(text)
+    except ValueError:
+        pass
+    return text
 
 
 # --- decision tools -------------------------------------------------------------------------------

@@ -1,0 +1,138 @@
+"""Connections to remote MCP servers: request bodies, the public resource, discovered tools."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+from urllib.parse import urlsplit
+
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints, field_validator
+
+from engram.kernel.model import Body, Resource
+
+# Used in tool names (`mcp__<name>__<tool>`): lowercase letters, digits and single hyphens, so the
+# double underscore that separates the parts can never occur inside a name.
+ConnectionName = Annotated[str, StringConstraints(pattern=r"^[a-z0-9](?:[a-z0-9-]{0,22}[a-z0-9])?$")]
+HeaderName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9][A-Za-z0-9-]{0,63}$")]
+# Headers the MCP transport or HTTP itself sets; an auth header may not replace them.
+RESERVED_HEADERS = frozenset(
+    {
+        "host",
+        "content-length",
+        "content-type",
+        "transfer-encoding",
+        "connection",
+        "accept",
+        "mcp-session-id",
+        "mcp-protocol-version",
+    }
+)
+URL_MAX_CHARS = 2048
+
+
+def secret_context(t: str, connection_id: str) -> dict[str, str]:
+    """The KMS encryption context of a connection's auth value: its tenant and its connection."""
+    return {"tenant": t, "connectionId": connection_id}
+
+
+def check_url(value: str) -> str:
+    """A URL of a Streamable HTTP endpoint: http(s), a host, no credentials in it (they go in the
+    auth header, which is encrypted; a URL is shown in every list). The egress policy decides
+    later whether its scheme and address may be reached from where the stack runs."""
+    if len(value) > URL_MAX_CHARS:
+        raise ValueError(f"must be at most {URL_MAX_CHARS} characters")
+    try:
+        parts = urlsplit(value)
+        parts.port  # noqa: B018  # a malformed port raises here
+    except ValueError:
+        raise ValueError("is not a valid URL") from None
+    if parts.scheme not in ("https", "http") or not parts.hostname:
+        raise ValueError("must be an http(s) URL with a host, e.g. https://tools.example.com/mcp")
+    if parts.username is not None or parts.password is not None:
+        raise ValueError("must not carry credentials; put them in authHeader, which is stored encrypted")
+    if any(ch.isspace() or ord(ch) < 0x20 for ch in value):
+        raise ValueError("must not contain spaces or control characters")
+    return value
+
+
+class AuthHeader(Body):
+    name: HeaderName = "Authorization"
+    # A SecretStr: a log line or repr of the request body shows ********** (powertools logs a
+    # route's arguments at DEBUG).
+    value: Annotated[SecretStr, StringConstraints(min_length=1, max_length=4096)]
+
+    @field_validator("name")
+    @classmethod
+    def _not_reserved(cls, name: str) -> str:
+        if name.lower() in RESERVED_HEADERS:
+            raise ValueError(f"{name} is set by the MCP transport; use another header")
+        return name
+
+    @field_validator("value")
+    @classmethod
+    def _one_line(cls, value: SecretStr) -> SecretStr:
+        if any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in value.get_secret_value()):
+            raise ValueError("must be one line without control characters")
+        return value
+
+
+class ConnectionCreate(Body):
+    name: ConnectionName
+    url: Annotated[str, StringConstraints(min_length=8, max_length=URL_MAX_CHARS)]
+    description: Annotated[str, StringConstraints(max_length=500)] = ""
+    auth_header: AuthHeader | None = None
+    timeout_seconds: Annotated[int, Field(ge=1, le=120)] = 20
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str) -> str:
+        return check_url(value)
+
+
+class ConnectionUpdate(Body):
+    name: ConnectionName | None = None
+    url: Annotated[str, StringConstraints(min_length=8, max_length=URL_MAX_CHARS)] | None = None
+    description: Annotated[str, StringConstraints(max_length=500)] | None = None
+    # A new value replaces the stored one; null removes it. The value is never returned.
+    auth_header: AuthHeader | None = None
+    timeout_seconds: Annotated[int, Field(ge=1, le=120)] | None = None
+
+    @field_validator("url")
+    @classmethod
+    def _url(cls, value: str | None) -> str | None:
+        return None if value is None else check_url(value)
+
+
+class Connection(Resource):
+    name: str
+    url: str
+    description: str = ""
+    # The auth header's name; its value is write-only (sealed in the row, never returned).
+    auth_header_name: str | None = None
+    has_auth: bool = False
+    timeout_seconds: int = 20
+
+
+class DiscoveredTool(BaseModel):
+    """One tool as a server's tools/list gave it (the schema as given, bounded in size)."""
+
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    description: str = ""
+    input_schema: dict[str, Any] = Field(default_factory=dict)
+    # Kept so a call's session need not list the tools again to check a structured result.
+    output_schema: dict[str, Any] | None = None
+
+
+class ToolList(BaseModel):
+    """A connection's discovered tools, cached in the table until `expires_at` (epoch seconds)."""
+
+    tools: list[DiscoveredTool]
+    listed_at: str
+    expires_at: int
+
+    def public(self) -> dict[str, Any]:
+        return {
+            "listedAt": self.listed_at,
+            "tools": [{"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in self.tools],
+        }

@@ -1,0 +1,36 @@
+"""Testing a connection: list the server's tools now (and cache them), or name what went wrong."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from engram.aws.kms import SealedValueUnreadable
+from engram.connections.tools import McpToolDeps, refresh_tools
+from engram.kernel.errors import NotFound
+from engram.kernel.ids import check_id
+
+
+def test_connection(deps: McpToolDeps, t: str, connection_id: str) -> dict[str, Any]:
+    """`{ok: true, tools, durationMs}`, or `{ok: false, error: {code, message}}` naming the problem
+    (unreachable, unauthorized, tls_error, not_mcp, timeout, invalid_tool_schema, egress_refused, ...)."""
+    from engram.connections.mcp_client import McpFailure, failure_of
+
+    found = deps.connections.get_with_secret(t, check_id("connectionId", connection_id))
+    if found is None:
+        raise NotFound("connection not found", field="connectionId")
+    connection, sealed = found
+    started = time.monotonic()
+    try:
+        listed = refresh_tools(deps, t, connection, sealed)
+    except SealedValueUnreadable:
+        problem = McpFailure("unauthorized", "the stored auth value could not be read; set it again")
+        return {"ok": False, "error": {"code": problem.code, "message": problem.message}, "durationMs": _ms(started)}
+    except Exception as err:  # McpFailure and whatever the SDK raised, named
+        problem = failure_of(err)
+        return {"ok": False, "error": {"code": problem.code, "message": problem.message}, "durationMs": _ms(started)}
+    return {"ok": True, **listed.public(), "durationMs": _ms(started)}
+
+
+def _ms(started: float) -> float:
+    return round((time.monotonic() - started) * 1000, 1)

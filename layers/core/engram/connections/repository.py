@@ -1,0 +1,116 @@
+"""Connection rows and their cached tool lists, in the tenant partition.
+
+PK <t>  SK CONN#<id>       the connection; `sealedAuth` is the auth value sealed with KMS
+PK <t>  SK CONNTOOLS#<id>  its discovered tools as JSON text (schemas keep their own number
+                           types: DynamoDB would turn them into Decimals), `expiresAt` TTL
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from engram.aws import keys, quotas
+from engram.aws.table import ConditionFailed, Table
+from engram.connections.models import Connection, DiscoveredTool, ToolList
+from engram.kernel.errors import NotFound
+
+_NOT_FOUND = "connection not found"
+_SEALED = "sealedAuth"
+
+
+class ConnectionRepository:
+    def __init__(self, table: Table):
+        self.table = table
+
+    def _item(self, t: str, connection: Connection, sealed_auth: str | None) -> dict[str, Any]:
+        item = {"PK": keys.tenant_pk(t), "SK": keys.connection_sk(connection.id), **connection.model_dump(by_alias=True)}
+        if sealed_auth:
+            item[_SEALED] = sealed_auth
+        return item
+
+    @staticmethod
+    def _parse(item: dict[str, Any]) -> tuple[Connection, str | None]:
+        return Connection.model_validate(item), item.get(_SEALED)
+
+    def create(self, t: str, connection: Connection, sealed_auth: str | None, *, limit: int) -> None:
+        quotas.create_within(
+            self.table,
+            [self.table.put_op(self._item(t, connection, sealed_auth), condition="attribute_not_exists(PK)")],
+            quotas.connections(t, limit),
+        )
+
+    def get(self, t: str, connection_id: str) -> Connection | None:
+        found = self.get_with_secret(t, connection_id)
+        return found[0] if found else None
+
+    def get_with_secret(self, t: str, connection_id: str) -> tuple[Connection, str | None] | None:
+        item = self.table.get(keys.tenant_pk(t), keys.connection_sk(connection_id))
+        return self._parse(item) if item else None
+
+    def get_many_with_secrets(self, t: str, connection_ids: list[str]) -> dict[str, tuple[Connection, str | None]]:
+        pairs = [(keys.tenant_pk(t), keys.connection_sk(c)) for c in dict.fromkeys(connection_ids)]
+        found = [self._parse(item) for item in self.table.get_many(pairs)]
+        return {connection.id: (connection, sealed) for connection, sealed in found}
+
+    def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[Connection], str | None]:
+        items, nxt = self.table.query(keys.tenant_pk(t), sk_prefix="CONN#", limit=limit, token=token)
+        return [Connection.model_validate(i) for i in items], nxt
+
+    def all(self, t: str) -> list[Connection]:
+        return [Connection.model_validate(i) for i in self.table.query_all(keys.tenant_pk(t), sk_prefix="CONN#")]
+
+    def name_taken(self, t: str, name: str, *, other_than: str | None = None) -> bool:
+        return any(c.name == name and c.id != other_than for c in self.all(t))
+
+    def update(self, t: str, connection_id: str, changes: dict[str, Any]) -> Connection:
+        """`changes` in the row's attribute names; `sealedAuth` None removes the stored value."""
+        try:
+            item = self.table.set_fields(keys.tenant_pk(t), keys.connection_sk(connection_id), changes)
+        except ConditionFailed:
+            raise NotFound(_NOT_FOUND, field="connectionId") from None
+        return Connection.model_validate(item)
+
+    def delete(self, t: str, connection_id: str) -> None:
+        pk = keys.tenant_pk(t)
+        try:
+            quotas.delete_releasing(
+                self.table,
+                quotas.connections(t),
+                [self.table.delete_op(pk, keys.connection_sk(connection_id), condition="attribute_exists(PK)")],
+            )
+        except ConditionFailed:
+            raise NotFound(_NOT_FOUND, field="connectionId") from None
+        self.table.delete(pk, keys.connection_tools_sk(connection_id))
+
+    def delete_all(self, t: str) -> int:
+        pk = keys.tenant_pk(t)
+        deleted = self.table.delete_all(pk, sk_prefix="CONN#")
+        self.table.delete_all(pk, sk_prefix="CONNTOOLS#")
+        quotas.forget(self.table, quotas.connections(t))
+        return deleted
+
+    # --- the cached tool lists ------------------------------------------------------------------
+    def tools(self, t: str, connection_ids: list[str]) -> dict[str, ToolList]:
+        pairs = [(keys.tenant_pk(t), keys.connection_tools_sk(c)) for c in dict.fromkeys(connection_ids)]
+        out: dict[str, ToolList] = {}
+        for item in self.table.get_many(pairs):
+            connection_id = str(item["SK"]).removeprefix("CONNTOOLS#")
+            out[connection_id] = ToolList(
+                tools=[DiscoveredTool.model_validate(tool) for tool in json.loads(item["tools"])],
+                listed_at=item["listedAt"],
+                expires_at=int(item["expiresAt"]),
+            )
+        return out
+
+    def put_tools(self, t: str, connection_id: str, tools: ToolList) -> None:
+        text = json.dumps([tool.model_dump() for tool in tools.tools], ensure_ascii=False, separators=(",", ":"))
+        self.table.put(
+            {
+                "PK": keys.tenant_pk(t),
+                "SK": keys.connection_tools_sk(connection_id),
+                "tools": text,
+                "listedAt": tools.listed_at,
+                "expiresAt": tools.expires_at,
+            }
+        )

@@ -1,0 +1,299 @@
+"""An agent's MCP tools in a turn (TL2, TL3): the tool source the engine asks per turn, and the
+tool set it gets: discovered tools named `mcp__<connection>__<tool>`, calls in parallel, every
+failure an is_error result, results bounded before they reach the model (the full one is kept).
+
+Imports of the MCP SDK wait for the first listing or call (engram.connections.mcp_client), so a
+turn of an agent without connections never loads it.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Protocol
+
+from engram.agents.models import AgentTool
+from engram.connections.egress import EgressPolicy
+from engram.connections.models import Connection, DiscoveredTool, ToolList, secret_context
+from engram.connections.ports import Connections, SecretBox
+from engram.conversations.ports import Transcripts
+from engram.engine.tools import ToolContext, ToolOutcome
+from engram.kernel.model import now_iso
+from engram.kernel.observability import MetricUnit, logger, metrics
+from engram.kernel.settings import Settings
+
+if TYPE_CHECKING:
+    from engram.connections.mcp_client import CallResult, Endpoint
+
+PREFIX = "mcp__"
+_NAME_MAX = 64  # what every model provider accepts as a tool name
+_UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
+_SECRET_TTL_S = 300.0  # an opened auth value is reused this long within a container
+
+
+class McpToolDeps(Protocol):
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def connections(self) -> Connections: ...
+    @property
+    def secret_box(self) -> SecretBox: ...
+    @property
+    def history(self) -> Transcripts: ...
+
+
+def tool_name(connection: str, tool: str) -> str:
+    """`mcp__<connection>__<tool>`, the tool's part made safe and cut to fit the name limit."""
+    safe = _UNSAFE.sub("_", tool)
+    return f"{PREFIX}{connection}__{safe}"[:_NAME_MAX]
+
+
+class _OpenedSecrets:
+    """Auth values opened by KMS, kept briefly per container (keyed by the sealed value, so a
+    replaced one is never served)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._values: dict[tuple[str, str, str], tuple[float, str]] = {}
+
+    def get(self, box: SecretBox, t: str, connection_id: str, sealed: str) -> str:
+        key = (t, connection_id, sealed)
+        now = time.monotonic()
+        with self._lock:
+            hit = self._values.get(key)
+            if hit and hit[0] > now:
+                return hit[1]
+        value = box.open(sealed, secret_context(t, connection_id))
+        with self._lock:
+            self._values = {k: v for k, v in self._values.items() if v[0] > now}
+            self._values[key] = (now + _SECRET_TTL_S, value)
+        return value
+
+
+OPENED = _OpenedSecrets()
+
+
+@dataclass(frozen=True)
+class _Entry:
+    connection: Connection
+    tool: DiscoveredTool
+    sealed_auth: str | None
+
+
+@dataclass
+class McpToolSet:
+    """The MCP tools of one agent for one turn."""
+
+    deps: McpToolDeps
+    tenant: str
+    entries: dict[str, _Entry] = field(default_factory=dict)
+    call_tools: Callable[..., list[CallResult]] | None = None  # tests may swap the transport here
+
+    def specs(self) -> list[dict[str, Any]]:
+        return [
+            {
+                "name": name,
+                "description": (f"[{entry.connection.name}] {entry.tool.description}".strip())[:1024],
+                "input_schema": entry.tool.input_schema or {"type": "object", "properties": {}},
+            }
+            for name, entry in sorted(self.entries.items())
+        ]
+
+    def owns(self, name: str) -> bool:
+        return name in self.entries
+
+    def endpoint(self, entry: _Entry) -> Endpoint:
+        from engram.connections.mcp_client import Endpoint
+
+        connection = entry.connection
+        headers: tuple[tuple[str, str], ...] = ()
+        if entry.sealed_auth and connection.auth_header_name:
+            value = OPENED.get(self.deps.secret_box, self.tenant, connection.id, entry.sealed_auth)
+            headers = ((connection.auth_header_name, value),)
+        return Endpoint(url=connection.url, headers=headers, timeout_s=float(connection.timeout_seconds))
+
+    def call_many(self, uses: list[dict[str, Any]], ctx: ToolContext, deadline: float) -> list[ToolOutcome]:
+        from engram.connections.mcp_client import Call, McpFailure, call_tools
+
+        settings = self.deps.settings
+        outcomes: list[ToolOutcome | None] = [None] * len(uses)
+        calls: list[Call] = []
+        placed: list[int] = []
+        for i, use in enumerate(uses):
+            entry = self.entries[use["name"]]
+            given = use.get("input")
+            arguments: dict[str, Any] = given if isinstance(given, dict) else {}
+            try:
+                calls.append(Call(self.endpoint(entry), entry.tool.name, arguments, entry.tool.output_schema))
+                placed.append(i)
+            except Exception as err:  # the auth value could not be opened: this call fails, the turn goes on
+                logger.warning("a connection's auth value could not be opened", extra={"connection": entry.connection.id})
+                outcomes[i] = _failed(entry, McpFailure("unauthorized", "the connection's stored credentials could not be read"))
+                del err
+        runner = self.call_tools or call_tools
+        results = (
+            runner(calls, policy_of(settings), deadline=deadline, max_bytes=settings.tool_response_max_bytes) if calls else []
+        )
+        for i, result in zip(placed, results, strict=True):
+            outcomes[i] = self._outcome(ctx, uses[i], self.entries[uses[i]["name"]], result)
+        return [o for o in outcomes if o is not None]
+
+    def _outcome(self, ctx: ToolContext, use: dict[str, Any], entry: _Entry, result: CallResult) -> ToolOutcome:
+        _count(entry.connection.name, result)
+        if result.failure is not None:
+            outcome = _failed(entry, result.failure)
+            return ToolOutcome(
+                outcome.content,
+                is_error=True,
+                record={**outcome.record, "durationMs": round(result.duration_ms, 1), "bytes": result.bytes},
+            )
+        text = result_text(result.content, result.structured)
+        limit = self.deps.settings.tool_result_max_chars
+        record: dict[str, Any] = {
+            "connection": entry.connection.name,
+            "tool": entry.tool.name,
+            "durationMs": round(result.duration_ms, 1),
+            "bytes": result.bytes,
+        }
+        if result.is_error:
+            record["error"] = "tool_error"
+        if len(text) > limit:
+            kept = self._keep_full(ctx, use, {"content": result.content, "structuredContent": result.structured})
+            record.update(truncated=len(text), fullResultKept=kept)
+            where = "kept with the run" if kept else "not kept (storage failed)"
+            text = text[:limit] + f"\n[cut: {limit} of {len(text)} characters shown; the full result is {where}]"
+        return ToolOutcome(text, is_error=result.is_error, record=record)
+
+    def _keep_full(self, ctx: ToolContext, use: dict[str, Any], full: dict[str, Any]) -> bool:
+        try:
+            self.deps.history.put_tool_result(self.tenant, ctx.agent.id, ctx.run_id, use["id"], full)
+            return True
+        except Exception:
+            logger.exception("could not keep a tool's full result", extra={"run_id": ctx.run_id})
+            return False
+
+
+def _failed(entry: _Entry, failure: Any) -> ToolOutcome:
+    message = f"{entry.connection.name} tool {entry.tool.name} failed ({failure.code}): {failure.message}"
+    return ToolOutcome(
+        message,
+        is_error=True,
+        record={"connection": entry.connection.name, "tool": entry.tool.name, "error": failure.code},
+    )
+
+
+def _count(connection: str, result: CallResult) -> None:
+    dims = {"Connection": connection}
+    metrics.add_metric(name="ToolCalls", unit=MetricUnit.Count, value=1)
+    metrics.add_metric(name="ToolCallLatency", unit=MetricUnit.Milliseconds, value=result.duration_ms)
+    if result.failure is not None or result.is_error:
+        metrics.add_metric(name="ToolCallErrors", unit=MetricUnit.Count, value=1)
+    logger.info(
+        "tool call",
+        extra={
+            **dims,
+            "duration_ms": round(result.duration_ms, 1),
+            "bytes": result.bytes,
+            "error": result.failure.code if result.failure else ("tool_error" if result.is_error else None),
+        },
+    )
+
+
+def result_text(content: list[dict[str, Any]], structured: Any) -> str:
+    """What the model reads of a tool result: its text blocks, a line for other blocks, and the
+    structured content as JSON when no text carries it."""
+    parts = []
+    for block in content:
+        kind = block.get("type")
+        if kind == "text":
+            parts.append(str(block.get("text", "")))
+        elif kind == "resource":
+            resource = block.get("resource") or {}
+            parts.append(str(resource.get("text") or f"[resource {resource.get('uri', '')}]"))
+        elif kind == "resource_link":
+            parts.append(f"[resource link {block.get('uri', '')}]")
+        else:
+            parts.append(f"[{kind} content: {block.get('mimeType', 'unknown type')}]")
+    if structured is not None and not parts:
+        parts.append(json.dumps(structured, ensure_ascii=False))
+    return "\n".join(parts) if parts else "(the tool returned nothing)"
+
+
+def policy_of(settings: Settings) -> EgressPolicy:
+    return EgressPolicy.of(settings.tool_egress, settings.allow_private_tool_hosts)
+
+
+class McpToolSource:
+    """Finds an agent's MCP tools for a turn: its granted connections (one BatchGetItem), their
+    cached tool lists (one more), and for a list that is missing or expired a fresh tools/list."""
+
+    def __init__(self, deps: McpToolDeps, *, list_tools: Callable[..., list[DiscoveredTool]] | None = None):
+        self.deps = deps
+        self._list_tools = list_tools
+
+    def toolset(self, ctx: ToolContext) -> McpToolSet | None:
+        grants: list[AgentTool] = list(ctx.agent.tools)
+        if not grants:
+            return None
+        t = ctx.tenant
+        ids = [grant.connection_id for grant in grants]
+        found = self.deps.connections.get_many_with_secrets(t, ids)
+        cached = self.deps.connections.tools(t, ids)
+        toolset = McpToolSet(self.deps, t)
+        now = int(time.time())
+        for grant in grants:
+            if grant.connection_id not in found:
+                continue  # deleted meanwhile: its grant is being removed from the agent
+            connection, sealed = found[grant.connection_id]
+            listed = cached.get(connection.id)
+            if listed is None or listed.expires_at <= now:
+                listed = self._refresh(toolset, connection, sealed, stale=listed)
+            if listed is None:
+                continue
+            allowed = set(grant.allow) if grant.allow is not None else None
+            for tool in listed.tools:
+                if allowed is None or tool.name in allowed:
+                    toolset.entries[tool_name(connection.name, tool.name)] = _Entry(connection, tool, sealed)
+        return toolset if toolset.entries else None
+
+    def _refresh(
+        self, toolset: McpToolSet, connection: Connection, sealed: str | None, *, stale: ToolList | None
+    ) -> ToolList | None:
+        try:
+            return refresh_tools(self.deps, toolset.tenant, connection, sealed, list_tools=self._list_tools)
+        except Exception as err:
+            logger.warning(
+                "a connection's tools could not be listed; its last list is used if there is one",
+                extra={"connection": connection.id, "error": repr(err)},
+            )
+            return stale
+
+
+def refresh_tools(
+    deps: McpToolDeps,
+    t: str,
+    connection: Connection,
+    sealed: str | None,
+    *,
+    list_tools: Callable[..., list[DiscoveredTool]] | None = None,
+) -> ToolList:
+    """Lists the server's tools now and caches the list (raises McpFailure when it cannot)."""
+    from engram.connections.mcp_client import list_tools as sdk_list_tools
+
+    settings = deps.settings
+    toolset = McpToolSet(deps, t)
+    endpoint = toolset.endpoint(_Entry(connection, DiscoveredTool(name="-"), sealed))
+    tools = (list_tools or sdk_list_tools)(
+        endpoint,
+        policy_of(settings),
+        max_tools=settings.tool_list_max_tools,
+        max_schema_bytes=settings.tool_schema_max_bytes,
+        max_bytes=settings.tool_response_max_bytes,
+    )
+    listed = ToolList(tools=tools, listed_at=now_iso(), expires_at=int(time.time()) + settings.tool_list_ttl_s)
+    deps.connections.put_tools(t, connection.id, listed)
+    return listed

@@ -1,0 +1,84 @@
+"""The connections repository and the KMS secret box on the fakes and on moto alike: rows, the
+quota, paging, the cached tool lists, and auth values that open only with their own context."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from engram.aws.kms import SealedValueUnreadable
+from engram.connections.models import Connection, DiscoveredTool, ToolList, secret_context
+from engram.kernel.errors import NotFound, QuotaExceeded
+from engram.kernel.ids import tenant_key
+from engram.wiring.stores import Stores
+
+T, OTHER = tenant_key("alice"), tenant_key("bob")
+
+
+@pytest.fixture
+def stores(backend) -> Stores:
+    return backend.stores  # type: ignore[no-any-return]
+
+
+def _connection(connection_id: str, name: str) -> Connection:
+    now = "2026-01-01T00:00:00.000Z"
+    return Connection(id=connection_id, created_at=now, updated_at=now, name=name, url="https://tools.example.com/mcp")
+
+
+def test_connections_round_trip_page_and_stay_in_their_tenant(stores):
+    for i in range(3):
+        stores.connections.create(T, _connection(f"conn_{i}", f"server-{i}"), f"sealed-{i}", limit=10)
+    stores.connections.create(OTHER, _connection("conn_9", "theirs"), None, limit=10)
+    first, token = stores.connections.page(T, limit=2, token=None)
+    second, end = stores.connections.page(T, limit=2, token=token)
+    assert [c.id for c in first + second] == ["conn_0", "conn_1", "conn_2"] and end is None
+    assert stores.connections.get_with_secret(T, "conn_1")[1] == "sealed-1"
+    assert stores.connections.get(T, "conn_9") is None
+    found = stores.connections.get_many_with_secrets(T, ["conn_2", "conn_9", "conn_0"])
+    assert sorted(found) == ["conn_0", "conn_2"]
+    assert stores.connections.name_taken(T, "server-1") and not stores.connections.name_taken(T, "theirs")
+
+
+def test_the_connection_quota_holds_and_a_delete_frees_room(stores):
+    stores.connections.create(T, _connection("conn_a", "a"), None, limit=2)
+    stores.connections.create(T, _connection("conn_b", "b"), None, limit=2)
+    with pytest.raises(QuotaExceeded):
+        stores.connections.create(T, _connection("conn_c", "c"), None, limit=2)
+    stores.connections.delete(T, "conn_a")
+    stores.connections.create(T, _connection("conn_c", "c"), None, limit=2)
+    with pytest.raises(NotFound):
+        stores.connections.delete(T, "conn_a")
+
+
+def test_updates_replace_and_remove_the_sealed_value(stores):
+    stores.connections.create(T, _connection("conn_a", "a"), "old", limit=10)
+    changed = stores.connections.update(T, "conn_a", {"sealedAuth": "new", "hasAuth": True, "authHeaderName": "X-Key"})
+    assert changed.has_auth and changed.auth_header_name == "X-Key"
+    assert stores.connections.get_with_secret(T, "conn_a")[1] == "new"
+    stores.connections.update(T, "conn_a", {"sealedAuth": None, "hasAuth": False})
+    assert stores.connections.get_with_secret(T, "conn_a")[1] is None
+    with pytest.raises(NotFound):
+        stores.connections.update(T, "conn_nope", {"name": "x"})
+
+
+def test_tool_lists_are_cached_with_their_schemas_as_given(stores):
+    stores.connections.create(T, _connection("conn_a", "a"), None, limit=10)
+    schema = {"type": "object", "properties": {"ratio": {"type": "number", "minimum": 0.25}}, "required": ["ratio"]}
+    listed = ToolList(tools=[DiscoveredTool(name="scale", input_schema=schema)], listed_at="t", expires_at=int(time.time()) + 60)
+    stores.connections.put_tools(T, "conn_a", listed)
+    got = stores.connections.tools(T, ["conn_a", "conn_b"])
+    assert list(got) == ["conn_a"] and got["conn_a"].tools[0].input_schema == schema  # 0.25 stays a float
+    assert stores.connections.tools(OTHER, ["conn_a"]) == {}
+    stores.connections.delete(T, "conn_a")
+    assert stores.connections.tools(T, ["conn_a"]) == {}
+
+
+def test_a_sealed_value_opens_only_with_its_own_context(stores):
+    box = stores.secret_box
+    sealed = box.seal("Bearer s3cret", secret_context(T, "conn_a"))
+    assert "s3cret" not in sealed
+    assert box.open(sealed, secret_context(T, "conn_a")) == "Bearer s3cret"
+    for context in (secret_context(OTHER, "conn_a"), secret_context(T, "conn_b")):
+        with pytest.raises(SealedValueUnreadable):
+            box.open(sealed, context)
