@@ -162,11 +162,37 @@ def script() -> list[str]:
     return lines
 
 
-def main() -> int:
+def mcp_server(tools: int) -> Any:
+    """A real MCP server (the SDK's MCPServer on loopback) with `tools` tools of realistic size."""
+    from mcp.server.mcpserver import MCPServer
+
+    from local.sample_mcp import serve_app
+
+    server = MCPServer("bench-tools")
+
+    def make(i: int) -> Any:
+        def tool(query: str, limit: int = 10, since: str = "") -> str:
+            return f"result {i} for {query}"
+
+        return tool
+
+    for i in range(tools):
+        tool = make(i)
+        tool.__name__ = f"lookup_{i:02d}"
+        tool.__doc__ = (
+            f"Looks up records of kind {i} in the team's internal systems by a free-text query, newest first; "
+            "`since` is an ISO date that bounds how far back to search."
+        )
+        server.add_tool(tool)
+    return serve_app(server.streamable_http_app(json_response=True, stateless_http=True))
+
+
+def main(mcp_tools: int = 0) -> int:
     import httpx2
     from moto import mock_aws
 
-    from engram.agents.models import Agent, Workspace
+    from engram.agents.models import Agent, AgentTool, Workspace
+    from engram.connections.models import Connection
     from engram.conversations.chat import run_chat_turn
     from engram.conversations.models import Session
     from engram.engine.providers.anthropic_provider import AnthropicProvider
@@ -189,6 +215,7 @@ def main() -> int:
 
     minimum = min_cacheable_tokens(MODEL)
     claude = ScriptedClaude()
+    tool_server = mcp_server(mcp_tools) if mcp_tools else None
     with mock_aws():
         resources = create_resources(load_template(ROOT / "template.yaml"))
         settings = Settings.from_env(resources.env()).model_copy(update={"anthropic_api_key": "sk-bench"})
@@ -199,6 +226,11 @@ def main() -> int:
         runs.provider_override = provider
         t = tenant_key("bench")
         now = now_iso()
+        grants = []
+        if tool_server is not None:
+            connection = Connection(id="conn_bench", created_at=now, updated_at=now, name="internal", url=tool_server.url)
+            deps.connections.create(t, connection, None, limit=10)
+            grants = [AgentTool(connection_id=connection.id)]
         ws = Workspace(id="ws_bench", created_at=now, updated_at=now, name="platform")
         deps.workspaces.put(t, ws)
         agent = Agent(
@@ -213,6 +245,7 @@ def main() -> int:
             active_memory=True,
             schedule="rate(15 minutes)",
             default_prompt="Check on the services you know about and note anything that needs attention.",
+            tools=grants,
         )
         dashboard = Session(id="dashboard", agent_id=agent.id, created_at=now, updated_at=now)
         deps.agents.create(
@@ -249,11 +282,14 @@ def main() -> int:
                 outcome = process_schedule_event(runs, event)
                 assert outcome.get("status") == "succeeded", outcome
                 turns.append(("heartbeat", claude.bodies[start:]))
-    return report(turns, minimum)
+    if tool_server is not None:
+        tool_server.stop()
+    offered = sum(1 for spec in turns[-1][1][0].get("tools", []) if str(spec.get("name", "")).startswith("mcp__"))
+    return report(turns, minimum, f", the agent with {offered} MCP tools" if mcp_tools else "")
 
 
-def report(turns: list[tuple[str, list[dict[str, Any]]]], minimum: int) -> int:
-    print(f"== prompt cache over {TURNS} chat turns and a heartbeat (Active Memory on), model {MODEL}")
+def report(turns: list[tuple[str, list[dict[str, Any]]]], minimum: int, label: str = "") -> int:
+    print(f"== prompt cache over {TURNS} chat turns and a heartbeat (Active Memory on), model {MODEL}{label}")
     print("tokens = characters/4 of the request JSON in API order (tools, system, messages), markers left out;")
     print("reuse = leading tokens identical to the previous turn's last request, as a share of it; cached = the")
     print(f"part up to the furthest earlier marker inside it; markers = offset:ttl (model minimum {minimum:,} tokens)")
@@ -297,4 +333,5 @@ def report(turns: list[tuple[str, list[dict[str, Any]]]], minimum: int) -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    # Without tools, then with 20 MCP tools (issue 27: they lead the request, sorted, so reuse holds).
+    raise SystemExit(main() | main(mcp_tools=20))

@@ -67,8 +67,8 @@ export async function edit(main, agentId) {
 }
 
 async function form(main, agent) {
-  const [workspaces, cardTypes, agents] = await Promise.all([
-    all('/api/workspaces'), all('/api/card-types'), all('/api/agents'),
+  const [workspaces, cardTypes, agents, connections] = await Promise.all([
+    all('/api/workspaces'), all('/api/card-types'), all('/api/agents'), all('/api/connections'),
   ]);
   const a = agent || {};
   const input = (name, attrs = {}) => h('input', { name, value: a[name] ?? '', ...attrs });
@@ -88,6 +88,7 @@ async function form(main, agent) {
       const box = h('input', { type: 'checkbox', value: x.id, checked: team.has(x.id), id: `team-${x.id}` });
       return h('div', { class: 'check' }, box, h('label', { for: `team-${x.id}`, text: x.name }));
     }));
+  const toolsBox = await toolPicker(connections, a.tools || []);
   const activeMemory = check('activeMemory');
   const amWarning = h('div', { class: 'warn-text', text: 'Active Memory shares one growing session between chat and scheduled runs: runs get slower and costlier until you reset it.' });
   const form = h('form', { class: 'agent-form card', novalidate: true },
@@ -104,6 +105,7 @@ async function form(main, agent) {
     amWarning,
     field('Review decisions', check('reviewDecisions')),
     h('div', { class: 'field' }, teamBox, h('div', { class: 'field-error', role: 'alert' })),
+    h('div', { class: 'field' }, toolsBox, h('div', { class: 'field-error', role: 'alert' })),
     h('div', { class: 'actions' },
       h('button', { type: 'submit' }, agent ? 'Save' : 'Create agent'),
       h('a', { href: agent ? `#/agents/${id(agent.id)}` : '#/agents', class: 'button secondary' }, 'Cancel')));
@@ -122,6 +124,7 @@ async function form(main, agent) {
       activeMemory: form.elements.activeMemory.checked,
       reviewDecisions: form.elements.reviewDecisions.checked,
       team: [...teamBox.querySelectorAll('input:checked')].map((b) => b.value),
+      tools: chosenTools(toolsBox),
     };
     const submit = form.querySelector('button[type=submit]');
     submit.disabled = true;
@@ -145,8 +148,43 @@ async function form(main, agent) {
   form.elements.name.focus();
 }
 
+// The agent's MCP tools: a box per tool server, and under it the server's tools as last listed
+// (all ticked means every tool, also those the server adds later).
+async function toolPicker(connections, grants) {
+  const granted = new Map(grants.map((g) => [g.connectionId, g.allow]));
+  const details = await Promise.all(connections.map((c) => get(`/api/connections/${id(c.id)}`).catch(() => c)));
+  return h('fieldset', { class: 'tools', name: 'tools' }, h('legend', { text: 'Tools (MCP servers this agent may call)' }),
+    connections.length ? null : h('p', { class: 'muted' }, 'No tool servers yet: add one under ', h('a', { href: '#/tools', text: 'Tools' }), '.'),
+    details.map((c) => {
+      const on = granted.has(c.id);
+      const allow = granted.get(c.id);
+      const box = h('input', { type: 'checkbox', value: c.id, checked: on, id: `tool-${c.id}`, class: 'connection-box' });
+      const names = c.tools && c.tools.tools ? c.tools.tools.map((t) => t.name) : [];
+      return h('div', { class: 'connection-pick', dataset: { connectionId: c.id, tools: String(names.length) } },
+        h('div', { class: 'check' }, box, h('label', { for: `tool-${c.id}`, text: c.name }), h('span', { class: 'muted', text: ` ${c.url}` })),
+        names.length ? h('div', { class: 'tool-picks' }, names.map((n) => {
+          const tool = h('input', { type: 'checkbox', value: n, checked: !allow || allow.includes(n), id: `tool-${c.id}-${n}`, class: 'tool-box' });
+          return h('div', { class: 'check' }, tool, h('label', { for: `tool-${c.id}-${n}`, text: n }));
+        })) : h('p', { class: 'muted small', text: 'Its tools are listed on its first use (or Test it under Tools).' }));
+    }));
+}
+
+function chosenTools(box) {
+  return [...box.querySelectorAll('.connection-pick')].filter((row) => row.querySelector('.connection-box').checked).map((row) => {
+    const tools = [...row.querySelectorAll('.tool-box')];
+    const picked = tools.filter((t) => t.checked).map((t) => t.value);
+    return tools.length && picked.length < tools.length ? { connectionId: row.dataset.connectionId, allow: picked } : { connectionId: row.dataset.connectionId };
+  });
+}
+
 export async function detail(main, agentId) {
   const agent = await get(`/api/agents/${id(agentId)}`);
+  const toolNames = agent.tools && agent.tools.length
+    ? (await all('/api/connections')).filter((c) => agent.tools.some((g) => g.connectionId === c.id)).map((c) => {
+      const grant = agent.tools.find((g) => g.connectionId === c.id);
+      return grant.allow ? `${c.name} (${grant.allow.join(', ')})` : `${c.name} (all tools)`;
+    }).join('; ')
+    : '—';
   const panel = h('section', { class: 'card active-memory', 'aria-labelledby': 'am-title' });
   const sessions = h('section', { class: 'card' });
   const facts = [
@@ -160,6 +198,7 @@ export async function detail(main, agentId) {
     ['Active Memory', agent.activeMemory ? 'on' : 'off'],
     ['Review decisions', agent.reviewDecisions ? 'on' : 'off'],
     ['Team', agent.team && agent.team.length ? agent.team.join(', ') : '—'],
+    ['Tools', toolNames],
     ['Created', fmtTime(agent.createdAt)],
     ['Updated', fmtTime(agent.updatedAt)],
   ];

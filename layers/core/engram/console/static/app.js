@@ -14,6 +14,7 @@ const ROUTES = [
   [/^#\/runs\/([^/]+)$/, 'runs.js', 'detail'],
   [/^#\/memory(?:\/(agent|workspace)\/([^/]+))?$/, 'memory.js', 'memory'],
   [/^#\/workspaces\/?$/, 'workspaces.js', 'list'],
+  [/^#\/tools\/?$/, 'connections.js', 'list'],
   [/^#\/facts$/, 'facts.js', 'facts'],
   [/^#\/usage$/, 'usage.js', 'usage'],
 ];
@@ -22,6 +23,7 @@ const NAV = [
   ['#/agents', 'Agents'],
   ['#/memory', 'Memory'],
   ['#/workspaces', 'Workspaces'],
+  ['#/tools', 'Tools'],
   ['#/facts', 'What I know about you'],
   ['#/usage', 'Usage'],
 ];

@@ -33,9 +33,10 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
       h('section', { class: 'chat-main', 'aria-label': 'Conversation' }, errors, transcript, pending, usage, composer)));
 
   const reload = async () => {
+    const details = callDetails(agent);
     try {
       const session = await get(`/api/agents/${id(agent.id)}/sessions/${id(sessionId)}`);
-      renderTranscript(transcript, session.messages || []);
+      renderTranscript(transcript, session.messages || [], await details);
     } catch (err) {
       if (err.status === 404 && sessionId === 'dashboard') renderTranscript(transcript, []);
       else clear(transcript, errorBox(err));
@@ -136,37 +137,65 @@ async function newSession(agent, button) {
 
 // Messages in Anthropic's shapes: a user or assistant message is a string or a list of blocks
 // (text, tool_use, tool_result). A tool's result is shown inside its call's block.
-function renderTranscript(transcript, messages) {
+// What the run records say of the recent tool calls (connection, duration, bytes, error, whether
+// the model got the result cut), by tool_use id; the transcript holds what the model saw.
+async function callDetails(agent) {
+  const details = new Map();
+  try {
+    const page = await get(`/api/agents/${id(agent.id)}/runs`, { limit: 50 });
+    for (const run of page.items) {
+      for (const call of run.toolCalls || []) if (call.toolUseId) details.set(call.toolUseId, { ...call, runId: run.id });
+    }
+  } catch {
+    // the transcript still shows; the blocks just lack their timings
+  }
+  return details;
+}
+
+function renderTranscript(transcript, messages, details = new Map()) {
   const results = new Map();
   for (const m of messages) {
     if (Array.isArray(m.content)) {
       for (const block of m.content) if (block.type === 'tool_result') results.set(block.tool_use_id, block);
     }
   }
-  const views = messages.map((m) => messageView(m, results)).filter(Boolean);
+  const views = messages.map((m) => messageView(m, results, details)).filter(Boolean);
   clear(transcript, views.length ? views : h('p', { class: 'empty', text: 'No messages yet. Say hello.' }));
   transcript.scrollTop = transcript.scrollHeight;
 }
 
-function messageView(message, results) {
+function messageView(message, results, details = new Map()) {
   const blocks = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : (message.content || []);
   const parts = [];
   for (const block of blocks) {
     if (block.type === 'text' && block.text) parts.push(h('div', { class: 'text', text: block.text }));
-    else if (block.type === 'tool_use') parts.push(toolView(block, results.get(block.id)));
+    else if (block.type === 'tool_use') parts.push(toolView(block, results.get(block.id), details.get(block.id)));
   }
   if (!parts.length) return null; // a message of tool results only: shown inside the calls
   return h('div', { class: `message ${message.role}` }, h('div', { class: 'role', text: message.role === 'user' ? 'You' : 'Agent' }), parts);
 }
 
-function toolView(call, result) {
+function toolView(call, result, detail) {
   const text = result ? resultText(result.content) : null;
+  const out = h('pre', { text: text ?? '' });
+  let full = null;
+  if (detail && detail.fullResultKept) {
+    full = h('button', { type: 'button', class: 'small secondary full-result' }, `Show the full result (${detail.truncated} characters)`);
+    full.addEventListener('click', () => busy(full, async () => {
+      const kept = await get(`/api/runs/${id(detail.runId)}/tool-results/${id(detail.toolUseId)}`);
+      out.textContent = resultText(kept.result.content || kept.result);
+      full.remove();
+    }));
+  }
+  const facts = detail && detail.connection
+    ? h('span', { class: 'tool-meta muted', text: ` · ${detail.connection} · ${Math.round(detail.durationMs || 0)} ms${detail.error ? ` · ${detail.error}` : ''}` })
+    : null;
   return h('details', { class: `tool-call${result && result.is_error ? ' tool-error' : ''}` },
-    h('summary', {}, h('span', { class: 'tool-name', text: call.name }),
+    h('summary', {}, h('span', { class: 'tool-name', text: call.name }), facts,
       result ? h('span', { class: 'muted', text: result.is_error ? ' · error' : ' · done' }) : h('span', { class: 'muted', text: ' · no result' })),
     h('div', { class: 'tool-io' },
       h('div', { class: 'label', text: 'Input' }), h('pre', { text: pretty(call.input) }),
-      text !== null ? [h('div', { class: 'label', text: 'Result' }), h('pre', { text })] : null));
+      text !== null ? [h('div', { class: 'label', text: 'Result' }), out, full] : null));
 }
 
 function resultText(content) {
