@@ -137,7 +137,7 @@ _KNOWN: list[Rule] = [
     ("a Slack token", re.compile(r"\bxox[abposre]-" + _body("A-Za-z0-9-", 10)), _split_like_a_key),
     ("a Google API key", re.compile(r"\bAIza" + _body("0-9A-Za-z_-", 35)), _split_like_a_key),
     # userinfo with a password, the user name may be empty: postgres://u:p@h/db, redis://:pw@host
-    ("a credential in a URL", re.compile(r"(?i)\b[a-z][a-z0-9+.-]{0,30}://[^/\s:@]{0,256}:[^/\s@]{1,256}@"), None),
+    ("a credential in a URL", re.compile(r"(?i)\b[a-z][a-z0-9+.-]{0,30}://[^/\s:@]{0,256}:(?P<secret>[^/\s@]{1,256})@"), None),
     (
         "a credential in a URL",
         re.compile(
@@ -252,7 +252,10 @@ Finding = tuple[str, str]  # (what kind of secret, the text that is the secret)
 
 
 def _value_of(match: re.Match[str]) -> str:
-    """The secret in a match: its one group where the rule captures the value, else the whole match."""
+    """The secret in a match: our `secret` group, or the library's one group where it captures the
+    value (not a prefix such as GitHub's "ghp"), else the whole match."""
+    if "secret" in match.re.groupindex:
+        return match.group("secret")
     group = match.group(1) if match.re.groups == 1 else None
     return group if group and len(group) >= 8 else match.group(0)
 
