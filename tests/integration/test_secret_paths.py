@@ -28,7 +28,25 @@ MISSED_BEFORE = [  # each passed the old filter (issue 11, item 2)
 ]
 
 
-@pytest.mark.parametrize("value", MISSED_BEFORE)
+# Issue 22, item 1: what still passed before the redesign.
+MISSED_IN_ISSUE_22 = [
+    "hunter2 is my password",
+    "482913 unlocks my phone",
+    "correcthorse99, in case you need my login",
+    "SMTP_PASSWORD=mailpw2024 in the .env",
+    "passcode happens to be 902211",
+    "my bank PIN, 4417, is the same as my phone's",
+    "my p\u0430ssword is Lilac2020",
+    "\u0410KIAIOSFODNN7EXAMPL2",
+    "blob " + ANTHROPIC.encode().hex(),
+    "redis://:Rd1sPass@cache.internal:6379",
+    "postgres://u:p@h/db",
+    "MIIEowIBAAKCAQEA1IWbz1db74J50b+BTZF4agJo9oRwdBdAfLftoHdYlHq1mnN6\nM1+QdGpYm4ZW3Wp3p7AvrwBZf5bJ1yT8Zg",
+    "card 4111 1111 1111 1111 exp 12/28",
+]
+
+
+@pytest.mark.parametrize("value", MISSED_BEFORE + MISSED_IN_ISSUE_22)
 def test_what_passed_the_old_filter_is_refused_on_memory_and_facts(stack, value):
     agent = stack.agent()
     path = f"/api/agents/{agent['id']}/memories"
@@ -129,34 +147,6 @@ def test_the_model_cannot_write_a_secret_of_the_turn_into_memory_without_its_key
     stored = stack.call("GET", f"/api/agents/{agent['id']}/memories").data["items"]
     assert [m["value"] for m in stored] == ["The user prefers tea to coffee."]
     assert stack.call("GET", "/api/me/facts").data["items"] == []
-
-
-# Issue 22, item 1: what the redesigned detector catches, and a harmless text every path stores alike.
-MISSED_IN_ISSUE_22 = [
-    "hunter2 is my password",
-    "482913 unlocks my phone",
-    "correcthorse99, in case you need my login",
-    "SMTP_PASSWORD=mailpw2024 in the .env",
-    "passcode happens to be 902211",
-    "my bank PIN, 4417, is the same as my phone's",
-    "my p\u0430ssword is Lilac2020",
-    "\u0410KIAIOSFODNN7EXAMPL2",
-    "blob " + ("sk-ant-api03-" + "Xy7Qm2Lp9Rt4Vw8Zb3Nc6Hd1Kf5Gj0Ps").encode().hex(),
-    "redis://:Rd1sPass@cache.internal:6379",
-    "postgres://u:p@h/db",
-    "MIIEowIBAAKCAQEA1IWbz1db74J50b+BTZF4agJo9oRwdBdAfLftoHdYlHq1mnN6\nM1+QdGpYm4ZW3Wp3p7AvrwBZf5bJ1yT8Zg",
-    "card 4111 1111 1111 1111 exp 12/28",
-]
-
-
-@pytest.mark.parametrize("value", MISSED_IN_ISSUE_22)
-def test_what_issue_22_found_stored_is_refused_on_memory_and_facts(stack, value):
-    agent = stack.agent()
-    path = f"/api/agents/{agent['id']}/memories"
-    r = stack.call("POST", path, body={"key": "note", "value": value})
-    assert r.status == 400 and r.error["code"] == "secret_detected", r.body
-    f = stack.call("POST", "/api/me/facts", body={"fact": value})
-    assert f.status == 400 and f.error["code"] == "secret_detected"
 
 
 @pytest.mark.parametrize("value", ["we use sk-learn for the churn model", "The Password is Courage is on my reading list."])
