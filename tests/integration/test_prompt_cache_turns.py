@@ -77,7 +77,9 @@ def test_a_forgotten_memory_is_never_shown_again(stack):
     bodies: list[dict] = []
     _claude(stack, bodies)
     agent = stack.agent(persona=PERSONA, model=MODEL, agentMemory=True)
-    made = stack.call("POST", f"/api/agents/{agent['id']}/memories", body={"key": "door", "value": "the office door is painted blue"})
+    made = stack.call(
+        "POST", f"/api/agents/{agent['id']}/memories", body={"key": "door", "value": "the office door is painted blue"}
+    )
     stack.say(agent["id"], "hi")
     assert "the office door is painted blue" in json.dumps(bodies[-1]["system"])
     stack.call("DELETE", f"/api/agents/{agent['id']}/memories/{made.data['id']}")

@@ -372,10 +372,13 @@ def _value(word: str) -> tuple[str, bool]:
     """A candidate value without quotes or trailing punctuation, and whether it was quoted."""
     if len(word) >= 2 and word[0] == word[-1] and word[0] in "\"'":
         return word[1:-1].strip(), True
-    return word.strip("\"'`").rstrip(".,;:!?)]}>#").lstrip("([{<"), False
+    for _ in range(2):  # "(`name`)", "...`)": brackets, then quotes, then what they held in
+        word = word.rstrip(".,;:!?)]}>#").lstrip("([{<").strip("\"'`")
+    return word, False
 
 
 _TICKET = re.compile(r"[A-Z][A-Z0-9]{1,9}-\d{1,7}")
+_MEASURE = re.compile(r"\d[\d,.]{0,20}-[A-Za-z]{1,20}")  # 32,000-character, 6-digit, 2-factor
 _VERSION = re.compile(r"v?\d{1,6}(?:\.\d{1,6}){1,4}[a-z]{0,8}\d{0,4}")
 _FILE = re.compile(r".{1,64}\.(?:[a-z]{2,5})", re.I)
 
@@ -387,10 +390,10 @@ def password_shaped(value: str) -> bool:
         return False
     letters = any(c.isalpha() for c in value)
     digits = any(c.isdigit() for c in value)
-    symbols = any(c.isascii() and not c.isalnum() and c not in "_-.'" for c in value)
+    symbols = any(c.isascii() and not c.isalnum() and not c.isspace() and c not in "_-.'`" for c in value)
     if not letters or not (digits or symbols):
         return False
-    if _TICKET.fullmatch(value) or _VERSION.fullmatch(value) or _REFERENCE.search(value):
+    if _TICKET.fullmatch(value) or _MEASURE.fullmatch(value) or _VERSION.fullmatch(value) or _REFERENCE.search(value):
         return False
     if _KEYWORD.fullmatch(value.strip("0123456789.,;:!?")):  # 1Password
         return False
@@ -414,7 +417,7 @@ def _is_credential(kind: str, value: str, quoted: bool, after: str | None, engli
     if kind == "strong" and english:
         return len(value) >= 4 or (quoted and len(value) >= 3)
     if kind in ("strong", "login"):
-        return password_shaped(value) or (quoted and len(value) >= 4) or (kind == "strong" and _pin(value))
+        return password_shaped(value) or (kind == "strong" and (_pin(value) or (quoted and len(value) >= 4)))
     return len(value) >= 6 and any(c.isdigit() or c in "!@#$%^&*+=/~" for c in value)
 
 
