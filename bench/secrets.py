@@ -1,7 +1,8 @@
 """The secret detector on its corpus (tests/unit/data/secrets): recall and false-positive rate of
 the part it was tuned on and of the held-out part written before the redesign, what each part
 missed or flagged, the time per text, and the time of a first check (the library's rules and the
-confusables table load then).
+confusables table load then); then, where the LoCoMo data is (bench.locomo's default path), how
+many of its ordinary chat turns are flagged.
 
     python -m bench.secrets
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import time
 
+from bench.locomo import DEFAULT_LOCOMO
 from bench.memory_sections import ROOT  # its import puts the core on sys.path
 
 CORPUS = ROOT / "tests" / "unit" / "data" / "secrets"
@@ -39,6 +41,13 @@ def main() -> None:
             print(f"  missed  [{s['form']}] {s['text'][:90]!r}")
         for text, kind in flagged:
             print(f"  flagged [{kind}] {text[:90]!r}")
+    if DEFAULT_LOCOMO.exists():
+        conversations = [c["conversation"] for c in json.loads(DEFAULT_LOCOMO.read_text())]
+        turns = [t["text"] for c in conversations for v in c.values() if isinstance(v, list) for t in v if "text" in t]
+        flagged_turns = [t for t in turns if find_secret(t)]
+        print(f"LoCoMo dev chat turns flagged: {len(flagged_turns)} of {len(turns)}")
+        for text in flagged_turns:
+            print(f"  flagged {text[:90]!r}")
 
 
 if __name__ == "__main__":
