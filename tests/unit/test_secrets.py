@@ -89,7 +89,7 @@ PLAIN = [
     "The password is stored in 1Password.",
     "\u043f\u0430\u0440\u043e\u043b\u044c",  # Russian for password, folded: no value
     # lines of this repository's own docs that an early draft of the redesign flagged
-    'the pool\'s managed login: "Sign in" goes to the pool\'s login domain (`ConsoleLoginUrl`)',
+    "the pool's managed login: \"Sign in\" goes to the pool's login domain (`ConsoleLoginUrl`)",
     "`NAME=value` lines (`SMTP_PASSWORD=...`)",
     'a 32,000-character text such as "password " repeated',
 ]
