@@ -30,6 +30,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.prompt_cache
 	$(BIN)/python -m bench.mcp_tools
 	$(BIN)/python -m bench.facts
+	$(BIN)/python -m bench.secrets
 	$(BIN)/python -m bench.extraction
 	$(BIN)/python -m bench.runs
 	$(BIN)/python -m bench.local_scale

@@ -699,3 +699,56 @@ def test_the_extract_sample_event_runs(stack, team):
     body.update(tenant=tenant_key("alice"), agentId=agent["id"])
     record["body"] = json.dumps(body)
     assert stack.functions["ExtractFunction"].invoke(event) == {"batchItemFailures": []}
+
+
+# Issue 22: twenty chat lines holding secrets in everyday phrasings (several languages, value first,
+# look-alike letters, NAME=value, cards, a bare key body). Made-up values.
+SECRET_LINES = [
+    ("btw my netflix password is Popcorn!2024", "Popcorn!2024"),
+    ("Lavender88 is what I use for the router login", "Lavender88"),
+    ("the alarm code is 8841", "8841"),
+    ("PIN for my debit card: 6093", "6093"),
+    ("the deploy user's key id is AKIA2E0A8F3B244C9DA6", "AKIA2E0A8F3B244C9DA6"),
+    ("GITLAB_TOKEN=glpat-Zx81bQw3LmN4pR6tY2uV", "glpat-Zx81bQw3LmN4pR6tY2uV"),
+    ("connect with mysql://app:Sup3rPw@db.local/app", "Sup3rPw"),
+    ("my card is 4000 0566 5566 5556 exp 04/29", "4000 0566 5566 5556"),
+    ("Ich heiße Max und mein Passwort ist Bergsee2019", "Bergsee2019"),
+    ("mon code PIN est 4520", "4520"),
+    ("mi contraseña es Caballo#7", "Caballo#7"),
+    ("the safe combination is 10-20-30", "10-20-30"),
+    (
+        "my key body MHcCAQEEIBq3v9Zt0fXhL1kYc8pQeR2sN4wA6uJ7mD5gH1oT3bVyoAoGCCqGSM49AwEHoUQDQgAE",
+        "MHcCAQEEIBq3v9Zt0fXhL1kYc8pQeR2sN4wA6uJ7mD5gH1oT3bVyoAoGCCqGSM49AwEHoUQDQgAE",
+    ),
+    (
+        "hook: https://hooks.slack.com/services/T0ABCDEF1/B0ABCDEF2/abcdefghijklmnopqrstuvwx",
+        "https://hooks.slack.com/services/T0ABCDEF1/B0ABCDEF2/abcdefghijklmnopqrstuvwx",
+    ),
+    ("the api key for maps is AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"),
+    ("7731 unlocks the side gate", "7731"),
+    ("stripe key sk_live_51Hx9QaB2cD3eF4gH5iJ6kL7", "sk_live_51Hx9QaB2cD3eF4gH5iJ6kL7"),
+    ("my p\u0430ssphrase is Moonlit-Harbor-42", "Moonlit-Harbor-42"),
+    ("Login for the VPN: jsmith / Vpn!Access9", "Vpn!Access9"),
+    (
+        "SENDGRID_API_KEY=SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ",
+        "SG.abcdefghijklmnopqrstuv.abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQ",
+    ),
+]
+
+
+def test_twenty_chat_lines_holding_secrets_store_none_of_them(stack, team, caplog):
+    """Issue 22, item 3: every candidate passes the detector: the model restates each line as a fact
+    and repeats each value without its keyword; only the one harmless fact is stored."""
+    agent, ws_path, agent_path = team
+    said = [{"role": "user", "content": [{"type": "text", "text": line}]} for line, _ in SECRET_LINES]
+    candidates = [fact("drink", "The user prefers tea to coffee.", scope="agent", confidence=0.95)]
+    for i, (line, value) in enumerate(SECRET_LINES):
+        candidates.append(fact(f"said-{i}", f"The user said: {line}", scope="agent"))
+        candidates.append(fact(f"note-{i}", f"The user's reference string is {value}.", scope="workspace"))
+    use_claude(stack, Claude((200, answer(candidates))))
+    send(stack, job(agent, messages=said))
+    drain(stack)
+    assert set(auto_rows(stack, agent_path)) == {"auto:drink"} and auto_rows(stack, ws_path) == {}
+    stored = json.dumps(rows(stack, agent_path, archived=True) + rows(stack, ws_path, archived=True))
+    assert not [value for _, value in SECRET_LINES if value in stored]
+    assert '"dropped":{"secret":40}' in info_log(caplog)

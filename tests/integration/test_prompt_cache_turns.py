@@ -77,12 +77,14 @@ def test_a_forgotten_memory_is_never_shown_again(stack):
     bodies: list[dict] = []
     _claude(stack, bodies)
     agent = stack.agent(persona=PERSONA, model=MODEL, agentMemory=True)
-    made = stack.call("POST", f"/api/agents/{agent['id']}/memories", body={"key": "door", "value": "the door code is 0000"})
+    made = stack.call(
+        "POST", f"/api/agents/{agent['id']}/memories", body={"key": "door", "value": "the office door is painted blue"}
+    )
     stack.say(agent["id"], "hi")
-    assert "the door code is 0000" in json.dumps(bodies[-1]["system"])
+    assert "the office door is painted blue" in json.dumps(bodies[-1]["system"])
     stack.call("DELETE", f"/api/agents/{agent['id']}/memories/{made.data['id']}")
     stack.say(agent["id"], "hi again")
-    assert "the door code is 0000" not in json.dumps(bodies[-1]["system"])  # the snapshot was taken again
+    assert "the office door is painted blue" not in json.dumps(bodies[-1]["system"])  # the snapshot was taken again
 
 
 def test_a_heartbeat_every_15_minutes_caches_for_an_hour_and_chat_for_five_minutes(stack):

@@ -28,7 +28,25 @@ MISSED_BEFORE = [  # each passed the old filter (issue 11, item 2)
 ]
 
 
-@pytest.mark.parametrize("value", MISSED_BEFORE)
+# Issue 22, item 1: what still passed before the redesign.
+MISSED_IN_ISSUE_22 = [
+    "hunter2 is my password",
+    "482913 unlocks my phone",
+    "correcthorse99, in case you need my login",
+    "SMTP_PASSWORD=mailpw2024 in the .env",
+    "passcode happens to be 902211",
+    "my bank PIN, 4417, is the same as my phone's",
+    "my p\u0430ssword is Lilac2020",
+    "\u0410KIAIOSFODNN7EXAMPL2",
+    "blob " + ANTHROPIC.encode().hex(),
+    "redis://:Rd1sPass@cache.internal:6379",
+    "postgres://u:p@h/db",
+    "MIIEowIBAAKCAQEA1IWbz1db74J50b+BTZF4agJo9oRwdBdAfLftoHdYlHq1mnN6\nM1+QdGpYm4ZW3Wp3p7AvrwBZf5bJ1yT8Zg",
+    "card 4111 1111 1111 1111 exp 12/28",
+]
+
+
+@pytest.mark.parametrize("value", MISSED_BEFORE + MISSED_IN_ISSUE_22)
 def test_what_passed_the_old_filter_is_refused_on_memory_and_facts(stack, value):
     agent = stack.agent()
     path = f"/api/agents/{agent['id']}/memories"
@@ -129,3 +147,26 @@ def test_the_model_cannot_write_a_secret_of_the_turn_into_memory_without_its_key
     stored = stack.call("GET", f"/api/agents/{agent['id']}/memories").data["items"]
     assert [m["value"] for m in stored] == ["The user prefers tea to coffee."]
     assert stack.call("GET", "/api/me/facts").data["items"] == []
+
+
+@pytest.mark.parametrize("value", ["we use sk-learn for the churn model", "The Password is Courage is on my reading list."])
+def test_a_harmless_text_is_stored_alike_by_rest_memory_store_and_remember(stack, value):
+    """memory_store refused "we use sk-learn ..." through the key it made of it
+    (we-use-sk-learn-for-the-churn-model) while REST and remember stored it."""
+    agent = stack.agent(agentMemory=True)
+    path = f"/api/agents/{agent['id']}/memories"
+    assert stack.call("POST", path, body={"key": "tools", "value": value}).status == 201
+    stack.call("DELETE", f"{path}/tools")
+    fake = Scripted([("memory_store", {"value": value, "scope": "agent"}), ("remember", {"fact": value})])
+    stack.deps.provider_override = fake
+    assert stack.say(agent["id"], "note what we use").status == 200
+    results = [
+        block
+        for message in fake.requests[-1]["messages"]
+        if message["role"] == "user" and isinstance(message["content"], list)
+        for block in message["content"]
+        if block.get("type") == "tool_result"
+    ]
+    assert len(results) == 2 and not [r for r in results if r.get("is_error")], results
+    assert value in [m["value"] for m in stack.call("GET", path).data["items"]]
+    assert value in [f["fact"] for f in stack.call("GET", "/api/me/facts").data["items"]]

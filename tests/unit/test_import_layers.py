@@ -62,6 +62,14 @@ DEFERRED = {
         "engram.kernel.secrets",
     ): "the secret detector's patterns compile with the first write checked, not with the api's import (most requests read)",
     ("engram.aws.snapstart", "boto3"): "as boto3: imported when a snapshot is primed, not with the module",
+    (
+        "engram.kernel.secrets",
+        "confusable_homoglyphs.confusables",
+    ): "the confusables table (~60 ms to load) is read with the first non-ASCII text checked",
+    (
+        "engram.kernel.secrets",
+        "detect_secrets.plugins",
+    ): "detect-secrets' plugins (~170 ms, requests included) load with the first write checked",
     ("engram.aws.snapstart", "snapshot_restore_py"): "Lambda's runtime hooks, present on its managed runtimes only",
     (
         "engram.connections.tools",
@@ -73,6 +81,10 @@ DEFERRED = {
         "httpcore2",
     ): "the guarded network backend is built with the first MCP session (the api checks URLs only)",
     ("engram.connections.egress", "anyio"): "as httpcore2: resolving names only when connecting",
+    (
+        "engram.aws.snapstart",
+        "engram.kernel.secrets",
+    ): "the secret detector, warmed when a snapshot is primed, not with the module",
 }
 
 

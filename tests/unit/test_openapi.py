@@ -487,6 +487,9 @@ def _fake_deps() -> Any:
     memory = models.Memory(id="m_1", key="k", value="v", scope="agent", **stamp)
     fact = models.Fact(id="f_1", fact="likes tea", **stamp)
     card_type = models.CardType(id="c", name="c", created_at="t", updated_at="t", fields={"x": {"type": "string"}})
+    connection = models.Connection(
+        id="conn_1", created_at="t", updated_at="t", name="market", url="https://tools.example.com/mcp"
+    )
     usage = models.UsageRow(id="u_1", created_at="t", agent_id="ag_1", session_key="dashboard", run_id="run_1", model="m")
     entry = run_memory_models.RunMemoryEntry(key="input:x", kind="input", value=1, created_at="t", updated_at="t", value_bytes=1)
     one_page = lambda item: lambda *a, **kw: ([item], None)  # noqa: E731
@@ -500,6 +503,7 @@ def _fake_deps() -> Any:
         memories=SimpleNamespace(all=lambda t, scope, owner_id: [memory], delete_owner=lambda t, scope, owner_id: 1),
         facts=SimpleNamespace(all=lambda t: [fact], delete_all=lambda t: 1),
         card_types=SimpleNamespace(all=lambda t: [card_type], delete_all=lambda t: 0),
+        connections=SimpleNamespace(all=lambda t: [connection], delete_all=lambda t: 1),
         usage=SimpleNamespace(page=one_page(usage), delete_all=lambda t: 1),
         exports=SimpleNamespace(delete_all=lambda t: 1),
         export_objects=SimpleNamespace(delete_prefix=lambda prefix: 1),
@@ -521,7 +525,13 @@ def test_export_schema_matches_account_export():
     assert set(schema_properties(export["properties"]["workspaces"]["items"])) == set(out["workspaces"][0])
     agent_item = schema_properties(export["properties"]["agents"]["items"])
     assert set(schema_properties(agent_item["sessions"]["items"])) == set(out["agents"][0]["sessions"][0])
-    for name, item_schema in (("facts", "Fact"), ("runs", "Run"), ("usage", "UsageRow"), ("cardTypes", "CardType")):
+    for name, item_schema in (
+        ("facts", "Fact"),
+        ("runs", "Run"),
+        ("usage", "UsageRow"),
+        ("cardTypes", "CardType"),
+        ("connections", "Connection"),
+    ):
         assert export["properties"][name]["items"] == {"$ref": f"#/components/schemas/{item_schema}"}
         assert set(schemas[item_schema]["properties"]) == set(out[name][0]), name
     for holder in (agent_item, schema_properties(export["properties"]["workspaces"]["items"])):

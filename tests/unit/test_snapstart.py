@@ -30,7 +30,7 @@ _SNAPSHOT_THEN_RESTORE = """
 import random, boto3, snapshot_restore_py as hooks
 print(module.ROOT.snapstart, len(hooks.before), len(hooks.after))
 (primed,) = hooks.snapshot()
-print(primed["validators"] > 0, primed["clients"], boto3.DEFAULT_SESSION._session._credentials is None)
+print(primed["validators"] > 0, primed["clients"], primed["detector"] > 20, boto3.DEFAULT_SESSION._session._credentials is None)
 from engram.agents.models import Agent
 print(Agent.__pydantic_complete__)
 deps = module.ROOT.deps
@@ -62,14 +62,15 @@ def test_every_function_primes_its_snapshot_and_refreshes_after_restore(function
     printed = import_handler(function, _SNAPSHOT_THEN_RESTORE, **_env(function, PYTHONPATH=str(tmp_path)))
     registered, primed, no_credentials, built, reseeded, rebuilt = (
         printed[0:3],
-        printed[3:5],
-        printed[5],
+        printed[3:6],
         printed[6],
         printed[7],
         printed[8],
+        printed[9],
     )
     assert registered == ["True", "1", "1"]  # one hook each way
-    assert primed == ["True", "5"]  # validators built; dynamodb, s3, sqs, scheduler, secretsmanager
+    # validators built; dynamodb, s3, sqs, scheduler, secretsmanager; the secret detector's rules loaded
+    assert primed == ["True", "5", "True"]
     assert no_credentials == "True"  # the snapshot holds no credential of the publishing environment
     assert built == "True"  # a request model's validator is in the snapshot
     assert (reseeded, rebuilt) == ("True", "True")  # own random state, own clients after a restore

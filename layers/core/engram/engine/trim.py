@@ -15,7 +15,9 @@ TRIMMED_TURN_NOTICE = "[Earlier messages of this turn were trimmed to fit the hi
 # Anthropic's server tools (web search, web fetch): their use and its result sit together in the
 # assistant message, and are sent back as they came (TL6).
 _SERVER_TOOL_TYPES = frozenset({"server_tool_use", "web_search_tool_result", "web_fetch_tool_result"})
-_KNOWN_TYPES = frozenset({"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"}) | _SERVER_TOOL_TYPES
+_KNOWN_TYPES = (
+    frozenset({"text", "image", "document", "tool_use", "tool_result", "thinking", "redacted_thinking"}) | _SERVER_TOOL_TYPES
+)
 _ASSISTANT_ONLY = frozenset({"tool_use", "thinking", "redacted_thinking"}) | _SERVER_TOOL_TYPES
 _USER_ONLY = frozenset({"tool_result", "image", "document"})
 

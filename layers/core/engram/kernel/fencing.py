@@ -7,11 +7,16 @@ Every prompt section renders it with these helpers, so no section can get it wro
 - `quote`: a JSON string literal, for text inside a `<memory>` fence. Quotes and backslashes are
   escaped, `<` and `>` become \\u003c and \\u003e (it cannot open or close a tag), and every line
   break is escaped, including the ones JSON leaves raw (U+0085, U+2028, U+2029), so it cannot start
-  a line that looks like a heading or a role marker.
+  a line that looks like a heading or a role marker. Control and invisible format characters JSON
+  leaves raw are escaped too (\\u202e): C1 controls and DEL, bidi embeddings, overrides and isolates
+  (U+202A-U+202E, U+2066-U+2069), marks, zero-width characters, BOMs and the tag characters
+  (U+E0000-U+E007F, which spell ASCII invisibly), so no stored text reorders or hides what a reader
+  or the model sees.
 - `token`: an identifier (an id, a run memory key, a timestamp) as is when it only holds
   [A-Za-z0-9_.:-], quoted otherwise.
 - `inline`: a name inside a sentence of the prompt (the agent's own name): on one line (every run
-  of whitespace and control characters, line breaks included, is one space), `<`/`>` escaped.
+  of whitespace and control characters, line breaks included, is one space), invisible format
+  characters (bidi controls among them) removed, `<`/`>` escaped.
 - `fence`: the labelled block those lines sit in; `unfence` takes fence tags out of instruction
   text (a persona) so the only fence tags in a prompt are the ones `fence` wrote.
 
@@ -31,6 +36,12 @@ FENCE_TAG = "memory"
 # The tag brackets, and what JSON leaves raw but str.splitlines() (and a reader) takes as a line
 # break. Chained replaces: several times faster than str.translate for these non-ASCII targets.
 _JSON_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("\x85", "\\u0085"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+# What JSON leaves raw and a reader does not see: DEL and C1 controls, soft hyphen, Arabic letter mark,
+# Mongolian vowel separator, zero-width characters and marks, bidi embeddings, overrides and
+# isolates, invisible operators, BOM, interlinear annotations, tag characters.
+_INVISIBLE = re.compile(
+    "[\x7f-\x9f\u00ad\u061c\u180e\u200b-\u200f\u202a-\u202e\u2060-\u2064\u2066-\u206f\ufeff\ufff9-\ufffb\U000e0000-\U000e007f]"
+)
 _TOKEN = re.compile(r"[A-Za-z0-9_.:-]{1,200}")
 # \s covers \n \r \v \f \x1c-\x1f \x85 \u2028 \u2029 and the other Unicode spaces; the rest are controls.
 _BREAKS = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
@@ -42,7 +53,11 @@ def data_json(value: Any) -> str:
     text = json.dumps(value, ensure_ascii=False, default=str)
     for raw, escaped in _JSON_ESCAPES:
         text = text.replace(raw, escaped)
-    return text
+    return _INVISIBLE.sub(_escaped, text)
+
+
+def _escaped(char: re.Match[str]) -> str:
+    return json.dumps(char.group(0))[1:-1]  # \u202e; a tag character as its surrogate pair
 
 
 def quote(text: str) -> str:
@@ -54,7 +69,7 @@ def token(text: str) -> str:
 
 
 def inline(text: str) -> str:
-    return _BREAKS.sub(" ", text).strip().replace("<", "&lt;").replace(">", "&gt;")
+    return _INVISIBLE.sub("", _BREAKS.sub(" ", text)).strip().replace("<", "&lt;").replace(">", "&gt;")
 
 
 def unfence(text: str) -> str:
