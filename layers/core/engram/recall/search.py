@@ -31,7 +31,7 @@ Pure Python, no dependencies, built incrementally (``SearchIndex.add`` appends o
   is the one that tells something) and by 0.8 when it ends in a question mark (a question asks
   rather than tells; its answer is found through the ctx field).
 
-What each step measurably gives on LoCoMo is logged in ``bench/locomo.py``.
+What each step measurably gives on LoCoMo is logged in docs/recall-tuning.md.
 Speed: a query touches the postings of its terms only (plus one pass over the turns when it names
 a date); per-term contributions are cached until the next ``add``. ~0.5-1 ms for ~600 turns.
 """
