@@ -364,7 +364,7 @@ def ablation(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """The kept steps of the log, cumulatively, with the ranker alone (same index as the cache builds)."""
     from dataclasses import replace
 
-    from engram.recall.search import Params
+    from engram.recall.params import Params
 
     base = Params(length_prior=0.0, question_weight=1.0, yearless_months=False, surface_share=0.0)  # before issue 12
     off = replace(

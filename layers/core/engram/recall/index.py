@@ -40,8 +40,9 @@ from typing import Any
 
 from engram.kernel.ids import check_id
 from engram.recall.archive import KIND_MESSAGE, KIND_TOMBSTONE, on_session_deleted
+from engram.recall.params import Params
 from engram.recall.ports import Archive
-from engram.recall.search import Params, SearchIndex
+from engram.recall.search import SearchIndex
 
 MAX_AGENTS = 32
 MAX_TURNS_PER_AGENT = 5000
