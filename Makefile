@@ -1,8 +1,7 @@
 # Two commands on a fresh machine: `make dev` (local stack on :3000) and `make test`.
 SHELL := /bin/bash
-# pyenv machines need the version named; elsewhere the variable is ignored.
-export PYENV_VERSION ?= 3.13.0
-PYTHON ?= python3.13
+# Python 3.13, found as the layer's build finds it (pyenv's newest 3.13 where pyenv is installed).
+include layers/core/python.mk
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed

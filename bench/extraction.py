@@ -67,7 +67,7 @@ def locomo_runs(path: Path) -> list[list[list[dict[str, Any]]]]:
 
 
 def cap_share(conversations: list[list[list[dict[str, Any]]]]) -> dict[str, Any]:
-    from engram.extraction.service import MAX_TRANSCRIPT_CHARS, MIN_TRANSCRIPT_CHARS, render_transcript
+    from engram.extraction.prompt import MAX_TRANSCRIPT_CHARS, MIN_TRANSCRIPT_CHARS, render_transcript
 
     lengths = [len(render_transcript(messages)) for sessions in conversations for messages in sessions]
     shares = [min(n, MAX_TRANSCRIPT_CHARS) / MAX_TRANSCRIPT_CHARS for n in lengths]

@@ -1,105 +1,31 @@
 """`conversation_search` recall on LoCoMo (`python -m bench.locomo`, also the last part of `make bench`).
 
 Per conversation, through the project's own storage (moto in-process, the table created from
-template.yaml): an agent with one session per LoCoMo session; speaker_a's turns are role user and
-speaker_b's role assistant, the speaker's name is the item's `speaker`, createdAt is the session's
-date and time, and the turn's dia_id is kept on the item as `ref`. Each session is archived with
-`ArchiveStore.items_for_turn` + `put_many`. Every question that has evidence is then asked
-through `memory.recall.conversation_search` (the tool's code path: the per-container cache, its
-incremental read, the ranker) and scored: recall_any@k (any evidence turn in the top k),
-recall_all@10 (all of them), per category and over categories 1-4 (the headline: category 5,
-adversarial, asks about things that were not said, so "any evidence turn found" means little
-there), and the time of each search. Next to them, the LoCoMo paper's own retrieval metric
-(Maharana et al. 2024, Table 3): per question, the share of its evidence turns in the top k,
-averaged over all questions with evidence of all five categories; the paper's best retriever over
-dialogue turns, DRAGON, scores 56.7 at k=5 and 66.2 at k=10.
+template.yaml) and the product's own archive path: an agent named after speaker_b with one
+session per LoCoMo session; speaker_a's lines are role user and speaker_b's role assistant, and
+each user line with the assistant lines after it is one turn, archived by
+`recall.policy.ArchivePolicy.commit_items` (what a turn's commit transaction writes: the agent's
+name as the assistant's speaker, no name for the user, which the product does not know), said a
+second after the turn before from the session's date and time. Nothing of the benchmark is
+written on the items: the hits are mapped back to LoCoMo's dia_ids by (session, run, seq). Every
+question that has evidence is then asked through `recall.index.conversation_search` (the tool's
+code path: the per-container cache, its incremental read, the ranker) and scored: recall_any@k
+(any evidence turn in the top k), recall_all@10 (all of them), per category and over categories
+1-4 (the headline: category 5, adversarial, asks about things that were not said, so "any
+evidence turn found" means little there), and the time of each search. Next to them, the LoCoMo
+paper's own retrieval metric (Maharana et al. 2024, Table 3): per question, the share of its
+evidence turns in the top k, averaged over all questions with evidence of all five categories;
+the paper's best retriever over dialogue turns, DRAGON, scores 56.7 at k=5 and 66.2 at k=10.
+
+The ranker's weights were chosen on these same five conversations (the dev split), so the
+figures are tuned on them: they show what the ranker does here, not what it does on
+conversations it has not seen. What was tried, and what each step gave, is docs/recall-tuning.md.
 
 A turn that shares a photo carries LoCoMo's caption as "[shares a photo: <caption>]" (the text a
 text-only system would see of the image; `--no-captions` leaves it out). The `query` field of image
 turns (the search words used to find the image) is annotation and is never used.
 
 The data: `--locomo PATH` (default ../shared/data/locomo/locomo-dev.json, read in place, never copied).
-
-Log of what was tried (recall_any@10 over the 760 questions of the five dev conversations, the
-ranker alone, cumulative; `--ablation` reprints the kept steps)
------------------------------------------------------------------------------------------------
- 0.616  BM25 (k1 1.2, b 0.75) over the turn text, stop words removed     (the README's floor ~0.63)
- 0.628  + photo captions in the turn text
- 0.659  + Porter stemming
- 0.762  + ctx field (BM25F): the turns just before and after in the same session, 0.25 each.
-        The largest single gain: an answer ("Yes! We did it yesterday") often holds none of the
-        question's words, the turn before it does.
- 0.792  + ctx window 2 (decay 0.5), asymmetric 0.4 before / 0.25 after (a question precedes its
-        answer); symmetric 0.4/0.4 gave 0.796 at window 2 but less at @5, 0.2/0.4 gave 0.775
- 0.813  + speaker field 1.5; a query word naming a speaker matches through that field only (a
-        name inside a turn is mostly the other person addressing them; also matching the text:
-        0.805) and re-ranks what the other words found (adding all of that speaker's turns as
-        candidates: same recall, 2-4x slower on large archives)
- 0.820  + "when" answer-type cue: turns with a time expression get a term-like bonus
- 0.834  + dates: a dated question ("on 9 November, 2022", "in July 2022") favours turns said on,
-        or talking about ("yesterday", "last Friday", "two weeks ago"), those days
- 0.838  + session prior 0.2 (each session also scored as one BM25 document); 0.1-0.5 all 0.83-0.84
-        (the figures below are issue 12's: any/all over categories 1-4, ev@k the paper's metric over
-        all five; at 0.838: any@5 0.758, all@10 0.711, ev@5 71.1, ev@10 80.0)
- 0.846  + turn length prior: score x (turn length / its role's average) ** 0.2. BM25 normalises
-        length away, but the longer turn is the one that tells something (of 40-80-word turns 50%
-        are evidence, of 10-20-word ones 11%; a document-length prior as in web retrieval). The
-        average is per role (else per speaker): a model's long replies must not outweigh the
-        user's own short lines (one average for all: 0.846 too). any@5 +0.024. 0.1: 0.843,
-        0.3: 0.846 (less at @5). Per conversation 0.847/0.864/0.836/0.809/0.854 ->
-        0.853/0.864/0.842/0.814/0.871 (conv-26/30/41/42/43)
- 0.850  + a turn ending in "?" x0.8: a question asks rather than tells (11% of them are evidence,
-        29% of the other turns); its answer still gains its words through ctx. x0.9: 0.847,
-        x0.7: 0.846. Per conversation -> 0.853/0.864/0.842/0.824/0.876; any@5 0.784, all@10
-        0.725, ev@5 73.9, ev@10 81.1 (DRAGON: 56.7 / 66.2)
- 0.853  + a month named without a year ("camping in June", "the second week of November") is that
-        month of any year for the date cue ("last June", with today, the latest June before it);
-        a bare "may" stays a verb. Temporal 0.923 -> 0.936. Per conversation -> 0.860/0.864/0.842/
-        0.824/0.882; any@5 0.786, all@10 0.728, ev@5 74.0, ev@10 81.3
- 0.861  + exact word forms: each query word also matches its unstemmed form, a term of its own,
-        with 0.3 of the word's weight (the stem 0.7): a turn using the question's own word
-        ("painting") outranks one with another form of it ("painted"); stemming alone makes them
-        equal. As a fusion of a stemmed and an unstemmed ranker (score + 0.5 x the unstemmed
-        one's: 0.861; reciprocal-rank fusion w 0.5 k 10: 0.862, but 0.853-0.861 over w 0.3-0.7 x
-        k 5-20) in one index. Share 0.2: 0.859, 0.25: 0.859, 1/3: 0.859, 0.4: 0.861, 0.5: 0.858.
-        Multi-hop 0.746 -> 0.754, temporal 0.936 -> 0.942, single-hop 0.895 -> 0.904. Per
-        conversation -> 0.860/0.864/0.862/0.834/0.888 (none lower); any@5 0.789, all@10 0.729,
-        ev@5 74.7, ev@10 81.9. The exact forms' postings cost ~27% more index memory; the
-        3,000-turn first search ~0.35 -> ~0.5-0.6 s
-Tried and dropped (no gain on top of the kept steps, so not kept): RM3 pseudo-relevance feedback
-(3 docs x 8 terms x 0.3: 0 to -0.008 at @10, -0.011 to -0.016 at @5; other sizes no better), a
-bonus for adjacent query-term pairs (-0.002 to +0.001, twice the time), hyphen joining
-("de-stress" = "destress", -0.001), a k1/b grid (k1 0.8-2.0 x b 0.4-0.9: all within 0.833-0.842,
-so the textbook 1.2/0.75 stays), ctx window 3 (-0.004). Without photo captions: 0.832.
-Issue 12 (on top of 0.838 unless said): diversifying the top 10 across sessions, MMR-like (each
-further turn of a session x0.5-0.9: 0.701-0.808; at most 2-5 turns a session: 0.708-0.820) or
-across neighbouring turns (x0.5-0.9 next to a picked turn: 0.787-0.839): a question's evidence
-mostly sits in one session, spreading the list pushes it out. Session-level pseudo-relevance
-expansion (the top 1-3 sessions of the first ranking give 5-20 tf-idf terms at 0.1-0.4: 0.751-0.833).
-Sub-question retrieval (the question split on and/or/commas, each part ranked with the speakers,
-round-robin merged with the whole: 0.839, +0.001, noise). On top of the two turn priors (0.851, one
-average length for all turns): a first-person prior
-(turns without I/my/we x0.5-0.9: 0.829-0.851, conv-26 -0.013 or worse). On top of 0.850:
-capitalised query words (not speakers) weighted x1.5 / x2 (entity emphasis: 0.850 / 0.850),
-filling a list shorter than k with the top hit's session (0.850). On top of 0.853: a coordination
-factor (score x (1 + g x the share of the query's words the turn holds), g 0.1-0.5: in its own text
-0.839-0.847, with ctx 0.847-0.850). Answer-type cues beyond "when", each a term-like bonus x0.5-1.5
-on top of 0.853: "how many/much/often/long/old" for turns with a number or number word
-(0.853-0.854), "where" for turns with "in/at/to/from <Capitalised>" (0.851-0.853) or any
-capitalised word not starting a sentence (0.853), "who" for such a capitalised word (0.853): noise.
-Reciprocal-rank fusion (k 10/60, w 0.5/1) of the ranker with a variant of itself: without ctx
-0.797-0.838, without the session prior 0.847-0.849, ctx window 1 0.845-0.847, without the turn
-priors 0.843-0.849, symmetric ctx 0.849-0.851; only the unstemmed variant helped (kept above, as
-exact word forms). With exact word forms the figure reaches issue 12's aim of 0.86 (0.861) by a
-step generic to English text, but only just: the share grid spans 0.858-0.861, so on a held-out
-split it may land on either side of 0.86. The rest of the misses mostly share no word with the
-question (open-domain inference, "what activities..." over many sessions) and would want
-semantic matching.
-Generalisation: per conversation the final figure is 0.83-0.89 (conv-42 lowest); each kept step
-raises or keeps the figure in at least four of the five conversations and lowers none by more
-than 0.006, so no single conversation carries it. Each step is a general IR or dialogue device
-(field weighting, context, answer type, dates, a document prior, exact word forms) with round weights; nothing is
-keyed to these speakers, topics or dates.
 """
 
 from __future__ import annotations
@@ -112,7 +38,7 @@ import statistics
 import sys
 import time
 from collections import defaultdict
-from datetime import datetime
+from datetime import datetime, timedelta
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -126,6 +52,8 @@ CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 
 HEADLINE = (1, 2, 3, 4)  # recall_any/all: categories 1-4 ("1-4"); the paper's metric: all five ("all")
 DRAGON = {5: 56.7, 10: 66.2}  # the LoCoMo paper's Table 3: evidence share in the top k, dialogue turns
 TENANT = "tlocomobench"
+# The dev split the ranker's weights were chosen on (docs/recall-tuning.md): a figure over them is tuned on them.
+TUNED_ON = frozenset({"conv-26", "conv-30", "conv-41", "conv-42", "conv-43"})
 
 
 def _percentile(values: list[float], pct: float) -> float:
@@ -188,31 +116,48 @@ def load_conversations(path: Path, *, captions: bool = True) -> list[dict[str, A
     return conversations
 
 
-def _archive_items(
-    archive: Any, agent_id: str, conv: dict[str, Any], session: dict[str, Any], fallback: str
-) -> list[dict[str, Any]]:
-    """One LoCoMo session as one archived "turn" of the agent: seq follows the conversation order."""
+def _turns_of(session: dict[str, Any], roles: dict[str, str]) -> list[list[dict[str, Any]]]:
+    """A LoCoMo session as the turns a real session has: each user message with the assistant
+    messages that answer it (a turn is a user message and its replies; consecutive user lines are
+    turns of their own)."""
+    turns: list[list[dict[str, Any]]] = []
+    for t in session["turns"]:
+        role = roles.get(t["speaker"], "user")
+        if role == "user" or not turns:
+            turns.append([])
+        turns[-1].append({**t, "role": role})
+    return turns
+
+
+def _archive_session(
+    archive: Any, agent: Any, conv: dict[str, Any], session: dict[str, Any], fallback: str
+) -> tuple[list[dict[str, Any]], dict[tuple[str, str, int], str]]:
+    """One LoCoMo session archived as the product archives a session: one `ArchivePolicy.commit_items`
+    per turn (what a turn's commit transaction writes), speaker_a as role user and speaker_b as
+    role assistant (the agent, named after speaker_b), each turn said a second after the one
+    before from the session's date and time. Returns the items and, for scoring, the LoCoMo turn
+    (dia_id) of each (sessionId, runId, seq): nothing of the benchmark is written on the items."""
+    from engram.engine.tools import ToolContext
+    from engram.recall.policy import ArchivePolicy
+
+    policy = ArchivePolicy(archive)
     roles = {conv["speaker_a"]: "user", conv["speaker_b"]: "assistant"}
-    messages = [
-        {"role": roles.get(t["speaker"], "user"), "content": [{"type": "text", "text": t["text"]}]} for t in session["turns"]
-    ]
-    created = session["createdAt"] or fallback
-    items = archive.items_for_turn(
-        TENANT,
-        agent_id,
-        session["id"],
-        f"locomo-{session['id']}",
-        messages,
-        created,
-        speakers={"user": conv["speaker_a"], "assistant": conv["speaker_b"]},
-    )
-    by_text = [t for t in session["turns"] if t["text"].strip()]
-    if len(items) != len(by_text):
-        raise RuntimeError(f"{conv['id']} {session['id']}: {len(items)} items for {len(by_text)} turns (a turn was split?)")
-    for item, turn in zip(items, by_text, strict=False):
-        item["ref"] = turn["ref"]
-        item["speaker"] = turn["speaker"]
-    return items
+    start = datetime.strptime(session["createdAt"] or fallback, "%Y-%m-%dT%H:%M:%S.%fZ")
+    items: list[dict[str, Any]] = []
+    refs: dict[tuple[str, str, int], str] = {}
+    for n, turn in enumerate(_turns_of(session, roles)):
+        run_id = f"run-{session['id']}-{n:04d}"
+        at = (start + timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
+        ctx = ToolContext(tenant=TENANT, agent=agent, session_id=session["id"], run_id=run_id)
+        messages = [{"role": m["role"], "content": [{"type": "text", "text": m["text"]}]} for m in turn]
+        turn_items = policy.commit_items(ctx, messages, at)
+        said = [m for m in turn if m["text"].strip()]
+        if len(turn_items) != len(said):
+            raise RuntimeError(f"{conv['id']} {session['id']}: {len(turn_items)} items for {len(said)} messages (one was split?)")
+        for item, message in zip(turn_items, said, strict=True):
+            refs[(item["sessionId"], item["runId"], item["seq"])] = message["ref"]
+        items.extend(turn_items)
+    return items, refs
 
 
 def _score(results: list[tuple[int, set[str], list[str]]]) -> dict[Any, dict[str, float]]:
@@ -288,7 +233,7 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
             for conv in conversations:
                 now = now_iso()
                 agent_id = f"locomo-{re.sub(r'[^A-Za-z0-9_-]', '-', conv['id'])}"
-                agent = Agent(id=agent_id, created_at=now, updated_at=now, name=conv["id"], model="offline")
+                agent = Agent(id=agent_id, created_at=now, updated_at=now, name=conv["speaker_b"], model="offline")
                 dashboard = Session(id="dashboard", agent_id=agent_id, created_at=now, updated_at=now)
                 agents.create(
                     TENANT,
@@ -298,11 +243,13 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
                     max_agents=10_000,
                     max_scheduled=1,
                 )
+                refs: dict[tuple[str, str, int], str] = {}
                 for session in conv["sessions"]:
                     sessions.create(
                         TENANT, Session(id=session["id"], agent_id=agent_id, created_at=now, updated_at=now), limit=10_000
                     )
-                    items = _archive_items(archive, agent_id, conv, session, fallback=now)
+                    items, session_refs = _archive_session(archive, agent, conv, session, fallback=now)
+                    refs.update(session_refs)
                     items_total += archive.put_many(TENANT, agent_id, items)
                 conv_results = []
                 for i, q in enumerate(conv["questions"]):
@@ -310,7 +257,7 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
                     hits = recall.conversation_search(deps, TENANT, agent_id, q["question"], limit=10)
                     elapsed = (time.perf_counter() - start) * 1000
                     (first_ms if i == 0 else search_ms).append(elapsed)
-                    got = [h.get("ref") for h in hits]
+                    got = [refs[(h["sessionId"], h["runId"], h["seq"])] for h in hits]
                     conv_results.append((q["category"], q["evidence"], got))
                 results.extend(conv_results)
                 per_conv[conv["id"]] = _score(conv_results)["1-4"]["any10"]
@@ -365,13 +312,14 @@ def _first_search_ms(conversations: list[dict[str, Any]], turns: int, repeats: i
                         break
                     n = len(items)
                     at = session["createdAt"] or "2023-01-01T00:00:00.000Z"
+                    said_by_agent = turn["speaker"] == conv["speaker_b"]
                     items.append(
                         {
                             "kind": "msg",
                             "SK": f"ARCHIVE#{n:06d}",
                             "sessionId": f"{conv['id']}-{round_}-{session['id']}",
-                            "role": "user",
-                            "speaker": turn["speaker"],
+                            "role": "assistant" if said_by_agent else "user",
+                            **({"speaker": turn["speaker"]} if said_by_agent else {}),
                             "text": turn["text"],
                             "createdAt": at,
                             "archivedAt": f"{at}#{n:06d}",
@@ -406,7 +354,8 @@ def _index_for(conv: dict[str, Any], params: Any) -> Any:
     for session in conv["sessions"]:
         for turn in session["turns"]:
             role = roles.get(turn["speaker"], "user")
-            index.add(turn["text"], speaker=turn["speaker"], group=session["id"], when=session["createdAt"], role=role)
+            speaker = turn["speaker"] if role == "assistant" else None  # as ArchivePolicy names them
+            index.add(turn["text"], speaker=speaker, group=session["id"], when=session["createdAt"], role=role)
             index.refs.append(turn["ref"])  # type: ignore[attr-defined]
     return index
 
@@ -415,7 +364,7 @@ def ablation(path: Path) -> list[tuple[str, dict[str, Any]]]:
     """The kept steps of the log, cumulatively, with the ranker alone (same index as the cache builds)."""
     from dataclasses import replace
 
-    from engram.recall.search import Params
+    from engram.recall.params import Params
 
     base = Params(length_prior=0.0, question_weight=1.0, yearless_months=False, surface_share=0.0)  # before issue 12
     off = replace(
@@ -485,6 +434,11 @@ def print_report(report: dict[str, Any]) -> None:
     print(
         f"{report['conversations']} conversations, {report['items']} archived turns, {report['questions']} questions with evidence"
     )
+    tuned = sorted(set(report["per_conversation"]) & TUNED_ON)
+    if tuned == sorted(report["per_conversation"]):
+        print(f"  tuned on these {len(tuned)}: the ranker's weights were chosen on these conversations (docs/recall-tuning.md)")
+    else:
+        print(f"  {len(tuned)} of these ({', '.join(tuned) or 'none'}) are the conversations the ranker's weights were tuned on")
     print("\n".join(_table(scores)))
     print(
         "  any/all: recall_any@k, recall_all@10 (headline: overall 1-4); ev@k: the LoCoMo paper's Table 3 metric, "

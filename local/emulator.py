@@ -79,11 +79,6 @@ def patch_moto() -> None:
     _plain_json_item_answers()
 
 
-def serialize_dynamodb() -> None:
-    """The name tests/conftest.py calls: applies all of `patch_moto()`."""
-    patch_moto()
-
-
 # --------------------------------------------------------------------------- 1. one lock
 def _serialize_dynamodb() -> None:
     from moto.dynamodb.responses import DynamoHandler

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from cfnlint.decode import cfn_yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 TEMPLATE_PATH = ROOT / "template.yaml"
@@ -21,33 +21,22 @@ SERVERLESS_LAYER = "AWS::Serverless::LayerVersion"
 
 
 # --------------------------------------------------------------------------- YAML loading
-class CfnLoader(yaml.SafeLoader):
-    """SafeLoader plus CloudFormation's short-form intrinsic tags."""
-
-
-def _construct_tag(loader: CfnLoader, tag_suffix: str, node: yaml.Node) -> dict[str, Any]:
-    if isinstance(node, yaml.ScalarNode):
-        value: Any = loader.construct_scalar(node)
-    elif isinstance(node, yaml.SequenceNode):
-        value = loader.construct_sequence(node, deep=True)
-    else:
-        value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
-    if tag_suffix == "Ref":
-        return {"Ref": value}
-    if tag_suffix == "Condition":
-        return {"Condition": value}
-    if tag_suffix == "GetAtt" and isinstance(value, str):
-        # `!GetAtt Res.Attr.Sub` splits at the first dot only (attribute names may contain dots).
-        resource, _, attribute = value.partition(".")
-        return {"Fn::GetAtt": [resource, attribute]}
-    return {f"Fn::{tag_suffix}": value}
-
-
-CfnLoader.add_multi_constructor("!", _construct_tag)
+def _plain(value: Any) -> Any:
+    """cfn-lint's nodes (dict, list and str subclasses that remember their line) as plain values."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    return value
 
 
 def load_yaml(text: str) -> dict[str, Any]:
-    data = yaml.load(text, Loader=CfnLoader)
+    """A CloudFormation template as CloudFormation reads it, by cfn-lint's decoder (the one YAML
+    loader of the local stack and the tests): short tags in their long forms, a duplicate key an
+    error."""
+    data = _plain(cfn_yaml.loads(text))
     if not isinstance(data, dict):
         raise ValueError("a template must be a YAML mapping")
     return data

@@ -14,10 +14,13 @@ os.environ.setdefault("POWERTOOLS_METRICS_DISABLED", "true")
 os.environ.pop("AWS_ENDPOINT_URL", None)
 os.environ.pop("ANTHROPIC_API_KEY", None)
 
-# moto's DynamoDB is not thread-safe (the service is): council runs write from several threads.
-from local.emulator import serialize_dynamodb
+# The local stack's changes to moto (local/emulator.py), for every moto backend of this test process:
+# DynamoDB requests serialised (moto's backend is not thread-safe, the service is: council runs
+# write from several threads), transactions journalled, moto's instance registry off, queries
+# reading only their partition or index key, item answers written as JSON directly.
+from local.emulator import patch_moto
 
-serialize_dynamodb()
+patch_moto()
 
 
 # Creating a boto3 client costs ~80 ms (its service model is loaded and a class built), and every

@@ -320,7 +320,8 @@ def test_one_lease_at_a_time_released_only_by_its_owner(stores):
     with pytest.raises(SessionBusy):
         stores.sessions.acquire_lease(T, "ag_1", "dashboard", "run_2", 60)
     stores.sessions.release_lease(T, "ag_1", "dashboard", "run_1")
-    assert "leaseOwner" not in (stores.sessions.get(T, "ag_1", "dashboard") or {})
+    released = stores.sessions.get(T, "ag_1", "dashboard")
+    assert released is not None and "leaseOwner" not in released and "leaseUntil" not in released
     stores.sessions.release_lease(T, "ag_1", "dashboard", "run_1")  # twice is fine
     assert stores.sessions.wait_for_lease(T, "ag_1", "dashboard", "run_2", 60, 0, "busy")["leaseOwner"] == "run_2"
     with pytest.raises(NotFound):
@@ -433,7 +434,8 @@ def test_a_failure_is_recorded_on_an_unfinished_or_missing_run_only(stores):
     assert got is not None and (got.status, got.error, got.prompt) == ("failed", error, "queued")
     assert stores.runs.start(T, "run_1", claim_s=-10) is None  # no claim left to take over
     assert stores.runs.fail_unfinished(T, failed.model_copy(update={"error": {"code": "other"}})) is False
-    assert (stores.runs.get(T, "run_1") or failed).error == error  # finished: unchanged
+    unchanged = stores.runs.get(T, "run_1")
+    assert unchanged is not None and unchanged.error == error  # finished: unchanged
     assert stores.runs.fail_unfinished(T, _run("run_2", status="failed", error=error)) is True  # missing: created
     assert stores.runs.get(T, "run_2") == _run("run_2", status="failed", error=error)
     stores.runs.put(T, _run("run_3", status="succeeded"))

@@ -44,6 +44,16 @@ def test_a_turn_archives_its_messages_with_session_and_time(stack):
     hits = _search(stack, "alice", agent["id"], "bees roof")
     assert hits[0]["sessionId"] == "dashboard" and hits[0]["createdAt"] == run["updatedAt"]
     assert {h["role"] for h in hits} == {"user", "assistant"}
+    # the agent's replies are said by the agent, by name; the user's name is not known
+    assert [h.get("speaker") for h in sorted(hits, key=lambda h: h["role"])] == ["Ada", None]
+
+
+def test_a_query_naming_the_agent_prefers_what_the_agent_said(stack):
+    agent = stack.agent(name="Orla")
+    stack.say(agent["id"], "the greenhouse needs new glass")
+    hits = _search(stack, "alice", agent["id"], "what did Orla say about the greenhouse")
+    assert [h["role"] for h in hits] == ["assistant", "user"]
+    assert hits[0]["speaker"] == "Orla" and "greenhouse" in hits[0]["text"]
 
 
 def test_a_message_trimmed_by_the_history_cap_is_still_found(stack):

@@ -12,7 +12,7 @@ import httpx2
 import pytest
 
 from engram.engine.providers.anthropic_provider import AnthropicProvider
-from engram.extraction.service import EXTRACTION_TOOL, MAX_TRANSCRIPT_CHARS
+from engram.extraction.prompt import EXTRACTION_TOOL, MAX_TRANSCRIPT_CHARS
 from engram.kernel.ids import tenant_key
 from local.workers import Workers
 from tests.integration.logs import info_log

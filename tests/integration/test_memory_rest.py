@@ -3,6 +3,7 @@ secrets, isolation, export and delete-me."""
 
 from __future__ import annotations
 
+import itertools
 import time
 
 import pytest
@@ -43,10 +44,14 @@ def test_agent_list_order_pinned_importance_key(stack, agent_path):
     assert keys == ["z", "c", "a", "b"]
 
 
-def test_workspace_list_order_pinned_importance_recent(stack, ws_path):
+def test_workspace_list_order_pinned_importance_recent(stack, ws_path, monkeypatch):
+    # "Recent" is updatedAt: each write a second after the one before, whatever the machine's clock does.
+    from engram.memory import service
+
+    seconds = itertools.count()
+    monkeypatch.setattr(service, "now_iso", lambda: f"2026-01-01T00:00:{next(seconds):02d}.000Z")
     for key, importance in [("old", 10), ("new", 10), ("high", 90)]:
         mem(stack, ws_path, key=key, value=f"value {key}", importance=importance)
-        time.sleep(0.002)
     pinned = mem(stack, ws_path, key="pin", value="pinned one").data
     stack.call("PATCH", f"{ws_path}/memories/{pinned['id']}/pin", body={"pinned": True})
     keys = [r["key"] for r in stack.call("GET", f"{ws_path}/memories").data["items"]]

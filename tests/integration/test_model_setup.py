@@ -5,6 +5,7 @@ says so without a token (and shows no secret), and a rotated key is used without
 from __future__ import annotations
 
 import json
+import os
 
 import boto3
 import httpx2
@@ -13,6 +14,7 @@ from aws_lambda_powertools.utilities import parameters
 
 from engram.engine.providers.anthropic_provider import AnthropicProvider
 from engram.health.service import model_status
+from engram.kernel.settings import Settings
 
 
 @pytest.fixture(autouse=True)
@@ -114,3 +116,28 @@ def test_health_needs_no_token_and_the_offline_model_is_ready(stack):
         "status": "ok",
         "model": {"provider": "offline", "chatModel": stack.deps.settings.chat_model, "configured": True, "nextStep": None},
     }
+
+
+@pytest.mark.parametrize("given", ["", "antropic"])
+def test_a_deployed_function_without_a_provider_refuses_turns_naming_the_setting(stack, given):
+    # As Lambda runs it: the function is named, MODEL_PROVIDER unset or a name that is none.
+    deployed = {**os.environ, "AWS_LAMBDA_FUNCTION_NAME": "engram-ChatFunction", "MODEL_PROVIDER": given}
+    stack.deps.settings = Settings.from_env(deployed)
+    agent = stack.agent()
+    r = stack.say(agent["id"], "hello")
+    assert r.status == 503 and r.error["code"] == "model_not_configured", r.body
+    assert "MODEL_PROVIDER" in r.error["message"]
+    run = stack.call("GET", f"/api/runs/{r.error['runId']}").data
+    assert run["status"] == "failed" and run["error"]["code"] == "model_not_configured"
+    assert stack.call("GET", f"/api/agents/{agent['id']}/sessions/dashboard").data["messages"] == []
+    health = stack.call("GET", "/api/health", user=None)
+    assert health.status == 503 and "MODEL_PROVIDER" in health.error["message"]
+
+
+def test_only_the_local_stack_and_tests_default_to_the_offline_model():
+    assert Settings.from_env({}).model_provider == "offline"  # tests, the local stack (it also sets it)
+    assert Settings.from_env({"AWS_LAMBDA_FUNCTION_NAME": "f", "AWS_SAM_LOCAL": "true"}).model_provider == "offline"
+    assert Settings.from_env({"AWS_LAMBDA_FUNCTION_NAME": "f"}).model_provider is None
+    assert Settings.from_env({"AWS_LAMBDA_FUNCTION_NAME": "f", "MODEL_PROVIDER": "bedrock"}).model_provider == "bedrock"
+    with pytest.raises(ValueError, match="MODEL_PROVIDER"):
+        Settings.from_env({"MODEL_PROVIDER": "antropic"})  # a typo outside Lambda stops the process at start

@@ -37,3 +37,30 @@ def test_the_layer_code_is_compiled_to_unchecked_hash_pyc(tmp_path):
         check=True,
     ).stdout
     assert out.strip() == "False"
+
+
+def _pyenv_version(makefile_dir: Path, bin_dir: Path) -> str:
+    """PYENV_VERSION as a Makefile exports it to its recipes, with `bin_dir` first on PATH."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYENV_VERSION", "PYTHON")}
+    env["PATH"] = f"{bin_dir}:/usr/bin:/bin"
+    show = 'show-pyenv-version: ; @echo "[$$PYENV_VERSION]"'
+    out = subprocess.run(
+        ["make", "-s", "-C", str(makefile_dir), f"--eval={show}", "show-pyenv-version"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    return out.stdout.strip()
+
+
+def test_both_makefiles_find_pyenvs_python_3_13_without_a_global_version(tmp_path):
+    # sam build runs the layer's Makefile on its own: on a pyenv machine whose global version is
+    # not 3.13, python3.13 (the shim) works only with a 3.13 version named, as the top one names it.
+    pyenv = tmp_path / "pyenv"
+    pyenv.write_text("#!/bin/sh\nprintf '2.7.18\\n3.11.7\\n3.13.0\\n3.13.10\\n3.13.2\\n3.14.0\\n'\n")
+    pyenv.chmod(0o755)
+    for makefile_dir in (ROOT / "layers" / "core", ROOT):
+        assert _pyenv_version(makefile_dir, tmp_path) == "[3.13.10]"
+    pyenv.unlink()  # no pyenv: nothing named, python3.13 is whatever PATH has
+    assert _pyenv_version(ROOT / "layers" / "core", tmp_path) == "[]"

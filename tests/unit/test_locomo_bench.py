@@ -25,3 +25,34 @@ def test_scores_headline_over_categories_1_to_4_and_the_paper_metric_over_all_fi
 
 def test_malformed_evidence_ids_are_repaired():
     assert evidence_ids(["D8:6; D9:17", "D:11:26"]) == {"D8:6", "D9:17", "D11:26"}
+
+
+def test_a_session_is_archived_as_the_product_archives_turns():
+    from bench.locomo import _archive_session
+    from engram.agents.models import Agent
+    from engram.recall.archive import ArchiveStore
+
+    conv = {"id": "conv-x", "speaker_a": "Caroline", "speaker_b": "Melanie"}
+    lines = [
+        ("Caroline", "D1:1", "Hi Mel!"),
+        ("Melanie", "D1:2", "Hey!"),
+        ("Melanie", "D1:3", "I painted a lake."),
+        ("Caroline", "D1:4", "Nice"),
+    ]
+    session = {
+        "id": "s1",
+        "createdAt": "2023-05-08T13:56:00.000Z",
+        "turns": [{"speaker": s, "ref": r, "text": t} for s, r, t in lines],
+    }
+    now = "2024-01-01T00:00:00.000Z"
+    agent = Agent(id="locomo-conv-x", created_at=now, updated_at=now, name="Melanie", model="offline")
+    items, refs = _archive_session(ArchiveStore(None), agent, conv, session, fallback=now)  # type: ignore[arg-type]
+    # two turns (a user line and the replies after it), a second apart, as ArchivePolicy writes them
+    assert [(i["role"], i.get("speaker"), i["createdAt"]) for i in items] == [
+        ("user", None, "2023-05-08T13:56:00.000Z"),
+        ("assistant", "Melanie", "2023-05-08T13:56:00.000Z"),
+        ("assistant", "Melanie", "2023-05-08T13:56:00.000Z"),
+        ("user", None, "2023-05-08T13:56:01.000Z"),
+    ]
+    assert len({i["runId"] for i in items}) == 2 and not any("ref" in i for i in items)
+    assert [refs[(i["sessionId"], i["runId"], i["seq"])] for i in items] == ["D1:1", "D1:2", "D1:3", "D1:4"]

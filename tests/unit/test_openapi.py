@@ -47,6 +47,7 @@ from engram.runs import routes as run_routes
 from engram.runs import service as services
 from engram.usage import models as usage_models
 from engram.usage import routes as usage_routes
+from local.template import load_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 DOC: dict[str, Any] = yaml.safe_load((ROOT / "docs" / "openapi.yaml").read_text(encoding="utf-8"))
@@ -250,26 +251,11 @@ def test_doc_routes_equal_router_routes():
     assert documented == set(code_routes())
 
 
-class _CfnLoader(yaml.SafeLoader):
-    """Accepts CloudFormation short tags (!Ref, !GetAtt, !Sub, !If ...) as plain values."""
-
-
-def _any_tag(loader: yaml.SafeLoader, _suffix: str, node: yaml.Node) -> Any:
-    if isinstance(node, yaml.ScalarNode):
-        return loader.construct_scalar(node)
-    if isinstance(node, yaml.SequenceNode):
-        return loader.construct_sequence(node, deep=True)
-    return loader.construct_mapping(node, deep=True)
-
-
-_CfnLoader.add_multi_constructor("!", _any_tag)
-
-
 def test_doc_routes_equal_template_http_api_events():
     template_path = ROOT / "template.yaml"
     if not template_path.exists():
         pytest.skip("template.yaml is not there yet")
-    template = yaml.load(template_path.read_text(encoding="utf-8"), Loader=_CfnLoader)
+    template = load_yaml(template_path.read_text(encoding="utf-8"))
     events, open_routes = set(), set()
     for resource in (template.get("Resources") or {}).values():
         if resource.get("Type") != "AWS::Serverless::Function":

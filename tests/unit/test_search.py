@@ -1,4 +1,4 @@
-"""The conversation ranker (memory/search.py) and the date reader it uses (memory/timeref.py)."""
+"""The conversation ranker (recall.search, with recall.analysis) and the date reader it uses (recall.timeref)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from engram.recall.search import Params, SearchIndex, analyze, asks_when, stem, words
+from engram.recall.analysis import analyze, asks_when, stem, words
+from engram.recall.params import Params
+from engram.recall.search import SearchIndex
 from engram.recall.timeref import day_of, explicit_dates, query_dates, turn_dates
 
 

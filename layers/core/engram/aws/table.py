@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from decimal import Decimal
 from typing import Any
 
@@ -130,6 +130,29 @@ _BATCH = 25  # BatchWriteItem's limit
 _BATCH_TRIES = 10
 
 
+def backoff(first: float = 0.05, most: float = 1.0) -> Iterator[float]:
+    """The pauses between retries: ``first``, doubling up to ``most``, without end (the caller
+    bounds the tries or the time). Unprocessed batch items and a busy session's lease wait by it."""
+    pause = first
+    while True:
+        yield pause
+        pause = min(pause * 2, most)
+
+
+def retry_unprocessed(send: Callable[[dict[str, Any]], dict[str, Any]], request: dict[str, Any]) -> dict[str, Any]:
+    """Sends a batch request, then what DynamoDB left unprocessed (``send`` returns it: its
+    UnprocessedItems or UnprocessedKeys), up to ``_BATCH_TRIES`` times with ``backoff`` between;
+    returns what is still unprocessed ({} when everything went through)."""
+    pauses = backoff()
+    for attempt in range(_BATCH_TRIES):
+        request = send(request) or {}
+        if not request:
+            break
+        if attempt < _BATCH_TRIES - 1:
+            time.sleep(next(pauses))
+    return request
+
+
 class Cancelled(Exception):
     """A transaction DynamoDB cancelled; `codes` are its per-item reasons ("None" for fine items)."""
 
@@ -188,13 +211,13 @@ class Table:
             self.name: {"Keys": [serialize({"PK": pk, "SK": sk}) for pk, sk in key_pairs], "ConsistentRead": True}
         }
         found: list[dict[str, Any]] = []
-        for attempt in range(_BATCH_TRIES):
-            out = self.client.batch_get_item(RequestItems=request)
-            found += [deserialize(i) for i in out.get("Responses", {}).get(self.name, [])]
-            request = out.get("UnprocessedKeys") or {}
-            if not request:
-                break
-            time.sleep(min(0.05 * 2**attempt, 1.0))
+
+        def send(keys: dict[str, Any]) -> dict[str, Any]:
+            out = self.client.batch_get_item(RequestItems=keys)
+            found.extend(deserialize(i) for i in out.get("Responses", {}).get(self.name, []))
+            return out.get("UnprocessedKeys") or {}
+
+        retry_unprocessed(send, request)
         return found
 
     def put(
@@ -459,12 +482,10 @@ class Table:
         requests = [{"PutRequest": {"Item": serialize(item)}} for item in puts]
         requests += [{"DeleteRequest": {"Key": serialize({"PK": pk, "SK": sk})}} for pk, sk in deletes]
         for batch in chunks(requests, _BATCH):
-            pending: dict[str, Any] = {self.name: batch}
-            for attempt in range(_BATCH_TRIES):
-                pending = self.client.batch_write_item(RequestItems=pending).get("UnprocessedItems") or {}
-                if not pending:
-                    break
-                time.sleep(min(0.05 * 2**attempt, 1.0))
+            pending = retry_unprocessed(
+                lambda items: self.client.batch_write_item(RequestItems=items).get("UnprocessedItems") or {},
+                {self.name: batch},
+            )
             if pending:
                 raise RuntimeError(f"DynamoDB left {len(pending.get(self.name, []))} batch writes unprocessed")
 

@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from engram.aws import keys, quotas
-from engram.aws.table import ConditionFailed, Table
+from engram.aws.table import ConditionFailed, Table, backoff
 from engram.conversations.models import Session
 from engram.kernel.errors import Conflict, NotFound, SessionBusy
 from engram.kernel.ids import new_id
@@ -85,15 +85,15 @@ class SessionRepository:
         """acquire_lease, waiting up to `wait_s` (with backoff) while another turn, run or reset
         holds the session; then SessionBusy with `busy_message`."""
         give_up = time.monotonic() + wait_s
-        pause = 0.05
+        pauses = backoff(0.05, 0.5)
         while True:
             try:
                 return self.acquire_lease(t, agent_id, session_id, owner, ttl_s)
             except SessionBusy:
+                pause = next(pauses)
                 if time.monotonic() + pause > give_up:
                     raise SessionBusy(busy_message, field="sessionId") from None
                 time.sleep(pause)
-                pause = min(pause * 2, 0.5)
 
     def release_lease(self, t: str, agent_id: str, session_id: str, owner: str) -> None:
         try:

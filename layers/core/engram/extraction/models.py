@@ -1,9 +1,12 @@
-"""The extraction job's records: its claim on a run, the rows it writes, and how a claim ends."""
+"""The extraction job's records: the model's answer (its candidate facts), its claim on a run, the rows
+it writes, and how a claim ends."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from engram.kernel.errors import Conflict
 from engram.memory.models import Memory
@@ -42,3 +45,19 @@ class RowWrite:
     memory: Memory
     owner_id: str
     expect_updated_at: str | None
+
+
+class Candidate(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    slug: Annotated[str, StringConstraints(min_length=1, max_length=200)]
+    value: Annotated[str, StringConstraints(min_length=1, max_length=20_000)]
+    scope: Literal["agent", "workspace"]
+    confidence: Annotated[float, Field(ge=0, le=1)]
+    supersedes: str | None = None
+
+
+class Answer(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+
+    facts: Annotated[list[Candidate], Field(max_length=50)]

@@ -9,7 +9,7 @@ from typing import Any
 
 from engram.aws.model_key import api_key
 from engram.kernel.errors import ModelNotConfigured
-from engram.kernel.settings import Settings
+from engram.kernel.settings import PROVIDER_NOT_SET, Settings
 
 ANTHROPIC_STEP = (
     "put your Anthropic API key in the stack's secret (stack output AnthropicSecretArn): "
@@ -19,7 +19,10 @@ BEDROCK_STEP = "enable access to the Claude models in the Bedrock console of the
 
 
 def model_status(settings: Settings) -> dict[str, Any]:
+    """Raises ModelNotConfigured (503) when a deployed function names no provider (MODEL_PROVIDER)."""
     provider = settings.model_provider
+    if provider is None:
+        raise ModelNotConfigured(PROVIDER_NOT_SET)
     configured: bool | None = True
     step = None
     if provider == "anthropic":

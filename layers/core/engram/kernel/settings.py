@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from functools import lru_cache
 from typing import Literal
 
@@ -32,7 +33,10 @@ class Settings(BaseModel):
     heartbeat_function_arn: str = Field("", alias="HEARTBEAT_FUNCTION_ARN")
     scheduler_dlq_arn: str = Field("", alias="SCHEDULER_DLQ_ARN")
 
-    model_provider: Literal["anthropic", "bedrock", "offline"] = Field("offline", alias="MODEL_PROVIDER")
+    # None: deployed in Lambda without a provider (unset, or a name that is none): every model call
+    # and the health check answer 503 model_not_configured naming MODEL_PROVIDER (from_env).
+    # Only the local stack and the tests run offline, the default outside Lambda.
+    model_provider: Literal["anthropic", "bedrock", "offline"] | None = Field("offline", alias="MODEL_PROVIDER")
     chat_model: str = Field("claude-sonnet-4-6", alias="CHAT_MODEL")
     extract_model: str = Field("claude-haiku-4-5-20251001", alias="EXTRACT_MODEL")
     bedrock_model_prefix: str = Field("us.anthropic.", alias="BEDROCK_MODEL_PREFIX")
@@ -140,9 +144,24 @@ class Settings(BaseModel):
     tool_schema_max_bytes: int = Field(16_000, ge=1_000, le=200_000, alias="TOOL_SCHEMA_MAX_BYTES")
 
     @classmethod
-    def from_env(cls, env: dict[str, str] | None = None) -> Settings:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
         source = os.environ if env is None else env
-        return cls.model_validate({k: v for k, v in source.items() if v != ""})
+        values: dict[str, str | None] = {k: v for k, v in source.items() if v != ""}
+        if in_lambda(source) and values.get("MODEL_PROVIDER") not in MODEL_PROVIDERS:
+            values["MODEL_PROVIDER"] = None  # never the offline model in a deployed function
+        return cls.model_validate(values)
+
+
+MODEL_PROVIDERS = ("anthropic", "bedrock", "offline")
+PROVIDER_NOT_SET = (
+    "MODEL_PROVIDER names no model provider: set it to anthropic or bedrock "
+    "(the stack's ModelProvider parameter; offline is for the local stack and tests only)"
+)
+
+
+def in_lambda(env: Mapping[str, str]) -> bool:
+    """A deployed function: Lambda names it, and it is not `sam local` (the local stack sets neither)."""
+    return bool(env.get("AWS_LAMBDA_FUNCTION_NAME")) and env.get("AWS_SAM_LOCAL") != "true"
 
 
 @lru_cache(maxsize=1)

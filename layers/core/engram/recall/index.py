@@ -40,8 +40,9 @@ from typing import Any
 
 from engram.kernel.ids import check_id
 from engram.recall.archive import KIND_MESSAGE, KIND_TOMBSTONE, on_session_deleted
+from engram.recall.params import Params
 from engram.recall.ports import Archive
-from engram.recall.search import Params, SearchIndex
+from engram.recall.search import SearchIndex
 
 MAX_AGENTS = 32
 MAX_TURNS_PER_AGENT = 5000
@@ -95,7 +96,7 @@ def _public(item: dict[str, Any]) -> dict[str, Any]:
         "archivedAt": item.get("archivedAt"),
         "SK": item.get("SK"),
     }
-    for optional in ("speaker", "seq", "part", "ref"):
+    for optional in ("speaker", "seq", "part"):
         if item.get(optional) is not None:
             out[optional] = item[optional]
     return out
@@ -226,7 +227,7 @@ def conversation_search(
 ) -> list[dict[str, Any]]:
     """Earlier messages of this agent with this tenant, best first, from every session (or one).
 
-    Hits: ``sessionId, role, speaker?, text, createdAt, runId, score`` (and ``seq``/``part``/``ref``
+    Hits: ``sessionId, role, speaker?, text, createdAt, runId, score`` (and ``seq``/``part``
     when the item has them).
     """
     check_id("agentId", agent_id)

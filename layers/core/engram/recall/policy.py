@@ -15,4 +15,7 @@ class ArchivePolicy(TurnPolicy):
         self.archive = archive
 
     def commit_items(self, ctx: ToolContext, messages: list[dict[str, Any]], at: str) -> list[dict[str, Any]]:
-        return self.archive.items_for_turn(ctx.tenant, ctx.agent.id, ctx.session_id, ctx.run_id, messages, at)
+        # The assistant's turns carry the agent's name as their speaker (a query naming the agent
+        # finds its turns through the speaker field); the product knows no name for the user.
+        speakers = {"assistant": ctx.agent.name}
+        return self.archive.items_for_turn(ctx.tenant, ctx.agent.id, ctx.session_id, ctx.run_id, messages, at, speakers=speakers)

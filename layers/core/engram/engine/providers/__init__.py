@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
+
+from engram.engine.providers.base import ModelResponse
+from engram.kernel.errors import ModelNotConfigured
+from engram.kernel.settings import PROVIDER_NOT_SET
 
 if TYPE_CHECKING:
     from engram.engine.providers.base import ModelProvider
@@ -11,7 +15,10 @@ if TYPE_CHECKING:
 
 
 def make_provider(settings: Settings, registry: ToolRegistry | None = None) -> ModelProvider:
-    """Imports the anthropic SDK only for the providers that need it (it costs ~1.5 s)."""
+    """Imports the anthropic SDK only for the providers that need it (it costs ~1.5 s). Without a
+    provider (a deployed function whose MODEL_PROVIDER names none) every call is refused."""
+    if settings.model_provider is None:
+        return Unconfigured()
     if settings.model_provider == "offline":
         from engram.engine.providers.offline import OfflineProvider
 
@@ -30,3 +37,13 @@ def preload(settings: Settings) -> None:
     request's latency (and inside what provisioned concurrency or SnapStart capture)."""
     if settings.model_provider in ("anthropic", "bedrock"):
         import engram.engine.providers.anthropic_provider  # noqa: F401
+
+
+class Unconfigured:
+    """The provider of a deployed function whose MODEL_PROVIDER names none: each call is a 503
+    model_not_configured naming the setting (never the offline model's made-up answers)."""
+
+    name = "unconfigured"
+
+    def complete(self, **_: Any) -> ModelResponse:
+        raise ModelNotConfigured(PROVIDER_NOT_SET)
