@@ -5,10 +5,13 @@ rawPath, cookies, lower-cased headers, pathParameters, requestContext.authorizer
 and a Lambda context object, and their v2 responses are turned back into HTTP like the real
 service does.
 
-Auth: every route not marked `Auth: {Authorizer: NONE}` in template.yaml needs
-`Authorization: Bearer dev-<user>` from a loopback address; the handler then sees the claims
-`{"sub": <user>, "iss": "engram-local", "token_use": "access"}`. Anything else is the real
-service's `401 {"message":"Unauthorized"}`.
+Auth: every route not marked `Auth: {Authorizer: NONE}` in template.yaml needs a bearer token.
+`Authorization: Bearer dev-<user>` from a loopback address stands for a sign-in token: the
+handler sees the authorizer context `{"sub": <user>, "via": "jwt", "scope": ..., ...}`. Any other
+bearer token (an Engram API key) goes to the template's Lambda authorizer function, called as API
+Gateway calls it (a REQUEST event, payload 2.0, simple responses), and what it lets in is cached
+by the Authorization header for its `ReauthorizeEvery` seconds. A refusal is the real service's
+`401 {"message":"Unauthorized"}` (`isAuthorized: false`: 403 `Forbidden`).
 """
 
 from __future__ import annotations
@@ -46,6 +49,8 @@ MAX_PAYLOAD_BYTES = 10 * 1024 * 1024  # HTTP API's request payload limit
 # The API Gateway integration timeout; past it the real service answers 503 whatever the function does.
 INTEGRATION_TIMEOUT_S = 30
 
+# What `authorize` returns when the Lambda authorizer answered `isAuthorized: false` (403).
+NOT_AUTHORIZED: dict[str, str] = {"": ""}
 _BEARER = re.compile(r"^Bearer dev-([A-Za-z0-9_-]{1,64})$", re.IGNORECASE)
 _TEXT_TYPES = {"application/json", "application/javascript", "application/xml", "application/graphql"}
 
@@ -185,10 +190,48 @@ class Functions:
     region: str = "us-east-1"
     _routes: list[_CompiledRoute] = field(default_factory=list)
     _cors: dict[str, Any] | None = None
+    # The Lambda authorizer (its function and cache TTL), and what it let in: header -> (until, context).
+    authorizer_id: str | None = None
+    authorizer_ttl: int = 0
+    clock: Callable[[], float] = time.monotonic
+    _auth_cache: dict[str, tuple[float, dict[str, Any]]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self._routes = [_compile(r) for spec in self.template.functions() for r in spec.routes]
         self._cors = self._read_cors()
+        self.authorizer_id, self.authorizer_ttl = self._read_authorizer()
+
+    def _read_authorizer(self) -> tuple[str | None, int]:
+        for res in self.template.resources_of_type("AWS::Serverless::HttpApi").values():
+            auth = res.get("Properties", {}).get("Auth") or {}
+            config = (auth.get("Authorizers") or {}).get(auth.get("DefaultAuthorizer") or "") or {}
+            arn = config.get("FunctionArn")
+            if isinstance(arn, dict) and "Fn::GetAtt" in arn:
+                target = arn["Fn::GetAtt"]
+                logical_id = target[0] if isinstance(target, list) else str(target).split(".")[0]
+                return logical_id, int((config.get("Identity") or {}).get("ReauthorizeEvery", 300))
+        return None, 0
+
+    def lambda_authorizer(self, event: dict[str, Any], header: str) -> dict[str, Any] | None:
+        """The context the template's authorizer function gives the request (cached by `header`
+        for its TTL), None when it refuses: raises (401 "Unauthorized") or answers not authorized."""
+        if self.authorizer_id is None:
+            return None
+        now = self.clock()
+        cached = self._auth_cache.get(header)
+        if cached and cached[0] > now:
+            return cached[1]
+        try:
+            answer = self.by_id[self.authorizer_id].invoke(event)
+        except Exception as err:  # the function's refusal ("Unauthorized") or its failure
+            log.info("the authorizer refused a request: %s", err)
+            return None
+        if not (isinstance(answer, dict) and answer.get("isAuthorized") is True):
+            return {}
+        context = dict(answer.get("context") or {})
+        if self.authorizer_ttl > 0:
+            self._auth_cache[header] = (now + self.authorizer_ttl, context)
+        return context
 
     def __iter__(self) -> Iterator[LoadedFunction]:
         return iter(self.by_id.values())
@@ -246,18 +289,42 @@ def load_functions(template: Template, root: str | Path, *, prefix: str = "engra
 
 
 # --------------------------------------------------------------------------- authorizer
-def authorize(route: HttpRoute, headers: Mapping[str, str], source_ip: str) -> dict[str, str] | None:
-    """Claims for an authorized request, None when it must be refused (routes with Auth NONE get {})."""
+def authorize(
+    route: HttpRoute,
+    headers: Mapping[str, str],
+    source_ip: str,
+    *,
+    functions: Functions | None = None,
+    event: dict[str, Any] | None = None,
+) -> dict[str, str] | None:
+    """The authorizer context of an authorized request, None when it must be refused with 401
+    (routes with Auth NONE get {}; a Lambda authorizer's `isAuthorized: false` gives
+    NOT_AUTHORIZED: 403). `dev-<user>` stands for a sign-in token; other tokens go to the template's authorizer
+    function (with `functions` and the request's `event`)."""
     if route.auth_none:
         return {}
     try:
         loopback = ipaddress.ip_address(source_ip).is_loopback
     except ValueError:
         loopback = False
-    found = _BEARER.match(headers.get("authorization", "").strip())
-    if not (loopback and found):
+    header = headers.get("authorization", "").strip()
+    found = _BEARER.match(header)
+    if found:
+        if not loopback:
+            return None
+        return {"sub": found.group(1), "via": "jwt", "iss": LOCAL_ISSUER, "token_use": "access", "scope": LOCAL_SCOPE}
+    if functions is None or event is None or not header:
         return None
-    return {"sub": found.group(1), "iss": LOCAL_ISSUER, "token_use": "access", "scope": LOCAL_SCOPE}
+    request = {**event, "type": "REQUEST", "identitySource": [header], "routeArn": _route_arn(event)}
+    context = functions.lambda_authorizer(request, header)
+    if context == {}:
+        return NOT_AUTHORIZED
+    return None if context is None else {str(k): str(v) for k, v in context.items()}
+
+
+def _route_arn(event: dict[str, Any]) -> str:
+    method, _, path = str(event.get("routeKey", "")).partition(" ")
+    return f"arn:aws:execute-api:us-east-1:{ACCOUNT_ID}:{API_ID}/$default/{method}{path}"
 
 
 # --------------------------------------------------------------------------- events
@@ -319,7 +386,8 @@ def build_http_event(
         "timeEpoch": int(now.timestamp() * 1000),
     }
     if claims is not None:
-        request_context["authorizer"] = {"jwt": {"claims": dict(claims), "scopes": None}}
+        # A Lambda authorizer's context, as payload 2.0 carries it.
+        request_context["authorizer"] = {"lambda": dict(claims)}
     event: dict[str, Any] = {"version": "2.0", "routeKey": route_key, "rawPath": path, "rawQueryString": raw_query}
     if cookies:
         event["cookies"] = cookies
@@ -443,10 +511,6 @@ def dispatch(functions: Functions, request: HttpRequest) -> HttpResponse:
         return _message(404, "Not Found")
     route, params = matched
 
-    claims = authorize(route, folded, request.source_ip)
-    if claims is None:
-        return _message(401, "Unauthorized", [("www-authenticate", "Bearer")])
-
     headers = list(request.headers)
     trace_id = f"Root=1-{int(time.time()):08x}-{uuid.uuid4().hex[:24]}"
     forwarded_for = f"{folded['x-forwarded-for']}, {request.source_ip}" if "x-forwarded-for" in folded else request.source_ip
@@ -454,17 +518,26 @@ def dispatch(functions: Functions, request: HttpRequest) -> HttpResponse:
     headers += [("x-forwarded-for", forwarded_for), ("x-forwarded-proto", "http"), ("x-amzn-trace-id", trace_id)]
     if request.body and "content-length" not in folded:
         headers.append(("content-length", str(len(request.body))))
-    event = build_http_event(
-        route.route_key,
-        method,
-        path,
-        raw_query=raw_query,
-        headers=headers,
-        body=request.body or None,
-        path_params={k: v for k, v in params.items()} if params else None,
-        claims=None if route.auth_none else claims,
-        source_ip=request.source_ip,
-    )
+
+    def event_with(claims: Mapping[str, str] | None) -> dict[str, Any]:
+        return build_http_event(
+            route.route_key,
+            method,
+            path,
+            raw_query=raw_query,
+            headers=headers,
+            body=request.body or None,
+            path_params={k: v for k, v in params.items()} if params else None,
+            claims=claims,
+            source_ip=request.source_ip,
+        )
+
+    claims = authorize(route, folded, request.source_ip, functions=functions, event=event_with(None))
+    if claims is None:
+        return _message(401, "Unauthorized", [("www-authenticate", "Bearer")])
+    if claims is NOT_AUTHORIZED:
+        return _message(403, "Forbidden")
+    event = event_with(None if route.auth_none else claims)
     function = functions[route.function_id]
     started = time.monotonic()
     try:

@@ -158,7 +158,7 @@ def http_event(route: HttpRoute) -> dict[str, Any]:
         headers.update(WEBHOOK_HEADERS)
     if not route.auth_none:
         headers["authorization"] = f"Bearer dev-{SAMPLE_USER}"
-        claims = {"sub": SAMPLE_USER, "iss": LOCAL_ISSUER, "token_use": "access", "scope": LOCAL_SCOPE}
+        claims = {"sub": SAMPLE_USER, "via": "jwt", "iss": LOCAL_ISSUER, "token_use": "access", "scope": LOCAL_SCOPE}
     return build_http_event(
         route.route_key,
         route.method,

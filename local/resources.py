@@ -39,6 +39,9 @@ LOCAL_ENV_OVERRIDES: dict[str, str] = {
     "TOOL_EGRESS": "local",
     "CONSOLE_LOGIN_URL": "",
     "CONSOLE_CLIENT_ID": "",
+    # No issuer either: the authorizer function takes API keys only (`dev-<user>` never reaches it).
+    "AUTH_ISSUER": "",
+    "AUTH_AUDIENCE": "",
 }
 
 

@@ -6,6 +6,7 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 from engram.account.routes import router as account
 from engram.agents.routes import router as agents
 from engram.api.http import build_app, cors_of
+from engram.apikeys.routes import router as api_keys
 from engram.cards.routes import router as cards
 from engram.connections.routes import router as connections
 from engram.console.routes import router as console
@@ -31,6 +32,7 @@ app = build_app(
     runs,
     usage,
     connections,
+    api_keys,
     console,
     health,
     cors=cors_of(get_settings().cors_allow_origins),

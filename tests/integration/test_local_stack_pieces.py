@@ -61,12 +61,20 @@ def lambda_handler(event, context):
 """
 
 
+# The Lambda authorizer refusing every token that is not `dev-<user>` (which never reaches it).
+STUB_REFUSE = """
+def lambda_handler(event, context):
+    raise Exception("Unauthorized")
+"""
+
+
 def _write_stubs(root: Path) -> Path:
     for folder, code in (
         ("functions/api", STUB_API),
         ("functions/chat", STUB_CHAT),
         ("functions/extract", STUB_CHAT),
         ("functions/heartbeat", STUB_CHAT),
+        ("functions/authorizer", STUB_REFUSE),
     ):
         (root / folder).mkdir(parents=True, exist_ok=True)
         (root / folder / "app.py").write_text(textwrap.dedent(code))
@@ -175,8 +183,9 @@ def test_authorized_request_reaches_the_handler_with_claims(functions):
     assert event["routeKey"] == "GET /api/agents/{agentId}/sessions/{sessionId}"
     assert event["pathParameters"] == {"agentId": "a1", "sessionId": "dashboard"}
     assert event["queryStringParameters"] == {"limit": "5"}
-    assert event["requestContext"]["authorizer"]["jwt"]["claims"] == {
+    assert event["requestContext"]["authorizer"]["lambda"] == {
         "sub": "alice",
+        "via": "jwt",
         "iss": "engram-local",
         "token_use": "access",
         "scope": "aws.cognito.signin.user.admin",
@@ -343,7 +352,7 @@ def test_start_stack_serves_stub_handlers_over_loopback(tmp_path, monkeypatch):
         with opener.open(request, timeout=30) as response:
             event = json.loads(response.read())["event"]
         assert event["pathParameters"] == {"agentId": "a1"}
-        assert event["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] == "alice"
+        assert event["requestContext"]["authorizer"]["lambda"]["sub"] == "alice"
         with pytest.raises(urllib.error.HTTPError) as denied:
             opener.open(f"{handle.url}/api/agents", timeout=30)
         assert denied.value.code == 401

@@ -26,8 +26,9 @@ def test_the_console_client_is_public_and_the_authorizer_accepts_it():
     client = _props("ConsoleClient")
     assert client["GenerateSecret"] is False  # a browser cannot keep a secret: PKCE instead
     assert client["ExplicitAuthFlows"] == ["ALLOW_REFRESH_TOKEN_AUTH"]  # no password flow from the page
-    jwt = _props("HttpApi")["Auth"]["Authorizers"]["JwtAuthorizer"]["JwtConfiguration"]
-    assert jwt["audience"]["Fn::If"][1] == [{"Ref": "UserPoolClient"}, {"Ref": "ConsoleClient"}]
+    assert _props("HttpApi")["Auth"]["DefaultAuthorizer"] == "EngramAuthorizer"
+    audience = _props("AuthorizerFunction")["Environment"]["Variables"]["AUTH_AUDIENCE"]
+    assert audience["Fn::If"][1] == {"Fn::Sub": "${UserPoolClient},${ConsoleClient}"}
 
 
 def test_the_custom_resource_gives_the_client_the_api_url_and_may_touch_nothing_else():

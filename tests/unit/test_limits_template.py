@@ -26,9 +26,12 @@ def test_http_api_default_route_throttling_is_parameterised():
 
 
 def test_every_function_has_a_reserved_concurrency_parameter_where_0_leaves_it_unreserved():
-    assert set(FUNCTIONS) == {"ApiFunction", "ChatFunction", "ExtractFunction", "HeartbeatFunction"}
+    # The authorizer is not capped: every uncached request of every route passes through it, so a
+    # cap on it would throttle the whole API; the throttling settings of the stage bound it.
+    capped = {name: f for name, f in FUNCTIONS.items() if name != "AuthorizerFunction"}
+    assert set(capped) == {"ApiFunction", "ChatFunction", "ExtractFunction", "HeartbeatFunction"}
     conditions = TEMPLATE.conditions
-    for name, function in FUNCTIONS.items():
+    for name, function in capped.items():
         prefix = name.removesuffix("Function")
         param = f"{prefix}ReservedConcurrency"
         assert function["Properties"]["ReservedConcurrentExecutions"] == {

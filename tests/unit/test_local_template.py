@@ -29,6 +29,7 @@ def _routes_of(function_id: str, *routers) -> set[tuple[str, str]]:
 def _expected_routes() -> set[tuple[str, str]]:
     from engram.account import routes as account
     from engram.agents import routes as agents
+    from engram.apikeys import routes as api_keys
     from engram.cards import routes as cards
     from engram.connections import probe_routes
     from engram.connections import routes as connections
@@ -40,7 +41,7 @@ def _expected_routes() -> set[tuple[str, str]]:
     from engram.runs import routes as runs
     from engram.usage import routes as usage
 
-    api = (agents, sessions, memory, facts, account, cards, runs, usage, connections, health)
+    api = (agents, sessions, memory, facts, account, cards, runs, usage, connections, api_keys, health)
     routes = _routes_of("ApiFunction", *(m.router for m in api)) | _routes_of(
         "ChatFunction", chat_routes.router, probe_routes.router
     )
@@ -211,9 +212,10 @@ OPEN_ROUTE = HttpRoute("ChatFunction", "Webhook", "POST", "/api/agents/{agentId}
 def test_dev_bearer_on_loopback_gives_claims():
     claims = authorize(JWT_ROUTE, {"authorization": "Bearer dev-alice_01"}, "127.0.0.1")
     scope = "aws.cognito.signin.user.admin"  # what the created pool's access tokens carry
-    assert claims == {"sub": "alice_01", "iss": "engram-local", "token_use": "access", "scope": scope}
+    assert claims == {"sub": "alice_01", "via": "jwt", "iss": "engram-local", "token_use": "access", "scope": scope}
     assert authorize(JWT_ROUTE, {"authorization": "Bearer dev-bob"}, "::1") == {
         "sub": "bob",
+        "via": "jwt",
         "iss": "engram-local",
         "token_use": "access",
         "scope": scope,
@@ -276,9 +278,7 @@ def test_http_event_has_the_v2_shape():
         "sourceIp": "127.0.0.1",
         "userAgent": "ua",
     }
-    assert ctx["authorizer"] == {
-        "jwt": {"claims": {"sub": "alice", "iss": "engram-local", "token_use": "access"}, "scopes": None}
-    }
+    assert ctx["authorizer"] == {"lambda": {"sub": "alice", "iss": "engram-local", "token_use": "access"}}
     assert isinstance(ctx["timeEpoch"], int) and ctx["requestId"]
     assert event["isBase64Encoded"] is False and "body" not in event
 
@@ -432,4 +432,4 @@ def test_sample_events_carry_the_documented_bodies(template):
     webhook = generated["chat-post-webhook.json"]
     assert {"x-engram-timestamp", "x-engram-signature"} <= webhook["headers"].keys()
     assert "authorizer" not in webhook["requestContext"]
-    assert generated["api-post-agents.json"]["requestContext"]["authorizer"]["jwt"]["claims"]["sub"] == "alice"
+    assert generated["api-post-agents.json"]["requestContext"]["authorizer"]["lambda"]["sub"] == "alice"

@@ -26,6 +26,8 @@ from engram.account import routes as account_routes
 from engram.account import service as account
 from engram.agents import models as agent_models
 from engram.agents import routes as agent_routes
+from engram.apikeys import models as api_key_models
+from engram.apikeys import routes as api_key_routes
 from engram.cards import models as card_models
 from engram.cards import routes as card_routes
 from engram.connections import models as connection_models
@@ -66,6 +68,7 @@ ROUTERS = tuple(
         health_routes,
         connection_routes,
         probe_routes,
+        api_key_routes,
     )
 )
 # Every public model, by the name this test has always used for it.
@@ -74,6 +77,7 @@ models = SimpleNamespace(
         name: getattr(module, name)
         for module in (
             agent_models,
+            api_key_models,
             card_models,
             connection_models,
             conversation_models,
@@ -105,6 +109,7 @@ RESOURCE_SCHEMAS = {
     "ActiveMemory": models.ActiveMemoryStatus,
     "RunMemoryEntry": run_memory_models.RunMemoryEntry,
     "ExportJob": account_models.ExportJob,
+    "ApiKey": models.ApiKey,
 }
 # Limits the use cases check against Settings (so REST, tools and extraction agree), and the
 # thresholds responses report against; the document states them in the field's description as
@@ -292,7 +297,9 @@ def test_success_statuses_match_handlers():
 
 def test_security_bearer_everywhere_but_the_signed_webhook_and_health():
     assert DOC["security"] == [{"bearerAuth": []}]
-    assert DOC["components"]["securitySchemes"]["bearerAuth"] == {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+    scheme = DOC["components"]["securitySchemes"]["bearerAuth"]
+    assert {k: v for k, v in scheme.items() if k != "description"} == {"type": "http", "scheme": "bearer", "bearerFormat": "JWT"}
+    assert "egk_" in scheme["description"]  # or an API key
     for method, path, item, op in operations():
         if (method, path) == WEBHOOK:
             assert op["security"] == []
@@ -333,6 +340,7 @@ def test_request_bodies_match_models():
         models.AgentUpdate,
         models.ConnectionCreate,
         models.ConnectionUpdate,
+        models.ApiKeyCreate,
         models.WorkspaceCreate,
         models.WorkspaceUpdate,
         models.SessionCreate,
@@ -473,6 +481,7 @@ def _fake_deps() -> Any:
     memory = models.Memory(id="m_1", key="k", value="v", scope="agent", **stamp)
     fact = models.Fact(id="f_1", fact="likes tea", **stamp)
     card_type = models.CardType(id="c", name="c", created_at="t", updated_at="t", fields={"x": {"type": "string"}})
+    api_key = models.ApiKey(id="key_1", created_at="t", updated_at="t", name="n", scopes=["read"], hint="egk_AbCd")
     connection = models.Connection(
         id="conn_1", created_at="t", updated_at="t", name="market", url="https://tools.example.com/mcp"
     )
@@ -490,6 +499,7 @@ def _fake_deps() -> Any:
         facts=SimpleNamespace(all=lambda t: [fact], delete_all=lambda t: 1),
         card_types=SimpleNamespace(all=lambda t: [card_type], delete_all=lambda t: 0),
         connections=SimpleNamespace(all=lambda t: [connection], delete_all=lambda t: 1),
+        api_keys=SimpleNamespace(all=lambda t: [api_key], delete_all=lambda t: 1),
         usage=SimpleNamespace(page=one_page(usage), delete_all=lambda t: 1),
         exports=SimpleNamespace(delete_all=lambda t: 1),
         export_objects=SimpleNamespace(delete_prefix=lambda prefix: 1),
@@ -517,6 +527,7 @@ def test_export_schema_matches_account_export():
         ("usage", "UsageRow"),
         ("cardTypes", "CardType"),
         ("connections", "Connection"),
+        ("apiKeys", "ApiKey"),
     ):
         assert export["properties"][name]["items"] == {"$ref": f"#/components/schemas/{item_schema}"}
         assert set(schemas[item_schema]["properties"]) == set(out[name][0]), name

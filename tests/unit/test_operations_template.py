@@ -37,7 +37,7 @@ def test_log_retention_is_a_parameter_of_the_values_cloudwatch_accepts():
 
 
 def test_every_function_writes_to_a_log_group_of_its_own_that_expires():
-    assert set(FUNCTIONS) == {*RUNTIME_FUNCTIONS, "ConsoleLoginFunction"}
+    assert set(FUNCTIONS) == {*RUNTIME_FUNCTIONS, "ConsoleLoginFunction", "AuthorizerFunction"}
     groups = []
     for function in FUNCTIONS:
         config = _props(function)["LoggingConfig"]
@@ -56,7 +56,9 @@ def test_every_log_group_of_the_stack_keeps_its_logs_for_log_retention_days():
         assert group["Properties"]["RetentionInDays"] == {"Ref": "LogRetentionDays"}, name
     # Named after the stack, so `aws logs tail /engram/<stack>/heartbeat` finds them.
     names = {g["Properties"]["LogGroupName"]["Fn::Sub"] for n, g in groups.items() if n != "HttpApiAccessLogs"}
-    assert names == {f"/engram/${{AWS::StackName}}/{short}" for short in ("api", "chat", "extract", "heartbeat", "console-login")}
+    assert names == {
+        f"/engram/${{AWS::StackName}}/{short}" for short in ("api", "chat", "extract", "heartbeat", "console-login", "authorizer")
+    }
 
 
 # --------------------------------------------------------------------------- alarms

@@ -82,6 +82,8 @@ def records(deps: Stores, t: str) -> Iterator[Record]:
         yield "cardType", card_type.public()
     for connection in deps.connections.all(t):
         yield "connection", connection.public()  # never its auth value: the model does not hold it
+    for api_key in deps.api_keys.all(t):
+        yield "apiKey", api_key.public()  # never the key's hash: the model does not hold it
 
 
 # --- the export job -------------------------------------------------------------------------------
@@ -175,7 +177,7 @@ def inline_export(deps: Stores, t: str) -> dict[str, Any]:
     this route never holds more than that in memory."""
     budget = deps.settings.inline_export_max_bytes
     out: dict[str, Any] = {"exportedAt": now_iso(), "agents": [], "workspaces": []}
-    out |= {"facts": [], "runs": [], "usage": [], "cardTypes": [], "connections": []}
+    out |= {"facts": [], "runs": [], "usage": [], "cardTypes": [], "connections": [], "apiKeys": []}
     owners: dict[str, dict[str, Any]] = {}
     sessions: dict[tuple[str, str], dict[str, Any]] = {}
     size = 0
@@ -203,15 +205,33 @@ def inline_export(deps: Stores, t: str) -> dict[str, Any]:
             out["workspaces"].append(owners[record["id"]])
         else:
             out[
-                {"fact": "facts", "run": "runs", "usage": "usage", "cardType": "cardTypes", "connection": "connections"}[kind]
+                {
+                    "fact": "facts",
+                    "run": "runs",
+                    "usage": "usage",
+                    "cardType": "cardTypes",
+                    "connection": "connections",
+                    "apiKey": "apiKeys",
+                }[kind]
             ].append(record)
     return out
 
 
 def delete_everything(deps: Stores, t: str) -> dict[str, int]:
     """Removes every row and object of the caller: agents (sessions, transcripts, memories, runs),
-    workspaces and their memory, facts, usage rows, export jobs and their files."""
-    counts = {"agents": 0, "workspaces": 0, "facts": 0, "usageRows": 0, "transcripts": 0, "exports": 0, "connections": 0}
+    workspaces and their memory, facts, usage rows, export jobs and their files, API keys."""
+    counts = {
+        "agents": 0,
+        "workspaces": 0,
+        "facts": 0,
+        "usageRows": 0,
+        "transcripts": 0,
+        "exports": 0,
+        "connections": 0,
+        "apiKeys": 0,
+    }
+    # The API keys first: nothing of the account is reachable with one while the rest goes.
+    counts["apiKeys"] = deps.api_keys.delete_all(t)
     for agent in list(_all_agents(deps, t)):
         if agent.schedule:
             deps.schedules.delete(agent.id)

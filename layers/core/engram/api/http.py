@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, CORSConfig, Response
@@ -16,6 +17,7 @@ from pydantic import ValidationError
 from engram.kernel.errors import BadRequest, EngramError, Forbidden, StorageUnavailable, Unauthorized, aws_unavailable
 from engram.kernel.ids import check_id, tenant_key
 from engram.kernel.observability import logger
+from engram.kernel.scopes import granted_scopes as _granted_scopes
 from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 
 MAX_BODY_BYTES = 256 * 1024
@@ -110,37 +112,74 @@ def deps_of(router: Router | APIGatewayHttpResolver) -> Any:
     return router.context["deps"]
 
 
-def tenant(router: Router | APIGatewayHttpResolver) -> str:
-    """The caller's tenant, from the JWT the authorizer verified (`sub`)."""
-    try:
-        claims = router.current_event.request_context.authorizer.jwt_claim or {}  # type: ignore[attr-defined]  # the HTTP API event
-    except (AttributeError, KeyError, TypeError):
-        claims = {}
-    sub = claims.get("sub")
-    if not sub:
+# Methods that read: a key without the `write` scope may call these only.
+READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who calls: the subject, and whether by a sign-in token (`jwt`) or an API key (`key`, with
+    the key's scopes)."""
+
+    sub: str
+    via: str
+    scopes: frozenset[str]
+
+    @property
+    def tenant(self) -> str:
+        return tenant_key(self.sub)
+
+    def may_write(self) -> bool:
+        return self.via != "key" or "write" in self.scopes
+
+
+def _authorizer_context(router: Router | APIGatewayHttpResolver) -> dict[str, Any]:
+    """The Lambda authorizer's context (`requestContext.authorizer.lambda`); an event from a JWT
+    authorizer (`authorizer.jwt.claims`: sample events, tests of the handlers alone) is read as a
+    sign-in token's claims."""
+    authorizer = (router.current_event.raw_event.get("requestContext") or {}).get("authorizer") or {}
+    if isinstance(authorizer.get("lambda"), dict):
+        return dict(authorizer["lambda"])
+    claims = (authorizer.get("jwt") or {}).get("claims") if isinstance(authorizer.get("jwt"), dict) else None
+    return {**claims, "via": "jwt"} if isinstance(claims, dict) else {}
+
+
+def principal(router: Router | APIGatewayHttpResolver) -> Principal:
+    """The caller the authorizer let in: `sub`, and `via` key (its scopes) or jwt (the token's
+    scopes, checked here against REQUIRED_SCOPES before any route reads or writes)."""
+    context = _authorizer_context(router)
+    sub = context.get("sub")
+    if not sub or not isinstance(sub, str):
         raise Unauthorized("a bearer token with a subject is required", code="unauthorized")
+    if context.get("via") == "key":
+        return Principal(sub, "key", frozenset(str(context.get("scope") or "").split()))
+    granted = _granted_scopes(context)
     required = deps_of(router).settings.required_scopes.split()
-    if required:
-        # The HTTP API's JWT authorizer cannot take its scopes from a template parameter (SAM wants
-        # a literal list), so the check is here, before any route reads or writes anything.
-        granted = _granted_scopes(claims)
-        missing = [scope for scope in required if scope not in granted]
-        if missing:
-            raise Forbidden(f"the access token lacks the scope {missing[0]!r} this API requires", code="insufficient_scope")
-    return tenant_key(sub)
+    # The authorizer is shared by every route and cannot know the route's needs, so the check is
+    # here (with SAM's JWT authorizer it was here too: SAM wants a literal list of scopes).
+    missing = [scope for scope in required if scope not in granted]
+    if missing:
+        raise Forbidden(f"the access token lacks the scope {missing[0]!r} this API requires", code="insufficient_scope")
+    return Principal(sub, "jwt", frozenset(granted))
 
 
-def _granted_scopes(claims: dict[str, Any]) -> set[str]:
-    """`scope` (space-separated, RFC 8693; Cognito) or `scp` (a list or a string; Okta, Entra ID).
-    API Gateway passes a list claim as its text `[a b]`."""
-    granted: set[str] = set()
-    for name in ("scope", "scp"):
-        value = claims.get(name)
-        if isinstance(value, list):
-            granted.update(str(v) for v in value)
-        elif isinstance(value, str):
-            granted.update(value.strip("[]").replace(",", " ").split())
-    return granted
+def tenant(router: Router | APIGatewayHttpResolver, *, writes: bool | None = None) -> str:
+    """The caller's tenant. A request that writes (by its method, or `writes`) with a key that
+    lacks the `write` scope is a 403 `insufficient_scope`."""
+    who = principal(router)
+    writing = router.current_event.http_method not in READ_METHODS if writes is None else writes
+    if writing and not who.may_write():
+        raise Forbidden("this API key is read-only; this request writes", code="insufficient_scope")
+    return who.tenant
+
+
+def signed_in(router: Router | APIGatewayHttpResolver) -> Principal:
+    """The caller, who must have come with a sign-in token: API keys are managed only that way,
+    so a leaked key cannot mint or revoke keys."""
+    who = principal(router)
+    if who.via != "jwt":
+        raise Forbidden("API keys are managed with a sign-in token, not with an API key", code="key_not_allowed")
+    return who
 
 
 def _field_of(loc: tuple[Any, ...] | list[Any]) -> str:

@@ -230,3 +230,22 @@ def tool_result_object(t: str, agent_id: str, run_id: str, tool_use_id: str) -> 
     """The full result of a tool call that was cut before it reached the model, beside the agent's
     transcripts (deleting the agent deletes it)."""
     return f"{session_prefix(t, agent_id)}tool-results/{check_id('runId', run_id)}/{check_id('toolUseId', tool_use_id)}.json"
+
+
+# --- personal API keys (apikeys/) ---------------------------------------------------------------
+_DIGEST = re.compile(r"^[0-9a-f]{64}$")
+API_KEY_LOOKUP_SK = "APIKEY"
+
+
+def api_key_sk(key_id: str) -> str:
+    """An API key as its owner lists it (no hash of it), in the tenant partition."""
+    return f"APIKEY#{check_id('keyId', key_id)}"
+
+
+def api_key_lookup_pk(digest: str) -> str:
+    """The row the authorizer reads: its own partition, named by the key's SHA-256 (no tenant in
+    it: the request that brings a key has no principal yet). The authorizer's IAM policy allows
+    only partitions with this prefix."""
+    if not _DIGEST.match(digest):
+        raise BadRequest("not a key digest", field="key")
+    return f"APIKEY#{digest}"

@@ -172,3 +172,7 @@ def sessions(t: str, agent_id: str, limit: int = 0) -> Quota:
 
 def connections(t: str, limit: int = 0) -> Quota:
     return Quota("connections", keys.tenant_pk(t), "CONN#", limit, setting="MAX_CONNECTIONS")
+
+
+def api_keys(t: str, limit: int = 0) -> Quota:
+    return Quota("apiKeys", keys.tenant_pk(t), "APIKEY#", limit, setting="MAX_API_KEYS")

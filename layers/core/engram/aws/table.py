@@ -243,14 +243,16 @@ class Table:
         names: dict[str, str] | None = None,
         values: dict[str, Any] | None = None,
         old_on_failure: bool = False,
+        returns: str = "ALL_NEW",
     ) -> dict[str, Any]:
-        """UpdateItem; returns the item as it is now. With `old_on_failure`, a failed condition
-        carries the stored item (or None when there is none)."""
+        """UpdateItem; returns the item as it is now (`returns="NONE"`: nothing, for a caller whose
+        policy may not read the item back). With `old_on_failure`, a failed condition carries the
+        stored item (or None when there is none)."""
         args: dict[str, Any] = {
             "TableName": self.name,
             "Key": serialize({"PK": pk, "SK": sk}),
             "UpdateExpression": expression,
-            "ReturnValues": "ALL_NEW",
+            "ReturnValues": returns,
             **_names(names),
             **_attrs(values),
         }

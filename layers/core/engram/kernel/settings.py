@@ -127,6 +127,11 @@ class Settings(BaseModel):
     # tenant and the connection bound in as encryption context.
     connection_key_id: str = Field("", alias="CONNECTION_KEY_ID")
     max_connections: int = Field(20, ge=1, le=1_000, alias="MAX_CONNECTIONS")
+    # Personal API keys (MX2) per user; the authorizer's JWT rules: the issuer (empty: the
+    # created user pool's, AUTH_ISSUER is then its URL) and the accepted audiences (comma-separated).
+    max_api_keys: int = Field(10, ge=1, le=100, alias="MAX_API_KEYS")
+    auth_issuer: str = Field("", alias="AUTH_ISSUER")
+    auth_audience: str = Field("", alias="AUTH_AUDIENCE")
     # Egress of tool calls (TL5): "public" (AWS: https to public addresses only) or "local" (the
     # local stack: http and loopback too). ALLOW_PRIVATE_TOOL_HOSTS (template parameter
     # AllowPrivateToolHosts) admits private addresses for servers inside the VPC; link-local and

@@ -11,6 +11,8 @@ from engram.account.ports import ExportJobs, ExportObjects
 from engram.account.repository import ExportJobRepository
 from engram.agents.ports import Agents, Workspaces
 from engram.agents.repository import AgentRepository
+from engram.apikeys.ports import ApiKeys
+from engram.apikeys.repository import ApiKeyRepository
 from engram.aws.deadline import ContextThreadPool
 from engram.aws.kms import KmsSecretBox
 from engram.aws.queues import Queues
@@ -64,6 +66,7 @@ class Stores:
     exports: ExportJobs = field(init=False)
     export_objects: ExportObjects = field(init=False)
     connections: Connections = field(init=False)
+    api_keys: ApiKeys = field(init=False)
     _secret_box: SecretBox | None = field(default=None, init=False, repr=False)
     _schedules: ScheduleStore | None = field(default=None, init=False, repr=False)
     _executor: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
@@ -92,6 +95,7 @@ class Stores:
         self.exports = ExportJobRepository(self.table)
         self.export_objects = ExportObjectStore(self.settings.bucket_name)
         self.connections = ConnectionRepository(self.table)
+        self.api_keys = ApiKeyRepository(self.table)
 
     @property
     def secret_box(self) -> SecretBox:

@@ -1,0 +1,124 @@
+"""API key rows. Two per key, written and deleted in one transaction:
+
+PK <t>               SK APIKEY#<keyId>  what the owner lists: name, scopes, hint, expiry, keyHash
+PK APIKEY#<sha256>   SK APIKEY          what the authorizer reads: sub, keyId, scopes, expiresAt
+                                        (epoch seconds: the table's TTL removes it some time after
+                                        it expired), lastUsedAt (epoch seconds)
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from engram.apikeys.models import ApiKey, KeyGrant
+from engram.aws import keys, quotas
+from engram.aws.table import ConditionFailed, Table
+from engram.kernel.errors import NotFound
+
+_NOT_FOUND = "API key not found"
+_HASH = "keyHash"
+
+
+def _iso(epoch: int | None) -> str | None:
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="seconds").replace("+00:00", "Z")
+
+
+class ApiKeyRepository:
+    def __init__(self, table: Table):
+        self.table = table
+
+    def create(self, t: str, key: ApiKey, grant: KeyGrant, digest: str, *, limit: int) -> None:
+        owner = {"PK": keys.tenant_pk(t), "SK": keys.api_key_sk(key.id), **key.model_dump(by_alias=True), _HASH: digest}
+        owner.pop("lastUsedAt", None)
+        lookup: dict[str, Any] = {
+            "PK": keys.api_key_lookup_pk(digest),
+            "SK": keys.API_KEY_LOOKUP_SK,
+            "sub": grant.sub,
+            "keyId": grant.key_id,
+            "scopes": list(grant.scopes),
+        }
+        if grant.expires_at is not None:
+            lookup["expiresAt"] = grant.expires_at
+        quotas.create_within(
+            self.table,
+            [
+                self.table.put_op(owner, condition="attribute_not_exists(PK)"),
+                self.table.put_op(lookup, condition="attribute_not_exists(PK)"),
+            ],
+            quotas.api_keys(t, limit),
+        )
+
+    def _with_last_use(self, items: list[dict[str, Any]]) -> list[ApiKey]:
+        digests = [str(i[_HASH]) for i in items if i.get(_HASH)]
+        found = self.table.get_many([(keys.api_key_lookup_pk(d), keys.API_KEY_LOOKUP_SK) for d in digests])
+        used = {str(row["PK"]).removeprefix("APIKEY#"): row.get("lastUsedAt") for row in found}
+        out = []
+        for item in items:
+            last = used.get(str(item.get(_HASH)))
+            out.append(ApiKey.model_validate({**item, "lastUsedAt": _iso(int(last)) if last is not None else None}))
+        return out
+
+    def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[ApiKey], str | None]:
+        items, nxt = self.table.query(keys.tenant_pk(t), sk_prefix="APIKEY#", limit=limit, token=token)
+        return self._with_last_use(items), nxt
+
+    def all(self, t: str) -> list[ApiKey]:
+        return self._with_last_use(self.table.query_all(keys.tenant_pk(t), sk_prefix="APIKEY#"))
+
+    def delete(self, t: str, key_id: str) -> None:
+        pk, sk = keys.tenant_pk(t), keys.api_key_sk(key_id)
+        item = self.table.get(pk, sk)
+        if item is None:
+            raise NotFound(_NOT_FOUND, field="keyId")
+        try:
+            quotas.delete_releasing(
+                self.table,
+                quotas.api_keys(t),
+                [
+                    self.table.delete_op(pk, sk, condition="attribute_exists(PK)"),
+                    self.table.delete_op(keys.api_key_lookup_pk(str(item[_HASH])), keys.API_KEY_LOOKUP_SK),
+                ],
+            )
+        except ConditionFailed:
+            raise NotFound(_NOT_FOUND, field="keyId") from None
+
+    def delete_all(self, t: str) -> int:
+        pk = keys.tenant_pk(t)
+        items = self.table.query_all(pk, sk_prefix="APIKEY#")
+        # The lookup rows first: a key must stop working even if the rest fails half-way.
+        self.table.batch_write(deletes=[(keys.api_key_lookup_pk(str(i[_HASH])), keys.API_KEY_LOOKUP_SK) for i in items])
+        self.table.batch_write(deletes=[(pk, str(i["SK"])) for i in items])
+        quotas.forget(self.table, quotas.api_keys(t))
+        return len(items)
+
+    # --- the authorizer's side ------------------------------------------------------------------
+    def grant(self, digest: str) -> KeyGrant | None:
+        item = self.table.get(keys.api_key_lookup_pk(digest), keys.API_KEY_LOOKUP_SK)
+        if item is None:
+            return None
+        return KeyGrant(
+            sub=str(item["sub"]),
+            key_id=str(item["keyId"]),
+            scopes=tuple(str(s) for s in item.get("scopes") or ()),
+            expires_at=int(item["expiresAt"]) if item.get("expiresAt") is not None else None,
+            last_used_at=int(item["lastUsedAt"]) if item.get("lastUsedAt") is not None else None,
+        )
+
+    def touch(self, digest: str, now: int, *, every: int) -> None:
+        """Sets lastUsedAt to `now` unless it was set less than `every` seconds ago (or the key is
+        gone): at most one write per key per `every` seconds, however many containers check it."""
+        try:
+            self.table.update(
+                keys.api_key_lookup_pk(digest),
+                keys.API_KEY_LOOKUP_SK,
+                "SET #u = :now",
+                condition="attribute_exists(PK) AND (attribute_not_exists(#u) OR #u <= :before)",
+                names={"#u": "lastUsedAt"},
+                values={":now": now, ":before": now - every},
+                returns="NONE",
+            )
+        except ConditionFailed:
+            pass

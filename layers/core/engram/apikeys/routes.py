@@ -1,0 +1,27 @@
+"""Personal API keys (MX2): managed with a sign-in token only (a key cannot mint or revoke keys)."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from engram.api.http import PAGE, Limit, Reply, Token, deps_of, ok, signed_in
+from engram.apikeys import service as api_keys
+from engram.apikeys.models import ApiKeyCreate
+
+router = Router()
+
+
+@router.post("/api/me/api-keys")
+def create_api_key(body: ApiKeyCreate) -> Reply:
+    who = signed_in(router)
+    return ok(api_keys.create_key(deps_of(router), who.tenant, who.sub, body), 201)
+
+
+@router.get("/api/me/api-keys")
+def list_api_keys(limit: Limit = PAGE, nextToken: Token = None) -> Reply:
+    return ok(api_keys.list_keys(deps_of(router), signed_in(router).tenant, limit, nextToken))
+
+
+@router.delete("/api/me/api-keys/<keyId>")
+def delete_api_key(keyId: str) -> Reply:
+    return ok(api_keys.delete_key(deps_of(router), signed_in(router).tenant, keyId))

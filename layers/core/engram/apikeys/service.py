@@ -1,0 +1,39 @@
+"""Use cases of API keys: create (the key shown once), list, revoke. The key check is the
+authorizer's (`apikeys.authorizer.check_key`)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from engram.apikeys.models import HINT_CHARS, ApiKey, ApiKeyCreate, KeyGrant, key_hash, new_key
+from engram.kernel.ids import check_id, new_id
+from engram.kernel.model import now_iso, page
+from engram.wiring.stores import Stores
+
+
+def create_key(deps: Stores, t: str, sub: str, body: ApiKeyCreate) -> dict[str, Any]:
+    """The new key's resource and, once only, the key itself (`key`)."""
+    secret = new_key()
+    now = now_iso()
+    expires = body.expires_at
+    key = ApiKey(
+        id=new_id("key"),
+        created_at=now,
+        updated_at=now,
+        name=body.name,
+        scopes=list(body.scopes),
+        hint=secret[:HINT_CHARS],
+        expires_at=expires.isoformat(timespec="seconds").replace("+00:00", "Z") if expires else None,
+    )
+    grant = KeyGrant(sub=sub, key_id=key.id, scopes=tuple(body.scopes), expires_at=int(expires.timestamp()) if expires else None)
+    deps.api_keys.create(t, key, grant, key_hash(secret), limit=deps.settings.max_api_keys)
+    return {**key.public(), "key": secret}
+
+
+def list_keys(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, Any]:
+    return page(*deps.api_keys.page(t, limit=limit, token=token))
+
+
+def delete_key(deps: Stores, t: str, key_id: str) -> dict[str, Any]:
+    deps.api_keys.delete(t, check_id("keyId", key_id))
+    return {"id": key_id, "deleted": True}

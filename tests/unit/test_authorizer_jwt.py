@@ -1,0 +1,118 @@
+"""The authorizer's JWT side (engram.apikeys.authorizer): the rules API Gateway's JWT authorizer
+applied, with PyJWT against an issuer served on loopback (its discovery document and JWKS)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+import jwt
+import pytest
+from cryptography.hazmat.primitives.asymmetric import rsa
+
+from engram.apikeys.authorizer import JwtVerifier, Refused, authorize
+
+KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+OTHER_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+
+
+@pytest.fixture(scope="module")
+def issuer() -> Iterator[tuple[str, list[int]]]:
+    """An issuer on loopback; the list counts the JWKS downloads."""
+    fetched = [0]
+    jwk = json.loads(jwt.algorithms.RSAAlgorithm.to_jwk(KEY.public_key()))
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            if self.path == "/.well-known/openid-configuration":
+                body: dict[str, Any] = {"issuer": url, "jwks_uri": f"{url}/keys"}
+            elif self.path == "/keys":
+                fetched[0] += 1
+                body = {"keys": [{**jwk, "kid": "k1", "use": "sig", "alg": "RS256"}]}
+            else:
+                self.send_error(404)
+                return
+            data = json.dumps(body).encode()
+            self.send_response(200)
+            self.send_header("content-type", "application/json")
+            self.send_header("content-length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def log_message(self, *args: Any) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    url = f"http://127.0.0.1:{server.server_address[1]}"
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    yield url, fetched
+    server.shutdown()
+    server.server_close()
+
+
+def _token(iss: str, *, key: Any = KEY, kid: str = "k1", **claims: Any) -> str:
+    now = int(time.time())
+    body = {"sub": "user-1", "iss": iss, "iat": now, "exp": now + 300, **claims}
+    return jwt.encode({k: v for k, v in body.items() if v is not None}, key, algorithm="RS256", headers={"kid": kid})
+
+
+class NoKeys:
+    settings = None
+    api_keys = None
+
+
+def _event(token: str) -> dict[str, Any]:
+    return {"type": "REQUEST", "headers": {"authorization": f"Bearer {token}"}}
+
+
+def test_a_cognito_access_token_passes_with_its_subject_and_scopes(issuer):
+    url, fetched = issuer
+    verifier = JwtVerifier(url, ["client-a", "client-b"])
+    token = _token(url, client_id="client-b", scope="aws.cognito.signin.user.admin openid", token_use="access")
+    answer = authorize(NoKeys(), _event(token), verifier)  # type: ignore[arg-type]
+    assert answer == {
+        "isAuthorized": True,
+        "context": {"sub": "user-1", "via": "jwt", "scope": "aws.cognito.signin.user.admin openid"},
+    }
+    before = fetched[0]
+    authorize(NoKeys(), _event(_token(url, aud="client-a")), verifier)  # type: ignore[arg-type]  # an ID token: aud
+    assert fetched[0] == before  # the JWKS is kept
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda url: _token(url, aud="someone-else"),  # not one of the audiences
+        lambda url: _token(url),  # no audience at all
+        lambda url: _token("https://other.example.com", aud="client-a"),  # another issuer
+        lambda url: _token(url, aud="client-a", exp=int(time.time()) - 60),  # expired
+        lambda url: _token(url, aud="client-a", key=OTHER_KEY),  # not the issuer's signature
+        lambda url: _token(url, aud="client-a", sub=None),  # no subject
+        lambda url: jwt.encode(
+            {"sub": "u", "iss": url, "aud": "client-a", "exp": int(time.time()) + 60}, "s" * 32, algorithm="HS256"
+        ),
+        lambda url: "not.a.jwt",
+    ],
+)
+def test_tokens_api_gateway_refused_are_refused(issuer, make):
+    url, _ = issuer
+    with pytest.raises(Refused) as refused:
+        JwtVerifier(url, ["client-a"]).claims(make(url))
+    assert str(refused.value) == "Unauthorized"  # what API Gateway answers with 401
+
+
+@pytest.mark.parametrize("header", ["", "Basic abc", "Bearer", "Bearer " + "x" * 9000])
+def test_requests_without_a_bearer_token_are_refused(header):
+    with pytest.raises(Refused):
+        authorize(NoKeys(), {"headers": {"authorization": header}}, JwtVerifier("", []))  # type: ignore[arg-type]
+
+
+def test_without_an_issuer_no_jwt_passes(issuer):
+    url, _ = issuer
+    with pytest.raises(Refused):
+        JwtVerifier("", ["client-a"]).claims(_token(url, aud="client-a"))
