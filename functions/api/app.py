@@ -15,6 +15,7 @@ from engram.facts.routes import router as facts
 from engram.health.routes import router as health
 from engram.kernel.observability import logger, metrics, tracer
 from engram.kernel.settings import get_settings
+from engram.mcp_server.routes import router as mcp
 from engram.memory.routes import router as memory
 from engram.roots import api
 from engram.roots.function import FunctionRoot
@@ -33,6 +34,7 @@ app = build_app(
     usage,
     connections,
     api_keys,
+    mcp,
     console,
     health,
     cors=cors_of(get_settings().cors_allow_origins),

@@ -168,6 +168,7 @@ class World:
             "exportId": self.call("POST", "/api/me/export")["exportId"],
             # a tool server nobody listens on: testing it answers `unreachable` at once, no network
             "connectionId": self.fresh_connection(),
+            "keyId": self.fresh_key(),
             "toolUseId": next((c["toolUseId"] for c in run.get("toolCalls", []) if c.get("toolUseId")), "toolu_none"),
         }
 
@@ -188,6 +189,9 @@ class World:
     def fresh_connection(self) -> str:
         body = {"name": f"conn-{len(SENT)}", "url": "http://127.0.0.1:9/mcp", "timeoutSeconds": 1}
         return str(self.call("POST", "/api/connections", body)["id"])
+
+    def fresh_key(self) -> str:
+        return str(self.call("POST", "/api/me/api-keys", {"name": f"key-{len(SENT)}"})["id"])
 
     def fresh_fact(self) -> str:
         return str(self.call("POST", "/api/me/facts", {"fact": f"fact number {len(SENT)}"})["id"])
@@ -220,6 +224,8 @@ class World:
             out["memoryId"] = self.fresh_memory(f"workspaces/{self.ids['workspaceId']}")
         elif operation_id == "deleteConnection" and "connectionId" in real:
             out["connectionId"] = self.fresh_connection()
+        elif operation_id == "deleteApiKey" and "keyId" in real:
+            out["keyId"] = self.fresh_key()
         elif operation_id == "archiveFact" and "factId" in real:
             out["factId"] = self.fresh_fact()
         return out

@@ -85,6 +85,10 @@ DEFERRED = {
         "engram.aws.snapstart",
         "engram.kernel.secrets",
     ): "the secret detector, warmed when a snapshot is primed, not with the module",
+    (
+        "engram.mcp_server.routes",
+        "engram.mcp_server.server",
+    ): "the MCP SDK (and starlette) only for POST /mcp, never for the api's other routes",
     ("engram.apikeys.authorizer", "jwt"): "PyJWT and cryptography only with the first JWT: callers with API keys never load them",
     ("engram.recall.analysis", "snowballstemmer"): "its package loads all 36 stemmers (~15 ms): with the first search's indexing",
 }

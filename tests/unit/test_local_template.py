@@ -37,11 +37,12 @@ def _expected_routes() -> set[tuple[str, str]]:
     from engram.conversations import routes as sessions
     from engram.facts import routes as facts
     from engram.health import routes as health
+    from engram.mcp_server import routes as mcp
     from engram.memory import routes as memory
     from engram.runs import routes as runs
     from engram.usage import routes as usage
 
-    api = (agents, sessions, memory, facts, account, cards, runs, usage, connections, api_keys, health)
+    api = (agents, sessions, memory, facts, account, cards, runs, usage, connections, api_keys, mcp, health)
     routes = _routes_of("ApiFunction", *(m.router for m in api)) | _routes_of(
         "ChatFunction", chat_routes.router, probe_routes.router
     )

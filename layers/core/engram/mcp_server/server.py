@@ -1,0 +1,276 @@
+"""The MCP server at POST /mcp (MX1): the official SDK's `MCPServer`, served statelessly with JSON
+responses, one request per Lambda invocation.
+
+The SDK's Streamable HTTP transport is an ASGI app whose session manager runs a task group; it
+fits a Lambda handler when each invocation builds the app (a new session manager: one `run()`
+per instance), enters its `run()`, and feeds it the one request as an ASGI call. So the SDK does
+all of the protocol (both eras: the handshake-era `initialize` + requests, and 2026-07-28's
+self-contained requests), tool schemas from the signatures and argument validation; Engram
+supplies the tools, which call the same services as the REST routes (validation, quotas, the
+secret detector, paging) for the caller the authorizer let in. Imported only by the /mcp route:
+the SDK (and starlette) never load for the other routes of the api function.
+
+Read-only keys get a server without the write tools: they neither list nor call them.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Mapping, MutableMapping
+from contextvars import ContextVar
+from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Annotated, Any, Literal
+
+import anyio
+from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.transport_security import TransportSecuritySettings
+from pydantic import Field, ValidationError
+
+from engram.agents import service as agents
+from engram.api.http import Principal
+from engram.cards import service as cards
+from engram.facts import service as facts
+from engram.facts.models import FactCreate
+from engram.kernel.errors import EngramError, Forbidden
+from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
+from engram.memory import service as memory
+from engram.memory.models import MemoryCreate
+from engram.recall.index import conversation_search
+from engram.wiring.stores import Stores
+
+Scope = Literal["agent", "workspace"]
+Limit = Annotated[int, Field(ge=1, le=LIST_LIMIT_MAX, description="Items per page.")]
+NextToken = Annotated[str | None, Field(max_length=2048, description="The nextToken of the previous page.")]
+OwnerId = Annotated[str, Field(description="The agent's id (scope agent) or the workspace's id (scope workspace).")]
+
+READ_TOOLS = ("list_agents", "search_memory", "list_facts", "recall_memory", "get_decisions")
+WRITE_TOOLS = ("remember", "forget", "store_memory", "forget_memory")
+
+
+@dataclass(frozen=True)
+class Caller:
+    deps: Stores
+    who: Principal
+
+    @property
+    def t(self) -> str:
+        return self.who.tenant
+
+
+_CALLER: ContextVar[Caller] = ContextVar("engram_mcp_caller")
+
+
+def _caller(*, writes: bool = False) -> Caller:
+    caller = _CALLER.get()
+    if writes and not caller.who.may_write():  # the read-only server has no write tools; this is the backstop
+        raise _tool_error(Forbidden("this API key is read-only; this tool writes", code="insufficient_scope"))
+    return caller
+
+
+def _tool_error(err: EngramError) -> ToolError:
+    body = {"code": err.code, "message": err.message, **({"field": err.field} if err.field else {})}
+    return ToolError(json.dumps(body, ensure_ascii=False))
+
+
+def _checked[T](call: Callable[[], T]) -> T:
+    """A service call, its errors as the tool's error result (the REST error's code and message)."""
+    try:
+        return call()
+    except EngramError as err:
+        raise _tool_error(err) from None
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(p) for p in first.get("loc", ()))
+        raise ToolError(json.dumps({"code": "validation_error", "message": f"{field}: {first['msg']}", "field": field})) from None
+
+
+def _register_read_tools(server: MCPServer) -> None:
+    @server.tool()
+    async def list_agents(limit: Limit = LIST_LIMIT_DEFAULT, nextToken: NextToken = None) -> dict[str, Any]:
+        """Your agents (id, name, persona, workspaceId, ...), a page at a time."""
+        c = _caller()
+        return _checked(lambda: agents.list_agents(c.deps, c.t, limit, nextToken))
+
+    @server.tool()
+    async def search_memory(
+        agentId: Annotated[str, Field(description="The agent whose conversations to search.")],
+        query: Annotated[str, Field(min_length=1, max_length=500)],
+        limit: Annotated[int, Field(ge=1, le=20)] = 5,
+        sessionId: str | None = None,
+    ) -> dict[str, Any]:
+        """Search everything said with an agent (all its sessions, or one), best matches first."""
+        c = _caller()
+
+        def run() -> dict[str, Any]:
+            agents.get_agent(c.deps, c.t, agentId)  # 404 for an id that is not yours
+            return {"items": conversation_search(c.deps, c.t, agentId, query, limit=limit, session_id=sessionId)}
+
+        return _checked(run)
+
+    @server.tool()
+    async def list_facts(
+        includeArchived: bool = False,
+        limit: Limit = LIST_LIMIT_DEFAULT,
+        nextToken: NextToken = None,
+    ) -> dict[str, Any]:
+        """What Engram knows about you (your facts), active ones first."""
+        c = _caller()
+        return _checked(lambda: facts.list_facts(c.deps, c.t, include_archived=includeArchived, limit=limit, token=nextToken))
+
+    @server.tool()
+    async def recall_memory(
+        scope: Scope,
+        ownerId: OwnerId,
+        query: Annotated[str, Field(max_length=500, description="Words to look for; empty: the list in order.")] = "",
+        limit: Limit = LIST_LIMIT_DEFAULT,
+        nextToken: NextToken = None,
+    ) -> dict[str, Any]:
+        """An agent's or a workspace's long-term memories: matching `query`, or a page of all of them."""
+        c = _caller()
+
+        def run() -> dict[str, Any]:
+            if not query.strip():
+                return memory.list_memories(c.deps, c.t, scope, ownerId, limit=limit, token=nextToken)
+            if scope == "agent":
+                owner: Any = agents.get_agent(c.deps, c.t, ownerId)
+            else:
+                owner = SimpleNamespace(id="", workspace_id=agents.get_workspace(c.deps, c.t, ownerId).id)
+            hits = memory.recall(c.deps, c.t, agent=owner, session_id="", query=query, scopes=[scope], limit=limit)
+            return {"items": hits, "nextToken": None}
+
+        return _checked(run)
+
+    @server.tool()
+    async def get_decisions(
+        agentId: str,
+        limit: Annotated[int, Field(ge=1, le=20)] = 5,
+        nextToken: NextToken = None,
+    ) -> dict[str, Any]:
+        """An agent's decisions (its result cards), newest first."""
+        c = _caller()
+        return _checked(lambda: cards.list_decisions(c.deps, c.t, agentId, limit, nextToken))
+
+
+def _register_write_tools(server: MCPServer) -> None:
+    @server.tool()
+    async def remember(
+        fact: Annotated[str, Field(description="One thing about you, in a sentence.")],
+        topic: str | None = None,
+        confidence: Literal["asserted", "inferred"] = "asserted",
+    ) -> dict[str, Any]:
+        """Tell Engram a fact about you (refused if it looks like a secret)."""
+        c = _caller(writes=True)
+
+        def run() -> dict[str, Any]:
+            body = FactCreate.model_validate({"fact": fact, "topic": topic, "confidence": confidence})
+            row, created = facts.add_fact(c.deps, c.t, body.fact, source="profile", confidence=body.confidence, topic=body.topic)
+            return {**row.public(), "created": created}
+
+        return _checked(run)
+
+    @server.tool()
+    async def forget(factId: str) -> dict[str, Any]:
+        """Forget one of your facts (archived, as the console's delete does)."""
+        c = _caller(writes=True)
+        return _checked(lambda: facts.archive_fact(c.deps, c.t, factId, "user_deleted").public())
+
+    @server.tool()
+    async def store_memory(
+        scope: Scope,
+        ownerId: OwnerId,
+        key: str,
+        value: str,
+        importance: Annotated[int, Field(ge=0, le=100)] = 0,
+        pinned: bool = False,
+    ) -> dict[str, Any]:
+        """Store (or update, by key) a long-term memory of an agent or a workspace."""
+        c = _caller(writes=True)
+
+        def run() -> dict[str, Any]:
+            body = MemoryCreate.model_validate({"key": key, "value": value, "importance": importance, "pinned": pinned})
+            fields = body.model_dump(exclude={"key", "value", "source"}, exclude_unset=True)
+            row, created = memory.upsert_memory(
+                c.deps, c.t, scope=scope, owner_id=ownerId, key=body.key, value=body.value, source="manual", fields=fields
+            )
+            return {**row.public(), "created": created}
+
+        return _checked(run)
+
+    @server.tool()
+    async def forget_memory(scope: Scope, ownerId: OwnerId, memoryId: str) -> dict[str, Any]:
+        """Delete one long-term memory of an agent or a workspace."""
+        c = _caller(writes=True)
+
+        def run() -> dict[str, Any]:
+            memory.delete_memory(c.deps, c.t, scope, ownerId, memoryId)
+            return {"id": memoryId, "deleted": True}
+
+        return _checked(run)
+
+
+@functools.cache
+def server_for(*, writes: bool) -> MCPServer:
+    """The server of a caller who may (or may not) write: built once per container each."""
+    server = MCPServer("engram", instructions="Your Engram memory: facts about you, agents' memories, past conversations.")
+    _register_read_tools(server)
+    if writes:
+        _register_write_tools(server)
+    return server
+
+
+# Behind API Gateway and the authorizer: no DNS-rebinding check (the Host is the API's own name).
+_NO_HOST_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+def handle(deps: Stores, who: Principal, headers: Mapping[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
+    """One POST /mcp: (status, headers, body) as the SDK's transport answers it."""
+    server = server_for(writes=who.may_write())
+    app = server.streamable_http_app(json_response=True, stateless_http=True, transport_security=_NO_HOST_CHECK)
+    scope = {
+        "type": "http",
+        "asgi": {"version": "3.0"},
+        "http_version": "1.1",
+        "method": "POST",
+        "scheme": "https",
+        "path": "/mcp",
+        "raw_path": b"/mcp",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in headers.items()],
+        "server": ("engram", 443),
+        "client": ("127.0.0.1", 0),
+    }
+    status = [500]
+    out_headers: dict[str, str] = {}
+    chunks: list[bytes] = []
+    delivered = [False]
+
+    async def receive() -> dict[str, Any]:
+        if not delivered[0]:
+            delivered[0] = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        await anyio.sleep_forever()
+        return {"type": "http.disconnect"}  # pragma: no cover
+
+    async def send(message: MutableMapping[str, Any]) -> None:
+        if message["type"] == "http.response.start":
+            status[0] = int(message["status"])
+            for name, value in message.get("headers", []):
+                out_headers[name.decode("latin-1").lower()] = value.decode("latin-1")
+        elif message["type"] == "http.response.body":
+            chunks.append(message.get("body", b""))
+
+    async def main() -> None:
+        async with server.session_manager.run():
+            await app(scope, receive, send)
+
+    token = _CALLER.set(Caller(deps, who))
+    try:
+        anyio.run(main)
+    finally:
+        _CALLER.reset(token)
+    out_headers.pop("content-length", None)
+    return status[0], out_headers, b"".join(chunks)
