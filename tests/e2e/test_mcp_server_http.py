@@ -4,6 +4,7 @@ client over Streamable HTTP with an API key, as Claude Code or Claude Desktop wo
 from __future__ import annotations
 
 import json
+import threading
 from typing import Any
 
 import anyio
@@ -30,7 +31,8 @@ def _key(url: str, user: str = "alice", scopes: tuple[str, ...] = ("read", "writ
 
 
 def session(url: str, key: str, steps: Any) -> Any:
-    """Runs `steps(client)` in one client session against POST /mcp with the key."""
+    """Runs `steps(client)` in one client session against POST /mcp with the key, on a thread of
+    its own (an earlier test of the session may leave an event loop set on the main thread)."""
 
     async def main() -> Any:
         async with (
@@ -39,7 +41,20 @@ def session(url: str, key: str, steps: Any) -> Any:
         ):
             return await steps(client)
 
-    return anyio.run(main)
+    out: dict[str, Any] = {}
+
+    def run() -> None:
+        try:
+            out["value"] = anyio.run(main)
+        except BaseException as err:  # re-raised on the test's thread
+            out["error"] = err
+
+    thread = threading.Thread(target=run)
+    thread.start()
+    thread.join()
+    if "error" in out:
+        raise out["error"]
+    return out["value"]
 
 
 def _data(result: Any) -> Any:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import functools
 import json
+import logging
 from collections.abc import Callable, Mapping, MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -45,6 +46,10 @@ Scope = Literal["agent", "workspace"]
 Limit = Annotated[int, Field(ge=1, le=LIST_LIMIT_MAX, description="Items per page.")]
 NextToken = Annotated[str | None, Field(max_length=2048, description="The nextToken of the previous page.")]
 OwnerId = Annotated[str, Field(description="The agent's id (scope agent) or the workspace's id (scope workspace).")]
+
+# The SDK logs each request's session manager starting and stopping, and each request, at INFO:
+# per invocation that is noise (and time); Engram's own logs name the request.
+logging.getLogger("mcp.server").setLevel(logging.WARNING)
 
 READ_TOOLS = ("list_agents", "search_memory", "list_facts", "recall_memory", "get_decisions")
 WRITE_TOOLS = ("remember", "forget", "store_memory", "forget_memory")
