@@ -131,3 +131,23 @@ def test_result_text_shows_what_a_model_can_read():
     )
     assert result_text([], {"price": 1}) == '{"price": 1}'
     assert result_text([], None) == "(the tool returned nothing)"
+
+
+def test_each_tool_call_is_counted_per_connection(monkeypatch, capsys):
+    import json
+
+    from engram.connections.mcp_client import CallResult, McpFailure
+    from engram.connections.tools import _count
+
+    monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)
+    _count("market", CallResult(ok=True, duration_ms=12.5))
+    _count("tickets", CallResult(ok=False, failure=McpFailure("timeout", "slow"), duration_ms=2000))
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    seen = {(next(iter(set(line) - {"_aws", "Connection"})), line["Connection"]) for line in lines}
+    assert seen == {
+        ("ToolCalls", "market"),
+        ("ToolCallLatency", "market"),
+        ("ToolCalls", "tickets"),
+        ("ToolCallLatency", "tickets"),
+        ("ToolCallErrors", "tickets"),
+    }
