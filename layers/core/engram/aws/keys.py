@@ -111,7 +111,7 @@ def fact_rank_pk(t: str) -> str:
     return f"{t}#U#FACTRANK"
 
 
-# --- conversation archive (stores/archive.py) ---------------------------------------------------
+# --- conversation archive (recall/archive.py) ---------------------------------------------------
 # Items live in the agent partition (so the agent cascade removes them) under
 #   SK     ARCH#<sessionId>#<createdAt>#<runId>#<seq>    (a session's archive is one begins_with Query)
 #   GSI1PK <t>#A#<agentId>#ARCH
@@ -160,19 +160,19 @@ def archive_tombstone_gsi_sk(deleted_at: str, session_id: str) -> str:
     return f"{check_stamp('deletedAt', deleted_at)}#~del#{check_id('sessionId', session_id)}"
 
 
-# --- automatic extraction (stores/extraction.py) ----------------------------------------------
+# --- automatic extraction (extraction/repository.py) ------------------------------------------
 def extract_marker_sk(run_id: str) -> str:
     """The once-per-run marker of an extraction job, in the agent partition (the cascade removes it)."""
     return f"EXTRACT#{check_id('runId', run_id)}"
 
 
-# --- card types (cards.py) --------------------------------------------------------------------
+# --- card types (cards/repository.py) ---------------------------------------------------------
 def card_type_sk(name: str) -> str:
     """A custom card type of the tenant, in the tenant partition (built-ins are not stored)."""
     return f"CARDTYPE#{check_id('name', name)}"
 
 
-# --- runs: re-examinations, run memory, director learnings (runs.py, stores/run_memory.py) ------
+# --- runs: re-examinations, run memory, director learnings (runs/, run_memory/repository.py) ---
 def reexaminations_of(t: str, parent_run_id: str) -> str:
     """GSI2 partition listing the re-examinations of one run (sparse: only those runs carry it)."""
     return f"{t}#RUN#{check_id('runId', parent_run_id)}#REEXAM"

@@ -269,7 +269,7 @@ def offline_card(schema: dict[str, Any], text: str) -> dict[str, Any]:
 
 
 # --- memory extraction ------------------------------------------------------------------------
-# The extraction worker forces this tool (engram/extraction.py); offline, facts come from a few
+# The extraction worker forces this tool (engram/extraction/prompt.py); offline, facts come from a few
 # explicit phrasings of the user, so the local stack shows `auto:` rows without a key.
 EXTRACTION_TOOL = "record_memories"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|;\s*|,\s+(?:and|but|so)\s+", re.I)  # one fact per clause
