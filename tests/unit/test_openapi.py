@@ -482,6 +482,22 @@ def _fake_deps() -> Any:
         export_objects=SimpleNamespace(delete_prefix=lambda prefix: 1),
         settings=Settings(),
         run_memory=SimpleNamespace(agent_entries=lambda t, agent_id: [("run_1", entry)]),
+        archive=SimpleNamespace(
+            agent_items=lambda t, agent_id: iter(
+                [
+                    {
+                        "kind": "msg",
+                        "sessionId": "dashboard",
+                        "runId": "run_1",
+                        "seq": 0,
+                        "role": "user",
+                        "text": "hi",
+                        "createdAt": "t",
+                        "archivedAt": "t",
+                    }
+                ]
+            )
+        ),
         history=SimpleNamespace(
             load=lambda t, agent_id, session_id, committed_run: SimpleNamespace(messages=[{"role": "user", "content": []}]),
             delete_agent=lambda t, agent_id: 1,
@@ -498,6 +514,10 @@ def test_export_schema_matches_account_export():
     assert set(schema_properties(export["properties"]["workspaces"]["items"])) == set(out["workspaces"][0])
     agent_item = schema_properties(export["properties"]["agents"]["items"])
     assert set(schema_properties(agent_item["sessions"]["items"])) == set(out["agents"][0]["sessions"][0])
+    archived = schemas["ArchivedMessage"]
+    assert set(out["agents"][0]["archive"][0]) <= set(archived["properties"]) and set(archived["required"]) <= set(
+        out["agents"][0]["archive"][0]
+    )
     for name, item_schema in (("facts", "Fact"), ("runs", "Run"), ("usage", "UsageRow"), ("cardTypes", "CardType")):
         assert export["properties"][name]["items"] == {"$ref": f"#/components/schemas/{item_schema}"}
         assert set(schemas[item_schema]["properties"]) == set(out[name][0]), name

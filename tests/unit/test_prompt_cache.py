@@ -186,11 +186,11 @@ def test_bedrock_keeps_the_one_hour_ttl_only_where_aws_offers_it():
     assert older["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
 
 
-def test_history_past_the_cap_is_cut_to_half_so_the_first_message_moves_rarely():
+def test_history_past_the_cap_is_cut_to_about_half_so_the_first_message_moves_rarely():
     turns = [m for i in range(30) for m in (_user(f"q{i}"), {"role": "assistant", "content": [_text(5)]})]
     assert trim_in_steps(turns[:50], 50).kept == turns[:50]
     cut = trim_in_steps(turns[:52], 50).kept
-    assert len(cut) == 24 and cut[0] == turns[28]  # the newest 25 at most, from a turn's start
+    assert len(cut) == 26 and cut[0] == turns[26]  # never less than half (CM8), from a turn's start
     firsts = set()
     history: list[dict] = []
     for message in turns * 3:

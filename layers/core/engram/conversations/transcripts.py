@@ -40,13 +40,15 @@ def committed_view(doc: dict[str, Any], etag: str | None, committed_run: str | N
     """The committed transcript in a stored document, given the session's `lastRunId`."""
     writer = doc.get("runId")
     messages = list(doc.get("messages", []))
+    cut = doc.get("cut") or {}
+    pending, pending_from = list(cut.get("messages") or []), int(cut.get("from", 0) or 0)
     if writer is None or writer == committed_run:
-        return History(messages=messages, etag=etag, run_id=writer)
+        return History(messages=messages, etag=etag, run_id=writer, cut=pending, cut_from=pending_from)
     base = doc.get("base") or {}
     if base.get("runId") != committed_run:
         logger.warning("a transcript names neither the committed run nor its base", extra={"writer": writer})
     previous = base["messages"] if "messages" in base else list(base.get("dropped", [])) + messages[: int(base.get("kept", 0))]
-    return History(messages=previous, etag=etag, run_id=base.get("runId"))
+    return History(messages=previous, etag=etag, run_id=base.get("runId"), cut=pending, cut_from=pending_from)
 
 
 class HistoryStore(BucketStore):
@@ -61,14 +63,25 @@ class HistoryStore(BucketStore):
         return committed_view(json.loads(out["Body"].read()), out["ETag"], committed_run)
 
     def save(
-        self, t: str, agent_id: str, session_id: str, messages: list[dict[str, Any]], *, previous: History, run_id: str
+        self,
+        t: str,
+        agent_id: str,
+        session_id: str,
+        messages: list[dict[str, Any]],
+        *,
+        previous: History,
+        run_id: str,
+        cut: list[Any] | None = None,
+        cut_from: int = 0,
     ) -> str:
         """Conditional PUT over the object the turn read (If-Match its ETag; If-None-Match for a
         new one). A mismatch means someone else wrote the session since: SessionBusy.
 
         A retry after a lost response finds its own write and fails the condition: the object's
         `run-id` metadata tells, and the write stands."""
-        doc = {"version": _VERSION, "runId": run_id, "messages": messages, "base": _base(previous, messages)}
+        doc: dict[str, Any] = {"version": _VERSION, "runId": run_id, "messages": messages, "base": _base(previous, messages)}
+        if cut:
+            doc["cut"] = {"from": cut_from, "messages": cut}
         body = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
         key = keys.session_object(t, agent_id, session_id)
         condition = {"IfMatch": previous.etag} if previous.etag else {"IfNoneMatch": "*"}
