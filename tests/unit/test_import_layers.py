@@ -63,6 +63,7 @@ DEFERRED = {
     ): "the secret detector's patterns compile with the first write checked, not with the api's import (most requests read)",
     ("engram.aws.snapstart", "boto3"): "as boto3: imported when a snapshot is primed, not with the module",
     ("engram.aws.snapstart", "snapshot_restore_py"): "Lambda's runtime hooks, present on its managed runtimes only",
+    ("engram.recall.service", "engram.recall.index"): "the search index with the first archive search, not with the api's import",
 }
 
 

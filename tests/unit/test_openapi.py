@@ -38,6 +38,7 @@ from engram.health import routes as health_routes
 from engram.kernel.settings import Settings
 from engram.memory import models as memory_models
 from engram.memory import routes as memory_routes
+from engram.recall import routes as recall_routes
 from engram.run_memory import models as run_memory_models
 from engram.runs import models as run_models
 from engram.runs import routes as run_routes
@@ -52,6 +53,7 @@ ROUTERS = tuple(
     for m in (
         agent_routes,
         session_routes,
+        recall_routes,
         chat_routes,
         memory_routes,
         fact_routes,
