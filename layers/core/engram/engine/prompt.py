@@ -12,8 +12,9 @@ cached prefix, in the turn's own message (`memory_delta`). The snapshot is taken
 row it shows is gone or changed (a forgotten row is never shown again; the session row keeps
 digests and a template, never the text, so nothing forgotten stays there either), when the new rows would
 not fit the budget beside it, and when the history's first message changed (trimmed by the cap,
-or an Active Memory reset: the cached history is lost anyway) if rows were stored since, so
-they join the cached part; with none, the tools, persona and memory stay cached across the cut.
+or an Active Memory reset: the cached history is lost anyway) if the rows stored since take more
+than half their room (a tenth of the budget), so they join the cached part; with fewer, the
+tools, persona, memory and the running summary's earlier lines stay cached across the cut.
 Where the cache breakpoints go is engine.cache's business.
 """
 
@@ -212,7 +213,10 @@ def session_memory(view: MemoryView, stored: Any, head: str, *, budget_tokens: i
     if snapshot is not None:
         delta = memory_delta(view, snapshot)
         fits = estimate_tokens(snapshot.text) + estimate_tokens(delta) <= budget_tokens
-        if fits and (not delta or snapshot.head == head):
+        # At a cut, rows stored since join the snapshot only when they take more than half their
+        # room: a small delta is cheaper sent beside the cached memory than the memory written again.
+        small = estimate_tokens(delta) <= budget_tokens // SNAPSHOT_HEADROOM // 2
+        if fits and (not delta or snapshot.head == head or small):
             moved = snapshot.head != head
             return snapshot.text, delta, MemorySnapshot(snapshot.text, snapshot.lines, head) if moved else None
     fresh = MemorySnapshot(text=view.text, lines=view.shown, head=head)
