@@ -272,7 +272,8 @@ async function watchQueued(agent, sessionId, pending, reload) {
   try {
     const page = await get(`/api/agents/${id(agent.id)}/runs`, { limit: 20 });
     for (const run of page.items) {
-      if (run.sessionId === sessionId && (run.status === 'queued' || run.status === 'running')) {
+      const shown = pending.querySelector(`[data-run-id="${CSS.escape(run.id)}"]`); // sent from this page already
+      if (run.sessionId === sessionId && (run.status === 'queued' || run.status === 'running') && !shown) {
         pending.append(queuedView(run.id, run.status));
         follow(run.id, pending, reload);
       }
