@@ -86,6 +86,7 @@ DEFERRED = {
         "engram.kernel.secrets",
     ): "the secret detector, warmed when a snapshot is primed, not with the module",
     ("engram.recall.analysis", "snowballstemmer"): "its package loads all 36 stemmers (~15 ms): with the first search's indexing",
+    ("engram.recall.service", "engram.recall.index"): "the search index with the first archive search, not with the api's import",
 }
 
 

@@ -16,6 +16,7 @@ from engram.kernel.observability import logger
 from engram.recall.policy import ArchivePolicy
 from engram.runs.models import Run
 from engram.runs.service import unqueued
+from engram.summaries.policy import SummaryPolicy
 from engram.wiring.model import ModelDeps
 
 
@@ -64,8 +65,14 @@ def ensure_session(deps: ModelDeps, tenant: str, agent_id: str, session_id: str)
 
 
 def turn_policies(deps: ModelDeps, **extraction: Any) -> list[TurnPolicy]:
-    """What every turn of an agent gets: its result card, the conversation archive, extraction."""
-    return [CardPolicy(deps), ArchivePolicy(deps.archive), ExtractionPolicy(deps.queues, **extraction)]
+    """What every turn of an agent gets: its result card, the conversation archive, extraction,
+    the running summary of what the history cap cuts."""
+    return [
+        CardPolicy(deps),
+        ArchivePolicy(deps.archive),
+        ExtractionPolicy(deps.queues, **extraction),
+        SummaryPolicy(deps.queues),
+    ]
 
 
 def chat_plan(

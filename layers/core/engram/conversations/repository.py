@@ -124,9 +124,40 @@ class SessionRepository:
             keys.agent_pk(t, agent_id), keys.session_sk(session_id), expression, condition="leaseOwner = :run", values=values
         )
 
+    def store_summary(
+        self, t: str, agent_id: str, session_id: str, summary: dict[str, Any], *, was: dict[str, Any] | None, reset_at: Any
+    ) -> bool:
+        """Sets the session's running summary (CM8) if it is still `was` (the summary the worker
+        read, None for none) and no Active Memory reset happened since `reset_at`; False if not.
+        No lease: a turn's commit never writes the summary, so the two cannot overwrite each other."""
+        conditions = ["attribute_exists(PK)"]
+        values: dict[str, Any] = {":summary": summary}
+        if was is None:
+            conditions.append("attribute_not_exists(summary)")
+        else:
+            conditions.append("summary.through = :through AND summary.updatedAt = :updated")
+            values |= {":through": was.get("through", 0), ":updated": was.get("updatedAt", "")}
+        if reset_at is None:
+            conditions.append("attribute_not_exists(lastResetAt)")
+        else:
+            conditions.append("lastResetAt = :reset")
+            values[":reset"] = reset_at
+        try:
+            self.table.update(
+                keys.agent_pk(t, agent_id),
+                keys.session_sk(session_id),
+                "SET summary = :summary",
+                condition=" AND ".join(conditions),
+                values=values,
+            )
+        except ConditionFailed:
+            return False
+        return True
+
     def reset_context(self, t: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, Any]:
         """Active Memory reset: the model's context starts after the messages the session holds now
-        (they stay in the transcript); the run counter restarts. Taken under the session's lease,
+        (they stay in the transcript); the run counter restarts; the running summary is dropped
+        and nothing cut before the reset is summarised again (`summaryFrom`). Taken under the session's lease,
         waiting for a turn or run that holds it, so a reset is never lost under a finishing run."""
         owner = new_id("reset")
         self.wait_for_lease(
@@ -143,7 +174,8 @@ class SessionRepository:
                 keys.agent_pk(t, agent_id),
                 keys.session_sk(session_id),
                 "SET contextFrom = if_not_exists(messageCount, :zero), revisionAtReset = if_not_exists(revision, :zero), "
-                "runsSinceReset = :zero, lastResetAt = :now REMOVE leaseOwner, leaseUntil",
+                "runsSinceReset = :zero, lastResetAt = :now, summaryFrom = if_not_exists(trimmedCount, :zero) "
+                "REMOVE leaseOwner, leaseUntil, summary",
                 condition="leaseOwner = :token",
                 values={":zero": 0, ":now": now_iso(), ":token": owner},
             )

@@ -30,6 +30,7 @@ from engram.engine.prompt import (
     build_system,
     fit_sections,
     message_digest,
+    render_summary,
     session_memory,
     start_sections,
 )
@@ -102,6 +103,7 @@ class TurnOutcome:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     # Every message of the turn: the user's and what the model and its tools added.
     messages: list[dict[str, Any]] = field(default_factory=list)
+    cut: int = 0  # messages the history cap cut from the session's transcript in this turn (CM8)
 
     def public(self) -> dict[str, Any]:
         return {
@@ -183,6 +185,7 @@ class _Turn:
     prepared: list[Future[None]] = field(default_factory=list)  # the policies' reads
     toolsets: list[Future[ToolSet | None]] = field(default_factory=list)  # the agent's external tools
     snapshot: MemorySnapshot | None = None  # a new memory snapshot for the session row
+    cut: int = 0  # messages the trim cut from the transcript when it was saved
 
 
 def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnOutcome:
@@ -206,6 +209,8 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             memory_text,
             persona_extra=[line for p in plan.policies for line in p.persona(turn.ctx)],
             extra="\n\n".join(plan.system_blocks) or None,
+            # The session's running summary of what the cap cut (CM8); a clean slate has none.
+            summary_text=render_summary((turn.session or {}).get("summary")) if turn.history is not None else "",
         )
         settings = deps.settings
         run_loop(
@@ -410,17 +415,52 @@ def _save_transcript(turn: _Turn) -> tuple[str | None, Any]:
     """The conditional PUT of a session turn's transcript (nothing for a clean slate)."""
     if turn.history is None or turn.plan.session_id is None:
         return None, None
-    trimmed = trim_in_steps(turn.history.messages + _turn_messages(turn), turn.deps.settings.history_cap)
+    cap = turn.deps.settings.history_cap
+    trimmed = trim_in_steps(turn.history.messages + _turn_messages(turn), cap)
+    turn.cut = len(trimmed.trimmed)
+    cut, cut_from = _unsummarised(turn, trimmed.trimmed, keep=2 * cap)
     etag = turn.deps.history.save(
-        turn.tenant, turn.ctx.agent.id, turn.plan.session_id, trimmed.kept, previous=turn.history, run_id=turn.run.id
+        turn.tenant,
+        turn.ctx.agent.id,
+        turn.plan.session_id,
+        trimmed.kept,
+        previous=turn.history,
+        run_id=turn.run.id,
+        cut=cut,
+        cut_from=cut_from,
     )
     return etag, trimmed
+
+
+def _unsummarised(turn: _Turn, trimmed: list[dict[str, Any]], *, keep: int) -> tuple[list[Any], int]:
+    """The cut messages the running summary may not hold yet (CM8), kept in the transcript
+    object until a summary covers them: those the session's summary does not cover, and those
+    this turn cut. Numbered by the session's count of cut messages, so a summary that failed or
+    came late is caught up by the next one. A message from before an Active Memory reset is
+    kept as None (never summarised); at most `keep` (the newest)."""
+    session = turn.session or {}
+    before = int(session.get("trimmedCount", 0) or 0)
+    summary = session.get("summary") if isinstance(session.get("summary"), dict) else {}
+    floor = max(int((summary or {}).get("through", 0) or 0), int(session.get("summaryFrom", 0) or 0))
+    history = turn.history
+    # Messages numbered below the committed count are the same in any version of the object.
+    by_number: dict[int, Any] = {
+        history.cut_from + k: m for k, m in enumerate(history.cut) if floor <= history.cut_from + k < before
+    }
+    for k, message in enumerate(trimmed):
+        by_number[before + k] = None if k < turn.context_from else message
+    if not by_number:
+        return [], 0
+    start = max(min(by_number), before + len(trimmed) - keep)
+    return [by_number.get(n) for n in range(start, before + len(trimmed))], start
 
 
 def _session_changes(turn: _Turn, trimmed: Any) -> dict[str, Any]:
     session = turn.session or {}
     revision = int(session.get("revision", 0))
     changes: dict[str, Any] = {"revision": revision + 1, "messageCount": len(trimmed.kept), "lastRunId": turn.run.id}
+    if turn.cut:
+        changes["trimmedCount"] = int(session.get("trimmedCount", 0) or 0) + turn.cut
     if turn.context_from:
         # Trimming drops the oldest messages; the context start moves with them.
         dropped = len(turn.history.messages) + len(_turn_messages(turn)) - len(trimmed.kept)
@@ -480,7 +520,7 @@ def _settle(turn: _Turn, run: Run) -> TurnOutcome:
     loop = turn.loop
     _await_background(turn.ctx)
     _record_metrics(run, loop, turn.started, ok=True)
-    outcome = TurnOutcome(run=run, reply=loop.reply, tool_calls=loop.tool_calls, messages=_turn_messages(turn))
+    outcome = TurnOutcome(run=run, reply=loop.reply, tool_calls=loop.tool_calls, messages=_turn_messages(turn), cut=turn.cut)
     for policy in turn.plan.policies:
         try:
             policy.after_commit(turn.ctx, outcome)
