@@ -292,17 +292,22 @@ class Table:
             sort_value = str(start[f"{index}SK" if index else "SK"]["S"])
             if (sk_prefix and not sort_value.startswith(sk_prefix)) or (sk_after and sort_value <= sk_after):
                 raise BadRequest("nextToken is not a token this list issued", field="nextToken", code="invalid_token")
+        # One item more than the page: a token only when another item follows, so a page never
+        # holds more than `limit` and a token never leads to an empty page.
         items, last = self._page(
             pk,
             sk_prefix=sk_prefix,
             sk_after=sk_after,
             index=index,
-            limit=limit,
+            limit=limit + 1 if limit else None,
             start=start,
             newest_first=newest_first,
             projection=projection,
             consistent=consistent,
         )
+        if limit and len(items) > limit:
+            items = items[:limit]
+            last = serialize({attr: items[-1][attr] for attr in key_attrs})
         return items, encode_token(last)
 
     def query_all(self, pk: str, *, max_items: int | None = None, **kw: Any) -> list[dict[str, Any]]:

@@ -17,7 +17,7 @@ from typing import Any
 from engram.cards.models import CardType, CardTypeBody, Decision
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id
-from engram.kernel.model import now_iso, page
+from engram.kernel.model import now_iso, page, page_ranked
 from engram.runs.models import Run
 from engram.wiring.stores import Stores
 
@@ -202,10 +202,13 @@ def get_card_type(deps: Any, t: str, name: str) -> CardType:
 
 
 def list_card_types(deps: Any, t: str, limit: int, token: str | None) -> dict[str, Any]:
-    """Built-ins first (on the first page), then the caller's own types by name."""
-    custom, nxt = deps.card_types.page(t, limit=limit, token=token)
-    items = ([_built_in(n) for n in BUILT_IN_CARD_TYPES] if not token else []) + custom
-    return {"items": [c.public() for c in items], "nextToken": nxt}
+    """Built-ins first, then the caller's own types by name; `limit` items a page, built-ins
+    counted. The caller's types are read whole (at most MAX_CARD_TYPES rows) and paged by rank."""
+    built_in = {f"0#{i:04d}": _built_in(n) for i, n in enumerate(BUILT_IN_CARD_TYPES)}
+    custom = {f"1#{c.name}": c for c in deps.card_types.all(t)}
+    ranked = {**built_in, **custom}
+    rank = {id(c): r for r, c in ranked.items()}
+    return page_ranked(list(ranked.values()), lambda c: rank[id(c)], list_id="card-types", limit=limit, token=token)
 
 
 def require_card_type(deps: Any, t: str, name: str | None) -> None:

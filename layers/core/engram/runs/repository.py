@@ -195,20 +195,20 @@ class RunRepository:
     ) -> tuple[list[Run], str | None]:
         """One page of `recent_with_cards` and the token of the next: a page may be short (at
         most `page * max_pages` runs are read per call) while the token still continues."""
-        found: list[Run] = []
+        found: list[dict[str, Any]] = []
         pk = keys.runs_by_agent(t, agent_id)
         for _ in range(max_pages):
             items, token = self.table.query(pk, index="GSI1", limit=page, token=token, newest_first=True)
             for item in items:
                 result = item.get("result")
                 if item.get("status") == "succeeded" and isinstance(result, dict) and isinstance(result.get("card"), dict):
-                    found.append(Run.model_validate(item))
-                    if len(found) >= limit:
-                        last = {k: item[k] for k in ("PK", "SK", "GSI1PK", "GSI1SK")}
-                        return found, encode_token(serialize(last))
+                    found.append(item)
+                    if len(found) > limit:  # one more than the page: a token only when another follows
+                        last = {k: found[limit - 1][k] for k in ("PK", "SK", "GSI1PK", "GSI1SK")}
+                        return [Run.model_validate(i) for i in found[:limit]], encode_token(serialize(last))
             if not token:
                 break
-        return found, token
+        return [Run.model_validate(i) for i in found], token
 
     def _committed(self, t: str, run: Run, usage_rows: list[UsageRow]) -> bool:
         """Whether this very commit is already stored: the run record as we write it and every
