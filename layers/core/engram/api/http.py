@@ -17,6 +17,7 @@ from engram.kernel.errors import BadRequest, EngramError, Forbidden, StorageUnav
 from engram.kernel.ids import check_id, tenant_key
 from engram.kernel.observability import logger
 from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
+from engram.kernel.validation import refuse_unstorable_numbers
 
 MAX_BODY_BYTES = 256 * 1024
 MAX_BODY_DEPTH = 32  # no request body of the API nests deeper than a few levels
@@ -52,8 +53,9 @@ def _depth(text: str) -> int:
 
 def parse_body(text: str) -> dict[str, Any]:
     """The request body as JSON, strictly: UTF-8 text of one JSON object, nested at most
-    MAX_BODY_DEPTH deep, no number Python would refuse to convert. Anything else is a 400 naming
-    the problem (powertools calls this for every JSON body, before any route runs)."""
+    MAX_BODY_DEPTH deep, no number Python would refuse to convert or DynamoDB could not store.
+    Anything else is a 400 naming the problem (powertools calls this for every JSON body, before
+    any route runs)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # undecodable bytes carried as surrogates
@@ -67,6 +69,9 @@ def parse_body(text: str) -> dict[str, Any]:
         raise BadBody(f"the request body is not accepted: {reason}", field="body") from None
     if not isinstance(value, dict):
         raise BadBody("the request body must be a JSON object", field="body")
+    # A number DynamoDB cannot store (1e-200, 1e126, NaN) is refused here, naming its field,
+    # rather than failing the write it would reach (or the run that carries it).
+    refuse_unstorable_numbers(value)
     return value
 
 

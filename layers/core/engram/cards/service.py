@@ -22,6 +22,7 @@ from engram.runs.models import Run
 from engram.wiring.stores import Stores
 
 _EPOCH = "2025-01-01T00:00:00.000Z"
+_EXACT_INT = 2**53  # integral floats up to this are shown as ints; int(1e50) would be 51 digits of noise
 
 BUILT_IN_CARD_TYPES: dict[str, dict[str, Any]] = {
     "decision": {
@@ -146,7 +147,7 @@ def check_definition(body: CardTypeBody) -> dict[str, dict[str, Any]]:
             raise BadRequest(f"{where}.maxLength: only string fields have a maxLength", field=f"{where}.maxLength")
         stored = spec.model_dump(by_alias=True, exclude_none=True)
         for bound in ("min", "max"):
-            if bound in stored and float(stored[bound]).is_integer():
+            if bound in stored and float(stored[bound]).is_integer() and abs(stored[bound]) <= _EXACT_INT:
                 stored[bound] = int(stored[bound])  # 10, not 10.0, in the schema the model sees
         out[name] = stored
     for i, name in enumerate(body.summary_fields):
