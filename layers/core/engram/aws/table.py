@@ -344,6 +344,7 @@ class Table:
         *,
         sk_prefix: str | None = None,
         sk_after: str | None = None,
+        sk_before: str | None = None,
         index: str | None = None,
         limit: int | None = None,
         start: dict[str, Any] | None = None,
@@ -364,6 +365,10 @@ class Table:
             expr += " AND #sk > :sk"
             names["#sk"] = sk_attr
             values[":sk"] = sk_after
+        elif sk_before:
+            expr += " AND #sk < :sk"
+            names["#sk"] = sk_attr
+            values[":sk"] = sk_before
         args: dict[str, Any] = {
             "TableName": self.name,
             "KeyConditionExpression": expr,
