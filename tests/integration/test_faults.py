@@ -248,3 +248,45 @@ def test_a_stalled_commit_is_given_up_and_its_late_arrival_changes_nothing(stack
     _budget(stack, 25.0)
     assert_no_turn_committed(stack, agent["id"], reply)  # ...and its conditions refuse it
     assert_session_free_and_whole(stack, agent["id"])
+
+
+# ---- the session lease after an outage (issue 22, item 8) ------------------------------------------
+@pytest.fixture
+def lease_clock(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The leases' clock: `lease_clock[0]` seconds ahead of the real one (never waited on)."""
+    from engram.conversations import repository
+
+    ahead = [0]
+    monkeypatch.setattr(repository, "_now", lambda: int(time.time()) + ahead[0])
+    return ahead
+
+
+def _is_release(params: dict[str, Any]) -> bool:
+    return str(params.get("UpdateExpression", "")).startswith("REMOVE leaseOwner")
+
+
+def test_a_session_whose_release_an_outage_refused_is_free_again_within_one_lease(any_stack, faults: Faults, lease_clock):
+    agent = any_stack.agent()
+    faults.add("dynamodb", "TransactWriteItems", REFUSED, times=2)  # the commit, then the failed run's record
+    faults.add("dynamodb", "UpdateItem", REFUSED, times=10, when=_is_release)  # every release of the lease
+    reply = any_stack.say(agent["id"], "tell me about the pelican")
+    assert reply.status == 503, reply.body
+    faults.clear()  # storage is back
+    busy = any_stack.say(agent["id"], "too soon")
+    assert busy.status == 409 and busy.error["code"] == "session_busy", busy.body  # the lease was never released...
+    lease_clock[0] = int(any_stack.deps.settings.session_lease_s) + 2  # ...but it lasts one lease, not a turn's budget
+    assert_no_turn_committed(any_stack, agent["id"], reply)
+    assert_session_free_and_whole(any_stack, agent["id"])
+
+
+def test_a_release_refused_once_is_tried_again_so_the_session_is_free_at_once(any_stack, faults: Faults):
+    agent = any_stack.agent()
+    faults.add("dynamodb", "TransactWriteItems", REFUSED, times=2)
+    faults.add("dynamodb", "UpdateItem", REFUSED, when=_is_release)  # the first release only
+    reply = any_stack.say(agent["id"], "tell me about the pelican")
+    assert reply.status == 503, reply.body
+    assert ("dynamodb", "UpdateItem", REFUSED) in faults.injected
+    faults.clear()
+    assert_no_turn_committed(any_stack, agent["id"], reply)
+    assert_session_free_and_whole(any_stack, agent["id"])
+

@@ -22,6 +22,7 @@ from engram.agents.ports import Agents
 from engram.aws.deadline import OutOfTime, within
 from engram.conversations.ports import Sessions, Transcripts
 from engram.engine.cache import CachePolicy
+from engram.engine.lease import LeaseKeeper
 from engram.engine.loop import LoopResult, run_loop
 from engram.engine.prompt import (
     SNAPSHOT_HEADROOM,
@@ -46,7 +47,7 @@ from engram.runs.models import Run
 from engram.runs.ports import Runs
 from engram.usage.models import UsageRow
 
-_LEASE_MARGIN_S = 5
+_RELEASE_TRIES = 3  # a release refused by a short outage is tried again within the grace
 TITLE_CHARS = 60
 TITLE_SCAN_CHARS = 4_000  # longer than any key format whose first 60 characters alone give it away
 UNTITLED = "Untitled session"
@@ -167,6 +168,7 @@ class _Turn:
     loaded: dict[str, Future[Any]] = field(default_factory=dict)  # the memory sections' reads
     prepared: list[Future[None]] = field(default_factory=list)  # the policies' reads
     snapshot: MemorySnapshot | None = None  # a new memory snapshot for the session row
+    lease: LeaseKeeper | None = None  # renews the session's lease while the turn runs
 
 
 def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnOutcome:
@@ -177,7 +179,11 @@ def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnO
     deadline = started + (plan.budget_s or deps.settings.sync_turn_budget_s)
     with within(deadline):
         turn = _start(deps, tenant, message, plan, started, deadline)
-        return _run_started(turn)
+        try:
+            return _run_started(turn)
+        finally:
+            if turn.lease is not None:
+                turn.lease.stop()
 
 
 def _run_started(turn: _Turn) -> TurnOutcome:
@@ -258,6 +264,9 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
         started=started,
         deadline=deadline,
     )
+    if session is not None and plan.session_id is not None:
+        ttl = deps.settings.session_lease_s
+        turn.lease = LeaseKeeper(deps.sessions, tenant, agent.id, plan.session_id, run_id, ttl).start()
     # Memory sections and the policies' reads run in parallel with the transcript GET; sections are best-effort.
     turn.loaded = start_sections(deps.sections, ctx, deps.executor)
     turn.prepared = [deps.executor.submit(p.prepare, ctx) for p in plan.policies]
@@ -285,7 +294,7 @@ def _load_agent_and_session(
             agent_id,
             plan.session_id,
             run_id,
-            budget + _LEASE_MARGIN_S,
+            deps.settings.session_lease_s,
             deps.settings.session_wait_s if plan.wait_s is None else plan.wait_s,
             "another turn is running on this session; retry when it finishes or use ?async=true",
         )
@@ -308,13 +317,21 @@ def _load_agent_and_session(
 
 
 def _release_quietly(deps: TurnDeps, tenant: str, agent_id: str, session_id: str, run_id: str) -> None:
-    """Frees a lease this turn took (best-effort: it expires on its own), with a short bound of
-    its own: it runs when the turn's deadline may have passed already."""
-    try:
-        with within(time.monotonic() + _FAILURE_GRACE_S):
-            deps.sessions.release_lease(tenant, agent_id, session_id, run_id)
-    except Exception:
-        logger.exception("could not release the session lease", extra={"run_id": run_id})
+    """Frees a lease this turn took, tried again if refused (best-effort: it expires on its own
+    within SESSION_LEASE_SECONDS), with a short bound of its own: it runs when the turn's
+    deadline may have passed already."""
+    give_up = time.monotonic() + _FAILURE_GRACE_S
+    for attempt in range(_RELEASE_TRIES):
+        try:
+            with within(give_up):
+                deps.sessions.release_lease(tenant, agent_id, session_id, run_id)
+            return
+        except Exception:
+            logger.warning("could not release the session lease", extra={"run_id": run_id, "attempt": attempt + 1}, exc_info=True)
+        pause = 0.1 * 3**attempt
+        if time.monotonic() + pause >= give_up:
+            return
+        time.sleep(pause)
 
 
 def _context_start(session: dict[str, Any] | None, stored: int) -> int:
