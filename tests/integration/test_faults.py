@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -290,3 +291,45 @@ def test_a_release_refused_once_is_tried_again_so_the_session_is_free_at_once(an
     assert_no_turn_committed(any_stack, agent["id"], reply)
     assert_session_free_and_whole(any_stack, agent["id"])
 
+
+# ---- a sync turn's budget counts from the request's arrival (issue 22, item 7) ---------------------
+@pytest.fixture
+def arrived(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """API Gateway's clock for the next requests: each arrived `arrived[0]` seconds before the
+    function ran it (its `requestContext.timeEpoch`), as when requests queue for a busy function."""
+    import local.apigw as apigw
+
+    earlier = [0.0]
+    build = apigw.build_http_event
+
+    def built(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        return build(*args, now=datetime.now(UTC) - timedelta(seconds=earlier[0]), **kwargs)
+
+    monkeypatch.setattr(apigw, "build_http_event", built)
+    return earlier
+
+
+def test_a_sync_turn_that_waited_before_it_ran_still_answers_within_its_budget_of_arrival(stack, faults: Faults, arrived):
+    agent = stack.agent()
+    arrived[0] = stack.deps.settings.sync_turn_budget_s - 1.0  # one second of the budget is left
+    rule = faults.add("s3", "GetObject", STALL, seconds=2.5)  # a slow transcript read
+    reply = stack.say(agent["id"], "tell me about the pelican")
+    assert reply.status == 504 and reply.error["code"] == "turn_timeout", reply.body  # not 200 after 27 s
+    assert rule.finished.wait(10)  # the abandoned read ends; nothing commits after the 504
+    faults.clear()
+    arrived[0] = 0.0
+    _wait_lease_free(stack, agent["id"])
+    assert_no_turn_committed(stack, agent["id"], reply)
+    assert_session_free_and_whole(stack, agent["id"])
+
+
+def test_a_sync_turn_that_arrived_past_its_budget_touches_nothing(stack, faults: Faults, arrived):
+    agent = stack.agent()
+    arrived[0] = stack.deps.settings.sync_turn_budget_s + 5.0  # API Gateway has answered the client already
+    faults.calls.clear()
+    reply = stack.say(agent["id"], "tell me about the pelican")
+    assert reply.status == 504 and reply.error["code"] == "turn_timeout", reply.body
+    assert not {("dynamodb", "UpdateItem"), ("dynamodb", "TransactWriteItems"), ("s3", "PutObject")} & set(faults.calls)
+    arrived[0] = 0.0
+    assert_no_turn_committed(stack, agent["id"], reply)
+    assert_session_free_and_whole(stack, agent["id"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, CORSConfig, Response
@@ -113,6 +114,23 @@ def deps_of(router: Router | APIGatewayHttpResolver) -> Any:
     """The function's dependencies: its handler puts them in the resolver's context
     (`app.append_context(deps=...)`) for every request."""
     return router.context["deps"]
+
+
+_REPLAYED_S = 300  # an arrival older than this is a replayed or sample event (`sam local invoke`), not a wait
+
+
+def request_clock(router: Router | APIGatewayHttpResolver) -> tuple[float, float | None]:
+    """How long ago API Gateway received this request (`requestContext.timeEpoch`; 0 without
+    it, or for an event far older than any request API Gateway still waits on), and how long the
+    function may still run (the Lambda context; None without one)."""
+    waited = 0.0
+    epoch_ms = (router.current_event.raw_event.get("requestContext") or {}).get("timeEpoch")
+    if isinstance(epoch_ms, (int, float)) and not isinstance(epoch_ms, bool):
+        waited = max(0.0, time.time() - epoch_ms / 1000)
+        waited = 0.0 if waited > _REPLAYED_S else waited
+    context = getattr(router, "lambda_context", None)
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    return waited, (remaining() / 1000 if callable(remaining) else None)
 
 
 def tenant(router: Router | APIGatewayHttpResolver) -> str:

@@ -87,6 +87,9 @@ class TurnPlan:
     # parentRunId, councilRunId).
     run_fields: dict[str, Any] = field(default_factory=dict)
     budget_s: float | None = None
+    # time.monotonic() when the budget started: a request's arrival (it may have waited before
+    # the turn ran); None: when the turn starts.
+    started: float | None = None
     wait_s: float | None = None
     agent: Agent | None = None  # when the caller has read it already
     session_counters: tuple[str, ...] = ()  # session attributes a successful turn counts up by one
@@ -175,8 +178,8 @@ def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnO
     """Runs one turn as `plan` says; a failure is recorded (run failed, tokens billed, lease freed,
     transcript untouched) and raised as TurnFailed. Every AWS call of the turn ends by its
     deadline (aws.deadline); recording a failure and the after-commit hooks get a short grace."""
-    started = time.monotonic()
-    deadline = started + (plan.budget_s or deps.settings.sync_turn_budget_s)
+    started = time.monotonic() if plan.started is None else plan.started
+    deadline = started + (deps.settings.sync_turn_budget_s if plan.budget_s is None else plan.budget_s)
     with within(deadline):
         turn = _start(deps, tenant, message, plan, started, deadline)
         try:
