@@ -119,7 +119,7 @@ def accept(deps: ModelDeps, *, agent_id: str, headers: Mapping[str, Any], raw_bo
         return enqueue_turn(
             deps, tenant=tenant, agent_id=agent_id, session_id=body.session_id, message=body.message, trigger="webhook"
         )
-    except BaseException:
+    except Exception:
         # Not queued (a full quota, a deleted agent, the queue or the table down): the same signed
         # request may come again.
         delivery.release(deps)
