@@ -2,12 +2,15 @@
 
 Every partition key starts with the tenant, so a query built from one principal's tenant can
 never reach another's rows. The one exception is the GSI2 lookup a webhook needs (it arrives
-without a principal): it maps an agent id to its tenant and is only used after the HMAC check.
+without a principal): it maps an agent id to its tenant and is only used after the HMAC check;
+and GSI3's open-run shards, read only by the sweeper (no principal either), which marks the runs
+it finds there failed in their own tenant's partition.
 Ids are validated here, before they can reach a key or an S3 path.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from engram.kernel.errors import BadRequest
@@ -48,6 +51,19 @@ def session_sk(session_id: str) -> str:
 
 def run_sk(run_id: str) -> str:
     return f"RUN#{check_id('runId', run_id)}"
+
+
+OPEN_RUN_SHARDS = 8
+
+
+def open_runs(run_id: str) -> str:
+    """GSI3 partition of unfinished (queued or running) runs, sparse, across tenants: the sweeper
+    reads each shard's runs past their stale time. A run's shard comes from its id."""
+    return f"OPENRUNS#{int(hashlib.sha256(run_id.encode()).hexdigest()[:8], 16) % OPEN_RUN_SHARDS}"
+
+
+def open_runs_shards() -> list[str]:
+    return [f"OPENRUNS#{i}" for i in range(OPEN_RUN_SHARDS)]
 
 
 def runs_by_agent(t: str, agent_id: str) -> str:

@@ -36,6 +36,10 @@ class Sessions(Protocol):
         holds the session; then SessionBusy with `busy_message`."""
         ...
 
+    def renew_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> bool:
+        """Extends a lease this owner holds to `ttl_s` from now; False when it is not held any more."""
+        ...
+
     def release_lease(self, t: str, agent_id: str, session_id: str, owner: str) -> None: ...
 
     def commit_op(

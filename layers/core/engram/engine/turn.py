@@ -22,6 +22,7 @@ from engram.agents.ports import Agents
 from engram.aws.deadline import OutOfTime, within
 from engram.conversations.ports import Sessions, Transcripts
 from engram.engine.cache import CachePolicy
+from engram.engine.lease import LeaseKeeper
 from engram.engine.loop import LoopResult, run_loop
 from engram.engine.prompt import (
     SNAPSHOT_HEADROOM,
@@ -47,7 +48,7 @@ from engram.runs.models import Run
 from engram.runs.ports import Runs
 from engram.usage.models import UsageRow
 
-_LEASE_MARGIN_S = 5
+_RELEASE_TRIES = 3  # a release refused by a short outage is tried again within the grace
 TITLE_CHARS = 60
 TITLE_SCAN_CHARS = 4_000  # longer than any key format whose first 60 characters alone give it away
 UNTITLED = "Untitled session"
@@ -87,6 +88,9 @@ class TurnPlan:
     # parentRunId, councilRunId).
     run_fields: dict[str, Any] = field(default_factory=dict)
     budget_s: float | None = None
+    # time.monotonic() when the budget started: a request's arrival (it may have waited before
+    # the turn ran); None: when the turn starts.
+    started: float | None = None
     wait_s: float | None = None
     agent: Agent | None = None  # when the caller has read it already
     session_counters: tuple[str, ...] = ()  # session attributes a successful turn counts up by one
@@ -186,17 +190,22 @@ class _Turn:
     toolsets: list[Future[ToolSet | None]] = field(default_factory=list)  # the agent's external tools
     snapshot: MemorySnapshot | None = None  # a new memory snapshot for the session row
     cut: int = 0  # messages the trim cut from the transcript when it was saved
+    lease: LeaseKeeper | None = None  # renews the session's lease while the turn runs
 
 
 def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnOutcome:
     """Runs one turn as `plan` says; a failure is recorded (run failed, tokens billed, lease freed,
     transcript untouched) and raised as TurnFailed. Every AWS call of the turn ends by its
     deadline (aws.deadline); recording a failure and the after-commit hooks get a short grace."""
-    started = time.monotonic()
-    deadline = started + (plan.budget_s or deps.settings.sync_turn_budget_s)
+    started = time.monotonic() if plan.started is None else plan.started
+    deadline = started + (deps.settings.sync_turn_budget_s if plan.budget_s is None else plan.budget_s)
     with within(deadline):
         turn = _start(deps, tenant, message, plan, started, deadline)
-        return _run_started(turn)
+        try:
+            return _run_started(turn)
+        finally:
+            if turn.lease is not None:
+                turn.lease.stop()
 
 
 def _run_started(turn: _Turn) -> TurnOutcome:
@@ -279,6 +288,9 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
         started=started,
         deadline=deadline,
     )
+    if session is not None and plan.session_id is not None:
+        ttl = deps.settings.session_lease_s
+        turn.lease = LeaseKeeper(deps.sessions, tenant, agent.id, plan.session_id, run_id, ttl).start()
     # Memory sections and the policies' reads run in parallel with the transcript GET; sections are best-effort.
     turn.loaded = start_sections(deps.sections, ctx, deps.executor)
     turn.prepared = [deps.executor.submit(p.prepare, ctx) for p in plan.policies]
@@ -307,7 +319,7 @@ def _load_agent_and_session(
             agent_id,
             plan.session_id,
             run_id,
-            budget + _LEASE_MARGIN_S,
+            deps.settings.session_lease_s,
             deps.settings.session_wait_s if plan.wait_s is None else plan.wait_s,
             "another turn is running on this session; retry when it finishes or use ?async=true",
         )
@@ -330,13 +342,21 @@ def _load_agent_and_session(
 
 
 def _release_quietly(deps: TurnDeps, tenant: str, agent_id: str, session_id: str, run_id: str) -> None:
-    """Frees a lease this turn took (best-effort: it expires on its own), with a short bound of
-    its own: it runs when the turn's deadline may have passed already."""
-    try:
-        with within(time.monotonic() + _FAILURE_GRACE_S):
-            deps.sessions.release_lease(tenant, agent_id, session_id, run_id)
-    except Exception:
-        logger.exception("could not release the session lease", extra={"run_id": run_id})
+    """Frees a lease this turn took, tried again if refused (best-effort: it expires on its own
+    within SESSION_LEASE_SECONDS), with a short bound of its own: it runs when the turn's
+    deadline may have passed already."""
+    give_up = time.monotonic() + _FAILURE_GRACE_S
+    for attempt in range(_RELEASE_TRIES):
+        try:
+            with within(give_up):
+                deps.sessions.release_lease(tenant, agent_id, session_id, run_id)
+            return
+        except Exception:
+            logger.warning("could not release the session lease", extra={"run_id": run_id, "attempt": attempt + 1}, exc_info=True)
+        pause = 0.1 * 3**attempt
+        if time.monotonic() + pause >= give_up:
+            return
+        time.sleep(pause)
 
 
 def _context_start(session: dict[str, Any] | None, stored: int) -> int:
