@@ -130,6 +130,7 @@ class ScheduleLoop:
         if "HeartbeatFunction" in functions.by_id:
             self.targets[LOCAL_HEARTBEAT_FUNCTION_ARN] = functions["HeartbeatFunction"]
         self._last_fired: dict[str, datetime] = {}
+        self._created = datetime.now(UTC)  # the template's rules count their rates from here
         self._warned: set[tuple[str, str]] = set()
         self._lock = threading.Lock()
         self._stop = threading.Event()
@@ -198,14 +199,30 @@ class ScheduleLoop:
             self._warn_once(schedule, str(err))
             return None
 
+    def _rules_due(self, now: datetime) -> list[tuple[LoadedFunction, Any]]:
+        """The template's own Schedule events (EventBridge rules, e.g. the stale-run sweeper) due
+        at `now`, counted from the loop's creation."""
+        calls: list[tuple[LoadedFunction, Any]] = []
+        for function in self.functions:
+            for rule in getattr(function.spec, "rules", ()):  # stand-in functions of tests have none
+                key = f"rule:{rule.function_id}:{rule.event_name}"
+                try:
+                    due = due_time(rule.expression, self._created, now, self._last_fired.get(key))
+                except ValueError as err:
+                    self._warn_once({"Name": key, "ScheduleExpression": rule.expression}, str(err))
+                    continue
+                if due is not None:
+                    self._last_fired[key] = due
+                    calls.append((function, json.loads(rule.input) if rule.input else {}))
+        return calls
+
     def tick(self, now: datetime | None = None) -> list[dict[str, Any]]:
         """One pass: fire every schedule due at `now` (default: the clock); returns the events sent."""
-        if self.group is None:
-            return []
         now = _utc(now or datetime.now(UTC))
         calls: list[tuple[LoadedFunction, dict[str, Any]]] = []
         with self._lock:  # the background loop and fire_schedules() never fire a time twice
-            for summary in self._schedules():
+            calls += self._rules_due(now)
+            for summary in self._schedules() if self.group is not None else ():
                 if summary.get("State") == "DISABLED":
                     continue
                 schedule = self.client.get_schedule(Name=summary["Name"], GroupName=self.group)

@@ -70,6 +70,16 @@ class SqsSource:
 
 
 @dataclass(frozen=True)
+class RuleSchedule:
+    """A function's `Schedule` event: an EventBridge rule invoking it with a fixed Input."""
+
+    function_id: str
+    event_name: str
+    expression: str  # rate(...) or cron(...)
+    input: str | None
+
+
+@dataclass(frozen=True)
 class FunctionSpec:
     logical_id: str
     code_uri: str
@@ -80,6 +90,7 @@ class FunctionSpec:
     routes: tuple[HttpRoute, ...] = ()
     sqs: tuple[SqsSource, ...] = ()
     on_failure_queue: str | None = None  # the queue of EventInvokeConfig's OnFailure destination (Type SQS)
+    rules: tuple[RuleSchedule, ...] = ()  # Schedule events (EventBridge rules), fired by local.schedules
 
     @property
     def short_name(self) -> str:
@@ -183,6 +194,7 @@ class Template:
             raise ValueError(f"{logical_id}: CodeUri and Handler must be plain strings locally")
         routes: list[HttpRoute] = []
         sources: list[SqsSource] = []
+        rules: list[RuleSchedule] = []
         for name, event in (resource.get("Properties", {}).get("Events") or {}).items():
             kind, ev = event.get("Type"), event.get("Properties") or {}
             if kind == "HttpApi":
@@ -206,7 +218,16 @@ class Template:
                         report_failures="ReportBatchItemFailures" in (ev.get("FunctionResponseTypes") or []),
                     )
                 )
-            # Other event types (Schedule, ScheduleV2...) are served by their own local emulation when added.
+            elif kind == "Schedule":
+                rules.append(
+                    RuleSchedule(
+                        function_id=logical_id,
+                        event_name=name,
+                        expression=str(ev.get("Schedule", "")),
+                        input=ev.get("Input") if isinstance(ev.get("Input"), str) else None,
+                    )
+                )
+            # Other event types (ScheduleV2...) are served by their own local emulation when added.
         on_failure = ((props.get("EventInvokeConfig") or {}).get("DestinationConfig") or {}).get("OnFailure") or {}
         on_failure_queue = (
             _logical_id_of(on_failure.get("Destination"), f"{logical_id}.EventInvokeConfig.DestinationConfig.OnFailure")
@@ -222,6 +243,7 @@ class Template:
             environment=env,
             routes=tuple(routes),
             sqs=tuple(sources),
+            rules=tuple(rules),
             on_failure_queue=on_failure_queue,
         )
 

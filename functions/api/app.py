@@ -1,4 +1,4 @@
-"""`api` function: the console's page and files, and CRUD routes for agents, workspaces, sessions, runs, usage, memories, facts, card types, decisions, manual runs, re-examinations, run memory and Active Memory (never imports the engine or the model SDK)."""
+"""`api` function: the console's page and files, and CRUD routes for agents, workspaces, sessions, runs, usage, memories, facts, archive search, card types, decisions, manual runs, re-examinations, run memory and Active Memory (never imports the engine or the model SDK)."""
 
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -17,6 +17,7 @@ from engram.kernel.observability import logger, metrics, tracer
 from engram.kernel.settings import get_settings
 from engram.mcp_server.routes import router as mcp
 from engram.memory.routes import router as memory
+from engram.recall.routes import router as recall
 from engram.roots import api
 from engram.roots.function import FunctionRoot
 from engram.runs.routes import router as runs
@@ -26,6 +27,7 @@ ROOT = FunctionRoot(api.build)
 app = build_app(
     agents,
     sessions,
+    recall,
     memory,
     facts,
     account,

@@ -10,6 +10,8 @@ from engram.kernel.observability import logger, metrics, tracer
 from engram.kernel.settings import get_settings
 from engram.roots import extract
 from engram.roots.function import FunctionRoot
+from engram.summaries.policy import SUMMARY_JOB
+from engram.summaries.service import process_summary_job
 
 ROOT = FunctionRoot(extract.build)
 preload(get_settings())  # the model SDK in init, not in the first request (bench/cold_start.py)
@@ -22,6 +24,9 @@ def handle_extract_record(record: SQSRecord, lambda_context: LambdaContext | Non
     job = record.json_body  # not JSON: raises, so the record fails and ends in the DLQ
     logger.append_keys(run_id=job.get("runId") if isinstance(job, dict) else None)
     remaining = lambda_context.get_remaining_time_in_millis() / 1000 if lambda_context else None
+    if isinstance(job, dict) and job.get("job") == SUMMARY_JOB:  # a session's running summary (CM8)
+        process_summary_job(ROOT.deps, job, remaining_s=remaining)
+        return
     process_extraction_job(ROOT.deps, job, remaining_s=remaining)
 
 

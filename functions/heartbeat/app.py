@@ -1,5 +1,6 @@
 """`heartbeat` function: EventBridge Scheduler's target (an agent's heartbeat), the run-queue consumer
-(manual, re-examination and council runs, account exports) and the failed-firing queue's consumer."""
+(manual, re-examination and council runs, account exports), the failed-firing queue's consumer and
+the stale-run sweeper (an EventBridge rule every 5 minutes)."""
 
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
@@ -11,7 +12,14 @@ from engram.kernel.observability import logger, metrics, tracer
 from engram.kernel.settings import get_settings
 from engram.roots import heartbeat
 from engram.roots.function import FunctionRoot
-from engram.runs.execution import is_failed_invocation, process_failed_firing, process_run_job, process_schedule_event
+from engram.runs.execution import (
+    is_failed_invocation,
+    is_sweep,
+    process_failed_firing,
+    process_run_job,
+    process_schedule_event,
+    sweep_stale_runs,
+)
 
 ROOT = FunctionRoot(heartbeat.build)
 preload(get_settings())  # the model SDK in init, not in the first request (bench/cold_start.py)
@@ -38,6 +46,8 @@ def handle_run_record(record: SQSRecord) -> None:
 def lambda_handler(event: dict, context: LambdaContext) -> dict:
     if "Records" in event:
         return process_partial_response(event=event, record_handler=handle_run_record, processor=processor, context=context)
-    # Anything else is a schedule firing (Scheduler invokes asynchronously; the result is for logs and tests).
     logger.remove_keys(["run_id"])
+    if is_sweep(event):  # the SweepStaleRuns rule, every 5 minutes
+        return sweep_stale_runs(ROOT.deps)
+    # Anything else is a schedule firing (Scheduler invokes asynchronously; the result is for logs and tests).
     return process_schedule_event(ROOT.deps, event)

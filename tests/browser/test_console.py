@@ -297,3 +297,32 @@ def test_a_page_that_loads_late_does_not_replace_the_page_navigated_to(console):
     c.page.get_by_role("link", name="New agent").click()
     expect(c.page.get_by_label("Persona")).to_be_visible()
     no_page_errors(c)
+
+
+def test_chat_shows_the_trimmed_messages_with_their_summary_and_searches_the_archive(console):
+    c = console("trim")
+    c.sign_in("trim-user")
+    agent = c.api("POST", "/api/agents", {"name": "Keeper", "persona": "You help."})
+    path = f"/api/agents/{agent['id']}/sessions/dashboard"
+    # Past the cap (50 messages): the offline model answers each message with one reply.
+    for i in range(27):
+        c.api("POST", f"{path}/messages", {"message": f"Entry {i}: the boiler code is B{i}. More words follow."})
+    deadline = datetime.now(UTC) + timedelta(seconds=60)
+    session = c.api("GET", path)
+    while not session["summary"] and datetime.now(UTC) < deadline:  # the summary arrives off the reply path
+        session = c.api("GET", path)
+    assert session["trimmedCount"] > 0 and session["summary"], session["trimmedCount"]
+    c.page.goto(f"/#/agents/{agent['id']}/chat")
+    marker = c.page.locator("details.trim-marker")
+    expect(marker).to_contain_text(f"{session['trimmedCount']} earlier messages")
+    expect(marker).to_contain_text("offline summariser")
+    expect(marker).to_contain_text("User: Entry 0: the boiler code is B0.")
+    c.page.locator(".transcript").evaluate("el => { el.scrollTop = 0; }")
+    c.shot("chat-trimmed", full_page=False)
+    c.page.get_by_label("Search earlier conversations").fill("boiler code B0")
+    c.page.get_by_role("button", name="Search", exact=True).click()
+    hit = c.page.locator(".archive-hit").first
+    expect(hit).to_contain_text("Entry 0: the boiler code is B0.")
+    expect(hit).to_contain_text("session dashboard")
+    c.shot("chat-archive-search", full_page=False)
+    no_page_errors(c)

@@ -596,7 +596,7 @@ def _card_type(name: str, **fields: Any) -> CardType:
     )
 
 
-def test_card_types_round_trip_page_and_delete_all(stores):
+def test_card_types_round_trip_and_delete_all(stores):
     verdict = _card_type("verdict", re_examinable="until_resolved", re_examine_actions=["BUY"], summary_fields=["action"])
     stores.card_types.put(T, verdict)
     assert stores.card_types.get(T, "verdict") == verdict
@@ -607,8 +607,6 @@ def test_card_types_round_trip_page_and_delete_all(stores):
         stores.card_types.put(T, _card_type(name))
     stores.card_types.put(T2, _card_type("theirs"))
     _agent(stores)
-    seen, pages = _all_pages(lambda **kw: stores.card_types.page(T, **kw), 2)
-    assert ([c.name for c in seen], pages) == (["alpha", "beta", "delta", "gamma", "verdict"], 3)
     assert [c.name for c in stores.card_types.all(T)] == ["alpha", "beta", "delta", "gamma", "verdict"]
     assert stores.card_types.get(T2, "verdict") is None and stores.card_types.get(T, "missing") is None
     assert stores.card_types.delete_all(T) == 5

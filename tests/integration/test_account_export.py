@@ -65,6 +65,7 @@ def test_an_export_job_writes_every_record_type_as_json_lines(moto_stack):
         "agent": 1,
         "session": 2,
         "message": 4,
+        "archive": 4,
         "memory": 2,
         "run": 2,
         "workspace": 1,

@@ -237,3 +237,26 @@ def test_sessions_created_later_keep_their_own_archive(stack):
         stack.say(agent["id"], f"note in {sid} about pelicans", session=sid)
     stack.deps.archive.delete_session(t, agent["id"], "s1")
     assert {h["sessionId"] for h in _search(stack, "alice", agent["id"], "pelicans")} == {"s10"}
+
+
+def test_a_person_searches_the_archive_through_the_api_past_the_cap(stack):
+    stack.deps.settings = stack.deps.settings.model_copy(update={"history_cap": 4})
+    agent = stack.agent()
+    stack.say(agent["id"], "my first car was a turquoise Fiat Panda")
+    for i in range(5):
+        assert stack.say(agent["id"], f"filler message {i}").status == 200
+    path = f"/api/agents/{agent['id']}/archive/search"
+    first = stack.call("GET", path, query={"q": "turquoise Panda", "limit": "1"})
+    assert first.status == 200, first.body
+    [hit] = first.data["items"]
+    assert "Panda" in hit["text"] and hit["sessionId"] == "dashboard" and hit["role"] in ("user", "assistant")
+    assert first.data["nextToken"]
+    second = stack.call("GET", path, query={"q": "turquoise Panda", "limit": "1", "nextToken": first.data["nextToken"]})
+    assert second.status == 200 and second.data["items"] and second.data["items"][0] != hit
+    said = {h["text"] for h in first.data["items"] + second.data["items"] if h["role"] == "user"}
+    assert said == {"my first car was a turquoise Fiat Panda"}
+    other = stack.call("GET", path, query={"q": "filler", "nextToken": first.data["nextToken"]})
+    assert other.status == 400 and other.error["field"] == "nextToken"
+    missing = stack.call("GET", path)
+    assert missing.status == 400 and missing.error["field"] == "q"
+    assert stack.call("GET", path, query={"q": "Panda"}, user="bob").status == 404

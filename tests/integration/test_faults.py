@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
@@ -247,4 +248,88 @@ def test_a_stalled_commit_is_given_up_and_its_late_arrival_changes_nothing(stack
     faults.clear()
     _budget(stack, 25.0)
     assert_no_turn_committed(stack, agent["id"], reply)  # ...and its conditions refuse it
+    assert_session_free_and_whole(stack, agent["id"])
+
+
+# ---- the session lease after an outage (issue 22, item 8) ------------------------------------------
+@pytest.fixture
+def lease_clock(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The leases' clock: `lease_clock[0]` seconds ahead of the real one (never waited on)."""
+    from engram.conversations import repository
+
+    ahead = [0]
+    monkeypatch.setattr(repository, "_now", lambda: int(time.time()) + ahead[0])
+    return ahead
+
+
+def _is_release(params: dict[str, Any]) -> bool:
+    return str(params.get("UpdateExpression", "")).startswith("REMOVE leaseOwner")
+
+
+def test_a_session_whose_release_an_outage_refused_is_free_again_within_one_lease(any_stack, faults: Faults, lease_clock):
+    agent = any_stack.agent()
+    faults.add("dynamodb", "TransactWriteItems", REFUSED, times=2)  # the commit, then the failed run's record
+    faults.add("dynamodb", "UpdateItem", REFUSED, times=10, when=_is_release)  # every release of the lease
+    reply = any_stack.say(agent["id"], "tell me about the pelican")
+    assert reply.status == 503, reply.body
+    faults.clear()  # storage is back
+    busy = any_stack.say(agent["id"], "too soon")
+    assert busy.status == 409 and busy.error["code"] == "session_busy", busy.body  # the lease was never released...
+    lease_clock[0] = int(any_stack.deps.settings.session_lease_s) + 2  # ...but it lasts one lease, not a turn's budget
+    assert_no_turn_committed(any_stack, agent["id"], reply)
+    assert_session_free_and_whole(any_stack, agent["id"])
+
+
+def test_a_release_refused_once_is_tried_again_so_the_session_is_free_at_once(any_stack, faults: Faults):
+    agent = any_stack.agent()
+    faults.add("dynamodb", "TransactWriteItems", REFUSED, times=2)
+    faults.add("dynamodb", "UpdateItem", REFUSED, when=_is_release)  # the first release only
+    reply = any_stack.say(agent["id"], "tell me about the pelican")
+    assert reply.status == 503, reply.body
+    assert ("dynamodb", "UpdateItem", REFUSED) in faults.injected
+    faults.clear()
+    assert_no_turn_committed(any_stack, agent["id"], reply)
+    assert_session_free_and_whole(any_stack, agent["id"])
+
+
+# ---- a sync turn's budget counts from the request's arrival (issue 22, item 7) ---------------------
+@pytest.fixture
+def arrived(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """API Gateway's clock for the next requests: each arrived `arrived[0]` seconds before the
+    function ran it (its `requestContext.timeEpoch`), as when requests queue for a busy function."""
+    import local.apigw as apigw
+
+    earlier = [0.0]
+    build = apigw.build_http_event
+
+    def built(*args: Any, **kwargs: Any) -> dict[str, Any]:
+        return build(*args, now=datetime.now(UTC) - timedelta(seconds=earlier[0]), **kwargs)
+
+    monkeypatch.setattr(apigw, "build_http_event", built)
+    return earlier
+
+
+def test_a_sync_turn_that_waited_before_it_ran_still_answers_within_its_budget_of_arrival(stack, faults: Faults, arrived):
+    agent = stack.agent()
+    arrived[0] = stack.deps.settings.sync_turn_budget_s - 1.0  # one second of the budget is left
+    rule = faults.add("s3", "GetObject", STALL, seconds=2.5)  # a slow transcript read
+    reply = stack.say(agent["id"], "tell me about the pelican")
+    assert reply.status == 504 and reply.error["code"] == "turn_timeout", reply.body  # not 200 after 27 s
+    assert rule.finished.wait(10)  # the abandoned read ends; nothing commits after the 504
+    faults.clear()
+    arrived[0] = 0.0
+    _wait_lease_free(stack, agent["id"])
+    assert_no_turn_committed(stack, agent["id"], reply)
+    assert_session_free_and_whole(stack, agent["id"])
+
+
+def test_a_sync_turn_that_arrived_past_its_budget_touches_nothing(stack, faults: Faults, arrived):
+    agent = stack.agent()
+    arrived[0] = stack.deps.settings.sync_turn_budget_s + 5.0  # API Gateway has answered the client already
+    faults.calls.clear()
+    reply = stack.say(agent["id"], "tell me about the pelican")
+    assert reply.status == 504 and reply.error["code"] == "turn_timeout", reply.body
+    assert not {("dynamodb", "UpdateItem"), ("dynamodb", "TransactWriteItems"), ("s3", "PutObject")} & set(faults.calls)
+    arrived[0] = 0.0
+    assert_no_turn_committed(stack, agent["id"], reply)
     assert_session_free_and_whole(stack, agent["id"])

@@ -14,6 +14,7 @@ from engram.kernel.ids import tenant_key
 from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from engram.run_memory.models import RunMemoryEntry
 from engram.runs.models import Run
+from engram.usage.models import UsageRow
 from engram.wiring.stores import Stores
 
 LAMBDA_RESPONSE_LIMIT = 6 * 1024 * 1024
@@ -198,3 +199,129 @@ def test_the_default_page_is_bounded_and_the_largest_page_fits_a_lambda_response
     assert size < LAMBDA_RESPONSE_LIMIT / 4
     too_many = stack.call("GET", f"{owner}/memories", query={"limit": str(LIST_LIMIT_MAX + 1)})
     assert too_many.status == 400 and too_many.error["field"] == "limit"
+
+
+# ---- every list honours `limit` exactly (issue 22, item 9) -----------------------------------------
+_CARD = {"fields": {"verdict": {"type": "string", "required": True}}}
+
+
+def _seed(stack, kind: str, count: int) -> str:
+    """`count` items in the list `kind`; returns the list's path."""
+    if kind in ("runs", "re-examinations", "decisions", "usage"):
+        return _seed_runs(stack, kind, count)
+    if kind == "agents":
+        for i in range(count):
+            stack.agent(name=f"A{i}")
+        return "/api/agents"
+    if kind == "workspaces":
+        for i in range(count):
+            assert stack.call("POST", "/api/workspaces", body={"name": f"W{i}"}).status == 201
+        return "/api/workspaces"
+    if kind == "card-types":
+        for i in range(count):
+            assert stack.call("PUT", f"/api/card-types/custom-{i:02d}", body=_CARD).status in (200, 201)
+        return "/api/card-types"
+    if kind == "facts":
+        for i in range(count):
+            assert stack.call("POST", "/api/me/facts", body={"fact": f"I keep {i} different kinds of tea"}).status == 201
+        return "/api/me/facts"
+    agent_id = stack.agent()["id"]
+    if kind == "sessions":
+        for i in range(count):
+            assert stack.call("POST", f"/api/agents/{agent_id}/sessions", body={"id": f"s{i}"}).status == 201
+        return f"/api/agents/{agent_id}/sessions"
+    if kind == "memories":
+        for i in range(count):
+            memory(stack, f"/api/agents/{agent_id}", f"k{i}")
+        return f"/api/agents/{agent_id}/memories"
+    if kind == "run-memory":
+        _run_memory(stack.deps, agent_id, "run_mem", count, 10)
+        return "/api/runs/run_mem/memory"
+    raise AssertionError(kind)
+
+
+def _seed_runs(stack, kind: str, count: int) -> str:
+    t = tenant_key("alice")
+    agent_id = stack.agent()["id"]
+    card = {"cardType": "decision", "card": {"decision": "WAIT", "reason": "r"}}
+    for i in range(count):
+        stamp = f"2026-01-01T00:00:{i:02d}.000Z"
+        run = Run(
+            id=f"run_{i}",
+            agent_id=agent_id,
+            kind="reexamination" if kind == "re-examinations" else "manual",
+            parent_run_id="run_parent" if kind == "re-examinations" else None,
+            status="succeeded",
+            result=card,
+            created_at=stamp,
+            updated_at=stamp,
+        )
+        stack.deps.runs.create(t, run)
+        if kind == "usage":
+            stack.deps.usage.put(
+                t, UsageRow(id=f"u{i}", created_at=stamp, agent_id=agent_id, session_key="s", run_id=run.id, model="m")
+            )
+    return {
+        "runs": f"/api/agents/{agent_id}/runs",
+        "re-examinations": "/api/runs/run_parent/re-examinations",
+        "decisions": f"/api/agents/{agent_id}/decisions",
+        "usage": "/api/usage",
+    }[kind]
+
+
+LISTS = [
+    "agents",
+    "workspaces",
+    "card-types",
+    "facts",
+    "sessions",
+    "memories",
+    "runs",
+    "re-examinations",
+    "decisions",
+    "usage",
+    "run-memory",
+]
+
+
+@pytest.mark.parametrize("kind", LISTS)
+def test_every_list_returns_exactly_limit_items_and_no_token_to_an_empty_page(stack, kind):
+    path = _seed(stack, kind, 5)
+    if kind == "re-examinations":
+        parent = Run(id="run_parent", agent_id="ag_x", kind="manual", status="succeeded", created_at="t", updated_at="t")
+        stack.deps.runs.create(tenant_key("alice"), parent)
+    whole = stack.call("GET", path, query={"limit": "20"}).data
+    total = len(whole["items"])
+    assert total >= 5 and whole["nextToken"] is None, whole
+    for limit in (1, 2, total - 1, total):
+        pages: list[int] = []
+        items: list[dict[str, Any]] = []
+        token = None
+        while True:
+            query = {"limit": str(limit), **({"nextToken": token} if token else {})}
+            r = stack.call("GET", path, query=query)
+            assert r.status == 200, r.body
+            pages.append(len(r.data["items"]))
+            items += r.data["items"]
+            token = r.data["nextToken"]
+            if token is None:
+                break
+        # Every page but the last is full, the last is not empty, and nothing is seen twice.
+        assert pages[:-1] == [limit] * (len(pages) - 1) and 0 < pages[-1] <= limit, (limit, pages)
+        assert items == whole["items"], limit
+
+
+def test_card_types_count_the_built_ins_in_the_limit(stack):
+    settings = stack.deps.settings
+    _seed(stack, "card-types", settings.max_card_types)
+    ten = stack.call("GET", "/api/card-types", query={"limit": "10"}).data
+    assert len(ten["items"]) == 10 and ten["nextToken"]
+    assert [c["name"] for c in ten["items"][:2]] == ["decision", "trade-decision"]
+    default = stack.call("GET", "/api/card-types").data
+    assert len(default["items"]) == LIST_LIMIT_DEFAULT and default["nextToken"]
+    rest = stack.call("GET", "/api/card-types", query={"nextToken": default["nextToken"]}).data
+    assert len(rest["items"]) == settings.max_card_types + 2 - LIST_LIMIT_DEFAULT and rest["nextToken"] is None
+    names = [c["name"] for c in default["items"] + rest["items"]]
+    assert len(set(names)) == len(names) == settings.max_card_types + 2
+    r = stack.call("GET", "/api/card-types", query={"nextToken": "nope"})
+    assert r.status == 400 and r.error["code"] == "invalid_token"

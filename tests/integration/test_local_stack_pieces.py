@@ -120,13 +120,13 @@ def test_table_matches_the_template(resources, template):
     )
     assert table["BillingModeSummary"]["BillingMode"] == "PAY_PER_REQUEST"
     gsis = {g["IndexName"]: g for g in table["GlobalSecondaryIndexes"]}
-    assert set(gsis) == {"GSI1", "GSI2"}
-    for name in ("GSI1", "GSI2"):
+    assert set(gsis) == {"GSI1", "GSI2", "GSI3"}
+    for name in ("GSI1", "GSI2", "GSI3"):
         assert gsis[name]["KeySchema"] == [
             {"AttributeName": f"{name}PK", "KeyType": "HASH"},
             {"AttributeName": f"{name}SK", "KeyType": "RANGE"},
         ]
-        assert gsis[name]["Projection"] == {"ProjectionType": "ALL"}
+        assert gsis[name]["Projection"] == {"ProjectionType": "KEYS_ONLY" if name == "GSI3" else "ALL"}
     ttl = ddb.describe_time_to_live(TableName=resources.table_name())["TimeToLiveDescription"]
     assert ttl == {"TimeToLiveStatus": "ENABLED", "AttributeName": "expiresAt"}
 

@@ -91,6 +91,7 @@ DEFERRED = {
     ): "the MCP SDK (and starlette) only for POST /mcp, never for the api's other routes",
     ("engram.apikeys.authorizer", "jwt"): "PyJWT and cryptography only with the first JWT: callers with API keys never load them",
     ("engram.recall.analysis", "snowballstemmer"): "its package loads all 36 stemmers (~15 ms): with the first search's indexing",
+    ("engram.recall.service", "engram.recall.index"): "the search index with the first archive search, not with the api's import",
 }
 
 

@@ -171,7 +171,7 @@ def test_fill_input_replaces_the_context_attributes():
 # --------------------------------------------------------------------------- the loop against moto
 class FakeFunction:
     def __init__(self, logical_id: str, fail: bool = False, on_failure_queue: str | None = None):
-        self.spec = SimpleNamespace(logical_id=logical_id, on_failure_queue=on_failure_queue)
+        self.spec = SimpleNamespace(logical_id=logical_id, on_failure_queue=on_failure_queue, rules=())
         self.function_name = f"engram-local-{logical_id}"
         self.events: list = []
         self.fail = fail
@@ -339,3 +339,22 @@ def test_start_and_stop_run_the_loop_in_the_background(moto_stack):
     moto_stack.loop.start()
     moto_stack.loop.stop()
     assert moto_stack.loop._thread is None
+
+
+# --------------------------------------------------------------------------- the template's own rules
+def test_the_template_s_schedule_rules_fire_locally_on_their_rate(moto_stack):
+    template = load_template()
+    (rule,) = template.function("HeartbeatFunction").rules
+    assert (rule.event_name, rule.expression, json.loads(rule.input or "")) == (
+        "SweepStaleRuns",
+        "rate(5 minutes)",
+        {"source": "engram.sweep"},
+    )
+    sweeper = FakeFunction("HeartbeatFunction")
+    sweeper.spec.rules = (rule,)
+    loop = ScheduleLoop(FakeFunctions(sweeper), moto_stack.resources, interval=3600)
+    start = loop._created
+    assert loop.tick(start + timedelta(minutes=4)) == []
+    assert loop.tick(start + timedelta(minutes=5, seconds=1)) == [{"source": "engram.sweep"}]
+    assert loop.tick(start + timedelta(minutes=6)) == []  # once per period
+    assert loop.tick(start + timedelta(minutes=10, seconds=1)) == [{"source": "engram.sweep"}]

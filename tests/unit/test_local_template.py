@@ -39,10 +39,11 @@ def _expected_routes() -> set[tuple[str, str]]:
     from engram.health import routes as health
     from engram.mcp_server import routes as mcp
     from engram.memory import routes as memory
+    from engram.recall import routes as recall
     from engram.runs import routes as runs
     from engram.usage import routes as usage
 
-    api = (agents, sessions, memory, facts, account, cards, runs, usage, connections, api_keys, mcp, health)
+    api = (agents, sessions, recall, memory, facts, account, cards, runs, usage, connections, api_keys, mcp, health)
     routes = _routes_of("ApiFunction", *(m.router for m in api)) | _routes_of(
         "ChatFunction", chat_routes.router, probe_routes.router
     )

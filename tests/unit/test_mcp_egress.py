@@ -5,6 +5,7 @@ whatever the name looks like: DNS rebinding). Also TL2's naming and ordering of 
 from __future__ import annotations
 
 import ipaddress
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import anyio
@@ -99,8 +100,9 @@ def test_an_allowed_address_is_the_one_connected_to(monkeypatch):
         return ["93.184.216.34"]
 
     backend = guarded_backend(PUBLIC, resolver)
-    with pytest.raises(httpcore2.ConnectError):
-        anyio.run(lambda: backend.connect_tcp("tools.example.com", 443))
+    # On a thread of its own: the sync Playwright of the browser tests keeps a loop on this one.
+    with ThreadPoolExecutor(1) as pool, pytest.raises(httpcore2.ConnectError):
+        pool.submit(anyio.run, lambda: backend.connect_tcp("tools.example.com", 443)).result()
     assert attempts == [("93.184.216.34", 443)]  # the checked address, not the name again
 
 
@@ -131,3 +133,23 @@ def test_result_text_shows_what_a_model_can_read():
     )
     assert result_text([], {"price": 1}) == '{"price": 1}'
     assert result_text([], None) == "(the tool returned nothing)"
+
+
+def test_each_tool_call_is_counted_per_connection(monkeypatch, capsys):
+    import json
+
+    from engram.connections.mcp_client import CallResult, McpFailure
+    from engram.connections.tools import _count
+
+    monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)
+    _count("market", CallResult(ok=True, duration_ms=12.5))
+    _count("tickets", CallResult(ok=False, failure=McpFailure("timeout", "slow"), duration_ms=2000))
+    lines = [json.loads(line) for line in capsys.readouterr().out.splitlines() if line.startswith('{"_aws"')]
+    seen = {(next(iter(set(line) - {"_aws", "Connection"})), line["Connection"]) for line in lines}
+    assert seen == {
+        ("ToolCalls", "market"),
+        ("ToolCallLatency", "market"),
+        ("ToolCalls", "tickets"),
+        ("ToolCallLatency", "tickets"),
+        ("ToolCallErrors", "tickets"),
+    }

@@ -44,6 +44,7 @@ from engram.kernel.settings import Settings
 from engram.mcp_server import routes as mcp_routes
 from engram.memory import models as memory_models
 from engram.memory import routes as memory_routes
+from engram.recall import routes as recall_routes
 from engram.run_memory import models as run_memory_models
 from engram.runs import models as run_models
 from engram.runs import routes as run_routes
@@ -59,6 +60,7 @@ ROUTERS = tuple(
     for m in (
         agent_routes,
         session_routes,
+        recall_routes,
         chat_routes,
         memory_routes,
         fact_routes,
@@ -513,9 +515,26 @@ def _fake_deps() -> Any:
         export_objects=SimpleNamespace(delete_prefix=lambda prefix: 1),
         settings=Settings(),
         run_memory=SimpleNamespace(agent_entries=lambda t, agent_id: [("run_1", entry)]),
+        archive=SimpleNamespace(
+            agent_items=lambda t, agent_id: iter(
+                [
+                    {
+                        "kind": "msg",
+                        "sessionId": "dashboard",
+                        "runId": "run_1",
+                        "seq": 0,
+                        "role": "user",
+                        "text": "hi",
+                        "createdAt": "t",
+                        "archivedAt": "t",
+                    }
+                ]
+            )
+        ),
         history=SimpleNamespace(
             load=lambda t, agent_id, session_id, committed_run: SimpleNamespace(messages=[{"role": "user", "content": []}]),
             delete_agent=lambda t, agent_id: 1,
+            tool_results=lambda t, agent_id: iter([("run_1", "toolu_1", {"content": [{"type": "text", "text": "x"}]})]),
         ),
     )
 
@@ -528,7 +547,12 @@ def test_export_schema_matches_account_export():
     assert set(schema_properties(export["properties"]["agents"]["items"])) == set(out["agents"][0])
     assert set(schema_properties(export["properties"]["workspaces"]["items"])) == set(out["workspaces"][0])
     agent_item = schema_properties(export["properties"]["agents"]["items"])
+    assert set(agent_item["toolResults"]["items"]["properties"]) == set(out["agents"][0]["toolResults"][0])
     assert set(schema_properties(agent_item["sessions"]["items"])) == set(out["agents"][0]["sessions"][0])
+    archived = schemas["ArchivedMessage"]
+    assert set(out["agents"][0]["archive"][0]) <= set(archived["properties"]) and set(archived["required"]) <= set(
+        out["agents"][0]["archive"][0]
+    )
     for name, item_schema in (
         ("facts", "Fact"),
         ("runs", "Run"),

@@ -186,11 +186,11 @@ def test_bedrock_keeps_the_one_hour_ttl_only_where_aws_offers_it():
     assert older["messages"][0]["content"][0]["cache_control"] == {"type": "ephemeral"}
 
 
-def test_history_past_the_cap_is_cut_to_half_so_the_first_message_moves_rarely():
+def test_history_past_the_cap_is_cut_to_about_half_so_the_first_message_moves_rarely():
     turns = [m for i in range(30) for m in (_user(f"q{i}"), {"role": "assistant", "content": [_text(5)]})]
     assert trim_in_steps(turns[:50], 50).kept == turns[:50]
     cut = trim_in_steps(turns[:52], 50).kept
-    assert len(cut) == 24 and cut[0] == turns[28]  # the newest 25 at most, from a turn's start
+    assert len(cut) == 26 and cut[0] == turns[26]  # never less than half (CM8), from a turn's start
     firsts = set()
     history: list[dict] = []
     for message in turns * 3:
@@ -226,8 +226,11 @@ def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_n
     # a forgotten row: taken again, without it
     text, delta, again = session_memory(_view('agent|- "a": "1"'), stored, "h1", budget_tokens=2_000)
     assert again is not None and "tea" not in text and delta == ""
-    # the history's head moved: rows stored since join the snapshot; with none, it stays
-    assert session_memory(grown, stored, "h2", budget_tokens=2_000)[2].text == grown.text
+    # the history's head moved (a cut): rows stored since join the snapshot when they take more
+    # than half their room (a fifth of the budget); a few stay beside it, and with none it stays
+    assert session_memory(grown, stored, "h2", budget_tokens=100)[2].text == grown.text
+    text, delta, kept = session_memory(grown, stored, "h2", budget_tokens=2_000)
+    assert (text, kept.text, kept.head) == (snapshot.text, snapshot.text, "h2") and '- "b": "2"' in delta
     _, _, moved = session_memory(old, stored, "h2", budget_tokens=2_000)
     assert moved is not None and moved.text == snapshot.text and moved.head == "h2"
     # more rows than the budget holds beside the snapshot: taken again

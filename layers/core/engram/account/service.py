@@ -17,6 +17,7 @@ from typing import Any
 
 from engram.account.models import ExportJob
 from engram.aws import keys
+from engram.conversations.models import summary_public
 from engram.kernel.errors import NotFound, PayloadTooLarge, QueueUnavailable, error_of
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso
@@ -32,6 +33,8 @@ RUN_PAGE = 10
 PROGRESS_EVERY = 200  # records between progress writes (and at every uploaded part)
 
 Record = tuple[str, dict[str, Any]]
+# An archived message as exported: what was said, where and when (not its keys).
+ARCHIVE_FIELDS = ("sessionId", "runId", "seq", "part", "role", "speaker", "text", "tools", "createdAt", "archivedAt")
 
 
 def _pages(fetch: Callable[..., tuple[list[Any], str | None]], size: int = 100) -> Iterator[Any]:
@@ -54,15 +57,22 @@ def _all_workspaces(deps: Stores, t: str) -> Iterator[Any]:
 
 def records(deps: Stores, t: str) -> Iterator[Record]:
     """Everything stored for the caller (webhook secrets excluded), one typed record at a time:
-    each agent followed by its sessions (each followed by its messages), memories, run memory
-    and runs; then workspaces (each followed by its memories), facts, usage rows, card types."""
+    each agent followed by its sessions (each with its running summary, followed by its
+    messages), its conversation archive (every message said, the ones the history cap cut
+    included), memories, run memory and runs; then workspaces (each followed by its memories),
+    facts, usage rows, card types, tool connections (never their auth values), API keys (never
+    their hashes); an agent's kept full
+    tool results follow its runs. tests/integration/test_export_complete.py compares it with
+    every item and object stored for the caller."""
     for agent in _all_agents(deps, t):
         yield "agent", agent.public()
         for session in _pages(lambda agent_id=agent.id, **page: deps.sessions.page(t, agent_id, **page)):
-            yield "session", session.public()
+            yield "session", {**session.public(), "summary": summary_public(session.summary)}
             history = deps.history.load(t, agent.id, session.id, committed_run=session.last_run_id)
             for index, message in enumerate(history.messages):
                 yield "message", {"agentId": agent.id, "sessionId": session.id, "index": index, "message": message}
+        for item in deps.archive.agent_items(t, agent.id):
+            yield "archive", {"agentId": agent.id, **{k: v for k, v in item.items() if k in ARCHIVE_FIELDS}}
         for memory in deps.memories.all(t, "agent", agent.id):
             yield "memory", {**memory.public(), "ownerId": agent.id}
         for run_id, entry in deps.run_memory.agent_entries(t, agent.id):
@@ -70,10 +80,17 @@ def records(deps: Stores, t: str) -> Iterator[Record]:
         # Run records are the big rows (prompt, result, tool calls: up to 400 KB each): small pages.
         for run in _pages(lambda agent_id=agent.id, **page: deps.runs.page(t, agent_id, **page), RUN_PAGE):
             yield "run", run.public()
+        for run_id, tool_use_id, result in deps.history.tool_results(t, agent.id):
+            yield "toolResult", {"agentId": agent.id, "runId": run_id, "toolUseId": tool_use_id, "result": result}
     for ws in _all_workspaces(deps, t):
         yield "workspace", ws.public()
         for memory in deps.memories.all(t, "workspace", ws.id):
             yield "memory", {**memory.public(), "ownerId": ws.id}
+    yield from _account_rows(deps, t)
+
+
+def _account_rows(deps: Stores, t: str) -> Iterator[Record]:
+    """The rows of the account itself: facts, usage, card types, connections, API keys."""
     for fact in deps.facts.all(t):
         yield "fact", fact.public()
     for row in _pages(lambda **page: deps.usage.page(t, agent_id=None, session_key=None, **page)):
@@ -189,17 +206,21 @@ def inline_export(deps: Stores, t: str) -> dict[str, Any]:
                 code="export_too_large",
             )
         if kind == "agent":
-            owners[record["id"]] = {**record, "sessions": [], "memories": [], "runMemory": []}
+            owners[record["id"]] = {**record, "sessions": [], "archive": [], "memories": [], "runMemory": [], "toolResults": []}
             out["agents"].append(owners[record["id"]])
         elif kind == "session":
             sessions[(record["agentId"], record["id"])] = {**record, "messages": []}
             owners[record["agentId"]]["sessions"].append(sessions[(record["agentId"], record["id"])])
         elif kind == "message":
             sessions[(record["agentId"], record["sessionId"])]["messages"].append(record["message"])
+        elif kind == "archive":
+            owners[record["agentId"]]["archive"].append({k: v for k, v in record.items() if k != "agentId"})
         elif kind == "memory":
             owners[record["ownerId"]]["memories"].append({k: v for k, v in record.items() if k != "ownerId"})
         elif kind == "runMemory":
             owners[record["agentId"]]["runMemory"].append({k: v for k, v in record.items() if k != "agentId"})
+        elif kind == "toolResult":
+            owners[record["agentId"]]["toolResults"].append({k: v for k, v in record.items() if k != "agentId"})
         elif kind == "workspace":
             owners[record["id"]] = {**record, "memories": []}
             out["workspaces"].append(owners[record["id"]])

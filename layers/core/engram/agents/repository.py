@@ -125,6 +125,10 @@ class AgentRepository:
             return False
         return True
 
+    def forget_delivery(self, t: str, agent_id: str, digest: str) -> None:
+        """Removes the record of a signed webhook request whose turn was not queued."""
+        self.table.delete(keys.agent_pk(t, agent_id), keys.webhook_delivery_sk(digest))
+
     def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[Agent], str | None]:
         items, nxt = self.table.query(keys.tenant_pk(t), sk_prefix="AGENT#", limit=limit, token=token)
         return [Agent.model_validate(i) for i in items], nxt

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import time
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -19,6 +20,7 @@ from engram.kernel.ids import check_id, tenant_key
 from engram.kernel.observability import logger
 from engram.kernel.scopes import granted_scopes as _granted_scopes
 from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
+from engram.kernel.validation import refuse_unstorable_numbers
 
 MAX_BODY_BYTES = 256 * 1024
 MAX_BODY_DEPTH = 32  # no request body of the API nests deeper than a few levels
@@ -54,8 +56,9 @@ def _depth(text: str) -> int:
 
 def parse_body(text: str) -> dict[str, Any]:
     """The request body as JSON, strictly: UTF-8 text of one JSON object, nested at most
-    MAX_BODY_DEPTH deep, no number Python would refuse to convert. Anything else is a 400 naming
-    the problem (powertools calls this for every JSON body, before any route runs)."""
+    MAX_BODY_DEPTH deep, no number Python would refuse to convert or DynamoDB could not store.
+    Anything else is a 400 naming the problem (powertools calls this for every JSON body, before
+    any route runs)."""
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:  # undecodable bytes carried as surrogates
@@ -69,6 +72,9 @@ def parse_body(text: str) -> dict[str, Any]:
         raise BadBody(f"the request body is not accepted: {reason}", field="body") from None
     if not isinstance(value, dict):
         raise BadBody("the request body must be a JSON object", field="body")
+    # A number DynamoDB cannot store (1e-200, 1e126, NaN) is refused here, naming its field,
+    # rather than failing the write it would reach (or the run that carries it).
+    refuse_unstorable_numbers(value)
     return value
 
 
@@ -110,6 +116,23 @@ def deps_of(router: Router | APIGatewayHttpResolver) -> Any:
     """The function's dependencies: its handler puts them in the resolver's context
     (`app.append_context(deps=...)`) for every request."""
     return router.context["deps"]
+
+
+_REPLAYED_S = 300  # an arrival older than this is a replayed or sample event (`sam local invoke`), not a wait
+
+
+def request_clock(router: Router | APIGatewayHttpResolver) -> tuple[float, float | None]:
+    """How long ago API Gateway received this request (`requestContext.timeEpoch`; 0 without
+    it, or for an event far older than any request API Gateway still waits on), and how long the
+    function may still run (the Lambda context; None without one)."""
+    waited = 0.0
+    epoch_ms = (router.current_event.raw_event.get("requestContext") or {}).get("timeEpoch")
+    if isinstance(epoch_ms, (int, float)) and not isinstance(epoch_ms, bool):
+        waited = max(0.0, time.time() - epoch_ms / 1000)
+        waited = 0.0 if waited > _REPLAYED_S else waited
+    context = getattr(router, "lambda_context", None)
+    remaining = getattr(context, "get_remaining_time_in_millis", None)
+    return waited, (remaining() / 1000 if callable(remaining) else None)
 
 
 # Methods that read: a key without the `write` scope may call these only.

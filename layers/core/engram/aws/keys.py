@@ -2,12 +2,15 @@
 
 Every partition key starts with the tenant, so a query built from one principal's tenant can
 never reach another's rows. The one exception is the GSI2 lookup a webhook needs (it arrives
-without a principal): it maps an agent id to its tenant and is only used after the HMAC check.
+without a principal): it maps an agent id to its tenant and is only used after the HMAC check;
+and GSI3's open-run shards, read only by the sweeper (no principal either), which marks the runs
+it finds there failed in their own tenant's partition.
 Ids are validated here, before they can reach a key or an S3 path.
 """
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from engram.kernel.errors import BadRequest
@@ -48,6 +51,19 @@ def session_sk(session_id: str) -> str:
 
 def run_sk(run_id: str) -> str:
     return f"RUN#{check_id('runId', run_id)}"
+
+
+OPEN_RUN_SHARDS = 8
+
+
+def open_runs(run_id: str) -> str:
+    """GSI3 partition of unfinished (queued or running) runs, sparse, across tenants: the sweeper
+    reads each shard's runs past their stale time. A run's shard comes from its id."""
+    return f"OPENRUNS#{int(hashlib.sha256(run_id.encode()).hexdigest()[:8], 16) % OPEN_RUN_SHARDS}"
+
+
+def open_runs_shards() -> list[str]:
+    return [f"OPENRUNS#{i}" for i in range(OPEN_RUN_SHARDS)]
 
 
 def runs_by_agent(t: str, agent_id: str) -> str:
@@ -111,7 +127,7 @@ def fact_rank_pk(t: str) -> str:
     return f"{t}#U#FACTRANK"
 
 
-# --- conversation archive (stores/archive.py) ---------------------------------------------------
+# --- conversation archive (recall/archive.py) ---------------------------------------------------
 # Items live in the agent partition (so the agent cascade removes them) under
 #   SK     ARCH#<sessionId>#<createdAt>#<runId>#<seq>    (a session's archive is one begins_with Query)
 #   GSI1PK <t>#A#<agentId>#ARCH
@@ -160,19 +176,19 @@ def archive_tombstone_gsi_sk(deleted_at: str, session_id: str) -> str:
     return f"{check_stamp('deletedAt', deleted_at)}#~del#{check_id('sessionId', session_id)}"
 
 
-# --- automatic extraction (stores/extraction.py) ----------------------------------------------
+# --- automatic extraction (extraction/repository.py) ------------------------------------------
 def extract_marker_sk(run_id: str) -> str:
     """The once-per-run marker of an extraction job, in the agent partition (the cascade removes it)."""
     return f"EXTRACT#{check_id('runId', run_id)}"
 
 
-# --- card types (cards.py) --------------------------------------------------------------------
+# --- card types (cards/repository.py) ---------------------------------------------------------
 def card_type_sk(name: str) -> str:
     """A custom card type of the tenant, in the tenant partition (built-ins are not stored)."""
     return f"CARDTYPE#{check_id('name', name)}"
 
 
-# --- runs: re-examinations, run memory, director learnings (runs.py, stores/run_memory.py) ------
+# --- runs: re-examinations, run memory, director learnings (runs/, run_memory/repository.py) ---
 def reexaminations_of(t: str, parent_run_id: str) -> str:
     """GSI2 partition listing the re-examinations of one run (sparse: only those runs carry it)."""
     return f"{t}#RUN#{check_id('runId', parent_run_id)}#REEXAM"

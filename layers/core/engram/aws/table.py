@@ -19,7 +19,9 @@ from botocore.exceptions import ClientError
 from engram.aws.clients import make_client
 from engram.kernel.errors import BadRequest
 from engram.kernel.observability import logger
+from engram.kernel.validation import refuse_unstorable_numbers, storable_number
 
+_INT_DIGITS = 38  # boto3 refuses an int of more digits (10**50 is stored as the Decimal 1E+50)
 _serializer: Any = None
 _deserializer: Any = None
 
@@ -29,17 +31,32 @@ def _codecs() -> tuple[Any, Any]:
     if _serializer is None:
         from boto3.dynamodb.types import TypeDeserializer, TypeSerializer
 
-        _serializer, _deserializer = TypeSerializer(), TypeDeserializer()
+        class Deserializer(TypeDeserializer):  # type: ignore[misc]
+            """Numbers as DynamoDB sends them: 1E+100 arrives as 101 digits, which boto3's own
+            38-digit context refuses (decimal.Rounded) although DynamoDB stored it (boto3 #2500)."""
+
+            def _deserialize_n(self, value: str) -> Decimal:
+                return Decimal(value)
+
+            def _deserialize_ns(self, value: list[str]) -> set[Decimal]:
+                return {Decimal(v) for v in value}
+
+        _serializer, _deserializer = TypeSerializer(), Deserializer()
     return _serializer, _deserializer
 
 
-def _to_dynamo(value: Any) -> Any:
-    if isinstance(value, float):
-        return Decimal(repr(value))
+def _to_dynamo(value: Any, path: str = "") -> Any:
+    """The one place numbers become DynamoDB numbers: exactly, or a 400 naming the attribute
+    (`number_out_of_range`) when DynamoDB cannot store one, never a decimal error from boto3."""
+    if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
+        number = storable_number(value)
+        if number is None:
+            refuse_unstorable_numbers(value, path)
+        return value if isinstance(value, int) and abs(value) < 10**_INT_DIGITS else number
     if isinstance(value, dict):
-        return {k: _to_dynamo(v) for k, v in value.items() if v is not None}
+        return {k: _to_dynamo(v, f"{path}.{k}" if path else str(k)) for k, v in value.items() if v is not None}
     if isinstance(value, (list, tuple)):
-        return [_to_dynamo(v) for v in value]
+        return [_to_dynamo(v, f"{path}.{i}" if path else str(i)) for i, v in enumerate(value)]
     return value
 
 
@@ -66,7 +83,7 @@ def deserialize(item: dict[str, Any]) -> dict[str, Any]:
     for name, value in item.items():
         try:
             values[name] = de.deserialize(value)
-        except (TypeError, ValueError, KeyError, AttributeError):
+        except (TypeError, ValueError, KeyError, AttributeError, ArithmeticError):
             logger.error("an attribute of a stored item could not be read; left out", extra={"attribute": name})
     out: dict[str, Any] = _from_dynamo(values)
     return out
@@ -317,17 +334,22 @@ class Table:
             sort_value = str(start[f"{index}SK" if index else "SK"]["S"])
             if (sk_prefix and not sort_value.startswith(sk_prefix)) or (sk_after and sort_value <= sk_after):
                 raise BadRequest("nextToken is not a token this list issued", field="nextToken", code="invalid_token")
+        # One item more than the page: a token only when another item follows, so a page never
+        # holds more than `limit` and a token never leads to an empty page.
         items, last = self._page(
             pk,
             sk_prefix=sk_prefix,
             sk_after=sk_after,
             index=index,
-            limit=limit,
+            limit=limit + 1 if limit else None,
             start=start,
             newest_first=newest_first,
             projection=projection,
             consistent=consistent,
         )
+        if limit and len(items) > limit:
+            items = items[:limit]
+            last = serialize({attr: items[-1][attr] for attr in key_attrs})
         return items, encode_token(last)
 
     def query_all(self, pk: str, *, max_items: int | None = None, **kw: Any) -> list[dict[str, Any]]:
@@ -347,6 +369,7 @@ class Table:
         *,
         sk_prefix: str | None = None,
         sk_after: str | None = None,
+        sk_before: str | None = None,
         index: str | None = None,
         limit: int | None = None,
         start: dict[str, Any] | None = None,
@@ -367,6 +390,10 @@ class Table:
             expr += " AND #sk > :sk"
             names["#sk"] = sk_attr
             values[":sk"] = sk_after
+        elif sk_before:
+            expr += " AND #sk < :sk"
+            names["#sk"] = sk_attr
+            values[":sk"] = sk_before
         args: dict[str, Any] = {
             "TableName": self.name,
             "KeyConditionExpression": expr,

@@ -42,10 +42,6 @@ class CardTypeRepository:
         item = self.table.get(keys.tenant_pk(t), keys.card_type_sk(name))
         return CardType.model_validate(item) if item else None
 
-    def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[CardType], str | None]:
-        items, nxt = self.table.query(keys.tenant_pk(t), sk_prefix="CARDTYPE#", limit=limit, token=token)
-        return [CardType.model_validate(i) for i in items], nxt
-
     def all(self, t: str) -> list[CardType]:
         return [CardType.model_validate(i) for i in self.table.query_all(keys.tenant_pk(t), sk_prefix="CARDTYPE#")]
 

@@ -17,11 +17,12 @@ from typing import Any
 from engram.cards.models import CardType, CardTypeBody, Decision
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id
-from engram.kernel.model import now_iso, page
+from engram.kernel.model import now_iso, page, page_ranked
 from engram.runs.models import Run
 from engram.wiring.stores import Stores
 
 _EPOCH = "2025-01-01T00:00:00.000Z"
+_EXACT_INT = 2**53  # integral floats up to this are shown as ints; int(1e50) would be 51 digits of noise
 
 BUILT_IN_CARD_TYPES: dict[str, dict[str, Any]] = {
     "decision": {
@@ -146,7 +147,7 @@ def check_definition(body: CardTypeBody) -> dict[str, dict[str, Any]]:
             raise BadRequest(f"{where}.maxLength: only string fields have a maxLength", field=f"{where}.maxLength")
         stored = spec.model_dump(by_alias=True, exclude_none=True)
         for bound in ("min", "max"):
-            if bound in stored and float(stored[bound]).is_integer():
+            if bound in stored and float(stored[bound]).is_integer() and abs(stored[bound]) <= _EXACT_INT:
                 stored[bound] = int(stored[bound])  # 10, not 10.0, in the schema the model sees
         out[name] = stored
     for i, name in enumerate(body.summary_fields):
@@ -202,10 +203,13 @@ def get_card_type(deps: Any, t: str, name: str) -> CardType:
 
 
 def list_card_types(deps: Any, t: str, limit: int, token: str | None) -> dict[str, Any]:
-    """Built-ins first (on the first page), then the caller's own types by name."""
-    custom, nxt = deps.card_types.page(t, limit=limit, token=token)
-    items = ([_built_in(n) for n in BUILT_IN_CARD_TYPES] if not token else []) + custom
-    return {"items": [c.public() for c in items], "nextToken": nxt}
+    """Built-ins first, then the caller's own types by name; `limit` items a page, built-ins
+    counted. The caller's types are read whole (at most MAX_CARD_TYPES rows) and paged by rank."""
+    built_in = {f"0#{i:04d}": _built_in(n) for i, n in enumerate(BUILT_IN_CARD_TYPES)}
+    custom = {f"1#{c.name}": c for c in deps.card_types.all(t)}
+    ranked = {**built_in, **custom}
+    rank = {id(c): r for r, c in ranked.items()}
+    return page_ranked(list(ranked.values()), lambda c: rank[id(c)], list_id="card-types", limit=limit, token=token)
 
 
 def require_card_type(deps: Any, t: str, name: str | None) -> None:

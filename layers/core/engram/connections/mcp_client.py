@@ -11,12 +11,14 @@ the calls of one batch run in parallel, one client session per server.
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import json
 import logging
 import ssl
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -223,6 +225,18 @@ async def _session(
         yield client
 
 
+def _run_async[T](run: Callable[[], Awaitable[T]]) -> T:
+    """The async client from synchronous code: its own event loop, on this thread, or on a thread of
+    its own when this one already runs a loop (an embedding async app; the sync Playwright API of the
+    browser tests keeps one running on the main thread)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return anyio.run(run)
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="engram-mcp") as pool:
+        return pool.submit(anyio.run, run).result()
+
+
 def _prime_output_schema(client: Client, call: Call) -> None:
     """Hands the session the tool's output schema from the cached list. The SDK keeps it in a
     private table: if that ever moves, the session lists the tools itself (one request more)."""
@@ -262,7 +276,7 @@ def list_tools(
         return _checked_tools(found, max_tools=max_tools, max_schema_bytes=max_schema_bytes)
 
     try:
-        return anyio.run(run)
+        return _run_async(run)
     except Exception as err:
         raise failure_of(err) from None
 
@@ -327,5 +341,5 @@ def call_tools(
             for i in range(len(calls)):
                 group.start_soon(one_call, i)
 
-    anyio.run(run)
+    _run_async(run)
     return results

@@ -23,7 +23,7 @@ from engram.connections.ports import Connections, SecretBox
 from engram.conversations.ports import Transcripts
 from engram.engine.tools import ToolContext, ToolOutcome
 from engram.kernel.model import now_iso
-from engram.kernel.observability import MetricUnit, logger, metrics
+from engram.kernel.observability import MetricUnit, logger, metric_by
 from engram.kernel.settings import Settings
 
 if TYPE_CHECKING:
@@ -187,19 +187,15 @@ def _failed(entry: _Entry, failure: Any) -> ToolOutcome:
 
 
 def _count(connection: str, result: CallResult) -> None:
-    dims = {"Connection": connection}
-    metrics.add_metric(name="ToolCalls", unit=MetricUnit.Count, value=1)
-    metrics.add_metric(name="ToolCallLatency", unit=MetricUnit.Milliseconds, value=result.duration_ms)
-    if result.failure is not None or result.is_error:
-        metrics.add_metric(name="ToolCallErrors", unit=MetricUnit.Count, value=1)
+    """ToolCalls, ToolCallErrors and ToolCallLatency per connection (CloudWatch), and a log line."""
+    error = result.failure.code if result.failure else ("tool_error" if result.is_error else None)
+    metric_by("ToolCalls", MetricUnit.Count, 1, Connection=connection)
+    metric_by("ToolCallLatency", MetricUnit.Milliseconds, result.duration_ms, Connection=connection)
+    if error:
+        metric_by("ToolCallErrors", MetricUnit.Count, 1, Connection=connection)
     logger.info(
         "tool call",
-        extra={
-            **dims,
-            "duration_ms": round(result.duration_ms, 1),
-            "bytes": result.bytes,
-            "error": result.failure.code if result.failure else ("tool_error" if result.is_error else None),
-        },
+        extra={"connection": connection, "duration_ms": round(result.duration_ms, 1), "bytes": result.bytes, "error": error},
     )
 
 

@@ -3,6 +3,7 @@ session's FIFO group; the chat function's queue consumer runs them."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from engram.cards.policy import CardPolicy
@@ -16,6 +17,7 @@ from engram.kernel.observability import logger
 from engram.recall.policy import ArchivePolicy
 from engram.runs.models import Run
 from engram.runs.service import unqueued
+from engram.summaries.policy import SummaryPolicy
 from engram.wiring.model import ModelDeps
 
 
@@ -64,8 +66,14 @@ def ensure_session(deps: ModelDeps, tenant: str, agent_id: str, session_id: str)
 
 
 def turn_policies(deps: ModelDeps, **extraction: Any) -> list[TurnPolicy]:
-    """What every turn of an agent gets: its result card, the conversation archive, extraction."""
-    return [CardPolicy(deps), ArchivePolicy(deps.archive), ExtractionPolicy(deps.queues, **extraction)]
+    """What every turn of an agent gets: its result card, the conversation archive, extraction,
+    the running summary of what the history cap cuts."""
+    return [
+        CardPolicy(deps),
+        ArchivePolicy(deps.archive),
+        ExtractionPolicy(deps.queues, **extraction),
+        SummaryPolicy(deps.queues),
+    ]
 
 
 def chat_plan(
@@ -89,9 +97,31 @@ def chat_plan(
     )
 
 
-def run_chat_turn(deps: ModelDeps, tenant: str, agent_id: str, session_id: str, message: str) -> TurnOutcome:
-    """A sync chat turn (POST .../messages): within the request's budget."""
-    return run_turn(deps, tenant, message, chat_plan(deps, agent_id, session_id))
+_RECORDING_S = 4.0  # the failure grace (3 s) and a margin, kept before the function's own timeout
+
+
+def run_chat_turn(
+    deps: ModelDeps,
+    tenant: str,
+    agent_id: str,
+    session_id: str,
+    message: str,
+    *,
+    waited_s: float = 0.0,
+    remaining_s: float | None = None,
+) -> TurnOutcome:
+    """A sync chat turn (POST .../messages). Its budget counts from the request's arrival
+    (`waited_s` ago: API Gateway's clock), not from when the function got to it, so it answers
+    within API Gateway's 30 s however long the request waited, and never commits after the
+    client was told 504; and it ends `_RECORDING_S` before the function's own timeout
+    (`remaining_s`)."""
+    waited_s = max(0.0, waited_s)
+    budget = deps.settings.sync_turn_budget_s
+    if remaining_s is not None:
+        budget = min(budget, waited_s + remaining_s - _RECORDING_S)
+    plan = chat_plan(deps, agent_id, session_id, budget_s=budget)
+    plan.started = time.monotonic() - waited_s
+    return run_turn(deps, tenant, message, plan)
 
 
 def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:

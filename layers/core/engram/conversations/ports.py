@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 from engram.conversations.models import History, Session
@@ -35,6 +36,10 @@ class Sessions(Protocol):
         holds the session; then SessionBusy with `busy_message`."""
         ...
 
+    def renew_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> bool:
+        """Extends a lease this owner holds to `ttl_s` from now; False when it is not held any more."""
+        ...
+
     def release_lease(self, t: str, agent_id: str, session_id: str, owner: str) -> None: ...
 
     def commit_op(
@@ -42,6 +47,13 @@ class Sessions(Protocol):
     ) -> dict[str, Any]:
         """A turn's commit, as one operation of its transaction: the counters it changes (a
         successful turn) and the release of its lease, conditional on still holding it."""
+        ...
+
+    def store_summary(
+        self, t: str, agent_id: str, session_id: str, summary: dict[str, Any], *, was: dict[str, Any] | None, reset_at: Any
+    ) -> bool:
+        """Sets the session's running summary (CM8) if it is still `was` (the summary the worker
+        read, None for none) and no Active Memory reset happened since `reset_at`; False if not."""
         ...
 
     def reset_context(self, t: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, Any]:
@@ -59,9 +71,20 @@ class Transcripts(Protocol):
         ...
 
     def save(
-        self, t: str, agent_id: str, session_id: str, messages: list[dict[str, Any]], *, previous: History, run_id: str
+        self,
+        t: str,
+        agent_id: str,
+        session_id: str,
+        messages: list[dict[str, Any]],
+        *,
+        previous: History,
+        run_id: str,
+        cut: list[Any] | None = None,
+        cut_from: int = 0,
     ) -> str:
-        """Conditional PUT over the object the turn read; SessionBusy if someone wrote since."""
+        """Conditional PUT over the object the turn read; SessionBusy if someone wrote since.
+        `cut`: the messages cut by the trim that the running summary may not hold yet, the first
+        numbered `cut_from` (see History)."""
         ...
 
     def delete(self, t: str, agent_id: str, session_id: str) -> None: ...
@@ -75,3 +98,7 @@ class Transcripts(Protocol):
         ...
 
     def get_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, Any] | None: ...
+
+    def tool_results(self, t: str, agent_id: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """Every kept full tool result of an agent: (run id, tool_use id, result)."""
+        ...

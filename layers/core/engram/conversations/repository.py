@@ -15,6 +15,11 @@ from engram.kernel.model import now_iso
 _FREE = "attribute_exists(PK) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)"
 
 
+def _now() -> int:
+    """The leases' clock (epoch seconds); tests replace it."""
+    return int(time.time())
+
+
 class SessionRepository:
     def __init__(self, table: Table):
         self.table = table
@@ -52,7 +57,7 @@ class SessionRepository:
     def delete(self, t: str, agent_id: str, session_id: str) -> None:
         """Refused while a turn holds the session, so a running turn cannot resurrect it."""
         delete = self.table.delete_op(
-            keys.agent_pk(t, agent_id), keys.session_sk(session_id), condition=_FREE, values={":now": int(time.time())}
+            keys.agent_pk(t, agent_id), keys.session_sk(session_id), condition=_FREE, values={":now": _now()}
         )
         try:
             quotas.delete_releasing(self.table, quotas.sessions(t, agent_id), [delete])
@@ -64,7 +69,7 @@ class SessionRepository:
     # --- the lease ------------------------------------------------------------------------------
     def acquire_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> dict[str, Any]:
         """Takes the session for one turn (or run, or reset); returns the session item."""
-        now = int(time.time())
+        now = _now()
         try:
             return self.table.update(
                 keys.agent_pk(t, agent_id),
@@ -95,17 +100,28 @@ class SessionRepository:
                     raise SessionBusy(busy_message, field="sessionId") from None
                 time.sleep(pause)
 
+    def renew_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> bool:
+        """Extends a lease this owner holds to `ttl_s` from now; False when it is not held any more."""
+        return self._as_owner(t, agent_id, session_id, owner, "SET leaseUntil = :until", {":until": _now() + int(ttl_s) + 1})
+
     def release_lease(self, t: str, agent_id: str, session_id: str, owner: str) -> None:
+        self._as_owner(t, agent_id, session_id, owner, "REMOVE leaseOwner, leaseUntil")  # not ours: nothing to release
+
+    def _as_owner(
+        self, t: str, agent_id: str, session_id: str, owner: str, expression: str, values: dict[str, Any] | None = None
+    ) -> bool:
+        """An update of the session's lease, applied only while `owner` holds it (False otherwise)."""
         try:
             self.table.update(
                 keys.agent_pk(t, agent_id),
                 keys.session_sk(session_id),
-                "REMOVE leaseOwner, leaseUntil",
+                expression,
                 condition="leaseOwner = :run",
-                values={":run": owner},
+                values={":run": owner, **(values or {})},
             )
         except ConditionFailed:
-            pass  # not ours any more: nothing to release
+            return False
+        return True
 
     def commit_op(
         self, t: str, agent_id: str, session_id: str, owner: str, changes: dict[str, Any] | None, now: str
@@ -124,9 +140,40 @@ class SessionRepository:
             keys.agent_pk(t, agent_id), keys.session_sk(session_id), expression, condition="leaseOwner = :run", values=values
         )
 
+    def store_summary(
+        self, t: str, agent_id: str, session_id: str, summary: dict[str, Any], *, was: dict[str, Any] | None, reset_at: Any
+    ) -> bool:
+        """Sets the session's running summary (CM8) if it is still `was` (the summary the worker
+        read, None for none) and no Active Memory reset happened since `reset_at`; False if not.
+        No lease: a turn's commit never writes the summary, so the two cannot overwrite each other."""
+        conditions = ["attribute_exists(PK)"]
+        values: dict[str, Any] = {":summary": summary}
+        if was is None:
+            conditions.append("attribute_not_exists(summary)")
+        else:
+            conditions.append("summary.through = :through AND summary.updatedAt = :updated")
+            values |= {":through": was.get("through", 0), ":updated": was.get("updatedAt", "")}
+        if reset_at is None:
+            conditions.append("attribute_not_exists(lastResetAt)")
+        else:
+            conditions.append("lastResetAt = :reset")
+            values[":reset"] = reset_at
+        try:
+            self.table.update(
+                keys.agent_pk(t, agent_id),
+                keys.session_sk(session_id),
+                "SET summary = :summary",
+                condition=" AND ".join(conditions),
+                values=values,
+            )
+        except ConditionFailed:
+            return False
+        return True
+
     def reset_context(self, t: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, Any]:
         """Active Memory reset: the model's context starts after the messages the session holds now
-        (they stay in the transcript); the run counter restarts. Taken under the session's lease,
+        (they stay in the transcript); the run counter restarts; the running summary is dropped
+        and nothing cut before the reset is summarised again (`summaryFrom`). Taken under the session's lease,
         waiting for a turn or run that holds it, so a reset is never lost under a finishing run."""
         owner = new_id("reset")
         self.wait_for_lease(
@@ -143,7 +190,8 @@ class SessionRepository:
                 keys.agent_pk(t, agent_id),
                 keys.session_sk(session_id),
                 "SET contextFrom = if_not_exists(messageCount, :zero), revisionAtReset = if_not_exists(revision, :zero), "
-                "runsSinceReset = :zero, lastResetAt = :now REMOVE leaseOwner, leaseUntil",
+                "runsSinceReset = :zero, lastResetAt = :now, summaryFrom = if_not_exists(trimmedCount, :zero) "
+                "REMOVE leaseOwner, leaseUntil, summary",
                 condition="leaseOwner = :token",
                 values={":zero": 0, ":now": now_iso(), ":token": owner},
             )

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from engram.agents.service import get_agent
-from engram.conversations.models import DASHBOARD, Session, SessionCreate
+from engram.conversations.models import DASHBOARD, Session, SessionCreate, summary_public
 from engram.kernel.errors import NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page
@@ -41,7 +41,7 @@ def get_session(deps: Stores, t: str, agent_id: str, session_id: str) -> dict[st
             raise NotFound("agent not found", field="agentId")
         raise NotFound("session not found", field="sessionId")
     history = deps.history.load(t, agent_id, session_id, committed_run=item.get("lastRunId"))
-    return {**_session_public(item), "messages": history.messages}
+    return {**_session_public(item), "summary": summary_public(item.get("summary")), "messages": history.messages}
 
 
 def delete_session(deps: Stores, t: str, agent_id: str, session_id: str) -> dict[str, Any]:

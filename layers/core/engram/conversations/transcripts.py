@@ -12,6 +12,7 @@ turn writes over an uncommitted one (its If-Match is the object's ETag as it is)
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -40,13 +41,15 @@ def committed_view(doc: dict[str, Any], etag: str | None, committed_run: str | N
     """The committed transcript in a stored document, given the session's `lastRunId`."""
     writer = doc.get("runId")
     messages = list(doc.get("messages", []))
+    cut = doc.get("cut") or {}
+    pending, pending_from = list(cut.get("messages") or []), int(cut.get("from", 0) or 0)
     if writer is None or writer == committed_run:
-        return History(messages=messages, etag=etag, run_id=writer)
+        return History(messages=messages, etag=etag, run_id=writer, cut=pending, cut_from=pending_from)
     base = doc.get("base") or {}
     if base.get("runId") != committed_run:
         logger.warning("a transcript names neither the committed run nor its base", extra={"writer": writer})
     previous = base["messages"] if "messages" in base else list(base.get("dropped", [])) + messages[: int(base.get("kept", 0))]
-    return History(messages=previous, etag=etag, run_id=base.get("runId"))
+    return History(messages=previous, etag=etag, run_id=base.get("runId"), cut=pending, cut_from=pending_from)
 
 
 class HistoryStore(BucketStore):
@@ -61,14 +64,25 @@ class HistoryStore(BucketStore):
         return committed_view(json.loads(out["Body"].read()), out["ETag"], committed_run)
 
     def save(
-        self, t: str, agent_id: str, session_id: str, messages: list[dict[str, Any]], *, previous: History, run_id: str
+        self,
+        t: str,
+        agent_id: str,
+        session_id: str,
+        messages: list[dict[str, Any]],
+        *,
+        previous: History,
+        run_id: str,
+        cut: list[Any] | None = None,
+        cut_from: int = 0,
     ) -> str:
         """Conditional PUT over the object the turn read (If-Match its ETag; If-None-Match for a
         new one). A mismatch means someone else wrote the session since: SessionBusy.
 
         A retry after a lost response finds its own write and fails the condition: the object's
         `run-id` metadata tells, and the write stands."""
-        doc = {"version": _VERSION, "runId": run_id, "messages": messages, "base": _base(previous, messages)}
+        doc: dict[str, Any] = {"version": _VERSION, "runId": run_id, "messages": messages, "base": _base(previous, messages)}
+        if cut:
+            doc["cut"] = {"from": cut_from, "messages": cut}
         body = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
         key = keys.session_object(t, agent_id, session_id)
         condition = {"IfMatch": previous.etag} if previous.etag else {"IfNoneMatch": "*"}
@@ -108,6 +122,16 @@ class HistoryStore(BucketStore):
             Body=body,
             ContentType="application/json",
         )
+
+    def tool_results(self, t: str, agent_id: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+        """Every kept full tool result of an agent: (run id, tool_use id, result)."""
+        prefix = f"{keys.session_prefix(t, agent_id)}tool-results/"
+        for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
+            for obj in page.get("Contents", []):
+                run_id, _, name = obj["Key"][len(prefix) :].partition("/")
+                found = self.get_tool_result(t, agent_id, run_id, name.removesuffix(".json"))
+                if found is not None:
+                    yield run_id, name.removesuffix(".json"), found
 
     def get_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, Any] | None:
         try:

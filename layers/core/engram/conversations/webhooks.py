@@ -3,7 +3,9 @@
 The timestamp (`X-Engram-Timestamp`, unix seconds) is signed too and must be recent (at most
 WEBHOOK_TOLERANCE_SECONDS old, at most WEBHOOK_FUTURE_SKEW_SECONDS ahead), and each signed request
 is accepted once: its signature is recorded with one conditional write that expires with the
-window, so a captured request replayed inside the window is a 409 `duplicate_delivery`.
+window, so a captured request replayed inside the window is a 409 `duplicate_delivery`. The mark is
+taken once the body is valid and released when the turn could not be queued (503, 409 quota, 404),
+so only a queued delivery counts as delivered.
 Unknown agents and bad signatures get the same 401 after the same work (one lookup, one HMAC),
 so agent ids cannot be probed, not even by timing.
 """
@@ -23,10 +25,13 @@ from engram.conversations.chat import enqueue_turn, ensure_session
 from engram.conversations.models import WebhookIn
 from engram.kernel.errors import BadRequest, Conflict, Unauthorized
 from engram.kernel.ids import check_id
+from engram.kernel.observability import logger
 from engram.runs.models import Run
 from engram.wiring.model import ModelDeps
 
 _NO_SECRET = "-" * 43  # stands in for an unknown agent's secret, so its path does the same work
+_TIMESTAMP_DIGITS = 12  # unix seconds until the year 33658
+_RELEASE_TRIES = 2
 
 
 def sign(secret: str, timestamp: str, raw_body: str) -> str:
@@ -41,12 +46,18 @@ def _header(headers: Mapping[str, Any], name: str) -> str:
     return ""
 
 
-def verify(deps: ModelDeps, agent_id: str, headers: Mapping[str, Any], raw_body: str) -> str:
-    """Returns the agent's tenant when the signature is valid and the request is new."""
+def verify(deps: ModelDeps, agent_id: str, headers: Mapping[str, Any], raw_body: str) -> tuple[str, _Delivery]:
+    """The agent's tenant and the request's delivery mark (not taken yet) when the signature is valid."""
     denied = Unauthorized("missing or invalid webhook signature", code="invalid_signature")
     timestamp, signature = _header(headers, "x-engram-timestamp"), _header(headers, "x-engram-signature")
     if not timestamp or not signature or not timestamp.isdigit():
         raise denied
+    if len(timestamp) > _TIMESTAMP_DIGITS or not timestamp.isascii():  # before any arithmetic on it
+        raise BadRequest(
+            f"X-Engram-Timestamp is unix seconds: at most {_TIMESTAMP_DIGITS} ASCII digits",
+            field="X-Engram-Timestamp",
+            code="invalid_timestamp",
+        )
     now = time.time()
     settings = deps.settings
     if not -settings.webhook_future_skew_s <= now - int(timestamp) <= settings.webhook_tolerance_s:
@@ -63,15 +74,37 @@ def verify(deps: ModelDeps, agent_id: str, headers: Mapping[str, Any], raw_body:
             matched = expected
     if not (matched and credentials):
         raise denied
-    expires_at = int(timestamp) + settings.webhook_tolerance_s + 60
-    if not deps.agents.first_delivery(tenant, agent_id, matched.removeprefix("sha256="), expires_at=expires_at):
-        raise Conflict("this signed request was delivered already; sign each delivery anew", code="duplicate_delivery")
-    return tenant
+    return tenant, _Delivery(
+        tenant, agent_id, matched.removeprefix("sha256="), int(timestamp) + settings.webhook_tolerance_s + 60
+    )
+
+
+class _Delivery:
+    """The mark of one signed request: taken before its turn is queued (so two copies of it
+    cannot both queue one), released again when queueing fails, so the sender's retry of a
+    refused delivery is a new attempt rather than a 409."""
+
+    def __init__(self, tenant: str, agent_id: str, digest: str, expires_at: int):
+        self.tenant, self.agent_id, self.digest, self.expires_at = tenant, agent_id, digest, expires_at
+
+    def mark(self, deps: ModelDeps) -> None:
+        if not deps.agents.first_delivery(self.tenant, self.agent_id, self.digest, expires_at=self.expires_at):
+            raise Conflict("this signed request was delivered already; sign each delivery anew", code="duplicate_delivery")
+
+    def release(self, deps: ModelDeps) -> None:
+        """Forgets the mark (tried twice: a release lost to the same outage that refused the
+        delivery would leave the sender's retries refused until the window closes)."""
+        for attempt in range(_RELEASE_TRIES):
+            try:
+                deps.agents.forget_delivery(self.tenant, self.agent_id, self.digest)
+                return
+            except Exception:
+                logger.warning("could not release a refused webhook delivery", extra={"attempt": attempt + 1}, exc_info=True)
 
 
 def accept(deps: ModelDeps, *, agent_id: str, headers: Mapping[str, Any], raw_body: str) -> Run:
     check_id("agentId", agent_id)
-    tenant = verify(deps, agent_id, headers, raw_body)
+    tenant, delivery = verify(deps, agent_id, headers, raw_body)
     try:
         body = WebhookIn.model_validate(json.loads(raw_body or "null"))
     except json.JSONDecodeError:
@@ -80,7 +113,14 @@ def accept(deps: ModelDeps, *, agent_id: str, headers: Mapping[str, Any], raw_bo
         first = err.errors()[0]
         field = ".".join(str(p) for p in first["loc"]) or "body"
         raise BadRequest(f"{field}: {first['msg']}", field=field, code="validation_error") from None
-    ensure_session(deps, tenant, agent_id, body.session_id)
-    return enqueue_turn(
-        deps, tenant=tenant, agent_id=agent_id, session_id=body.session_id, message=body.message, trigger="webhook"
-    )
+    delivery.mark(deps)
+    try:
+        ensure_session(deps, tenant, agent_id, body.session_id)
+        return enqueue_turn(
+            deps, tenant=tenant, agent_id=agent_id, session_id=body.session_id, message=body.message, trigger="webhook"
+        )
+    except Exception:
+        # Not queued (a full quota, a deleted agent, the queue or the table down): the same signed
+        # request may come again.
+        delivery.release(deps)
+        raise

@@ -76,14 +76,21 @@ def trim_history(messages: list[dict[str, Any]], cap: int) -> TrimResult:
 
 
 def trim_in_steps(messages: list[dict[str, Any]], cap: int) -> TrimResult:
-    """Like ``trim_history``, but a history past the cap is cut back to half of it. The cached
-    prompt prefix (engine.cache) holds the history from its first message, so each cut breaks
-    it: cut in steps, the first message changes once every cap/2 messages instead of on every
-    turn. A newest turn longer than half the cap is kept whole if it fits the cap."""
-    if len(messages) <= cap:
+    """Like ``trim_history``, but a history past the cap is cut back to about half of it. The
+    cached prompt prefix (engine.cache) holds the history from its first message, so each cut
+    breaks it: cut in steps, the first message changes once every cap/2 messages instead of on
+    every turn. A cut never keeps less than half the cap (CM8): it starts at the newest turn
+    start that leaves at least cap/2 messages (so a little more than half may be kept); only
+    when no turn starts between the cap and its half (a turn longer than half the cap) does it
+    keep what ``trim_history`` keeps within the cap."""
+    n = len(messages)
+    if n <= cap:
         return trim_history(messages, cap)
-    half = trim_history(messages, max(2, cap // 2))
-    return half if not half.split_turn else trim_history(messages, cap)
+    half = max(2, cap // 2)
+    for i in range(n - half, n - cap - 1, -1):
+        if i >= 0 and is_turn_start(messages[i]):
+            return TrimResult(kept=list(messages[i:]), trimmed=list(messages[:i]))
+    return trim_history(messages, cap)
 
 
 def sequence_problems(messages: list[dict[str, Any]], *, allow_pending_tool_use: bool = False) -> list[str]:  # noqa: C901 - one branch per Messages API rule

@@ -22,6 +22,7 @@ from engram.agents.ports import Agents
 from engram.aws.deadline import OutOfTime, within
 from engram.conversations.ports import Sessions, Transcripts
 from engram.engine.cache import CachePolicy
+from engram.engine.lease import LeaseKeeper
 from engram.engine.loop import LoopResult, run_loop
 from engram.engine.prompt import (
     SNAPSHOT_HEADROOM,
@@ -30,6 +31,7 @@ from engram.engine.prompt import (
     build_system,
     fit_sections,
     message_digest,
+    render_summary,
     session_memory,
     start_sections,
 )
@@ -46,7 +48,7 @@ from engram.runs.models import Run
 from engram.runs.ports import Runs
 from engram.usage.models import UsageRow
 
-_LEASE_MARGIN_S = 5
+_RELEASE_TRIES = 3  # a release refused by a short outage is tried again within the grace
 TITLE_CHARS = 60
 TITLE_SCAN_CHARS = 4_000  # longer than any key format whose first 60 characters alone give it away
 UNTITLED = "Untitled session"
@@ -86,6 +88,9 @@ class TurnPlan:
     # parentRunId, councilRunId).
     run_fields: dict[str, Any] = field(default_factory=dict)
     budget_s: float | None = None
+    # time.monotonic() when the budget started: a request's arrival (it may have waited before
+    # the turn ran); None: when the turn starts.
+    started: float | None = None
     wait_s: float | None = None
     agent: Agent | None = None  # when the caller has read it already
     session_counters: tuple[str, ...] = ()  # session attributes a successful turn counts up by one
@@ -102,6 +107,7 @@ class TurnOutcome:
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     # Every message of the turn: the user's and what the model and its tools added.
     messages: list[dict[str, Any]] = field(default_factory=list)
+    cut: int = 0  # messages the history cap cut from the session's transcript in this turn (CM8)
 
     def public(self) -> dict[str, Any]:
         return {
@@ -183,17 +189,23 @@ class _Turn:
     prepared: list[Future[None]] = field(default_factory=list)  # the policies' reads
     toolsets: list[Future[ToolSet | None]] = field(default_factory=list)  # the agent's external tools
     snapshot: MemorySnapshot | None = None  # a new memory snapshot for the session row
+    cut: int = 0  # messages the trim cut from the transcript when it was saved
+    lease: LeaseKeeper | None = None  # renews the session's lease while the turn runs
 
 
 def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnOutcome:
     """Runs one turn as `plan` says; a failure is recorded (run failed, tokens billed, lease freed,
     transcript untouched) and raised as TurnFailed. Every AWS call of the turn ends by its
     deadline (aws.deadline); recording a failure and the after-commit hooks get a short grace."""
-    started = time.monotonic()
-    deadline = started + (plan.budget_s or deps.settings.sync_turn_budget_s)
+    started = time.monotonic() if plan.started is None else plan.started
+    deadline = started + (deps.settings.sync_turn_budget_s if plan.budget_s is None else plan.budget_s)
     with within(deadline):
         turn = _start(deps, tenant, message, plan, started, deadline)
-        return _run_started(turn)
+        try:
+            return _run_started(turn)
+        finally:
+            if turn.lease is not None:
+                turn.lease.stop()
 
 
 def _run_started(turn: _Turn) -> TurnOutcome:
@@ -206,6 +218,8 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             memory_text,
             persona_extra=[line for p in plan.policies for line in p.persona(turn.ctx)],
             extra="\n\n".join(plan.system_blocks) or None,
+            # The session's running summary of what the cap cut (CM8); a clean slate has none.
+            summary_text=render_summary((turn.session or {}).get("summary")) if turn.history is not None else "",
         )
         settings = deps.settings
         run_loop(
@@ -274,6 +288,9 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
         started=started,
         deadline=deadline,
     )
+    if session is not None and plan.session_id is not None:
+        ttl = deps.settings.session_lease_s
+        turn.lease = LeaseKeeper(deps.sessions, tenant, agent.id, plan.session_id, run_id, ttl).start()
     # Memory sections and the policies' reads run in parallel with the transcript GET; sections are best-effort.
     turn.loaded = start_sections(deps.sections, ctx, deps.executor)
     turn.prepared = [deps.executor.submit(p.prepare, ctx) for p in plan.policies]
@@ -302,7 +319,7 @@ def _load_agent_and_session(
             agent_id,
             plan.session_id,
             run_id,
-            budget + _LEASE_MARGIN_S,
+            deps.settings.session_lease_s,
             deps.settings.session_wait_s if plan.wait_s is None else plan.wait_s,
             "another turn is running on this session; retry when it finishes or use ?async=true",
         )
@@ -325,13 +342,21 @@ def _load_agent_and_session(
 
 
 def _release_quietly(deps: TurnDeps, tenant: str, agent_id: str, session_id: str, run_id: str) -> None:
-    """Frees a lease this turn took (best-effort: it expires on its own), with a short bound of
-    its own: it runs when the turn's deadline may have passed already."""
-    try:
-        with within(time.monotonic() + _FAILURE_GRACE_S):
-            deps.sessions.release_lease(tenant, agent_id, session_id, run_id)
-    except Exception:
-        logger.exception("could not release the session lease", extra={"run_id": run_id})
+    """Frees a lease this turn took, tried again if refused (best-effort: it expires on its own
+    within SESSION_LEASE_SECONDS), with a short bound of its own: it runs when the turn's
+    deadline may have passed already."""
+    give_up = time.monotonic() + _FAILURE_GRACE_S
+    for attempt in range(_RELEASE_TRIES):
+        try:
+            with within(give_up):
+                deps.sessions.release_lease(tenant, agent_id, session_id, run_id)
+            return
+        except Exception:
+            logger.warning("could not release the session lease", extra={"run_id": run_id, "attempt": attempt + 1}, exc_info=True)
+        pause = 0.1 * 3**attempt
+        if time.monotonic() + pause >= give_up:
+            return
+        time.sleep(pause)
 
 
 def _context_start(session: dict[str, Any] | None, stored: int) -> int:
@@ -410,17 +435,52 @@ def _save_transcript(turn: _Turn) -> tuple[str | None, Any]:
     """The conditional PUT of a session turn's transcript (nothing for a clean slate)."""
     if turn.history is None or turn.plan.session_id is None:
         return None, None
-    trimmed = trim_in_steps(turn.history.messages + _turn_messages(turn), turn.deps.settings.history_cap)
+    cap = turn.deps.settings.history_cap
+    trimmed = trim_in_steps(turn.history.messages + _turn_messages(turn), cap)
+    turn.cut = len(trimmed.trimmed)
+    cut, cut_from = _unsummarised(turn, trimmed.trimmed, keep=2 * cap)
     etag = turn.deps.history.save(
-        turn.tenant, turn.ctx.agent.id, turn.plan.session_id, trimmed.kept, previous=turn.history, run_id=turn.run.id
+        turn.tenant,
+        turn.ctx.agent.id,
+        turn.plan.session_id,
+        trimmed.kept,
+        previous=turn.history,
+        run_id=turn.run.id,
+        cut=cut,
+        cut_from=cut_from,
     )
     return etag, trimmed
+
+
+def _unsummarised(turn: _Turn, trimmed: list[dict[str, Any]], *, keep: int) -> tuple[list[Any], int]:
+    """The cut messages the running summary may not hold yet (CM8), kept in the transcript
+    object until a summary covers them: those the session's summary does not cover, and those
+    this turn cut. Numbered by the session's count of cut messages, so a summary that failed or
+    came late is caught up by the next one. A message from before an Active Memory reset is
+    kept as None (never summarised); at most `keep` (the newest)."""
+    session = turn.session or {}
+    before = int(session.get("trimmedCount", 0) or 0)
+    summary = session.get("summary") if isinstance(session.get("summary"), dict) else {}
+    floor = max(int((summary or {}).get("through", 0) or 0), int(session.get("summaryFrom", 0) or 0))
+    history = turn.history
+    # Messages numbered below the committed count are the same in any version of the object.
+    by_number: dict[int, Any] = {
+        history.cut_from + k: m for k, m in enumerate(history.cut) if floor <= history.cut_from + k < before
+    }
+    for k, message in enumerate(trimmed):
+        by_number[before + k] = None if k < turn.context_from else message
+    if not by_number:
+        return [], 0
+    start = max(min(by_number), before + len(trimmed) - keep)
+    return [by_number.get(n) for n in range(start, before + len(trimmed))], start
 
 
 def _session_changes(turn: _Turn, trimmed: Any) -> dict[str, Any]:
     session = turn.session or {}
     revision = int(session.get("revision", 0))
     changes: dict[str, Any] = {"revision": revision + 1, "messageCount": len(trimmed.kept), "lastRunId": turn.run.id}
+    if turn.cut:
+        changes["trimmedCount"] = int(session.get("trimmedCount", 0) or 0) + turn.cut
     if turn.context_from:
         # Trimming drops the oldest messages; the context start moves with them.
         dropped = len(turn.history.messages) + len(_turn_messages(turn)) - len(trimmed.kept)
@@ -480,7 +540,7 @@ def _settle(turn: _Turn, run: Run) -> TurnOutcome:
     loop = turn.loop
     _await_background(turn.ctx)
     _record_metrics(run, loop, turn.started, ok=True)
-    outcome = TurnOutcome(run=run, reply=loop.reply, tool_calls=loop.tool_calls, messages=_turn_messages(turn))
+    outcome = TurnOutcome(run=run, reply=loop.reply, tool_calls=loop.tool_calls, messages=_turn_messages(turn), cut=turn.cut)
     for policy in turn.plan.policies:
         try:
             policy.after_commit(turn.ctx, outcome)

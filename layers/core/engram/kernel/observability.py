@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from aws_lambda_powertools import Logger, Metrics, Tracer
-from aws_lambda_powertools.metrics import MetricUnit
+from aws_lambda_powertools.metrics import MetricUnit, single_metric
 from aws_lambda_powertools.metrics.functions import is_metrics_disabled
 from aws_lambda_powertools.metrics.provider.cloudwatch_emf.cloudwatch import AmazonCloudWatchEMFProvider
 
@@ -52,3 +52,13 @@ __all__ = ["logger", "metrics", "tracer", "MetricUnit"]
 import warnings  # noqa: E402
 
 warnings.filterwarnings("ignore", message="No application metrics to publish")
+
+
+def metric_by(name: str, unit: MetricUnit, value: float, **dimensions: str) -> None:
+    """One metric with dimensions of its own (e.g. a tool call's Connection), printed at once as its
+    own EMF line: the function's shared metrics carry no per-call dimension. Nothing when disabled."""
+    if is_metrics_disabled():
+        return
+    with single_metric(name=name, unit=unit, value=value, namespace="Engram") as metric:
+        for key, dimension in dimensions.items():
+            metric.add_dimension(name=key, value=dimension)

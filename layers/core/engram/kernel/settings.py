@@ -53,10 +53,16 @@ class Settings(BaseModel):
     async_turn_budget_s: float = Field(100.0, gt=0, le=900, alias="ASYNC_TURN_BUDGET_SECONDS")
     # A heartbeat, manual, re-examination or council run (each agent of a council gets this budget).
     run_budget_s: float = Field(240.0, gt=0, le=880, alias="RUN_BUDGET_SECONDS")
+    # Past its budget (a council: twice it) plus this grace, a run still queued or running is
+    # marked failed (`stale`) by the sweeper; the grace covers a job's wait in its queue.
+    run_stale_grace_s: int = Field(900, ge=60, le=86_400, alias="RUN_STALE_GRACE_SECONDS")
     # How long a run waits for the shared session (Active Memory) while a chat turn holds it.
     run_session_wait_s: float = Field(30.0, ge=0, le=120, alias="RUN_SESSION_WAIT_SECONDS")
     model_timeout_s: float = Field(60.0, gt=0, alias="MODEL_TIMEOUT_SECONDS")
     model_max_retries: int = Field(3, ge=0, le=10, alias="MODEL_MAX_RETRIES")
+    # A turn's session lease: renewed every third of this while the turn runs, so a session whose
+    # turn could not release it (an outage) is free again within this long.
+    session_lease_s: float = Field(10.0, ge=3, le=60, alias="SESSION_LEASE_SECONDS")
     # How long a second sync turn on the same session waits for the first before a 409.
     session_wait_s: float = Field(8.0, ge=0, le=25, alias="SESSION_WAIT_SECONDS")
 

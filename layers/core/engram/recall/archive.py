@@ -28,7 +28,7 @@ next incremental read.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 from engram.aws import keys
@@ -181,6 +181,18 @@ class ArchiveStore:
             return self.table.query_all(gsi_pk, index="GSI1", sk_after=after)
         newest = self.table.query_all(gsi_pk, index="GSI1", sk_after=after, newest_first=True, max_items=limit)
         return newest[::-1]
+
+    def agent_items(self, t: str, agent_id: str, *, page_size: int = 500) -> Iterator[dict[str, Any]]:
+        """Every archived message of an agent (all its sessions), session by session in time order,
+        one page in memory at a time (account export); tombstones are not messages."""
+        token: str | None = None
+        while True:
+            items, token = self.table.query(
+                keys.agent_pk(t, agent_id), sk_prefix=keys.archive_prefix(), limit=page_size, token=token
+            )
+            yield from (i for i in items if i.get("kind") == KIND_MESSAGE)
+            if not token:
+                return
 
     def session_items(self, t: str, agent_id: str, session_id: str) -> list[dict[str, Any]]:
         """A session's archive in time order (strongly consistent: it reads the base table)."""

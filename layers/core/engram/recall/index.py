@@ -1,8 +1,8 @@
 """`conversation_search`: recall over everything said to an agent, across its sessions with this user.
 
-Every successful turn archives its text messages (``stores/archive.py``) in the same transaction
+Every successful turn archives its text messages (``recall/archive.py``) in the same transaction
 that commits it, so what the history cap later trims away is still here. A search ranks the
-agent's archive with ``memory/search.py``.
+agent's archive with ``recall/search.py``.
 
 The per-container cache
 -----------------------

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any, Protocol
 
 
@@ -40,6 +41,10 @@ class Archive(Protocol):
 
         ``after`` is an archivedAt prefix (e.g. an ISO timestamp); None reads everything.
         ``limit`` keeps only the newest ``limit`` items (read newest first, returned oldest first)."""
+        ...
+
+    def agent_items(self, t: str, agent_id: str, *, page_size: int = 500) -> Iterator[dict[str, Any]]:
+        """Every archived message of an agent (all its sessions), one page in memory at a time."""
         ...
 
     def session_items(self, t: str, agent_id: str, session_id: str) -> list[dict[str, Any]]:

@@ -8,7 +8,7 @@ four namespaces, each owned by whoever writes it:
     task:<id>      a task's (council specialist's) result             kind task_result
     shared:<name>  published by an agent with the memory_write tool   kind shared
 
-Writes go through to DynamoDB (stores/run_memory.py) before they are visible, so the run's memory
+Writes go through to DynamoDB (run_memory/repository.py) before they are visible, so the run's memory
 is persisted with it and readable afterwards (GET /api/runs/{runId}/memory). The threads of a
 council run share one instance; it is locked. The model never sees values unless it asks:
 `memory_list` shows metadata, `memory_read` fetches the values it needs (progressive disclosure).

@@ -41,6 +41,7 @@ from engram.runs.council import run_council, team_roster
 from engram.runs.expressions import shortest_interval
 from engram.runs.models import Run
 from engram.runs.service import FALLBACK_PROMPT, queued
+from engram.summaries.policy import SummaryPolicy
 from engram.wiring.model import ModelDeps
 
 _CLAIM_MARGIN_S = 60.0
@@ -159,6 +160,28 @@ def firing_error(record: dict[str, Any]) -> dict[str, str]:
     return {"code": "firing_failed", "message": text[:_ERROR_MESSAGE_MAX]}
 
 
+SWEEP_SOURCE = "engram.sweep"  # the sweeper's scheduled event: {"source": "engram.sweep"}
+
+
+def is_sweep(event: Any) -> bool:
+    return isinstance(event, dict) and event.get("source") == SWEEP_SOURCE
+
+
+def sweep_stale_runs(deps: ModelDeps, *, now: int | None = None) -> dict[str, Any]:
+    """No run stays queued or running past its budget and RUN_STALE_GRACE_SECONDS: whatever kept
+    it there (a worker that crashed, a job parked in a dead-letter queue, a failure that could not
+    be recorded), the sweeper marks it failed (`stale`). A run that finished, was claimed or given
+    back since it was read is left alone (each mark is one conditional update)."""
+    swept = 0
+    for tenant, run_id, seen in deps.runs.stale(now=now):
+        if deps.runs.fail_stale(tenant, run_id, seen):
+            swept += 1
+            logger.warning("stale run marked failed", extra={"run_id": run_id})
+    if swept:
+        metrics.add_metric(name="RunsSwept", unit=MetricUnit.Count, value=swept)
+    return {"swept": swept}
+
+
 _BUSY_RETRY_DELAY_S = 60  # SQS DelaySeconds of a run whose shared session was busy
 _BUSY_RETRIES = 5
 
@@ -255,6 +278,7 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, 
         CardPolicy(deps, override=card_type, required=card_type is not None),
         ArchivePolicy(deps.archive),
         ExtractionPolicy(deps.queues, chain_id=run.id[-8:] if agent.team else None, chain_messages=chain),
+        SummaryPolicy(deps.queues),  # the shared session's cuts (a clean slate cuts nothing)
     ]
     plan = TurnPlan(
         session_id=DASHBOARD if shared else None,

@@ -41,6 +41,14 @@ class Runs(Protocol):
         """Gives a claimed run back (its session was busy): the retry claims it again."""
         ...
 
+    def stale(self, *, now: int | None = None, limit: int = 100) -> list[tuple[str, str, str]]:
+        """Unfinished runs past their stale time, across tenants: (tenant, run id, stale key)."""
+        ...
+
+    def fail_stale(self, t: str, run_id: str, seen: str) -> bool:
+        """Marks a stale run failed (`stale`) unless it finished or moved on since it was seen."""
+        ...
+
     def set_resolution(self, t: str, run_id: str, status: str) -> Run: ...
 
     def set_latest_conviction(self, t: str, parent_run_id: str, *, score: int, child_run_id: str, child_created_at: str) -> None:

@@ -36,6 +36,21 @@ def retention_expiry(run: Run, retention_days: int) -> int | None:
     return int(created.timestamp()) + retention_days * 86400
 
 
+def _now() -> int:
+    """The clock of claims and stale times (epoch seconds); tests replace it."""
+    return int(time.time())
+
+
+def _epoch(stamp: str) -> int:
+    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
+
+
+STALE_ERROR = {
+    "code": "stale",
+    "message": "the run did not finish within its budget and grace; nothing more will happen to it, start it again",
+}
+
+
 class RunRepository:
     def __init__(
         self,
@@ -44,9 +59,13 @@ class RunRepository:
         usage: UsageRepository | None = None,
         *,
         retention_days: int = 0,
+        stale_after_s: tuple[float, float] = (1000.0, 1500.0),
     ):
         self.table = table
         self.retention_days = retention_days
+        # How long a queued or running record may stay so before the sweeper fails it: a chat
+        # turn's, and any other run's (its budget, a council's two rounds, and a grace for queues).
+        self.stale_after_s = stale_after_s
         self.sessions = sessions or SessionRepository(table)
         self.usage = usage or UsageRepository(table)
 
@@ -66,11 +85,23 @@ class RunRepository:
         expires_at = retention_expiry(run, self.retention_days)
         if expires_at is not None:
             item["expiresAt"] = expires_at
+        if run.status in ("queued", "running"):
+            item.update(self._open(run.id, _epoch(run.updated_at) + self._stale_after(run.kind)))
         if run.kind == "reexamination" and run.parent_run_id:
             # Sparse: GET /api/runs/{parent}/re-examinations is one Query, in creation order.
             item["GSI2PK"] = keys.reexaminations_of(t, run.parent_run_id)
             item["GSI2SK"] = f"{run.created_at}#{run.id}"
         return item
+
+    def _stale_after(self, kind: str) -> int:
+        chat, other = self.stale_after_s
+        return int(chat if kind == "chat" else other)
+
+    @staticmethod
+    def _open(run_id: str, stale_at: int) -> dict[str, str]:
+        """The sparse GSI3 keys of an unfinished run: its shard, and the time it becomes stale.
+        A finished run's record is written without them (or they are removed)."""
+        return {"GSI3PK": keys.open_runs(run_id), "GSI3SK": f"{stale_at:012d}#{run_id}"}
 
     def create(self, t: str, run: Run) -> bool:
         """Records a queued run; False if a run with this id already exists (a redelivered firing)."""
@@ -85,23 +116,31 @@ class RunRepository:
         running record is marked failed, a missing one is created as `run`. False: it had finished
         (succeeded, or failed with its own error), so nothing changed."""
         try:
-            self.table.update(
-                keys.tenant_pk(t),
-                keys.run_sk(run.id),
-                "SET #s = :failed, #e = :error, updatedAt = :at REMOVE claimedUntil",
-                condition="#s IN (:queued, :running)",
-                names={"#s": "status", "#e": "error"},
-                values={
-                    ":failed": "failed",
-                    ":error": run.error,
-                    ":at": run.updated_at,
-                    ":queued": "queued",
-                    ":running": "running",
-                },
-            )
+            self._mark_failed(t, run.id, run.error, run.updated_at)
         except ConditionFailed:
             return self.create(t, run)  # no record yet (the firing failed before it wrote one), or finished
         return True
+
+    def _mark_failed(
+        self, t: str, run_id: str, error: Any, at: str, *, also: str = "", values: dict[str, Any] | None = None
+    ) -> None:
+        """A queued or running record becomes failed with `error` (and leaves the open-run index);
+        ConditionFailed when it is not unfinished (or `also`, a further condition, fails)."""
+        self.table.update(
+            keys.tenant_pk(t),
+            keys.run_sk(run_id),
+            "SET #s = :failed, #e = :error, updatedAt = :at REMOVE claimedUntil, GSI3PK, GSI3SK",
+            condition="#s IN (:queued, :running)" + (f" AND {also}" if also else ""),
+            names={"#s": "status", "#e": "error"},
+            values={
+                ":failed": "failed",
+                ":error": error,
+                ":at": at,
+                ":queued": "queued",
+                ":running": "running",
+                **(values or {}),
+            },
+        )
 
     def put(self, t: str, run: Run, *, only_if_new: bool = False) -> None:
         try:
@@ -124,20 +163,24 @@ class RunRepository:
     def start(self, t: str, run_id: str, *, claim_s: float) -> Run | None:
         """Claims a queued run for one worker (status running, a claim that expires after `claim_s`,
         so a crashed worker's run can be taken again). None: finished, or another worker has it."""
-        now = int(time.time())
+        now = _now()
+        until = now + int(claim_s) + 1
+        open_keys = self._open(run_id, max(until, now + self._stale_after("run")))
         try:
             item = self.table.update(
                 keys.tenant_pk(t),
                 keys.run_sk(run_id),
-                "SET #s = :running, claimedUntil = :until, updatedAt = :at",
+                "SET #s = :running, claimedUntil = :until, updatedAt = :at, GSI3PK = :open, GSI3SK = :stale",
                 condition="attribute_exists(PK) AND (#s = :queued OR (#s = :running AND claimedUntil < :now))",
                 names={"#s": "status"},
                 values={
                     ":running": "running",
                     ":queued": "queued",
-                    ":until": now + int(claim_s) + 1,
+                    ":until": until,
                     ":now": now,
                     ":at": now_iso(),
+                    ":open": open_keys["GSI3PK"],
+                    ":stale": open_keys["GSI3SK"],
                 },
             )
         except ConditionFailed:
@@ -150,13 +193,36 @@ class RunRepository:
             self.table.update(
                 keys.tenant_pk(t),
                 keys.run_sk(run_id),
-                "SET #s = :queued REMOVE claimedUntil",
+                "SET #s = :queued, GSI3SK = :stale REMOVE claimedUntil",
                 condition="#s = :running",
                 names={"#s": "status"},
-                values={":queued": "queued", ":running": "running"},
+                values={
+                    ":queued": "queued",
+                    ":running": "running",
+                    ":stale": self._open(run_id, _now() + self._stale_after("run"))["GSI3SK"],
+                },
             )
         except ConditionFailed:
             pass  # finished meanwhile: nothing to give back
+
+    def stale(self, *, now: int | None = None, limit: int = 100) -> list[tuple[str, str, str]]:
+        """Unfinished runs past their stale time, across tenants: (tenant, run id, the GSI3 sort
+        key seen), at most `limit` per shard (the sweeper runs again)."""
+        before = f"{(now if now is not None else _now()):012d}#"
+        found: list[tuple[str, str, str]] = []
+        for shard in keys.open_runs_shards():
+            items = self.table.query_all(shard, index="GSI3", sk_before=before, max_items=limit)
+            found += [(i["PK"], i["SK"].removeprefix("RUN#"), i["GSI3SK"]) for i in items]
+        return found
+
+    def fail_stale(self, t: str, run_id: str, seen: str) -> bool:
+        """Marks one stale run failed (`stale`), unless it finished, or was claimed or given back
+        since the sweeper saw it (its stale time moved). True when it was marked."""
+        try:
+            self._mark_failed(t, run_id, STALE_ERROR, now_iso(), also="GSI3SK = :seen", values={":seen": seen})
+        except ConditionFailed:
+            return False
+        return True
 
     def set_resolution(self, t: str, run_id: str, status: str) -> Run:
         try:
@@ -195,20 +261,20 @@ class RunRepository:
     ) -> tuple[list[Run], str | None]:
         """One page of `recent_with_cards` and the token of the next: a page may be short (at
         most `page * max_pages` runs are read per call) while the token still continues."""
-        found: list[Run] = []
+        found: list[dict[str, Any]] = []
         pk = keys.runs_by_agent(t, agent_id)
         for _ in range(max_pages):
             items, token = self.table.query(pk, index="GSI1", limit=page, token=token, newest_first=True)
             for item in items:
                 result = item.get("result")
                 if item.get("status") == "succeeded" and isinstance(result, dict) and isinstance(result.get("card"), dict):
-                    found.append(Run.model_validate(item))
-                    if len(found) >= limit:
-                        last = {k: item[k] for k in ("PK", "SK", "GSI1PK", "GSI1SK")}
-                        return found, encode_token(serialize(last))
+                    found.append(item)
+                    if len(found) > limit:  # one more than the page: a token only when another follows
+                        last = {k: found[limit - 1][k] for k in ("PK", "SK", "GSI1PK", "GSI1SK")}
+                        return [Run.model_validate(i) for i in found[:limit]], encode_token(serialize(last))
             if not token:
                 break
-        return found, token
+        return [Run.model_validate(i) for i in found], token
 
     def _committed(self, t: str, run: Run, usage_rows: list[UsageRow]) -> bool:
         """Whether this very commit is already stored: the run record as we write it and every

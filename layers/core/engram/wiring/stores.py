@@ -86,7 +86,17 @@ class Stores:
             memories,
         )
         # The run and extraction commits are transactions over the same table as these rows.
-        self.runs = RunRepository(self.table, sessions, usage, retention_days=self.settings.run_retention_days)
+        settings = self.settings
+        self.runs = RunRepository(
+            self.table,
+            sessions,
+            usage,
+            retention_days=settings.run_retention_days,
+            stale_after_s=(
+                settings.async_turn_budget_s + settings.run_stale_grace_s,
+                2 * settings.run_budget_s + 60 + settings.run_stale_grace_s,
+            ),
+        )
         self.extraction = ExtractionStore(self.table, memories, usage)
         self.card_types = CardTypeRepository(self.table)
         self.facts = FactRepository(self.table)

@@ -1,9 +1,11 @@
 // Chat: the session picker (dashboard first), the transcript with tool calls and their results as
 // collapsible blocks beside the text, sync turns with a progress indicator and the turn's usage,
-// and async (queued) turns shown until their run finishes.
+// and async (queued) turns shown until their run finishes. Above the transcript, "N earlier
+// messages" with the session's running summary when the history cap has cut some (CM8), and a
+// search over everything said to this agent (the archive: what the cap cut included).
 import { get, post, del, all, id } from './api.js';
 import {
-  h, clear, busy, confirmAction, dialog, field, errorBox, fmtCost, fmtTime, pretty, showError, badge,
+  h, clear, busy, confirmAction, dialog, field, errorBox, fmtCost, fmtTime, pretty, showError, badge, moreButton,
 } from './ui.js';
 
 const POLL_MS = 1500;
@@ -18,6 +20,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   const box = h('textarea', { id: 'chat-input', name: 'message', rows: 3, placeholder: 'Message (Enter sends, Shift+Enter for a new line)' });
   const asyncBox = h('input', { type: 'checkbox', id: 'chat-async' });
   const send = h('button', { type: 'submit' }, 'Send');
+  const search = archiveSearch(agent);
   const composer = h('form', { class: 'composer' },
     h('label', { for: 'chat-input', class: 'visually-hidden', text: 'Message' }), box,
     h('div', { class: 'composer-row' },
@@ -30,13 +33,13 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
       h('a', { href: `#/agents/${id(agent.id)}/runs`, class: 'button secondary' }, 'Runs')),
     h('div', { class: 'chat' },
       picker,
-      h('section', { class: 'chat-main', 'aria-label': 'Conversation' }, errors, transcript, pending, usage, composer)));
+      h('section', { class: 'chat-main', 'aria-label': 'Conversation' }, search, errors, transcript, pending, usage, composer)));
 
   const reload = async () => {
     const details = callDetails(agent);
     try {
       const session = await get(`/api/agents/${id(agent.id)}/sessions/${id(sessionId)}`);
-      renderTranscript(transcript, session.messages || [], await details);
+      renderTranscript(transcript, session.messages || [], session, await details);
     } catch (err) {
       if (err.status === 404 && sessionId === 'dashboard') renderTranscript(transcript, []);
       else clear(transcript, errorBox(err));
@@ -152,7 +155,7 @@ async function callDetails(agent) {
   return details;
 }
 
-function renderTranscript(transcript, messages, details = new Map()) {
+function renderTranscript(transcript, messages, session = {}, details = new Map()) {
   const results = new Map();
   for (const m of messages) {
     if (Array.isArray(m.content)) {
@@ -160,8 +163,54 @@ function renderTranscript(transcript, messages, details = new Map()) {
     }
   }
   const views = messages.map((m) => messageView(m, results, details)).filter(Boolean);
-  clear(transcript, views.length ? views : h('p', { class: 'empty', text: 'No messages yet. Say hello.' }));
+  const trimmed = trimMarker(session);
+  clear(transcript, trimmed, views.length || trimmed ? views : h('p', { class: 'empty', text: 'No messages yet. Say hello.' }));
   transcript.scrollTop = transcript.scrollHeight;
+}
+
+// The messages the history cap cut (CM8): how many, and the summary the agent receives of them.
+function trimMarker(session) {
+  const n = session.trimmedCount || 0;
+  if (!n) return null;
+  const summary = session.summary;
+  return h('details', { class: 'trim-marker', open: '' },
+    h('summary', {}, h('strong', { text: `${n} earlier message${n === 1 ? '' : 's'}` }),
+      h('span', { class: 'muted', text: ' · cut by the history cap; archived, and summarised for the agent' })),
+    summary
+      ? [h('div', { class: 'label', text: `Summary (${summary.model === 'offline' ? 'offline summariser' : summary.model}, covers ${summary.coveredCount} of ${n})` }),
+        h('div', { class: 'summary-text', text: summary.text })]
+      : h('p', { class: 'muted', text: 'The summary is on its way.' }));
+}
+
+// Search everything said to and by this agent, in every session (GET .../archive/search).
+function archiveSearch(agent) {
+  const input = h('input', { type: 'search', id: 'archive-search', name: 'q', maxlength: 500, placeholder: 'Search earlier conversations with this agent' });
+  const results = h('div', { class: 'archive-results', 'aria-live': 'polite' });
+  const form = h('form', { class: 'archive-search', role: 'search' },
+    h('label', { for: 'archive-search', class: 'visually-hidden', text: 'Search earlier conversations' }), input,
+    h('button', { type: 'submit', class: 'secondary' }, 'Search'));
+  const load = async (q, nextToken) => {
+    const page = await get(`/api/agents/${id(agent.id)}/archive/search`, { q, limit: 10, ...(nextToken ? { nextToken } : {}) });
+    if (!nextToken) results.replaceChildren();
+    results.querySelector('button.more')?.remove();
+    if (!page.items.length && !nextToken) results.append(h('p', { class: 'empty', text: `Nothing said matches “${q}”.` }));
+    results.append(...page.items.map(hitView));
+    const more = moreButton(page.nextToken, (token) => load(q, token));
+    if (more) results.append(more);
+  };
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const q = input.value.trim();
+    if (!q) { results.replaceChildren(); return; }
+    try { await load(q, null); } catch (err) { clear(results, errorBox(err)); }
+  });
+  return h('div', {}, form, results);
+}
+
+function hitView(hit) {
+  return h('article', { class: 'archive-hit' },
+    h('div', { class: 'muted', text: `${hit.role === 'user' ? 'You' : 'Agent'} · session ${hit.sessionId} · ${fmtTime(hit.createdAt)}` }),
+    h('div', { class: 'text', text: hit.text }));
 }
 
 function messageView(message, results, details = new Map()) {
@@ -252,7 +301,8 @@ async function watchQueued(agent, sessionId, pending, reload) {
   try {
     const page = await get(`/api/agents/${id(agent.id)}/runs`, { limit: 20 });
     for (const run of page.items) {
-      if (run.sessionId === sessionId && (run.status === 'queued' || run.status === 'running')) {
+      const shown = pending.querySelector(`[data-run-id="${CSS.escape(run.id)}"]`); // sent from this page already
+      if (run.sessionId === sessionId && (run.status === 'queued' || run.status === 'running') && !shown) {
         pending.append(queuedView(run.id, run.status));
         follow(run.id, pending, reload);
       }

@@ -6,7 +6,8 @@ import { timeChart } from './chart.js';
 
 const MAX_ROWS = 5000;
 
-const isExtraction = (row) => String(row.sessionKey || '').startsWith('memory-extract:');
+// Background memory work: extraction, and the running summaries of sessions (CM8).
+const isExtraction = (row) => /^memory-(extract|compact):/.test(String(row.sessionKey || ''));
 
 export async function usage(main) {
   const agents = await all('/api/agents');

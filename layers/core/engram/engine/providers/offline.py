@@ -70,10 +70,13 @@ class OfflineProvider:
         timeout: float,
         tool_choice: dict[str, Any] | None = None,
     ) -> ModelResponse:
-        if (tool_choice or {}).get("type") == "tool" and tool_choice.get("name") == EXTRACTION_TOOL:  # type: ignore[union-attr]
-            tool_input = extract_offline(_text_of(messages[-1]), tools)
+        forced = (tool_choice or {}).get("name") if (tool_choice or {}).get("type") == "tool" else None
+        if forced in (EXTRACTION_TOOL, SUMMARY_TOOL):
+            # The extraction and summary workers force their tool: answered from the prompt alone.
+            prompt = _text_of(messages[-1])
+            tool_input = extract_offline(prompt, tools) if forced == EXTRACTION_TOOL else {"summary": summarise_offline(prompt)}
             digest = hashlib.sha256(json.dumps(tool_input, sort_keys=True).encode()).hexdigest()[:20]
-            content = [{"type": "tool_use", "id": f"toolu_offline_{digest}", "name": EXTRACTION_TOOL, "input": tool_input}]
+            content = [{"type": "tool_use", "id": f"toolu_offline_{digest}", "name": forced, "input": tool_input}]
             return ModelResponse(
                 content=content,
                 stop_reason="tool_use",
@@ -269,7 +272,7 @@ def offline_card(schema: dict[str, Any], text: str) -> dict[str, Any]:
 
 
 # --- memory extraction ------------------------------------------------------------------------
-# The extraction worker forces this tool (engram/extraction.py); offline, facts come from a few
+# The extraction worker forces this tool (engram/extraction/prompt.py); offline, facts come from a few
 # explicit phrasings of the user, so the local stack shows `auto:` rows without a key.
 EXTRACTION_TOOL = "record_memories"
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+|;\s*|,\s+(?:and|but|so)\s+", re.I)  # one fact per clause
@@ -359,3 +362,49 @@ def extract_offline(prompt: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
                 }
                 break
     return {"facts": list(facts.values())[-5:]}
+
+
+# --- session summaries ----------------------------------------------------------------------------
+# The summary worker (summaries.service) forces this tool; offline, the summary of the cut messages
+# is the first sentence of each user message with the tools the agent used for it, labelled once.
+SUMMARY_TOOL = "record_summary"
+SUMMARY_LABEL = "(offline summary: the first sentence of each user message, with the tools used)"
+_CONDENSED_CHARS = 1_600  # about summaries.service.CONDENSED_TOKENS
+_FIRST_SENTENCE = re.compile(r"^(.+?[.!?])(?:\s|$)", re.S)
+
+
+def _first_sentence(text: str) -> str:
+    text = " ".join(text.split())
+    match = _FIRST_SENTENCE.match(text)
+    return (match.group(1) if match else text)[:200]
+
+
+def summarise_offline(prompt: str) -> str:
+    """Deterministic: a new part for the `<transcript>` of a fold prompt; for a `<condense>`
+    prompt, the label and the newest lines of the summary within about 400 tokens."""
+    if prompt.startswith("<condense>"):
+        lines = [line for line in _between(prompt, "summary").splitlines() if line and line != SUMMARY_LABEL]
+        kept: list[str] = []
+        for line in reversed(lines):
+            if len("\n".join([SUMMARY_LABEL, line, *kept])) > _CONDENSED_CHARS:
+                break
+            kept.insert(0, line)
+        return "\n".join([SUMMARY_LABEL, *kept])
+    out: list[str] = [] if _between(prompt, "summary").strip() not in ("", "(empty)") else [SUMMARY_LABEL]
+    said: str | None = None
+    used: list[str] = []
+
+    def flush() -> None:
+        if said is not None:
+            out.append(f"User: {said}" + (f" (tools used: {', '.join(used)})" if used else ""))
+
+    for line in _between(prompt, "transcript").splitlines():
+        if line.startswith("User: "):
+            flush()
+            said, used = _first_sentence(line[len("User: ") :]), []
+        elif line.startswith("Assistant called "):
+            name = line[len("Assistant called ") :].split(":", 1)[0]
+            if name not in used:
+                used.append(name)
+    flush()
+    return "\n".join(out) or SUMMARY_LABEL
