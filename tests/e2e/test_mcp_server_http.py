@@ -116,7 +116,7 @@ def test_each_tool_on_the_callers_own_data(url):
     assert out["stored"]["key"] == "editor" and out["stored"]["source"] == "manual"
     assert [m["key"] for m in out["recalled"]["items"]] == ["editor"]
     assert [m["key"] for m in out["listed"]["items"]] == ["editor"]
-    assert out["searched"] == {"items": []}  # nothing said to the agent yet
+    assert out["searched"] == {"items": [], "nextToken": None}  # nothing said to the agent yet
     assert out["decisions"]["items"] == []
     assert out["forgot_memory"] == {"id": out["stored"]["id"], "deleted": True}
     assert out["forgot"]["archivedAt"]
@@ -139,6 +139,7 @@ def test_errors_are_tool_errors_naming_the_code(url):
             ),
             "missing": await client.call_tool("forget", {"factId": "fact_nope"}),
             "bad_id": await client.call_tool("get_decisions", {"agentId": "no/such"}),
+            "no_query": await client.call_tool("search_memory", {"agentId": agent["id"], "query": " "}),
         }
 
     out = session(url, key, steps)
@@ -146,6 +147,7 @@ def test_errors_are_tool_errors_naming_the_code(url):
     assert _error(out["bad_scope"])["field"] == "key"
     assert _error(out["missing"])["code"] == "not_found"
     assert _error(out["bad_id"])["code"] == "invalid_id"
+    assert _error(out["no_query"])["code"] == "missing_query"  # as GET .../archive/search answers
 
     async def unknown(client: Client) -> Any:
         return await client.call_tool("no_such_tool", {})

@@ -39,7 +39,7 @@ from engram.kernel.errors import EngramError, Forbidden
 from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from engram.memory import service as memory
 from engram.memory.models import MemoryCreate
-from engram.recall.index import conversation_search
+from engram.recall import service as recall
 from engram.wiring.stores import Stores
 
 Scope = Literal["agent", "workspace"]
@@ -102,18 +102,13 @@ def _register_read_tools(server: MCPServer) -> None:
     @server.tool()
     async def search_memory(
         agentId: Annotated[str, Field(description="The agent whose conversations to search.")],
-        query: Annotated[str, Field(min_length=1, max_length=500)],
-        limit: Annotated[int, Field(ge=1, le=20)] = 5,
-        sessionId: str | None = None,
+        query: Annotated[str, Field(description="The words to look for.")],
+        limit: Limit = 20,
+        nextToken: NextToken = None,
     ) -> dict[str, Any]:
-        """Search everything said with an agent (all its sessions, or one), best matches first."""
+        """Search everything said with an agent (all its sessions, what the history cap cut too), best first."""
         c = _caller()
-
-        def run() -> dict[str, Any]:
-            agents.get_agent(c.deps, c.t, agentId)  # 404 for an id that is not yours
-            return {"items": conversation_search(c.deps, c.t, agentId, query, limit=limit, session_id=sessionId)}
-
-        return _checked(run)
+        return _checked(lambda: recall.search_archive(c.deps, c.t, agentId, query, limit=limit, token=nextToken))
 
     @server.tool()
     async def list_facts(
