@@ -406,6 +406,10 @@ def quickstart(handle: StackHandle, sample_mcp_url: str | None = None) -> str:
             'Schedules: an agent created with "schedule":"rate(1 minute)" runs its heartbeat every minute.',
             "",
             *_mcp_lines(url, auth, json_h, sample_mcp_url),
+            "Engram for other agents: an API key (shown once), then Engram's MCP server at /mcp:",
+            f'  curl -s -X POST {url}/api/me/api-keys {auth} {json_h} -d \'{{"name":"claude-code"}}\'',
+            f'  claude mcp add --transport http engram {url}/mcp --header "Authorization: Bearer egk_..."',
+            "",
             "Ctrl-C stops the stack (all data is in memory and goes with it).",
             "",
         ]
