@@ -71,16 +71,18 @@ def test_a_read_only_key_reads_and_is_refused_writes(stack, clock):
     assert stack.call("GET", "/api/agents").data["items"] == []
 
 
-def test_a_key_cannot_create_list_or_revoke_keys(stack, clock):
+def test_a_key_cannot_manage_keys_or_erase_the_account(stack, clock):
     created = _create(stack).data
     key = created["key"]
     for method, path, body in (
         ("POST", "/api/me/api-keys", {"name": "another"}),
         ("GET", "/api/me/api-keys", None),
         ("DELETE", f"/api/me/api-keys/{created['id']}", None),
+        ("DELETE", "/api/me", None),
     ):
         answer = _with_key(stack, key, method, path, body)
         assert answer.status == 403 and answer.error["code"] == "key_not_allowed"
+    assert [k["id"] for k in stack.call("GET", "/api/me/api-keys").data["items"]] == [created["id"]]
 
 
 def test_a_revoked_key_is_refused_once_the_authorizer_cache_expires(stack, clock):

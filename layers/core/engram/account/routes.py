@@ -5,7 +5,7 @@ from __future__ import annotations
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from engram.account import service as account
-from engram.api.http import Reply, deps_of, ok, tenant
+from engram.api.http import Reply, deps_of, ok, signed_in, tenant
 
 router = Router()
 # GET /api/me/export answers as before while the account is small, and says it is deprecated.
@@ -32,4 +32,5 @@ def export_inline() -> Reply:
 
 @router.delete("/api/me")
 def delete_me() -> Reply:
-    return ok({"deleted": account.delete_everything(deps_of(router), tenant(router))})
+    # Not with an API key: a leaked key must not be able to erase the account.
+    return ok({"deleted": account.delete_everything(deps_of(router), signed_in(router).tenant)})
