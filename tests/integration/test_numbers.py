@@ -124,7 +124,9 @@ def _set(body: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
 
 # How each route that stores a number is called, and how the stored value is read back: (the
 # route's concrete path and base body for a stack) and (the stored value, or None).
-Route = tuple[Callable[[Any], tuple[str, dict[str, Any]]], Callable[[Any, Any, str], Any]]
+Route = tuple[
+    Callable[[Any], tuple[str, Any]], Callable[[Any, Any, str], Any]
+]  # the base body, or a callable making one per example
 
 
 def _memory_owner(stack: Any, scope: str) -> str:
@@ -172,7 +174,25 @@ def _run_route() -> Route:
     return prepare, stored
 
 
+def _connection_route(patch: bool) -> Route:
+    made = iter(range(1_000_000))
+
+    def prepare(stack: Any) -> tuple[str, Any]:
+        stack.deps.settings = stack.deps.settings.model_copy(update={"max_connections": 1_000})
+        if not patch:  # a fresh name for each example: names are unique per user
+            return "/api/connections", lambda: {"name": f"c{next(made)}", "url": "http://127.0.0.1:9/mcp"}
+        conn = stack.call("POST", "/api/connections", body={"name": "c", "url": "http://127.0.0.1:9/mcp"}).data
+        return f"/api/connections/{conn['id']}", {}
+
+    def stored(stack: Any, reply: Any, path: str) -> Any:
+        return reply.data["timeoutSeconds"]
+
+    return prepare, stored
+
+
 ROUTES: dict[tuple[str, str], Route] = {
+    ("POST", "/api/connections"): _connection_route(patch=False),
+    ("PATCH", "/api/connections/{connectionId}"): _connection_route(patch=True),
     ("POST", "/api/agents/{agentId}/memories"): _memory_route("agents", patch=False),
     ("PATCH", "/api/agents/{agentId}/memories/{memoryId}"): _memory_route("agents", patch=True),
     ("POST", "/api/workspaces/{workspaceId}/memories"): _memory_route("workspaces", patch=False),
@@ -197,7 +217,7 @@ def test_numbers_at_dynamodbs_limits_are_refused_with_a_400_or_stored(stack, met
     @settings(max_examples=12 if route.endswith("/runs") else 40, deadline=None, suppress_health_check=list(HealthCheck))
     @given(NUMBERS)
     def check(value: float | int) -> None:
-        reply = stack.call(method, path, body=_set(base, field, value))
+        reply = stack.call(method, path, body=_set(base() if callable(base) else base, field, value))
         assert reply.status < 500, (value, reply.body)
         if reply.status < 300:
             assert storable(value), (value, reply.body)
