@@ -61,6 +61,14 @@ SAMPLE_BODIES: dict[str, Any] = {
     "PATCH /api/workspaces/{workspaceId}/memories/{memoryId}": {"importance": 70},
     "PATCH /api/workspaces/{workspaceId}/memories/{memoryId}/pin": {"pinned": False},
     "POST /api/me/facts": {"fact": "I only drink green tea", "topic": "preference"},
+    "POST /api/me/api-keys": {"name": "laptop", "scopes": ["read"]},
+    # An MCP client's first request (the handshake era; a JSON-RPC message, not an Engram body).
+    "POST /mcp": {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "sample", "version": "1"}},
+    },
     "POST /api/agents/{agentId}/runs": {"prompt": "Check the release board and report blockers.", "inputs": {"ticker": "ACME"}},
     "PATCH /api/runs/{runId}": {"resolutionStatus": "resolved"},
     "PATCH /api/me/facts/{factId}": {"confidence": "asserted"},

@@ -28,6 +28,9 @@ def test_http_sample_event_gets_an_enveloped_answer(stack, name):
     result = stack.functions[_function_for(name)].invoke(event)
     body = json.loads(result["body"])
     assert result["statusCode"] < 500, body
+    if name == "api-post-mcp.json":  # the MCP server answers in JSON-RPC, not the envelope
+        assert body["jsonrpc"] == "2.0" and body["result"]["serverInfo"]["name"] == "engram"
+        return
     assert set(body) >= {"success"} and (body["success"] is True or body["error"]["code"])
 
 
@@ -103,3 +106,16 @@ def test_sqs_failed_firing_sample_event_records_the_firing_as_a_failed_run(stack
     assert stack.functions["HeartbeatFunction"].invoke(event) == {"batchItemFailures": []}
     (run,) = stack.call("GET", f"/api/agents/{agent['id']}/runs").data["items"]
     assert run["status"] == "failed" and run["error"]["code"] == "firing_failed"
+
+
+def test_the_mcp_sample_event_is_answered_where_an_event_loop_already_runs(stack):
+    # Never so in Lambda; a harness (or a test) calling the handler from async code may be.
+    import asyncio
+
+    event = json.loads((EVENTS / "api-post-mcp.json").read_text())
+
+    async def call() -> dict:
+        return stack.functions["ApiFunction"].invoke(event)  # type: ignore[no-any-return]
+
+    result = asyncio.run(call())
+    assert result["statusCode"] == 200 and json.loads(result["body"])["result"]["serverInfo"]["name"] == "engram"
