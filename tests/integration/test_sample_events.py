@@ -111,11 +111,14 @@ def test_sqs_failed_firing_sample_event_records_the_firing_as_a_failed_run(stack
 def test_the_mcp_sample_event_is_answered_where_an_event_loop_already_runs(stack):
     # Never so in Lambda; a harness (or a test) calling the handler from async code may be.
     import asyncio
+    from concurrent.futures import ThreadPoolExecutor
 
     event = json.loads((EVENTS / "api-post-mcp.json").read_text())
 
     async def call() -> dict:
         return stack.functions["ApiFunction"].invoke(event)  # type: ignore[no-any-return]
 
-    result = asyncio.run(call())
+    # On a thread of its own: an earlier test of the session may leave a loop on the main thread.
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        result = pool.submit(asyncio.run, call()).result()
     assert result["statusCode"] == 200 and json.loads(result["body"])["result"]["serverInfo"]["name"] == "engram"
