@@ -261,6 +261,7 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
         id=run_id,
         created_at=plan.run_fields.get("created_at") or now_iso(),
         updated_at=now_iso(),
+        started_at=now_iso(),
         agent_id=agent.id,
         status="running",
         prompt=message,
@@ -507,10 +508,12 @@ def _commit(turn: _Turn, result: dict[str, Any], new_etag: str | None, trimmed: 
     """One transaction: session counters and lease, run record, usage rows, the policies' items."""
     deps, loop = turn.deps, turn.loop
     before = turn.run.session_revision_before
+    at = now_iso()
     run = turn.run.model_copy(
         update={
             "status": "succeeded",
-            "updated_at": now_iso(),
+            "updated_at": at,
+            "finished_at": at,
             "session_revision_after": before + 1 if before is not None else None,
             "result": result,
             "usage": loop.usage,
@@ -584,10 +587,12 @@ def _fail(turn: _Turn, err: Exception) -> bool:
     untouched. Returns whether the run record was written; the lease is freed either way."""
     error = error_of(err)
     loop = turn.loop
+    at = now_iso()
     failed = turn.run.model_copy(
         update={
             "status": "failed",
-            "updated_at": now_iso(),
+            "updated_at": at,
+            "finished_at": at,
             "session_revision_after": turn.run.session_revision_before,
             "result": {"reply": loop.reply} if loop.reply else None,
             "usage": loop.usage,

@@ -72,7 +72,8 @@ async function route() {
       clear(view, errorBox(err));
     }
     if (!view.isConnected) return;
-    main.focus({ preventScroll: true });
+    // A page that put the focus somewhere (a form's first field) keeps it.
+    if (!view.contains(document.activeElement)) main.focus({ preventScroll: true });
     return;
   }
   clear(main, errorBox({ code: 'not_found', message: `no page ${hash}` }));

@@ -4,7 +4,7 @@
 import { get, post, patch, del, id } from './api.js';
 import * as auth from './auth.js';
 import {
-  h, clear, busy, confirmAction, dialog, field, badge, fmtTime, moreButton, showFormError, notice, errorBox, fmtBytes, latestOnly,
+  h, clear, busy, confirmAction, dialog, field, badge, fmtTime, moreButton, showFormError, notice, errorBox, fmtBytes, latestOnly, clearMessages,
 } from './ui.js';
 
 const STALE_DAYS = 60;
@@ -63,6 +63,7 @@ export async function facts(main) {
     field('Fact', text), field('Topic (optional)', topic), h('button', { type: 'submit' }, 'Add fact'));
   add.addEventListener('submit', async (e) => {
     e.preventDefault();
+    clearMessages();
     try {
       await post('/api/me/facts', { fact: text.value.trim(), topic: topic.value.trim() || undefined, confidence: 'asserted' });
       text.value = ''; topic.value = '';
@@ -83,6 +84,7 @@ export async function facts(main) {
 }
 
 async function editFact(f, reload) {
+  clearMessages();
   const text = h('textarea', { name: 'fact', rows: 3, value: f.fact });
   const topic = h('input', { name: 'topic', maxlength: 40, value: f.topic || '' });
   const form = h('form', {}, h('div', { class: 'form-error' }), field('Fact', text), field('Topic', topic));
