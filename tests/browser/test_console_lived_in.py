@@ -167,6 +167,8 @@ def test_new_agent_focus_stale_messages_and_field_errors(console):
     c.page.get_by_role("button", name="Add fact").click()
     expect(c.page.get_by_text("Fact saved.")).to_be_visible()
     fact = c.page.locator("article.fact", has_text="I like tea")
+    expect(fact.locator(".tags")).to_contain_text("source: profile")  # badges say what they are
+    expect(fact.locator(".tags")).to_contain_text("confidence: asserted")
     fact.get_by_role("button", name="Confirm (asserted)").or_(fact.get_by_role("button", name="Mark inferred")).click()
     expect(c.page.get_by_text("Fact saved.")).to_have_count(0)  # a later action: the notice is gone
     no_page_errors(c)
