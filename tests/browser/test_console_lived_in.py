@@ -153,6 +153,12 @@ def test_new_agent_focus_stale_messages_and_field_errors(console):
     c.sign_in("stale")
     c.page.get_by_role("link", name="New agent").click()
     expect(c.page.get_by_label("Name")).to_be_focused()
+    posts: list[str] = []
+    c.page.on("request", lambda r: posts.append(r.url) if r.method == "POST" else None)
+    c.page.get_by_role("button", name="Create agent").click()  # no name: said at once, nothing sent
+    name_slot = c.page.locator(".field", has=c.page.get_by_label("Name")).locator(".field-error")
+    expect(name_slot).to_contain_text("name must not be empty")
+    assert posts == []
     c.page.get_by_label("Name").fill("Scheduled")
     c.page.get_by_label("Schedule").fill("rate(5 minutes)")  # without a default prompt
     c.page.get_by_role("button", name="Create agent").click()
@@ -188,4 +194,31 @@ def test_deleting_a_workspace_in_use_names_its_agents_before_asking(console):
     dialog.get_by_role("button", name="Close").click()
     c.page.keyboard.press("Escape")
     expect(c.page.locator("tr", has_text="Shared")).to_be_visible()
+    no_page_errors(c)
+
+
+def test_usage_names_sessions_links_them_and_keeps_the_agent_in_the_address(console):
+    c = console("usage-names")
+    c.sign_in("usage-names")
+    talker = c.api("POST", "/api/agents", {"name": "Talker"})
+    c.api("POST", "/api/agents", {"name": "Quiet"})
+    c.api("POST", f"/api/agents/{talker['id']}/sessions", {"id": "plans", "title": "Holiday plans"})
+    c.api("POST", f"/api/agents/{talker['id']}/sessions/plans/messages", {"message": "hello there"})
+    c.page.goto("/#/usage")
+    sessions = c.page.locator("section", has=c.page.get_by_role("heading", name="Per session"))
+    link = sessions.get_by_role("link", name="Holiday plans")
+    expect(link).to_be_visible()  # the session's title, not its id, and a link to it
+    expect(c.page.locator("svg.chart text.day")).to_have_count(1)  # one day plotted, one day on the axis
+    c.page.get_by_label("Agent").select_option(label="Talker")
+    expect(c.page).to_have_url(f"{c.url}/#/usage?agent={talker['id']}")
+    c.page.reload()
+    expect(c.page.get_by_label("Agent")).to_have_value(talker["id"])
+    expect(c.page.get_by_role("link", name="Usage")).to_have_attribute("aria-current", "page")
+    link = c.page.locator("section", has=c.page.get_by_role("heading", name="Per session")).get_by_role(
+        "link", name="Holiday plans"
+    )
+    expect(link).to_be_visible()
+    c.shot("usage-names")
+    link.click()
+    expect(c.page).to_have_url(f"{c.url}/#/agents/{talker['id']}/chat/plans")
     no_page_errors(c)

@@ -126,6 +126,14 @@ async function form(main, agent) {
       team: [...teamBox.querySelectorAll('input:checked')].map((b) => b.value),
       tools: chosenTools(toolsBox),
     };
+    // The obvious mistakes are caught here, in the API's words, before anything is sent.
+    const problem = !body.name ? { code: 'validation_error', field: 'name', message: 'name must not be empty' }
+      : body.schedule && !body.defaultPrompt.trim() ? { code: 'missing_default_prompt', field: 'defaultPrompt', message: 'a scheduled agent needs a defaultPrompt: it is what every heartbeat runs' }
+        : null;
+    if (problem) {
+      showFormError(form, problem);
+      return;
+    }
     const submit = form.querySelector('button[type=submit]');
     submit.disabled = true;
     try {
