@@ -222,3 +222,20 @@ def test_usage_names_sessions_links_them_and_keeps_the_agent_in_the_address(cons
     link.click()
     expect(c.page).to_have_url(f"{c.url}/#/agents/{talker['id']}/chat/plans")
     no_page_errors(c)
+
+
+def test_lists_say_they_are_loading(console):
+    c = console("loading")
+    c.sign_in("loading")
+    agent = c.api("POST", "/api/agents", {"name": "Slow"})
+    held: list = []
+    c.page.route("**/api/agents/*/runs*", lambda route: held.append(route))
+    c.page.goto(f"/#/agents/{agent['id']}/runs")
+    expect(c.page.get_by_text("Loading runs…")).to_be_visible()  # the page is there, its list on its way
+    c.shot("runs-loading")
+    for route in held:
+        route.continue_()
+    c.page.unroute("**/api/agents/*/runs*")
+    expect(c.page.get_by_text("No runs yet.")).to_be_visible()
+    expect(c.page.get_by_text("Loading runs…")).to_have_count(0)
+    no_page_errors(c)

@@ -6,13 +6,14 @@ import {
 } from './ui.js';
 
 export async function list(main) {
-  const rows = h('div', { class: 'agent-cards' });
+  const rows = h('div', { class: 'agent-cards', 'aria-busy': 'true' }, h('p', { class: 'loading', text: 'Loading agents…' }));
   const more = h('div');
   clear(main,
     h('div', { class: 'page-head' }, h('h1', { text: 'Agents' }), h('a', { href: '#/agents/new', class: 'button' }, 'New agent')),
     rows, more);
   const load = async (nextToken) => {
     const page = await get('/api/agents', { nextToken });
+    if (!nextToken) { rows.replaceChildren(); rows.removeAttribute('aria-busy'); }
     if (!page.items.length && !nextToken) rows.append(h('p', { class: 'empty', text: 'No agents yet. Create one to start chatting.' }));
     for (const agent of page.items) rows.append(agentCard(agent));
     clear(more, moreButton(page.nextToken, load));

@@ -11,7 +11,7 @@ const STALE_DAYS = 60;
 
 export async function facts(main) {
   const archived = h('input', { type: 'checkbox', id: 'facts-archived' });
-  const list = h('div', { class: 'facts-list' });
+  const list = h('div', { class: 'facts-list' }, h('p', { class: 'loading', text: 'Loading facts…' }));
   const more = h('div');
   let items = [];
 

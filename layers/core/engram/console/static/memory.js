@@ -37,7 +37,7 @@ export async function memoryTable(body, base, owner, scope, title = `${scope ===
   // "manual" is what a person put there: by hand, or by asking the agent in chat to remember it.
   const matches = (m) => source.value === 'all' || m.source === source.value || (source.value === 'manual' && m.source === 'chat');
   const archived = h('input', { type: 'checkbox', id: 'memory-archived' });
-  const tbody = h('tbody');
+  const tbody = h('tbody', {}, h('tr', {}, h('td', { colspan: 8, class: 'loading', text: 'Loading memories…' })));
   const more = h('div');
   const count = h('span', { class: 'muted' });
   let rows = [];

@@ -42,7 +42,7 @@ function runRow(run) {
 
 export async function list(main, agentId) {
   const agent = await get(`/api/agents/${id(agentId)}`);
-  const tbody = h('tbody');
+  const tbody = h('tbody', {}, h('tr', {}, h('td', { colspan: 9, class: 'loading', text: 'Loading runs…' })));
   const more = h('div');
   const load = async (nextToken) => {
     const page = await get(`/api/agents/${id(agent.id)}/runs`, { nextToken });

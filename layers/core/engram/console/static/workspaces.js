@@ -3,7 +3,7 @@ import { get, post, patch, del, all, id } from './api.js';
 import { h, clear, busy, confirmAction, dialog, field, fmtTime, latestOnly, moreButton, showFormError, table } from './ui.js';
 
 export async function list(main) {
-  const body = h('div');
+  const body = h('div', {}, h('p', { class: 'loading', text: 'Loading workspaces…' }));
   const more = h('div');
   let items = [];
   const begin = latestOnly();
