@@ -239,3 +239,23 @@ def test_lists_say_they_are_loading(console):
     expect(c.page.get_by_text("No runs yet.")).to_be_visible()
     expect(c.page.get_by_text("Loading runs…")).to_have_count(0)
     no_page_errors(c)
+
+
+def test_the_webhook_secret_has_a_copy_button_and_cancel_looks_secondary(console):
+    c = console("copy-secret")
+    c.sign_in("copy-secret")
+    c.context.grant_permissions(["clipboard-read", "clipboard-write"])
+    c.page.get_by_role("link", name="New agent").click()
+    c.page.get_by_label("Name").fill("Hooked")
+    c.page.get_by_role("button", name="Create agent").click()
+    dialog = c.page.get_by_role("dialog")
+    secret = dialog.locator("code.secret").text_content()
+    dialog.get_by_role("button", name="Copy").click()
+    expect(dialog.locator(".secret-box").get_by_role("status")).to_contain_text("Copied.")
+    assert c.page.evaluate("navigator.clipboard.readText()") == secret
+    dialog.get_by_role("button", name="Done").click()
+    c.page.get_by_role("button", name="Delete agent").click()
+    confirm = c.page.get_by_role("dialog")
+    expect(confirm.get_by_role("button", name="Cancel")).to_have_class("secondary")
+    expect(confirm.get_by_role("button", name="Delete")).to_have_class("danger")
+    no_page_errors(c)
