@@ -3,6 +3,8 @@ headless Chromium against the local stack (offline model)."""
 
 from __future__ import annotations
 
+import re
+
 from playwright.sync_api import expect
 
 from tests.browser.test_console import card_run, no_page_errors
@@ -221,6 +223,19 @@ def test_usage_names_sessions_links_them_and_keeps_the_agent_in_the_address(cons
     c.shot("usage-names")
     link.click()
     expect(c.page).to_have_url(f"{c.url}/#/agents/{talker['id']}/chat/plans")
+    no_page_errors(c)
+
+
+def test_usage_names_a_re_examination_run_by_its_kind(console, stack):
+    c = console("usage-runs")
+    c.sign_in("usage-runs")
+    _, run = card_run(c, stack)
+    child = c.wait_run(c.api("POST", f"/api/runs/{run['id']}/re-examine")["runId"])
+    c.page.goto("/#/usage")
+    sessions = c.page.locator("section", has=c.page.get_by_role("heading", name="Per session"))
+    link = sessions.get_by_role("link", name=re.compile(r"^re-examination · "))
+    expect(link).to_have_attribute("href", f"#/runs/{child['id']}")
+    expect(sessions.get_by_role("link", name=re.compile(r"^heartbeat · "))).to_have_attribute("href", f"#/runs/{run['id']}")
     no_page_errors(c)
 
 

@@ -33,15 +33,28 @@ export async function usage(main, agentId) {
   await load();
 }
 
-// Session titles of the agents in these rows (one list per agent), keyed agentId + sessionKey.
+const MAX_RUNS_NAMED = 50;
+const RUN_KINDS = { heartbeat: 'heartbeat', manual: 'manual run', reexamination: 're-examination', council_member: 'council member', chat: 'chat turn' };
+
+// Session titles of the agents in these rows (one list per agent), keyed agentId + sessionKey;
+// a run without a session (its key is its run id) by its kind, for the newest MAX_RUNS_NAMED.
 async function sessionTitles(rows) {
   const titles = new Map();
   const agentIds = [...new Set(rows.filter((r) => !isExtraction(r)).map((r) => r.agentId))];
-  await Promise.all(agentIds.map(async (agentId) => {
-    try {
-      for (const s of await all(`/api/agents/${id(agentId)}/sessions`, {}, 200)) titles.set(`${agentId}\u0000${s.id}`, s.title || s.id);
-    } catch { /* the ids stay */ }
-  }));
+  const runIds = [...new Set(rows.map((r) => String(r.sessionKey)).filter((k) => k.startsWith('run_')))].slice(0, MAX_RUNS_NAMED);
+  await Promise.all([
+    ...agentIds.map(async (agentId) => {
+      try {
+        for (const s of await all(`/api/agents/${id(agentId)}/sessions`, {}, 200)) titles.set(`${agentId}\u0000${s.id}`, s.title || s.id);
+      } catch { /* the ids stay */ }
+    }),
+    ...runIds.map(async (runId) => {
+      try {
+        const run = await get(`/api/runs/${id(runId)}`);
+        titles.set(runId, `${RUN_KINDS[run.kind] || run.kind} · ${fmtTime(run.createdAt)}`);
+      } catch { /* the id stays */ }
+    }),
+  ]);
   return titles;
 }
 
@@ -50,7 +63,7 @@ async function sessionTitles(rows) {
 function sessionCell(r, titles) {
   const key = String(r.sessionKey);
   if (isExtraction(r)) return key.startsWith('memory-compact:') ? 'session summary' : 'memory extraction';
-  if (key.startsWith('run_')) return h('a', { href: `#/runs/${id(key)}` }, `run ${key.slice(-10)} (no session)`);
+  if (key.startsWith('run_')) return h('a', { href: `#/runs/${id(key)}` }, titles.get(key) || `run ${key.slice(-10)}`, ' (no session)');
   return h('a', { href: `#/agents/${id(r.agentId)}/chat/${id(key)}` }, titles.get(`${r.agentId}\u0000${key}`) || key);
 }
 
