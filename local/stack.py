@@ -154,6 +154,15 @@ class _HttpServer(ThreadingHTTPServer):
     # socketserver's default listen backlog is 5: a burst of 20 clients got connection resets.
     request_queue_size = 128
 
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        """A client that went away mid-response (a browser closing a tab or navigating on) is one
+        quiet line, not socketserver's traceback; anything else keeps the traceback."""
+        err = sys.exc_info()[1]
+        if isinstance(err, (BrokenPipeError, ConnectionResetError, ConnectionAbortedError)):
+            log.info("client %s disconnected before the response was sent (%s)", client_address[0], type(err).__name__)
+            return
+        super().handle_error(request, client_address)
+
 
 @dataclass
 class StackHandle:

@@ -50,9 +50,12 @@ def test_export_download_and_account_deletion_with_typed_confirmation(console):
 
     c.page.get_by_role("button", name="Delete my account").click()
     dialog = c.page.get_by_role("dialog")
+    expect(dialog.get_by_role("button", name="Delete everything")).to_be_disabled()  # looks it, and says why
+    expect(dialog.get_by_role("status")).to_have_text("Type delete to enable Delete everything.")
     dialog.get_by_label("Type delete to confirm").fill("yes")
-    dialog.get_by_role("button", name="Delete everything").click()
-    expect(dialog).to_be_visible()  # the wrong word: nothing happens
+    expect(dialog.get_by_role("button", name="Delete everything")).to_be_disabled()
+    expect(dialog.get_by_role("status")).to_contain_text("That is not “delete”")
+    c.shot("account-delete-confirm")
     assert len(c.api("GET", "/api/me/facts")["items"]) == 1
     dialog.get_by_label("Type delete to confirm").fill("delete")
     dialog.get_by_role("button", name="Delete everything").click()

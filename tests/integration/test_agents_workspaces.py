@@ -190,3 +190,20 @@ def test_deleting_an_agent_removes_sessions_transcripts_and_runs(stack):
 def test_snake_case_field_names_are_unknown_fields(stack):
     r = stack.call("POST", "/api/agents", body={"name": "a", "agent_memory": True})
     assert r.status == 400 and r.error["field"] == "agent_memory"
+
+
+@pytest.mark.parametrize(
+    "body, field, words",
+    [
+        ({"name": ""}, "name", "name must not be empty"),
+        ({"name": "x" * 101}, "name", "name must be at most 100 characters"),
+        ({"name": "A", "schedule": "every 5 minutes", "defaultPrompt": "Go."}, "schedule", "schedule must be rate(<number>"),
+        ({"name": "A", "agentMemory": "maybe"}, "agentMemory", "agentMemory must be true or false"),
+        ({"name": "A", "colour": "red"}, "colour", "colour is not a known field"),
+    ],
+)
+def test_validation_messages_name_the_field_and_the_rule_in_words(stack, body, field, words):
+    r = stack.call("POST", "/api/agents", body=body)
+    assert r.status == 400 and r.error["field"] == field, r.body
+    assert r.error["message"].startswith(words), r.error["message"]
+    assert "String should" not in r.error["message"] and "^(" not in r.error["message"]  # no pydantic text, no regex

@@ -325,3 +325,12 @@ def test_own_card_types_are_exported_and_deleted_with_the_account(stack):
     assert stack.call("GET", "/api/card-types/release-call").status == 404
     assert stack.call("GET", "/api/me/export").data["cardTypes"] == []
     assert stack.call("GET", "/api/card-types/release-call", user="bob").status == 200
+
+
+def test_offline_model_answers_about_me_and_still_submits_the_card(stack):
+    agent = stack.agent(cardType="trade-decision")
+    stack.say(agent["id"], "remember that I prefer green tea over coffee")
+    reply = stack.say(agent["id"], "what do you know about me?").data
+    assert "Here is what I know about you" in reply["reply"] and "green tea" in reply["reply"], reply["reply"]
+    run = stack.runs(agent["id"])[0]
+    assert run["result"]["card"]["decision"] == "WAIT"  # the card is kept

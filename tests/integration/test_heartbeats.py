@@ -334,3 +334,34 @@ def test_a_refused_agent_leaves_no_schedule_behind(stack, scheduler):
         body={"schedule": "rate(1 hour)", "defaultPrompt": DEFAULT, "workspaceId": "ws_missing"},
     )
     assert r.status == 404 and _schedule(stack, scheduler, agent["id"]) is None
+
+
+def test_scheduled_and_manual_prompts_are_marked_in_the_session_and_never_sent_to_the_model(stack, monkeypatch):
+    from engram.engine.providers.offline import OfflineProvider
+
+    sent: list[dict] = []
+    complete = OfflineProvider.complete
+
+    def recording(self, **kwargs):
+        sent.extend(kwargs["messages"])
+        return complete(self, **kwargs)
+
+    monkeypatch.setattr(OfflineProvider, "complete", recording)
+    agent = stack.agent(schedule="rate(1 hour)", defaultPrompt=DEFAULT, activeMemory=True)
+    stack.say(agent["id"], "hello from chat")
+    stack.fire(agent["id"])
+    manual = stack.run_now(agent["id"], prompt="Override for now.")
+    stack.say(agent["id"], "and again")
+    heartbeat = next(r for r in stack.runs(agent["id"]) if r["kind"] == "heartbeat")
+    messages = stack.call("GET", f"/api/agents/{agent['id']}/sessions/dashboard").data["messages"]
+    prompts = [
+        (m["content"][0]["text"], m.get("meta"))
+        for m in messages
+        if m["role"] == "user" and m["content"][0].get("type") == "text"
+    ]
+    assert prompts[0] == ("hello from chat", None)
+    assert prompts[1][0].startswith(DEFAULT)
+    assert prompts[1][1] == {"kind": "heartbeat", "trigger": "schedule", "runId": heartbeat["id"]}
+    assert prompts[2] == ("Override for now.", {"kind": "manual", "trigger": "api", "runId": manual["id"]})
+    assert prompts[3] == ("and again", None)
+    assert sent and all(set(m) == {"role", "content"} for m in sent)  # the model never gets `meta`

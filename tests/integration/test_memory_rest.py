@@ -182,8 +182,10 @@ def test_facts_add_list_edit_promote_archive(stack):
     assert stack.call("GET", "/api/me/facts").data["items"] == []
     everything = stack.call("GET", "/api/me/facts", query={"includeArchived": "true"}).data["items"]
     assert [f["id"] for f in everything] == [fid]
+    referenced = everything[0]["lastReferencedAt"]
     restored = stack.call("PATCH", f"/api/me/facts/{fid}", body={"archived": False})
     assert restored.data["archivedAt"] is None
+    assert restored.data["lastReferencedAt"] == referenced  # a restore is not a reference
     corrected = stack.call("PATCH", f"/api/me/facts/{fid}", body={"archived": True, "archivedReason": "user_corrected"})
     assert corrected.data["archivedReason"] == "user_corrected"
 

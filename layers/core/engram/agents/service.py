@@ -48,8 +48,12 @@ def delete_workspace(deps: Stores, t: str, workspace_id: str) -> None:
     get_workspace(deps, t, workspace_id)
     members = deps.agents.in_workspace(t, workspace_id)
     if members:
+        agents = [deps.agents.get(t, member) for member in members[:5]]
+        names = ", ".join(f"“{a.name}”" if a is not None else member for a, member in zip(agents, members[:5], strict=True))
+        more = f" and {len(members) - 5} more" if len(members) > 5 else ""
+        count = "1 agent" if len(members) == 1 else f"{len(members)} agents"
         raise Conflict(
-            f"the workspace still has {len(members)} agent(s): move or delete them first ({', '.join(members[:5])})",
+            f"the workspace is still used by {count} ({names}{more}): move them to another workspace or delete them first",
             field="workspaceId",
             code="workspace_in_use",
         )

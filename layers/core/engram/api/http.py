@@ -210,6 +210,55 @@ def _field_of(loc: tuple[Any, ...] | list[Any]) -> str:
     return ".".join(parts)
 
 
+# Fields whose pattern has a meaning a person knows better than the regular expression.
+_PATTERN_WORDS = {
+    "schedule": "must be rate(<number> minutes|hours|days) or cron(<six fields>), e.g. rate(1 hour) or cron(0 9 * * ? *)",
+    "model": "may use only letters, digits and . _ : - (at most 100 characters)",
+}
+
+
+def _plural(n: Any, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def rule_in_words(error: dict[str, Any]) -> str:
+    """One validation error as the rule it broke, in words for a person (the field is named by
+    the caller): "must not be empty", "must be at most 100 characters", never a regular expression."""
+    kind, ctx = str(error.get("type", "")), error.get("ctx") or {}
+    field = _field_of(list(error.get("loc", ())))
+    if kind == "string_too_short":
+        n = ctx.get("min_length", 1)
+        return "must not be empty" if n == 1 else f"must be at least {_plural(n, 'character')}"
+    if kind == "string_too_long":
+        return f"must be at most {_plural(ctx.get('max_length'), 'character')}"
+    if kind == "string_pattern_mismatch":
+        return _PATTERN_WORDS.get(field.split(".")[-1], "is not in the expected format")
+    if kind == "too_short":
+        return f"must have at least {_plural(ctx.get('min_length'), 'item')}"
+    if kind == "too_long":
+        return f"must have at most {_plural(ctx.get('max_length'), 'item')}"
+    bounds = {"greater_than_equal": ("at least", "ge"), "less_than_equal": ("at most", "le"),
+              "greater_than": ("more than", "gt"), "less_than": ("less than", "lt")}  # fmt: skip
+    if kind in bounds:
+        words, key = bounds[kind]
+        return f"must be {words} {ctx.get(key)}"
+    simple = {
+        "missing": "is required",
+        "extra_forbidden": "is not a known field",
+        "int_parsing": "must be a whole number", "int_type": "must be a whole number", "int_from_float": "must be a whole number",
+        "float_parsing": "must be a number", "float_type": "must be a number",
+        "bool_parsing": "must be true or false", "bool_type": "must be true or false",
+        "string_type": "must be text", "dict_type": "must be a JSON object", "model_type": "must be a JSON object",
+        "list_type": "must be a list", "none_required": "must be null",
+    }  # fmt: skip
+    if kind in simple:
+        return simple[kind]
+    if kind in ("literal_error", "enum"):
+        return f"must be one of {ctx.get('expected', 'the allowed values')}"
+    message = str(error.get("msg", "is not valid")).removeprefix("Value error, ")
+    return f"is not valid: {message}"
+
+
 def _validation_response(errors: list[dict[str, Any]]) -> Reply:
     first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
     field = _field_of(list(first.get("loc", ())))
@@ -218,11 +267,8 @@ def _validation_response(errors: list[dict[str, Any]]) -> Reply:
         return fail(400, "invalid_body", "the request body is not valid JSON", field="body")
     if not field and kind in ("model_attributes_type", "dict_type", "missing", "model_type"):
         return fail(400, "invalid_body", "the request body must be a JSON object", field="body")
-    if kind == "extra_forbidden":
-        message = f"{field} is not a known field"
-    else:
-        message = f"{field or 'request'}: {first.get('msg', 'invalid value')}"
-    details = [{"field": _field_of(e.get("loc", ())), "message": e.get("msg", "")} for e in errors[:10]]
+    message = f"{field or 'the request'} {rule_in_words(first)}"
+    details = [{"field": _field_of(e.get("loc", ())), "message": rule_in_words(e)} for e in errors[:10]]
     return fail(400, "validation_error", message, field=field or None, details=details)
 
 

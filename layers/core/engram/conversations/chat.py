@@ -153,6 +153,7 @@ def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
                 id=run_id,
                 created_at=job.get("createdAt") or now,
                 updated_at=now,
+                finished_at=now,
                 agent_id=job["agentId"],
                 kind="chat",
                 status="failed",

@@ -128,7 +128,9 @@ class SessionRepository:
     ) -> dict[str, Any]:
         """A turn's commit, as one operation of its transaction: the counters it changes (a
         successful turn) and the release of its lease, conditional on still holding it."""
-        sets = ["updatedAt = :now"] if changes else []
+        # contextStartedAt: the first commit since the session's last Active Memory reset (the
+        # panel's session age); a reset removes it.
+        sets = ["updatedAt = :now", "contextStartedAt = if_not_exists(contextStartedAt, :now)"] if changes else []
         values: dict[str, Any] = {":run": owner}
         if changes:
             values[":now"] = now
@@ -191,7 +193,7 @@ class SessionRepository:
                 keys.session_sk(session_id),
                 "SET contextFrom = if_not_exists(messageCount, :zero), revisionAtReset = if_not_exists(revision, :zero), "
                 "runsSinceReset = :zero, lastResetAt = :now, summaryFrom = if_not_exists(trimmedCount, :zero) "
-                "REMOVE leaseOwner, leaseUntil, summary",
+                "REMOVE leaseOwner, leaseUntil, summary, contextStartedAt",
                 condition="leaseOwner = :token",
                 values={":zero": 0, ":now": now_iso(), ":token": owner},
             )

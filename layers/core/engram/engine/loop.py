@@ -34,6 +34,12 @@ class LoopResult:
         return total
 
 
+def for_model(message: dict[str, Any]) -> dict[str, Any]:
+    """A stored message as the model gets it: its role and content only (a transcript keeps
+    metadata such as a scheduled run's `meta` beside them, never sent)."""
+    return {"role": message["role"], "content": message["content"]} if len(message) > 2 else message
+
+
 def _result_content(value: Any) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
@@ -108,7 +114,7 @@ def run_loop(
             model=model,
             system=marked_system,
             tools=tools,
-            messages=marked,
+            messages=[for_model(m) for m in marked],
             max_tokens=max_tokens,
             timeout=min(model_timeout, remaining),
             tool_choice={"type": "none"} if (last_round and tools) else None,

@@ -261,6 +261,7 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
         id=run_id,
         created_at=plan.run_fields.get("created_at") or now_iso(),
         updated_at=now_iso(),
+        started_at=now_iso(),
         agent_id=agent.id,
         status="running",
         prompt=message,
@@ -431,12 +432,27 @@ def _turn_messages(turn: _Turn) -> list[dict[str, Any]]:
     return [user_message(turn.message), *turn.loop.new_messages]
 
 
+# Run kinds whose prompt a person did not type in the chat: their user message is stored with a
+# `meta` beside its Anthropic blocks (the session API shows it; the model is never sent it).
+_LABELLED_KINDS = ("heartbeat", "manual")
+
+
+def _stored_turn_messages(turn: _Turn) -> list[dict[str, Any]]:
+    """The turn's messages as the transcript keeps them: a scheduled or manual run's prompt
+    carries `meta` (its run's kind, trigger and id)."""
+    messages = _turn_messages(turn)
+    if turn.run.kind in _LABELLED_KINDS:
+        meta = {"kind": turn.run.kind, "trigger": turn.run.trigger, "runId": turn.run.id}
+        messages[0] = {**messages[0], "meta": meta}
+    return messages
+
+
 def _save_transcript(turn: _Turn) -> tuple[str | None, Any]:
     """The conditional PUT of a session turn's transcript (nothing for a clean slate)."""
     if turn.history is None or turn.plan.session_id is None:
         return None, None
     cap = turn.deps.settings.history_cap
-    trimmed = trim_in_steps(turn.history.messages + _turn_messages(turn), cap)
+    trimmed = trim_in_steps(turn.history.messages + _stored_turn_messages(turn), cap)
     turn.cut = len(trimmed.trimmed)
     cut, cut_from = _unsummarised(turn, trimmed.trimmed, keep=2 * cap)
     etag = turn.deps.history.save(
@@ -507,10 +523,12 @@ def _commit(turn: _Turn, result: dict[str, Any], new_etag: str | None, trimmed: 
     """One transaction: session counters and lease, run record, usage rows, the policies' items."""
     deps, loop = turn.deps, turn.loop
     before = turn.run.session_revision_before
+    at = now_iso()
     run = turn.run.model_copy(
         update={
             "status": "succeeded",
-            "updated_at": now_iso(),
+            "updated_at": at,
+            "finished_at": at,
             "session_revision_after": before + 1 if before is not None else None,
             "result": result,
             "usage": loop.usage,
@@ -584,10 +602,12 @@ def _fail(turn: _Turn, err: Exception) -> bool:
     untouched. Returns whether the run record was written; the lease is freed either way."""
     error = error_of(err)
     loop = turn.loop
+    at = now_iso()
     failed = turn.run.model_copy(
         update={
             "status": "failed",
-            "updated_at": now_iso(),
+            "updated_at": at,
+            "finished_at": at,
             "session_revision_after": turn.run.session_revision_before,
             "result": {"reply": loop.reply} if loop.reply else None,
             "usage": loop.usage,

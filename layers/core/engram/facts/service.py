@@ -101,7 +101,7 @@ def update_fact(deps: Stores, t: str, fact_id: str, body: FactUpdate) -> Fact:
     if archived is True:
         changes.update(archived_at=fact.archived_at or now, archived_reason=reason or "user_deleted")
     elif archived is False:
-        changes.update(archived_at=None, archived_reason=None, last_referenced_at=now)
+        changes.update(archived_at=None, archived_reason=None)  # a restore is not a reference: lastReferencedAt stays
     elif reason is not None:
         raise BadRequest("archivedReason goes with archived: true", field="archivedReason")
     updated = fact.model_copy(update={**changes, "updated_at": now})

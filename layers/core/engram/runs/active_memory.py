@@ -44,12 +44,18 @@ def status(deps: Stores, t: str, agent_id: str) -> ActiveMemoryStatus:
             f"{runs} runs since the last reset (more than {limit}): the shared context keeps growing, "
             "which makes every run slower and costlier; reset it to start fresh"
         )
+    carrying = revision > int(session.get("revisionAtReset", 0) or 0)
+    # Sessions last committed before contextStartedAt existed: since the reset, else since created.
+    started = (session.get("contextStartedAt") or session.get("lastResetAt") or session.get("createdAt")) if carrying else None
     return ActiveMemoryStatus(
         agent_id=agent.id,
         enabled=agent.active_memory,
-        status="carrying_context" if revision > int(session.get("revisionAtReset", 0) or 0) else "fresh",
+        status="carrying_context" if carrying else "fresh",
         runs_since_reset=runs,
-        session_age_seconds=_age_seconds(session.get("updatedAt")),
+        session_age_seconds=_age_seconds(started),
+        context_started_at=started,
+        last_active_at=session.get("updatedAt"),
+        last_active_seconds=_age_seconds(session.get("updatedAt")),
         last_reset_at=session.get("lastResetAt"),
         session_revision=revision,
         warning=warning,

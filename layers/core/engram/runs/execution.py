@@ -122,7 +122,7 @@ def process_failed_firing(deps: ModelDeps, record: dict[str, Any]) -> dict[str, 
         return {"status": "ignored", "reason": "agent_not_found"}
     run_id = firing_run_id(agent_id, scheduled)
     run = queued(agent.id, run_id, kind="heartbeat", trigger="schedule", prompt=agent.default_prompt or FALLBACK_PROMPT)
-    failed = run.model_copy(update={"status": "failed", "error": firing_error(record)})
+    failed = run.model_copy(update={"status": "failed", "finished_at": run.updated_at, "error": firing_error(record)})
     if not deps.runs.fail_unfinished(tenant, failed):
         logger.info("failed firing's run had already finished; left as it is", extra={"run_id": run_id})
         return {"runId": run_id, "status": "unchanged"}
@@ -234,7 +234,8 @@ def execute_run(
 
 
 def _record_failure(deps: ModelDeps, t: str, run: Run, err: Exception) -> None:
-    deps.runs.put(t, run.model_copy(update={"status": "failed", "updated_at": now_iso(), "error": error_of(err)}))
+    at = now_iso()
+    deps.runs.put(t, run.model_copy(update={"status": "failed", "updated_at": at, "finished_at": at, "error": error_of(err)}))
 
 
 def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, Any] | None) -> str:

@@ -32,11 +32,16 @@ class Run(Resource):
     latest_conviction: int | None = None
     model: str | None = None
     tool_calls: list[dict[str, Any]] = []
+    # When the run's turn began and when it ended: set once, so acting on the run later (resolving
+    # its card, a re-examination finishing) moves `updatedAt` but never its duration.
+    started_at: str | None = None
+    finished_at: str | None = None
 
     def unqueued(self) -> Run:
         """This queued run as failed because its job could not be sent (it would never start)."""
         error = {"code": "queue_unavailable", "message": "the run could not be queued; nothing ran, start it again"}
-        return self.model_copy(update={"status": "failed", "updated_at": now_iso(), "error": error})
+        at = now_iso()
+        return self.model_copy(update={"status": "failed", "updated_at": at, "finished_at": at, "error": error})
 
 
 class RunCreate(Body):
@@ -91,6 +96,11 @@ class ActiveMemoryStatus(BaseModel):
     runs_since_reset: int
     session_age_seconds: int | None
     last_reset_at: str | None
+    # When the shared session began carrying its context (its first turn or run since the last
+    # reset; null while fresh), and when a turn or run last added to it.
+    context_started_at: str | None = None
+    last_active_at: str | None = None
+    last_active_seconds: int | None = None
     session_revision: int
     warning: str | None = None
 

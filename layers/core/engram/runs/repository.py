@@ -129,7 +129,7 @@ class RunRepository:
         self.table.update(
             keys.tenant_pk(t),
             keys.run_sk(run_id),
-            "SET #s = :failed, #e = :error, updatedAt = :at REMOVE claimedUntil, GSI3PK, GSI3SK",
+            "SET #s = :failed, #e = :error, updatedAt = :at, finishedAt = :at REMOVE claimedUntil, GSI3PK, GSI3SK",
             condition="#s IN (:queued, :running)" + (f" AND {also}" if also else ""),
             names={"#s": "status", "#e": "error"},
             values={

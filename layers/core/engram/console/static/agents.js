@@ -2,17 +2,18 @@
 // and the agent page with its Active Memory panel.
 import { get, post, patch, del, all, id } from './api.js';
 import {
-  h, clear, table, moreButton, busy, confirmAction, field, showFormError, notice, badge, fmtTime, fmtAge, errorBox, dialog,
+  h, clear, table, moreButton, busy, confirmAction, field, showFormError, notice, badge, fmtTime, fmtAge, errorBox, dialog, secretBox,
 } from './ui.js';
 
 export async function list(main) {
-  const rows = h('div', { class: 'agent-cards' });
+  const rows = h('div', { class: 'agent-cards', 'aria-busy': 'true' }, h('p', { class: 'loading', text: 'Loading agents…' }));
   const more = h('div');
   clear(main,
     h('div', { class: 'page-head' }, h('h1', { text: 'Agents' }), h('a', { href: '#/agents/new', class: 'button' }, 'New agent')),
     rows, more);
   const load = async (nextToken) => {
     const page = await get('/api/agents', { nextToken });
+    if (!nextToken) { rows.replaceChildren(); rows.removeAttribute('aria-busy'); }
     if (!page.items.length && !nextToken) rows.append(h('p', { class: 'empty', text: 'No agents yet. Create one to start chatting.' }));
     for (const agent of page.items) rows.append(agentCard(agent));
     clear(more, moreButton(page.nextToken, load));
@@ -126,6 +127,14 @@ async function form(main, agent) {
       team: [...teamBox.querySelectorAll('input:checked')].map((b) => b.value),
       tools: chosenTools(toolsBox),
     };
+    // The obvious mistakes are caught here, in the API's words, before anything is sent.
+    const problem = !body.name ? { code: 'validation_error', field: 'name', message: 'name must not be empty' }
+      : body.schedule && !body.defaultPrompt.trim() ? { code: 'missing_default_prompt', field: 'defaultPrompt', message: 'a scheduled agent needs a defaultPrompt: it is what every heartbeat runs' }
+        : null;
+    if (problem) {
+      showFormError(form, problem);
+      return;
+    }
     const submit = form.querySelector('button[type=submit]');
     submit.disabled = true;
     try {
@@ -133,7 +142,7 @@ async function form(main, agent) {
       if (!agent && saved.webhookSecret) {
         await dialog({
           title: 'Agent created',
-          body: [h('p', { text: 'Its webhook secret, shown this once (sign webhook calls with it):' }), h('code', { class: 'secret', text: saved.webhookSecret })],
+          body: [h('p', { text: 'Its webhook secret, shown this once (sign webhook calls with it):' }), secretBox(saved.webhookSecret)],
           actions: [{ label: 'Done', value: true }],
         });
       }
@@ -185,19 +194,24 @@ export async function detail(main, agentId) {
       return grant.allow ? `${c.name} (${grant.allow.join(', ')})` : `${c.name} (all tools)`;
     }).join('; ')
     : '—';
+  const [workspace, team] = await Promise.all([
+    agent.workspaceId ? get(`/api/workspaces/${id(agent.workspaceId)}`).catch(() => null) : null,
+    agent.team && agent.team.length ? Promise.all(agent.team.map((m) => get(`/api/agents/${id(m)}`).catch(() => null))) : [],
+  ]);
   const panel = h('section', { class: 'card active-memory', 'aria-labelledby': 'am-title' });
   const sessions = h('section', { class: 'card' });
+  const memory = h('section', { class: 'card agent-memory' }, h('h2', { text: 'Memory' }), h('p', { class: 'loading', text: 'Loading…' }));
   const facts = [
     ['Persona', agent.persona || '—'],
     ['Model', agent.model || 'deployment default'],
-    ['Workspace', agent.workspaceId || '—'],
+    ['Workspace', agent.workspaceId ? h('a', { href: `#/memory/workspace/${id(agent.workspaceId)}` }, workspace ? workspace.name : agent.workspaceId) : '—'],
     ['Schedule', agent.schedule || '—'],
     ['Default prompt', agent.defaultPrompt || '—'],
     ['Card type', agent.cardType || '—'],
     ['Agent memory', agent.agentMemory ? 'on' : 'off'],
     ['Active Memory', agent.activeMemory ? 'on' : 'off'],
     ['Review decisions', agent.reviewDecisions ? 'on' : 'off'],
-    ['Team', agent.team && agent.team.length ? agent.team.join(', ') : '—'],
+    ['Team', team.length ? team.map((m, i) => (m ? m.name : agent.team[i])).join(', ') : '—'],
     ['Tools', toolNames],
     ['Created', fmtTime(agent.createdAt)],
     ['Updated', fmtTime(agent.updatedAt)],
@@ -215,7 +229,7 @@ export async function detail(main, agentId) {
     const out = await post(`/api/agents/${id(agent.id)}/webhook-secret`);
     await dialog({
       title: 'New webhook secret',
-      body: [h('code', { class: 'secret', text: out.webhookSecret }),
+      body: [secretBox(out.webhookSecret),
         h('p', { class: 'muted', text: `The previous secret keeps working until ${fmtTime(out.previousSecretValidUntil)}.` })],
       actions: [{ label: 'Done', value: true }],
     });
@@ -229,10 +243,13 @@ export async function detail(main, agentId) {
         h('a', { href: `#/agents/${id(agent.id)}/edit`, class: 'button secondary' }, 'Edit'))),
     h('div', { class: 'columns' },
       h('section', { class: 'card' }, h('h2', { text: 'Settings' }),
-        h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', { text: k }), h('dd', { text: v })]))),
+        h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', { text: k }), h('dd', {}, v)]))),
       h('div', {}, panel, sessions)),
+    memory,
     h('div', { class: 'actions' }, rotate, remove));
-  await Promise.all([activeMemoryPanel(panel, agent), sessionList(sessions, agent)]);
+  const { memoryTable } = await import('./memory.js');
+  await Promise.all([activeMemoryPanel(panel, agent), sessionList(sessions, agent),
+    memoryTable(memory, `/api/agents/${id(agent.id)}/memories`, agent, 'agent', 'Memory').catch((err) => clear(memory, h('h2', { text: 'Memory' }), errorBox(err)))]);
 }
 
 // The Active Memory panel (AM1-AM3): status, runs since reset, session age, last reset, the
@@ -256,8 +273,10 @@ export async function activeMemoryPanel(panel, agent) {
     am.enabled ? null : h('p', { class: 'muted', text: 'Off: chat and scheduled runs do not share a session. Turn it on in Edit.' }),
     h('dl', { class: 'facts' },
       h('dt', { text: 'Status' }), h('dd', {}, badge(am.status === 'fresh' ? 'Fresh' : 'Carrying context', am.warning ? 'warn' : am.status)),
-      h('dt', { text: 'Runs since reset' }), h('dd', { class: 'runs-since-reset', text: String(am.runsSinceReset) }),
-      h('dt', { text: 'Session age' }), h('dd', { text: fmtAge(am.sessionAgeSeconds) }),
+      h('dt', { text: 'Runs since reset' }), h('dd', {}, h('span', { class: 'runs-since-reset', text: String(am.runsSinceReset) }),
+        h('span', { class: 'muted small-text', text: ' scheduled and manual runs only; chat turns are not counted (the Runs page lists every run)' })),
+      h('dt', { text: 'Session age' }), h('dd', { class: 'session-age', text: am.contextStartedAt ? `${fmtAge(am.sessionAgeSeconds)} (carrying context since ${fmtTime(am.contextStartedAt)})` : '— (fresh)' }),
+      h('dt', { text: 'Last active' }), h('dd', { class: 'last-active', text: am.lastActiveAt ? `${fmtAge(am.lastActiveSeconds)} ago` : 'never' }),
       h('dt', { text: 'Last reset' }), h('dd', { text: am.lastResetAt ? fmtTime(am.lastResetAt) : 'never' })),
     am.warning ? h('div', { class: 'warning', role: 'alert', text: am.warning }) : null,
     am.enabled ? reset : null);

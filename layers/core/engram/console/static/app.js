@@ -16,7 +16,7 @@ const ROUTES = [
   [/^#\/workspaces\/?$/, 'workspaces.js', 'list'],
   [/^#\/tools\/?$/, 'connections.js', 'list'],
   [/^#\/facts$/, 'facts.js', 'facts'],
-  [/^#\/usage$/, 'usage.js', 'usage'],
+  [/^#\/usage(?:\?agent=([^&/]+))?$/, 'usage.js', 'usage'],
 ];
 
 const NAV = [
@@ -48,7 +48,7 @@ function shell() {
 
 function markNav(hash) {
   clear(nav, NAV.map(([href, label]) => {
-    const active = hash === href || hash.startsWith(`${href}/`) || (href === '#/agents' && /^#\/(agents|runs)\//.test(hash));
+    const active = hash === href || hash.startsWith(`${href}/`) || hash.startsWith(`${href}?`) || (href === '#/agents' && /^#\/(agents|runs)\//.test(hash));
     return h('a', { href, 'aria-current': active ? 'page' : null }, label);
   }));
 }
@@ -72,7 +72,8 @@ async function route() {
       clear(view, errorBox(err));
     }
     if (!view.isConnected) return;
-    main.focus({ preventScroll: true });
+    // A page that put the focus somewhere (a form's first field) keeps it.
+    if (!view.contains(document.activeElement)) main.focus({ preventScroll: true });
     return;
   }
   clear(main, errorBox({ code: 'not_found', message: `no page ${hash}` }));

@@ -19,7 +19,9 @@ export function timeChart({ series, kind = 'line', yMax = null, yFormat = (v) =>
   if (!all.length) return h('p', { class: 'empty', text: 'No data to chart yet.' });
   let t0 = Math.min(...all.map((p) => p.t));
   let t1 = Math.max(...all.map((p) => p.t));
-  if (t0 === t1) { t0 -= 3_600_000; t1 += 3_600_000; }
+  // One point: a window around it (a day each side for bars, which are days).
+  if (t0 === t1) { const pad = kind === 'bar' ? 86_400_000 : 3_600_000; t0 -= pad; t1 += pad; }
+  else if (kind === 'bar') { t0 -= 43_200_000; t1 += 43_200_000; } // half a day: the end bars fit
   const top = yMax ?? niceMax(Math.max(...all.map((p) => p.y)));
   const x = (t) => PAD.left + ((t - t0) / (t1 - t0)) * (W - PAD.left - PAD.right);
   const y = (v) => H - PAD.bottom - (Math.min(v, top) / top) * (H - PAD.top - PAD.bottom);
@@ -29,10 +31,20 @@ export function timeChart({ series, kind = 'line', yMax = null, yFormat = (v) =>
     root.append(svg('line', { x1: PAD.left, x2: W - PAD.right, y1: y(v), y2: y(v), class: 'grid' }),
       svg('text', { x: PAD.left - 6, y: y(v) + 4, class: 'axis', 'text-anchor': 'end' }, yFormat(v)));
   }
-  const fmt = (t) => new Date(t).toLocaleDateString(undefined, { month: 'short', day: 'numeric' })
-    + (t1 - t0 < 2 * 86_400_000 ? ` ${new Date(t).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })}` : '');
-  root.append(svg('text', { x: PAD.left, y: H - 8, class: 'axis' }, fmt(t0)),
-    svg('text', { x: W - PAD.right, y: H - 8, class: 'axis', 'text-anchor': 'end' }, fmt(t1)));
+  const day = (t) => new Date(t).toLocaleDateString(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
+  if (kind === 'bar') {
+    // Bars are days: each is labelled under itself with the (UTC) day it sums, at most ~10 labels.
+    const days = [...new Set(all.map((p) => p.t))].sort((a, b) => a - b);
+    const every = Math.ceil(days.length / 10);
+    days.forEach((t, i) => {
+      if (i % every === 0) root.append(svg('text', { x: x(t), y: H - 8, class: 'axis day', 'text-anchor': 'middle' }, day(t)));
+    });
+  } else {
+    const fmt = (t) => new Date(t).toLocaleDateString(undefined, { month: 'short', day: 'numeric' })
+      + (t1 - t0 < 2 * 86_400_000 ? ` ${new Date(t).toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' })}` : '');
+    root.append(svg('text', { x: PAD.left, y: H - 8, class: 'axis' }, fmt(t0)),
+      svg('text', { x: W - PAD.right, y: H - 8, class: 'axis', 'text-anchor': 'end' }, fmt(t1)));
+  }
   const slot = Math.max(4, ((W - PAD.left - PAD.right) / Math.max(1, new Set(all.map((p) => p.t)).size)) * 0.7);
   series.forEach((s, index) => {
     const pts = s.points.map((p) => ({ ...p, t: new Date(p.t).getTime() })).sort((a, b) => a.t - b.t);

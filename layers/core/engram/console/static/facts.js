@@ -4,14 +4,14 @@
 import { get, post, patch, del, id } from './api.js';
 import * as auth from './auth.js';
 import {
-  h, clear, busy, confirmAction, dialog, field, badge, fmtTime, moreButton, showFormError, notice, errorBox, fmtBytes, latestOnly,
+  h, clear, busy, confirmAction, dialog, field, badge, fmtTime, moreButton, showFormError, notice, errorBox, fmtBytes, latestOnly, clearMessages,
 } from './ui.js';
 
 const STALE_DAYS = 60;
 
 export async function facts(main) {
   const archived = h('input', { type: 'checkbox', id: 'facts-archived' });
-  const list = h('div', { class: 'facts-list' });
+  const list = h('div', { class: 'facts-list' }, h('p', { class: 'loading', text: 'Loading facts…' }));
   const more = h('div');
   let items = [];
 
@@ -47,8 +47,8 @@ export async function facts(main) {
     return h('article', { class: `card fact${f.archivedAt ? ' archived' : ''}`, dataset: { factId: f.id } },
       h('p', { class: 'fact-text', text: f.fact }),
       h('div', { class: 'tags' },
-        badge(f.source, f.source), badge(f.confidence, f.confidence),
-        f.topic ? badge(f.topic, 'topic') : null,
+        badge(`source: ${f.source}`, f.source), badge(`confidence: ${f.confidence}`, f.confidence),
+        f.topic ? badge(`topic: ${f.topic}`, 'topic') : null,
         f.archivedAt ? badge(`archived: ${f.archivedReason || 'user_deleted'}`, 'archived') : null,
         stale ? badge(`not referenced in ${STALE_DAYS}+ days`, 'warn') : null),
       h('div', { class: 'muted small-text', text: `Added ${fmtTime(f.createdAt)} · last referenced ${fmtTime(f.lastReferencedAt)}${f.archivedAt ? ` · archived ${fmtTime(f.archivedAt)}` : ''}` }),
@@ -63,6 +63,7 @@ export async function facts(main) {
     field('Fact', text), field('Topic (optional)', topic), h('button', { type: 'submit' }, 'Add fact'));
   add.addEventListener('submit', async (e) => {
     e.preventDefault();
+    clearMessages();
     try {
       await post('/api/me/facts', { fact: text.value.trim(), topic: topic.value.trim() || undefined, confidence: 'asserted' });
       text.value = ''; topic.value = '';
@@ -83,6 +84,7 @@ export async function facts(main) {
 }
 
 async function editFact(f, reload) {
+  clearMessages();
   const text = h('textarea', { name: 'fact', rows: 3, value: f.fact });
   const topic = h('input', { name: 'topic', maxlength: 40, value: f.topic || '' });
   const form = h('form', {}, h('div', { class: 'form-error' }), field('Fact', text), field('Topic', topic));

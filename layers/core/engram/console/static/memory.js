@@ -29,19 +29,22 @@ export async function memory(main, scope, ownerId) {
   await memoryTable(body, `/api/${scope === 'agent' ? 'agents' : 'workspaces'}/${id(ownerId)}/memories`, owner, scope);
 }
 
-async function memoryTable(body, base, owner, scope) {
+export async function memoryTable(body, base, owner, scope, title = `${scope === 'agent' ? 'Agent' : 'Workspace'} memory: ${owner.name}`) {
   const search = h('input', { type: 'search', id: 'memory-search', name: 'q', placeholder: 'key or value contains…' });
   const source = h('select', { id: 'memory-source', name: 'source' },
-    ['all', 'manual', 'auto', 'director'].map((s) => h('option', { value: s }, s)));
+    [['all', 'all'], ['manual', 'manual (by hand or asked for in chat)'], ['chat', 'chat'], ['auto', 'auto'], ['director', 'director'], ['profile', 'profile']]
+      .map(([v, label]) => h('option', { value: v }, label)));
+  // "manual" is what a person put there: by hand, or by asking the agent in chat to remember it.
+  const matches = (m) => source.value === 'all' || m.source === source.value || (source.value === 'manual' && m.source === 'chat');
   const archived = h('input', { type: 'checkbox', id: 'memory-archived' });
-  const tbody = h('tbody');
+  const tbody = h('tbody', {}, h('tr', {}, h('td', { colspan: 8, class: 'loading', text: 'Loading memories…' })));
   const more = h('div');
   const count = h('span', { class: 'muted' });
   let rows = [];
 
   const render = () => {
     const q = search.value.trim().toLowerCase();
-    const shown = rows.filter((m) => (source.value === 'all' || m.source === source.value)
+    const shown = rows.filter((m) => matches(m)
       && (!q || m.key.toLowerCase().includes(q) || String(m.value).toLowerCase().includes(q)));
     clear(tbody, shown.length ? shown.map((m) => rowView(m)) : h('tr', {}, h('td', { colspan: 8, class: 'empty', text: 'No memories match.' })));
     count.textContent = `${shown.length} of ${rows.length} loaded`;
@@ -117,7 +120,7 @@ async function memoryTable(body, base, owner, scope) {
   });
 
   clear(body,
-    h('h2', { text: `${scope === 'agent' ? 'Agent' : 'Workspace'} memory: ${owner.name}` }),
+    h('h2', { text: title }),
     h('div', { class: 'filters' },
       field('Search', search), field('Source', source), field('Show archived and superseded', archived), count),
     h('div', { class: 'table-wrap' }, h('table', { class: 'memory-table' },

@@ -11,6 +11,17 @@ import { timeChart } from './chart.js';
 const POLL_MS = 1500;
 const NAMESPACES = ['input', 'task', 'shared', 'step'];
 const keys = (n) => `${n} ${n === 1 ? 'key' : 'keys'}`;
+const ended = (run) => run.status === 'succeeded' || run.status === 'failed';
+// Start and end of the run's own turn (records from before startedAt/finishedAt fall back to
+// createdAt/updatedAt): acting on a run later never moves them.
+const startOf = (run) => run.startedAt || run.createdAt;
+const endOf = (run) => (ended(run) ? run.finishedAt || run.updatedAt : null);
+const duration = (run) => (ended(run) ? fmtDuration(startOf(run), endOf(run)) : '…');
+// The card's decision word, as GET /api/agents/{id}/decisions names it.
+function decisionOf(card) {
+  for (const k of ['decision', 'action', 'suggested_action']) if (typeof card[k] === 'string' && card[k]) return card[k];
+  return null;
+}
 
 function runRow(run) {
   return h('tr', { dataset: { runId: run.id } },
@@ -18,23 +29,25 @@ function runRow(run) {
     h('td', { 'data-label': 'Kind', text: run.kind }),
     h('td', { 'data-label': 'Trigger', text: run.trigger }),
     h('td', { 'data-label': 'Status' }, badge(run.status)),
-    h('td', { 'data-label': 'Started', text: fmtTime(run.createdAt) }),
-    h('td', { 'data-label': 'Duration', text: run.status === 'succeeded' || run.status === 'failed' ? fmtDuration(run.createdAt, run.updatedAt) : '…' }),
+    h('td', { 'data-label': 'Started', text: fmtTime(startOf(run)) }),
+    h('td', { 'data-label': 'Finished', text: ended(run) ? fmtTime(endOf(run)) : '…' }),
+    h('td', { 'data-label': 'Duration', text: duration(run) }),
     h('td', { 'data-label': 'Cost', text: run.usage ? fmtCost(run.usage.costUsd) : '—' }),
     h('td', { 'data-label': 'Decision' },
-      run.result && run.result.card ? badge(run.result.cardType || 'card', 'card') : null,
+      run.result && run.result.card ? badge(decisionOf(run.result.card) || run.result.cardType || 'card', 'card') : null,
+      run.result && run.result.card && decisionOf(run.result.card) ? h('span', { class: 'muted small-text', text: ` ${run.result.cardType || ''} ` }) : null,
       run.latestConviction !== null && run.latestConviction !== undefined ? badge(`conviction ${run.latestConviction}`, 'conviction') : null,
       run.resolutionStatus ? badge(run.resolutionStatus) : null));
 }
 
 export async function list(main, agentId) {
   const agent = await get(`/api/agents/${id(agentId)}`);
-  const tbody = h('tbody');
+  const tbody = h('tbody', {}, h('tr', {}, h('td', { colspan: 9, class: 'loading', text: 'Loading runs…' })));
   const more = h('div');
   const load = async (nextToken) => {
     const page = await get(`/api/agents/${id(agent.id)}/runs`, { nextToken });
     if (!nextToken) tbody.replaceChildren();
-    if (!page.items.length && !nextToken) tbody.append(h('tr', {}, h('td', { colspan: 8, class: 'empty', text: 'No runs yet.' })));
+    if (!page.items.length && !nextToken) tbody.append(h('tr', {}, h('td', { colspan: 9, class: 'empty', text: 'No runs yet.' })));
     tbody.append(...page.items.map(runRow));
     clear(more, moreButton(page.nextToken, load));
   };
@@ -73,7 +86,7 @@ export async function list(main, agentId) {
   clear(main,
     h('div', { class: 'page-head' }, h('h1', {}, h('a', { href: `#/agents/${id(agent.id)}` }, agent.name), ' · runs'), refresh),
     h('div', { class: 'table-wrap' }, h('table', { class: 'runs-table' },
-      h('thead', {}, h('tr', {}, ['Run', 'Kind', 'Trigger', 'Status', 'Started', 'Duration', 'Cost', 'Decision'].map((t) => h('th', { scope: 'col', text: t })))),
+      h('thead', {}, h('tr', {}, ['Run', 'Kind', 'Trigger', 'Status', 'Started', 'Finished', 'Duration', 'Cost', 'Decision'].map((t) => h('th', { scope: 'col', text: t })))),
       tbody)),
     more, runNow);
   await load();
@@ -98,19 +111,21 @@ async function render(body, run) {
   const card = run.result && run.result.card ? run.result.card : null;
   const cardType = run.result && run.result.cardType ? run.result.cardType : null;
   let type = null;
-  if (cardType && cardType !== 're-examination') {
-    try { type = await get(`/api/card-types/${id(cardType)}`); } catch { type = null; }
-  }
+  const typeRead = cardType && cardType !== 're-examination' ? get(`/api/card-types/${id(cardType)}`).catch(() => null) : null;
+  const agentRead = get(`/api/agents/${id(run.agentId)}`).catch(() => null);
+  type = await typeRead;
+  const agentName = (await agentRead)?.name;
   const closed = run.resolutionStatus === 'resolved' || run.resolutionStatus === 'expired';
   const reExaminable = card && run.status === 'succeeded' && run.kind !== 'reexamination' && run.kind !== 'council_member'
     && type && type.reExaminable && !(type.reExaminable === 'until_resolved' && closed);
 
   const facts = [
-    ['Agent', h('a', { href: `#/agents/${id(run.agentId)}` }, run.agentId)],
+    ['Agent', h('a', { href: `#/agents/${id(run.agentId)}` }, agentName || run.agentId)],
     ['Kind', run.kind], ['Trigger', run.trigger],
     ['Status', h('span', { class: 'run-status' }, badge(run.status))],
-    ['Started', fmtTime(run.createdAt)], ['Finished', run.status === 'succeeded' || run.status === 'failed' ? fmtTime(run.updatedAt) : '…'],
-    ['Duration', run.status === 'succeeded' || run.status === 'failed' ? fmtDuration(run.createdAt, run.updatedAt) : '…'],
+    ['Queued', fmtTime(run.createdAt)],
+    ['Started', run.startedAt || ended(run) ? fmtTime(startOf(run)) : '…'], ['Finished', ended(run) ? fmtTime(endOf(run)) : '…'],
+    ['Duration', duration(run)],
     ['Model', run.model || '—'],
     ['Session', run.sessionId ? h('a', { href: `#/agents/${id(run.agentId)}/chat/${id(run.sessionId)}` }, run.sessionId) : 'clean slate (no session)'],
     ['Session revisions', run.sessionId ? `${run.sessionRevisionBefore ?? '—'} → ${run.sessionRevisionAfter ?? '—'}` : '—'],
@@ -121,14 +136,19 @@ async function render(body, run) {
   ];
 
   const actions = h('div', { class: 'actions decision-actions' });
-  if (card) {
+  if (card && type && type.reExaminable === 'until_resolved' && closed && run.kind !== 'reexamination') {
+    actions.append(h('p', { class: 'muted re-examine-note', text: `Not re-examined any more: this decision is ${run.resolutionStatus} (Reopen it to re-examine).` }));
+  } else if (card) {
     const reexamine = h('button', { type: 'button', id: 're-examine', disabled: !reExaminable, title: reExaminable ? 'Run the agent again and judge whether this still holds' : (closed ? 'Resolved or expired decisions are not re-examined' : 'This card type is not re-examinable') }, 'Re-examine');
     reexamine.addEventListener('click', () => busy(reexamine, async () => {
       const started = await post(`/api/runs/${id(run.id)}/re-examine`);
-      notice(`Re-examination ${started.runId} queued.`);
+      const queued = notice(`Re-examination ${started.runId} queued; this page follows it.`, undefined, { sticky: true });
       await followChild(started.runId, body, run);
+      queued?.remove();
     }));
     actions.append(reexamine);
+  }
+  if (card) {
     for (const status of ['open', 'resolved', 'expired']) {
       if (run.resolutionStatus === status || (status === 'open' && !run.resolutionStatus)) continue;
       const b = h('button', { type: 'button', class: 'secondary' }, status === 'open' ? 'Reopen' : status === 'resolved' ? 'Resolve' : 'Expire');

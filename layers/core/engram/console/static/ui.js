@@ -56,11 +56,14 @@ export function showError(err, where = document.getElementById('messages')) {
   return err;
 }
 
-export function notice(text, where = document.getElementById('messages')) {
-  if (!where) return;
+// A passing message at the top of the page: gone after a few seconds (`sticky`: until the caller
+// removes the returned box, e.g. when what it announces has finished) and at the next navigation.
+export function notice(text, where = document.getElementById('messages'), { sticky = false } = {}) {
+  if (!where) return null;
   const box = h('div', { class: 'notice', role: 'status', text });
   clear(where, box);
-  setTimeout(() => box.remove(), 4000);
+  if (!sticky) setTimeout(() => box.remove(), 4000);
+  return box;
 }
 
 export function clearMessages() {
@@ -70,6 +73,7 @@ export function clearMessages() {
 
 // Runs an async action from a button: disables it meanwhile and reports a failure in the page.
 export async function busy(button, action, where) {
+  clearMessages(); // the last action's notice or error is about something else now
   if (button) button.disabled = true;
   try {
     return await action();
@@ -86,13 +90,23 @@ export async function busy(button, action, where) {
 export function dialog({ title, body = [], actions = [{ label: 'Close', value: null }] }) {
   return new Promise((resolve) => {
     const dlg = h('dialog', { class: 'dialog', 'aria-label': title });
+    // Cancel (a false or null value) looks secondary beside the action that does something.
     const buttons = actions.map((a) =>
-      h('button', { type: 'button', class: a.class || '', onclick: async () => {
+      h('button', { type: 'button', class: a.class || (a.value === false || a.value === null ? 'secondary' : ''), onclick: async () => {
         if (a.check && !a.check()) return;
         dlg.close(); resolve(a.value);
       } }, a.label),
     );
-    dlg.append(h('h2', { text: title }), ...[body].flat(), h('div', { class: 'actions' }, buttons));
+    // An action with `check` and `why` is disabled while check() fails, and why() says what is missing.
+    const why = h('p', { class: 'hint dialog-why', role: 'status' });
+    const recheck = () => actions.forEach((a, i) => {
+      if (!a.check || !a.why) return;
+      buttons[i].disabled = !a.check();
+      why.textContent = a.check() ? '' : a.why();
+    });
+    dlg.addEventListener('input', recheck);
+    recheck();
+    dlg.append(h('h2', { text: title }), ...[body].flat(), why, h('div', { class: 'actions' }, buttons));
     dlg.addEventListener('cancel', () => resolve(null));
     dlg.addEventListener('close', () => dlg.remove());
     document.body.append(dlg);
@@ -110,7 +124,8 @@ export async function confirmAction(message, { typed = null, label = 'Delete' } 
     body,
     actions: [
       { label: 'Cancel', value: false },
-      { label, value: true, class: 'danger', check: () => !typed || input.value.trim() === typed },
+      { label, value: true, class: 'danger', check: () => !typed || input.value.trim() === typed,
+        why: typed ? () => (input.value.trim() ? `That is not “${typed}”: type ${typed} exactly to enable ${label}.` : `Type ${typed} to enable ${label}.`) : null },
     ],
   });
   if (input) setTimeout(() => input.focus(), 0);
@@ -129,7 +144,12 @@ export function field(label, control, hint) {
     wrap.append(h('label', { for: id, text: label }), control);
   }
   if (hint) wrap.append(h('div', { class: 'hint', text: hint }));
-  wrap.append(h('div', { class: 'field-error', role: 'alert' }));
+  const error = h('div', { class: 'field-error', role: 'alert' });
+  // An error about a value goes once the person changes that value.
+  const forget = () => { error.textContent = ''; };
+  control.addEventListener('input', forget);
+  control.addEventListener('change', forget);
+  wrap.append(error);
   return wrap;
 }
 
@@ -224,4 +244,25 @@ export function pretty(value) {
 
 export function link(href, text, attrs = {}) {
   return h('a', { href, ...attrs }, text);
+}
+
+// A secret shown once, with a Copy button (the clipboard where the browser allows it, else the
+// text is selected for the person to copy).
+export function secretBox(value) {
+  const code = h('code', { class: 'secret', text: value });
+  const status = h('span', { class: 'muted small-text', role: 'status' });
+  const copy = h('button', { type: 'button', class: 'small secondary' }, 'Copy');
+  copy.addEventListener('click', async () => {
+    try {
+      await navigator.clipboard.writeText(value);
+      status.textContent = ' Copied.';
+    } catch {
+      const range = document.createRange();
+      range.selectNodeContents(code);
+      getSelection().removeAllRanges();
+      getSelection().addRange(range);
+      status.textContent = ' Selected: press Ctrl+C (⌘C) to copy.';
+    }
+  });
+  return h('div', { class: 'secret-box' }, code, copy, status);
 }

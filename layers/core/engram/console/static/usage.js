@@ -9,11 +9,12 @@ const MAX_ROWS = 5000;
 // Background memory work: extraction, and the running summaries of sessions (CM8).
 const isExtraction = (row) => /^memory-(extract|compact):/.test(String(row.sessionKey || ''));
 
-export async function usage(main) {
+export async function usage(main, agentId) {
   const agents = await all('/api/agents');
   const names = new Map(agents.map((a) => [a.id, a.name]));
   const pick = h('select', { id: 'usage-agent', name: 'agentId' }, h('option', { value: '' }, 'All agents'),
     agents.map((a) => h('option', { value: a.id }, a.name)));
+  pick.value = agentId && names.has(agentId) ? agentId : '';
   const body = h('div');
   clear(main, h('div', { class: 'page-head' }, h('h1', { text: 'Usage' }), field('Agent', pick)), body);
   const load = async () => {
@@ -25,10 +26,45 @@ export async function usage(main) {
       rows.push(...page.items);
       nextToken = page.nextToken;
     } while (nextToken && rows.length < MAX_ROWS);
-    render(body, rows, names, Boolean(nextToken));
+    render(body, rows, names, Boolean(nextToken), await sessionTitles(rows));
   };
-  pick.addEventListener('change', () => load().catch((err) => clear(body, errorBox(err))));
+  // The agent picked is in the address (#/usage?agent=<id>): a link or a reload keeps it.
+  pick.addEventListener('change', () => { location.hash = pick.value ? `#/usage?agent=${id(pick.value)}` : '#/usage'; });
   await load();
+}
+
+const MAX_RUNS_NAMED = 50;
+const RUN_KINDS = { heartbeat: 'heartbeat', manual: 'manual run', reexamination: 're-examination', council_member: 'council member', chat: 'chat turn' };
+
+// Session titles of the agents in these rows (one list per agent), keyed agentId + sessionKey;
+// a run without a session (its key is its run id) by its kind, for the newest MAX_RUNS_NAMED.
+async function sessionTitles(rows) {
+  const titles = new Map();
+  const agentIds = [...new Set(rows.filter((r) => !isExtraction(r)).map((r) => r.agentId))];
+  const runIds = [...new Set(rows.map((r) => String(r.sessionKey)).filter((k) => k.startsWith('run_')))].slice(0, MAX_RUNS_NAMED);
+  await Promise.all([
+    ...agentIds.map(async (agentId) => {
+      try {
+        for (const s of await all(`/api/agents/${id(agentId)}/sessions`, {}, 200)) titles.set(`${agentId}\u0000${s.id}`, s.title || s.id);
+      } catch { /* the ids stay */ }
+    }),
+    ...runIds.map(async (runId) => {
+      try {
+        const run = await get(`/api/runs/${id(runId)}`);
+        titles.set(runId, `${RUN_KINDS[run.kind] || run.kind} · ${fmtTime(run.createdAt)}`);
+      } catch { /* the id stays */ }
+    }),
+  ]);
+  return titles;
+}
+
+// A session row: a link to its chat, or for a run without a session (a clean-slate heartbeat, a
+// re-examination) to the run; background memory work is named as such.
+function sessionCell(r, titles) {
+  const key = String(r.sessionKey);
+  if (isExtraction(r)) return key.startsWith('memory-compact:') ? 'session summary' : 'memory extraction';
+  if (key.startsWith('run_')) return h('a', { href: `#/runs/${id(key)}` }, titles.get(key) || `run ${key.slice(-10)}`, ' (no session)');
+  return h('a', { href: `#/agents/${id(r.agentId)}/chat/${id(key)}` }, titles.get(`${r.agentId}\u0000${key}`) || key);
 }
 
 function sum(rows) {
@@ -54,7 +90,7 @@ function groupBy(rows, key) {
   return out;
 }
 
-function render(body, rows, names, truncated) {
+function render(body, rows, names, truncated, titles) {
   const chat = rows.filter((r) => !isExtraction(r));
   const extraction = rows.filter(isExtraction);
   const day = (r) => String(r.createdAt).slice(0, 10);
@@ -91,9 +127,9 @@ function render(body, rows, names, truncated) {
       { label: 'Extraction cost', cell: (r) => fmtCost(r.ex.costUsd) },
     ], agentRows, { empty: 'No usage yet.' })),
     h('section', { class: 'card' }, h('h2', { text: 'Per session' }), table([
-      { label: 'Agent', cell: (r) => names.get(r.agentId) || r.agentId },
-      { label: 'Session', cell: (r) => (isExtraction(r) ? `${r.sessionKey}` : r.sessionKey) },
-      { label: 'Kind', cell: (r) => (String(r.sessionKey).startsWith('memory-extract:') ? 'extraction' : 'turns') },
+      { label: 'Agent', cell: (r) => h('a', { href: `#/agents/${id(r.agentId)}` }, names.get(r.agentId) || r.agentId) },
+      { label: 'Session', cell: (r) => sessionCell(r, titles) },
+      { label: 'Kind', cell: (r) => (isExtraction(r) ? 'memory work' : 'turns') },
       { label: 'Tokens', cell: (r) => String(r.s.inputTokens + r.s.outputTokens) },
       { label: 'Cost', cell: (r) => fmtCost(r.s.costUsd) },
       { label: 'Last', cell: (r) => fmtTime(r.last) },

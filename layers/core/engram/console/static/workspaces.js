@@ -1,9 +1,9 @@
 // Workspaces: shared memory for the agents placed in them. List, create, rename, delete.
-import { get, post, patch, del, id } from './api.js';
+import { get, post, patch, del, all, id } from './api.js';
 import { h, clear, busy, confirmAction, dialog, field, fmtTime, latestOnly, moreButton, showFormError, table } from './ui.js';
 
 export async function list(main) {
-  const body = h('div');
+  const body = h('div', {}, h('p', { class: 'loading', text: 'Loading workspaces…' }));
   const more = h('div');
   let items = [];
   const begin = latestOnly();
@@ -59,6 +59,18 @@ function actions(w, reload) {
   });
   const remove = h('button', { type: 'button', class: 'small danger' }, 'Delete');
   remove.addEventListener('click', async () => {
+    // An agent still in the workspace stops the deletion: say which, before asking anything.
+    const users = await busy(remove, async () => (await all('/api/agents')).filter((a) => a.workspaceId === w.id));
+    if (users === undefined) return;
+    if (users.length) {
+      await dialog({
+        title: `${w.name} is still in use`,
+        body: [h('p', { text: `Used by ${users.length === 1 ? 'the agent' : `${users.length} agents:`} ${users.map((a) => a.name).join(', ')}. Move ${users.length === 1 ? 'it' : 'them'} to another workspace (Edit on the agent's page) or delete ${users.length === 1 ? 'it' : 'them'} first.` }),
+          h('ul', { class: 'workspace-users' }, users.map((a) => h('li', {}, h('a', { href: `#/agents/${id(a.id)}`, onclick: () => document.querySelector('dialog.dialog')?.close() }, a.name))))],
+        actions: [{ label: 'Close', value: null }],
+      });
+      return;
+    }
     if (!(await confirmAction(`Delete the workspace ${w.name} and its memory?`))) return;
     await busy(remove, async () => { await del(`/api/workspaces/${id(w.id)}`); await reload(); });
   });

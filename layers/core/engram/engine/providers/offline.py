@@ -94,7 +94,11 @@ class OfflineProvider:
         wanted = self._pick_tools(opening, tools) if may_call and opening else []
         intent = next((call for call in wanted if not _calls_in(turn, call[0])[0]), None)
         if _is_tool_result(last) and not final and not intent:
-            content, stop = [{"type": "text", "text": self._summarise_results(messages)}], "end_turn"
+            answer = self._summarise_results(messages)
+            if _only_decision_tools(turn):
+                # The card was submitted; the person's own message still gets its answer.
+                answer = self._reply(opening, messages[: len(messages) - len(turn)], system) + "\n" + answer
+            content, stop = [{"type": "text", "text": answer}], "end_turn"
         else:
             text = _text_of(last) if not _is_tool_result(last) else ""
             call = first or intent or final
@@ -240,6 +244,12 @@ def _decision_calls(tools: list[dict[str, Any]], messages: list[dict[str, Any]])
         if not done and tries < 2:
             final = (SUBMIT_RESULT, offline_card(names[SUBMIT_RESULT]["input_schema"], text))
     return first, final
+
+
+def _only_decision_tools(turn: list[dict[str, Any]]) -> bool:
+    """Whether every tool this turn called was a decision tool (get_my_decisions, submit_result)."""
+    names = {b.get("name") for m in turn for b in m.get("content") or [] if isinstance(b, dict) and b.get("type") == "tool_use"}
+    return bool(names) and names <= {GET_MY_DECISIONS, SUBMIT_RESULT}
 
 
 def offline_card(schema: dict[str, Any], text: str) -> dict[str, Any]:
