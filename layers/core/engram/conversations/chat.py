@@ -89,9 +89,21 @@ def chat_plan(
     )
 
 
+# What a sync turn's 504 tells the client (ST1): the long turn's ways off the request.
+LONG_TURN_HINT = (
+    "; a turn that needs longer runs off the request: POST .../messages?async=true (202 with a runId to poll), "
+    "or send it over the WebSocket API (POST /api/stream-tickets) to watch it stream"
+)
+
+
 def run_chat_turn(deps: ModelDeps, tenant: str, agent_id: str, session_id: str, message: str) -> TurnOutcome:
-    """A sync chat turn (POST .../messages): within the request's budget."""
-    return run_turn(deps, tenant, message, chat_plan(deps, agent_id, session_id))
+    """A sync chat turn (POST .../messages): within the request's budget, under API Gateway's 30 s."""
+    try:
+        return run_turn(deps, tenant, message, chat_plan(deps, agent_id, session_id))
+    except TurnFailed as err:
+        if err.code != "turn_timeout":
+            raise
+        raise TurnFailed(err.message + LONG_TURN_HINT, run_id=err.run_id, code=err.code, status=err.status) from err
 
 
 def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:

@@ -50,7 +50,9 @@ class Settings(BaseModel):
     max_tool_rounds: int = Field(12, ge=1, le=50, alias="MAX_TOOL_ROUNDS")
     # API Gateway cuts an HTTP integration at 30 s; the sync turn must answer before that.
     sync_turn_budget_s: float = Field(25.0, gt=0, le=29, alias="SYNC_TURN_BUDGET_SECONDS")
-    async_turn_budget_s: float = Field(100.0, gt=0, le=900, alias="ASYNC_TURN_BUDGET_SECONDS")
+    # A turn off the request (ST1: ?async=true, a webhook, a WebSocket turn): template parameter
+    # TurnBudgetSeconds, below ChatFunction's timeout (the failure grace and the commit fit after it).
+    async_turn_budget_s: float = Field(300.0, gt=0, le=870, alias="TURN_BUDGET_SECONDS")
     # A heartbeat, manual, re-examination or council run (each agent of a council gets this budget).
     run_budget_s: float = Field(240.0, gt=0, le=880, alias="RUN_BUDGET_SECONDS")
     # How long a run waits for the shared session (Active Memory) while a chat turn holds it.
