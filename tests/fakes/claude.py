@@ -41,3 +41,33 @@ def recording(bodies: list[dict[str, Any]], answer: Callable[[dict[str, Any]], d
 
 def provider(settings: Settings, handler: Any, cls: type[AnthropicProvider] = AnthropicProvider) -> AnthropicProvider:
     return cls(settings, http_client=httpx2.Client(transport=httpx2.MockTransport(handler)))
+
+
+def sse(body: dict[str, Any], *, piece: int = 5) -> Any:
+    """`body` (a Messages API answer) as the API streams it: server-sent events, text in pieces of
+    `piece` characters, tool inputs as partial JSON."""
+    events: list[tuple[str, dict[str, Any]]] = [
+        ("message_start", {"type": "message_start", "message": {**body, "content": [], "stop_reason": None}})
+    ]
+    for i, block in enumerate(body["content"]):
+        if block["type"] == "text":
+            events.append(
+                ("content_block_start", {"type": "content_block_start", "index": i, "content_block": {**block, "text": ""}})
+            )
+            for start in range(0, len(block["text"]), piece):
+                delta = {"type": "text_delta", "text": block["text"][start : start + piece]}
+                events.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}))
+        else:
+            events.append(
+                ("content_block_start", {"type": "content_block_start", "index": i, "content_block": {**block, "input": {}}})
+            )
+            delta = {"type": "input_json_delta", "partial_json": json.dumps(block.get("input") or {})}
+            events.append(("content_block_delta", {"type": "content_block_delta", "index": i, "delta": delta}))
+        events.append(("content_block_stop", {"type": "content_block_stop", "index": i}))
+    end = {"stop_reason": body["stop_reason"], "stop_sequence": None}
+    events.append(
+        ("message_delta", {"type": "message_delta", "delta": end, "usage": {"output_tokens": body["usage"]["output_tokens"]}})
+    )
+    events.append(("message_stop", {"type": "message_stop"}))
+    text = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
+    return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=text.encode())

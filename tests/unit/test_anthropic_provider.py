@@ -159,3 +159,46 @@ def test_bedrock_request_goes_to_the_bedrock_invoke_endpoint(monkeypatch):
     assert "bedrock-runtime.us-east-1" in seen[0].url.host
     assert seen[0].url.path.endswith("/model/us.anthropic.claude-sonnet-4-6-v1:0/invoke")
     assert seen[0].headers["authorization"].startswith("AWS4-HMAC-SHA256")
+
+
+def test_with_on_text_the_answer_streams_and_comes_back_whole():
+    from tests.fakes.claude import sse
+
+    content = [
+        {"type": "text", "text": "Let me look that up for you."},
+        {"type": "text", "text": "One moment."},
+        {"type": "tool_use", "id": "toolu_5", "name": "get_current_time", "input": {"zone": "UTC"}},
+    ]
+    bodies = []
+
+    def handler(request):
+        bodies.append(json.loads(request.content))
+        return sse(reply(content=content, stop="tool_use"), piece=4)
+
+    pieces: list[str] = []
+    out = provider_with(handler).complete(
+        model="m",
+        system=[],
+        tools=[],
+        messages=[{"role": "user", "content": "hi"}],
+        max_tokens=10,
+        timeout=5,
+        on_text=pieces.append,
+    )
+    assert bodies[0]["stream"] is True
+    assert len(pieces) > 3 and "".join(pieces) == "Let me look that up for you.\nOne moment."
+    assert out.content == content and out.stop_reason == "tool_use"
+    assert (out.tokens.input_tokens, out.tokens.cache_read_tokens) == (120, 100)
+
+
+def test_without_on_text_nothing_streams():
+    bodies = []
+
+    def handler(request):
+        bodies.append(json.loads(request.content))
+        return httpx2.Response(200, json=reply())
+
+    provider_with(handler).complete(
+        model="m", system=[], tools=[], messages=[{"role": "user", "content": "hi"}], max_tokens=10, timeout=5
+    )
+    assert "stream" not in bodies[0]

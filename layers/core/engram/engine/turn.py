@@ -22,6 +22,7 @@ from engram.agents.ports import Agents
 from engram.aws.deadline import OutOfTime, within
 from engram.conversations.ports import Sessions, Transcripts
 from engram.engine.cache import CachePolicy
+from engram.engine.events import TurnEvents
 from engram.engine.loop import LoopResult, run_loop
 from engram.engine.prompt import (
     SNAPSHOT_HEADROOM,
@@ -93,6 +94,8 @@ class TurnPlan:
     tool_state: dict[str, Any] = field(default_factory=dict)  # what the plan's tools read from ToolContext.state
     policies: list[TurnPolicy] = field(default_factory=list)
     cache: CachePolicy = field(default_factory=CachePolicy)  # the TTLs of the prompt cache markers
+    # Who watches the turn (ST2): its events as they happen; None streams nothing and costs nothing.
+    events: TurnEvents | None = None
 
 
 @dataclass
@@ -191,9 +194,20 @@ def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnO
     deadline (aws.deadline); recording a failure and the after-commit hooks get a short grace."""
     started = time.monotonic()
     deadline = started + (plan.budget_s or deps.settings.sync_turn_budget_s)
-    with within(deadline):
-        turn = _start(deps, tenant, message, plan, started, deadline)
-        return _run_started(turn)
+    events = plan.events
+    try:
+        with within(deadline):
+            turn = _start(deps, tenant, message, plan, started, deadline)
+            if events is not None:
+                events.started(agentId=turn.ctx.agent.id, sessionId=plan.session_id)
+            outcome = _run_started(turn)
+    except Exception as err:
+        if events is not None:
+            events.failed({**error_of(err), **({"runId": err.run_id} if isinstance(err, TurnFailed) and err.run_id else {})})
+        raise
+    if events is not None:
+        events.completed(outcome.public())
+    return outcome
 
 
 def _run_started(turn: _Turn) -> TurnOutcome:
@@ -224,6 +238,7 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             cache=plan.cache,
             stable_blocks=len(user_message(turn.message)["content"]),
             memory_index=1 if memory_text else None,
+            events=plan.events,
         )
         result: dict[str, Any] = {"reply": turn.loop.reply}
         for policy in plan.policies:
