@@ -18,6 +18,7 @@ from engram.memory.routes import router as memory
 from engram.roots import api
 from engram.roots.function import FunctionRoot
 from engram.runs.routes import router as runs
+from engram.streaming.routes import router as streaming
 from engram.usage.routes import router as usage
 
 ROOT = FunctionRoot(api.build)
@@ -31,6 +32,7 @@ app = build_app(
     runs,
     usage,
     connections,
+    streaming,
     console,
     health,
     cors=cors_of(get_settings().cors_allow_origins),

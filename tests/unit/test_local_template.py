@@ -38,9 +38,10 @@ def _expected_routes() -> set[tuple[str, str]]:
     from engram.health import routes as health
     from engram.memory import routes as memory
     from engram.runs import routes as runs
+    from engram.streaming import routes as streaming
     from engram.usage import routes as usage
 
-    api = (agents, sessions, memory, facts, account, cards, runs, usage, connections, health)
+    api = (agents, sessions, memory, facts, account, cards, runs, usage, connections, streaming, health)
     routes = _routes_of("ApiFunction", *(m.router for m in api)) | _routes_of(
         "ChatFunction", chat_routes.router, probe_routes.router
     )

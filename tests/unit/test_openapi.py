@@ -45,6 +45,7 @@ from engram.run_memory import models as run_memory_models
 from engram.runs import models as run_models
 from engram.runs import routes as run_routes
 from engram.runs import service as services
+from engram.streaming import routes as stream_routes
 from engram.usage import models as usage_models
 from engram.usage import routes as usage_routes
 from local.template import load_yaml
@@ -66,6 +67,7 @@ ROUTERS = tuple(
         health_routes,
         connection_routes,
         probe_routes,
+        stream_routes,
     )
 )
 # Every public model, by the name this test has always used for it.

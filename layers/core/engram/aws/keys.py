@@ -230,3 +230,49 @@ def tool_result_object(t: str, agent_id: str, run_id: str, tool_use_id: str) -> 
     """The full result of a tool call that was cut before it reached the model, beside the agent's
     transcripts (deleting the agent deletes it)."""
     return f"{session_prefix(t, agent_id)}tool-results/{check_id('runId', run_id)}/{check_id('toolUseId', tool_use_id)}.json"
+
+
+# --- the WebSocket API (ST2) ----------------------------------------------------------------------
+# A ticket and a connection are presented without a principal (the socket carries no token), so,
+# like the webhook's agent lookup, their rows are keyed by their own id and name their tenant; a
+# ticket is only written for a verified JWT, a connection only by a $connect that took a ticket.
+# A connection is also counted in its tenant's partition (the per-user quota), and a session's
+# subscribers sit in the agent's partition (the agent's cascade removes them).
+_TICKET = re.compile(r"[A-Za-z0-9_-]{20,64}")
+_CONNECTION = re.compile(r"[A-Za-z0-9+/=_-]{1,128}")
+STREAM_TICKET_SK = "TICKET"
+STREAM_CONNECTION_SK = "CONN"
+
+
+def stream_ticket_pk(ticket: str) -> str:
+    if not isinstance(ticket, str) or not _TICKET.fullmatch(ticket):
+        raise BadRequest("the ticket is not one Engram issued", field="ticket", code="invalid_ticket")
+    return f"STREAMTICKET#{ticket}"
+
+
+def _connection_id(connection_id: str) -> str:
+    if not isinstance(connection_id, str) or not _CONNECTION.fullmatch(connection_id):
+        raise ValueError("a connection id is what API Gateway hands out: letters, digits, +/=_-")
+    return connection_id
+
+
+def stream_connection_pk(connection_id: str) -> str:
+    return f"STREAMCONN#{_connection_id(connection_id)}"
+
+
+def stream_connection_sk(connection_id: str) -> str:
+    """The connection's row in its tenant's partition (the quota counts these)."""
+    return f"STREAMCONN#{_connection_id(connection_id)}"
+
+
+def stream_subscription_prefix(session_id: str) -> str:
+    return f"STREAMSUB#{check_id('sessionId', session_id)}#"
+
+
+def stream_subscription_sk(session_id: str, connection_id: str) -> str:
+    return f"{stream_subscription_prefix(session_id)}{_connection_id(connection_id)}"
+
+
+def stream_client_turn_sk(client_turn_id: str) -> str:
+    """A turn a socket sent (its clientTurnId), naming its run: a resent turn is not run twice."""
+    return f"STREAMTURN#{check_id('clientTurnId', client_turn_id)}"

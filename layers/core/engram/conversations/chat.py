@@ -3,6 +3,7 @@ session's FIFO group; the chat function's queue consumer runs them."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from engram.cards.policy import CardPolicy
@@ -16,11 +17,23 @@ from engram.kernel.observability import logger
 from engram.recall.policy import ArchivePolicy
 from engram.runs.models import Run
 from engram.runs.service import unqueued
+from engram.streaming.sink import watchers
 from engram.wiring.model import ModelDeps
 
 
-def enqueue_turn(deps: ModelDeps, *, tenant: str, agent_id: str, session_id: str, message: str, trigger: str) -> Run:
-    """Queues a turn on the session's FIFO group and records a `queued` run the caller can poll."""
+def enqueue_turn(
+    deps: ModelDeps,
+    *,
+    tenant: str,
+    agent_id: str,
+    session_id: str,
+    message: str,
+    trigger: str,
+    claim: Callable[[str], str | None] | None = None,
+) -> Run:
+    """Queues a turn on the session's FIFO group and records a `queued` run the caller can poll.
+    `claim` ties the new run's id to the client's own id of the turn: when it names an earlier
+    run, the turn was sent already and that run is returned (a WebSocket client resending)."""
     check_message(deps, message)
     if deps.sessions.get(tenant, agent_id, session_id) is None:
         if deps.agents.get(tenant, agent_id) is None:
@@ -38,6 +51,9 @@ def enqueue_turn(deps: ModelDeps, *, tenant: str, agent_id: str, session_id: str
         prompt=message,
         session_id=session_id,
     )
+    earlier = claim(run.id) if claim is not None else None
+    if earlier is not None and (found := deps.runs.get(tenant, earlier)) is not None:
+        return found
     job = {
         "runId": run.id,
         "tenant": tenant,
@@ -123,6 +139,7 @@ def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
         trigger=job.get("trigger", "async"),
         created_at=job.get("createdAt"),
     )
+    plan.events = watchers(deps, tenant, job["agentId"], job["sessionId"], run_id)  # the sockets watching (ST2)
     try:
         run_turn(deps, tenant, job["message"], plan)
     except SessionBusy:

@@ -1,6 +1,6 @@
 """A turn's events as they happen (ST2): the engine says what happened, a sink delivers it.
 
-    turn.started    {runId, seq, agentId, sessionId}
+    turn.started    {runId, seq, agentId, sessionId, kind, trigger, message}
     text.delta      {runId, seq, round, text}           coalesced: ~100 ms or a few hundred chars
     tool.started    {runId, seq, toolUseId, name, input}
     tool.finished   {runId, seq, toolUseId, name, isError, durationMs?, error?}
@@ -44,10 +44,10 @@ class TurnEvents:
         self._pending_chars = 0
         self._since = 0.0
 
-    def _emit(self, kind: str, **data: Any) -> None:
+    def _emit(self, event_type: str, /, **data: Any) -> None:
         self.seq += 1
         try:
-            self.sink.emit({"type": kind, "runId": self.run_id, "seq": self.seq, **data})
+            self.sink.emit({**data, "type": event_type, "runId": self.run_id, "seq": self.seq})
         except Exception:  # a sink's failure is its own: the turn goes on (logged by the sink)
             pass
 

@@ -37,7 +37,15 @@ from engram.engine.prompt import (
 from engram.engine.providers.base import ModelProvider
 from engram.engine.tools import TURN_MESSAGE, ToolContext, ToolRegistry, ToolSet, ToolSource
 from engram.engine.trim import sequence_problems, trim_history, trim_in_steps
-from engram.kernel.errors import EngramError, NotFound, PayloadTooLarge, StorageUnavailable, TurnFailed, error_of
+from engram.kernel.errors import (
+    EngramError,
+    NotFound,
+    PayloadTooLarge,
+    SessionBusy,
+    StorageUnavailable,
+    TurnFailed,
+    error_of,
+)
 from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
@@ -198,11 +206,10 @@ def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnO
     try:
         with within(deadline):
             turn = _start(deps, tenant, message, plan, started, deadline)
-            if events is not None:
-                events.started(agentId=turn.ctx.agent.id, sessionId=plan.session_id)
             outcome = _run_started(turn)
     except Exception as err:
-        if events is not None:
+        # A busy session is retried (the queue redelivers the job): not the end of the turn.
+        if events is not None and not isinstance(err, SessionBusy):
             events.failed({**error_of(err), **({"runId": err.run_id} if isinstance(err, TurnFailed) and err.run_id else {})})
         raise
     if events is not None:
@@ -213,6 +220,11 @@ def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnO
 def _run_started(turn: _Turn) -> TurnOutcome:
     deps, plan = turn.deps, turn.plan
     try:
+        if plan.events is not None:
+            run = turn.run  # what a watcher shows of a turn it did not start: who and why
+            plan.events.started(
+                agentId=run.agent_id, sessionId=run.session_id, kind=run.kind, trigger=run.trigger, message=turn.message
+            )
         sent = _load_context(turn)
         memory_text, sent = _memory(turn, sent)
         system = build_system(

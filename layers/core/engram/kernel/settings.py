@@ -129,6 +129,12 @@ class Settings(BaseModel):
     # tenant and the connection bound in as encryption context.
     connection_key_id: str = Field("", alias="CONNECTION_KEY_ID")
     max_connections: int = Field(20, ge=1, le=1_000, alias="MAX_CONNECTIONS")
+    # The WebSocket API (ST2): its wss:// URL (the worker posts to the same host over https), the
+    # open sockets a user may hold, and how long a ticket, a connection, a subscription last.
+    stream_url: str = Field("", alias="STREAM_URL")
+    max_stream_connections: int = Field(10, ge=1, le=1_000, alias="MAX_STREAM_CONNECTIONS")
+    stream_ticket_ttl_s: int = Field(60, ge=5, le=600, alias="STREAM_TICKET_TTL_SECONDS")
+    stream_connection_ttl_s: int = Field(7200, ge=60, le=7200, alias="STREAM_CONNECTION_TTL_SECONDS")
     # Egress of tool calls (TL5): "public" (AWS: https to public addresses only) or "local" (the
     # local stack: http and loopback too). ALLOW_PRIVATE_TOOL_HOSTS (template parameter
     # AllowPrivateToolHosts) admits private addresses for servers inside the VPC; link-local and
