@@ -132,6 +132,8 @@ class Settings(BaseModel):
     # The WebSocket API (ST2): its wss:// URL (the worker posts to the same host over https), the
     # open sockets a user may hold, and how long a ticket, a connection, a subscription last.
     stream_url: str = Field("", alias="STREAM_URL")
+    # Where the management API is, when not at STREAM_URL over https (the local stack's HTTP front).
+    stream_endpoint: str = Field("", alias="STREAM_ENDPOINT")
     max_stream_connections: int = Field(10, ge=1, le=1_000, alias="MAX_STREAM_CONNECTIONS")
     stream_ticket_ttl_s: int = Field(60, ge=5, le=600, alias="STREAM_TICKET_TTL_SECONDS")
     stream_connection_ttl_s: int = Field(7200, ge=60, le=7200, alias="STREAM_CONNECTION_TTL_SECONDS")

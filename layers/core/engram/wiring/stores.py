@@ -106,7 +106,7 @@ class Stores:
         if self.pusher_override is not None:
             return self.pusher_override
         if self._pusher is None:
-            self._pusher = SocketPusher(self.settings.stream_url)
+            self._pusher = SocketPusher(self.settings.stream_url, endpoint=self.settings.stream_endpoint)
         return self._pusher
 
     @property
