@@ -28,6 +28,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.memory_sections
 	$(BIN)/python -m bench.prompt_cache
 	$(BIN)/python -m bench.mcp_tools
+	$(BIN)/python -m bench.streaming
 	$(BIN)/python -m bench.facts
 	$(BIN)/python -m bench.secrets
 	$(BIN)/python -m bench.extraction

@@ -30,12 +30,14 @@ def enqueue_turn(
     message: str,
     trigger: str,
     claim: Callable[[str], str | None] | None = None,
+    session_checked: bool = False,
 ) -> Run:
     """Queues a turn on the session's FIFO group and records a `queued` run the caller can poll.
     `claim` ties the new run's id to the client's own id of the turn: when it names an earlier
-    run, the turn was sent already and that run is returned (a WebSocket client resending)."""
+    run, the turn was sent already and that run is returned (a WebSocket client resending). `session_checked`: the caller has
+    seen the session exist (a socket's subscription to it)."""
     check_message(deps, message)
-    if deps.sessions.get(tenant, agent_id, session_id) is None:
+    if not session_checked and deps.sessions.get(tenant, agent_id, session_id) is None:
         if deps.agents.get(tenant, agent_id) is None:
             raise NotFound("agent not found", field="agentId")
         raise NotFound("session not found", field="sessionId")

@@ -1,7 +1,8 @@
 """A turn's events as they happen (ST2): the engine says what happened, a sink delivers it.
 
     turn.started    {runId, seq, agentId, sessionId, kind, trigger, message}
-    text.delta      {runId, seq, round, text}           coalesced: ~100 ms or a few hundred chars
+    text.delta      {runId, seq, round, text}           the first piece at once, then coalesced: at
+                                                        most one per 100 ms unless 300 chars gather
     tool.started    {runId, seq, toolUseId, name, input}
     tool.finished   {runId, seq, toolUseId, name, isError, durationMs?, error?}
     turn.completed  {runId, seq, sessionId, reply, toolCalls, usage}
@@ -42,7 +43,7 @@ class TurnEvents:
         self._clock = clock
         self._pending: list[str] = []
         self._pending_chars = 0
-        self._since = 0.0
+        self._sent_at = float("-inf")  # the first piece goes out at once: the time to first text is the model's
 
     def _emit(self, event_type: str, /, **data: Any) -> None:
         self.seq += 1
@@ -58,11 +59,11 @@ class TurnEvents:
         """A piece of the model's text as it arrives (the providers' on_text)."""
         if not delta:
             return
-        if not self._pending:
-            self._since = self._clock()
         self._pending.append(delta)
         self._pending_chars += len(delta)
-        if self._pending_chars >= COALESCE_CHARS or self._clock() - self._since >= COALESCE_SECONDS:
+        now = self._clock()
+        if self._pending_chars >= COALESCE_CHARS or now - self._sent_at >= COALESCE_SECONDS:
+            self._sent_at = now
             self.flush()
 
     def flush(self) -> None:

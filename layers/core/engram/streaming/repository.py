@@ -7,7 +7,6 @@ subscriptions as long as API Gateway keeps a socket open (2 hours)."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from engram.aws import keys
 from engram.aws.table import ConditionFailed, Table
@@ -69,13 +68,12 @@ class StreamRepository:
             ]
         )
 
-    def _connection(self, connection_id: str) -> dict[str, Any] | None:
+    def connection(self, connection_id: str) -> tuple[str, set[str]] | None:
+        """An open socket's tenant and the sessions it watches ("agentId/sessionId"); None once closed."""
         row = self.table.get(keys.stream_connection_pk(connection_id), keys.STREAM_CONNECTION_SK)
-        return row if row and int(row.get("expiresAt", 0)) > time.time() else None
-
-    def tenant_of(self, connection_id: str) -> str | None:
-        row = self._connection(connection_id)
-        return str(row["tenant"]) if row else None
+        if not row or int(row.get("expiresAt", 0)) <= time.time():
+            return None
+        return str(row["tenant"]), {str(w) for w in row.get("watching") or ()}
 
     def close(self, connection_id: str) -> None:
         """Forgets a socket and its subscriptions (at $disconnect, or when a post finds it gone)."""

@@ -65,12 +65,13 @@ def on_message(deps: ModelDeps, connection_id: str, raw: str) -> dict[str, Any]:
     """A client's frame; the answer is the frame sent back (an error names what was wrong)."""
     reference = _reference(raw)
     try:
-        t = deps.streams.tenant_of(connection_id)
-        if t is None:
+        connection = deps.streams.connection(connection_id)
+        if connection is None:
             raise Unauthorized("this connection is closed; open a new one with a new ticket", code="connection_closed")
+        t, watching = connection
         msg = _parsed(raw)
         if isinstance(msg, TurnMessage):
-            return _turn(deps, t, connection_id, msg)
+            return _turn(deps, t, connection_id, msg, watching)
         ttl = deps.settings.stream_connection_ttl_s
         if msg.action == "subscribe":
             deps.streams.subscribe(t, connection_id, msg.agent_id, msg.session_id, ttl)
@@ -98,9 +99,11 @@ def _reference(raw: str) -> dict[str, Any]:
     return {"clientTurnId": ref} if isinstance(ref, str) and len(ref) <= 64 else {}
 
 
-def _turn(deps: ModelDeps, t: str, connection_id: str, msg: TurnMessage) -> dict[str, Any]:
-    """Watches the session first (so no event is missed), then queues the turn once per clientTurnId."""
-    deps.streams.subscribe(t, connection_id, msg.agent_id, msg.session_id, deps.settings.stream_connection_ttl_s)
+def _turn(deps: ModelDeps, t: str, connection_id: str, msg: TurnMessage, watching: set[str]) -> dict[str, Any]:
+    """Watches the session first (so no event is missed; the subscription checks the session
+    exists), then queues the turn once per clientTurnId."""
+    if f"{msg.agent_id}/{msg.session_id}" not in watching:
+        deps.streams.subscribe(t, connection_id, msg.agent_id, msg.session_id, deps.settings.stream_connection_ttl_s)
     reply = {"type": "turn.queued", "clientTurnId": msg.client_turn_id, "agentId": msg.agent_id, "sessionId": msg.session_id}
     run = chat.enqueue_turn(
         deps,
@@ -110,5 +113,6 @@ def _turn(deps: ModelDeps, t: str, connection_id: str, msg: TurnMessage) -> dict
         message=msg.message,
         trigger="socket",
         claim=lambda run_id: deps.streams.claim_client_turn(t, msg.client_turn_id, run_id, CLIENT_TURN_TTL_S),
+        session_checked=True,
     )
     return {**reply, "runId": run.id, "status": run.status}
