@@ -20,7 +20,7 @@ import secrets
 import threading
 from http import HTTPStatus
 from typing import Any
-from urllib.parse import parse_qs, urlsplit
+from urllib.parse import parse_qs, unquote, urlsplit
 
 from .apigw import Functions
 from .template import Template
@@ -95,7 +95,8 @@ class LocalSockets:
 
     def _connect(self, connection: Any, request: Any) -> Any:
         """$connect, during the handshake: a refusal is the handler's status, as API Gateway answers."""
-        connection_id = base64.b64encode(secrets.token_bytes(12)).decode().replace("/", "_")
+        # Like API Gateway's (e.g. "L0SM9cOFvHcCIhw="): base64, so the management API's path is URL-encoded.
+        connection_id = base64.b64encode(secrets.token_bytes(10)).decode()
         connection.engram_id = connection_id
         query = {k: v[-1] for k, v in parse_qs(urlsplit(request.path).query).items()}
         answer = self.function.invoke(self._event("CONNECT", connection_id, queryStringParameters=query or None)) or {}
@@ -123,7 +124,7 @@ class LocalSockets:
 
     # --- the management API (the HTTP front hands these over) -----------------------------------
     def manage(self, method: str, path: str, body: bytes) -> tuple[int, dict[str, str], bytes]:
-        connection_id = path.removeprefix(f"{MANAGEMENT_PREFIX}/@connections/").split("?", 1)[0]
+        connection_id = unquote(path.removeprefix(f"{MANAGEMENT_PREFIX}/@connections/").split("?", 1)[0])
         with self._lock:
             connection = self.open.get(connection_id)
         if connection is None:

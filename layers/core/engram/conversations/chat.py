@@ -31,6 +31,7 @@ def enqueue_turn(
     trigger: str,
     claim: Callable[[str], str | None] | None = None,
     session_checked: bool = False,
+    client_turn_id: str | None = None,
 ) -> Run:
     """Queues a turn on the session's FIFO group and records a `queued` run the caller can poll.
     `claim` ties the new run's id to the client's own id of the turn: when it names an earlier
@@ -66,6 +67,8 @@ def enqueue_turn(
         "trigger": trigger,
         "createdAt": now,
     }
+    if client_turn_id:
+        job["clientTurnId"] = client_turn_id  # named in the turn's events, so its sender knows them
     deps.runs.put(tenant, run, only_if_new=True)
     try:
         deps.queues.enqueue_turn(job, group=f"{tenant}#{agent_id}#{session_id}", dedup_id=run.id)
@@ -142,6 +145,8 @@ def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
         created_at=job.get("createdAt"),
     )
     plan.events = watchers(deps, tenant, job["agentId"], job["sessionId"], run_id)  # the sockets watching (ST2)
+    if plan.events is not None and job.get("clientTurnId"):
+        plan.events.started_with["clientTurnId"] = job["clientTurnId"]
     try:
         run_turn(deps, tenant, job["message"], plan)
     except SessionBusy:

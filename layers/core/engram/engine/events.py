@@ -1,6 +1,6 @@
 """A turn's events as they happen (ST2): the engine says what happened, a sink delivers it.
 
-    turn.started    {runId, seq, agentId, sessionId, kind, trigger, message}
+    turn.started    {runId, seq, agentId, sessionId, kind, trigger, message, clientTurnId?}
     text.delta      {runId, seq, round, text}           the first piece at once, then coalesced: at
                                                         most one per 100 ms unless 300 chars gather
     tool.started    {runId, seq, toolUseId, name, input}
@@ -40,6 +40,7 @@ class TurnEvents:
         self.run_id = run_id
         self.seq = 0
         self.round = 0
+        self.started_with: dict[str, Any] = {}  # what the caller adds to turn.started (a socket's clientTurnId)
         self._clock = clock
         self._pending: list[str] = []
         self._pending_chars = 0
@@ -53,7 +54,7 @@ class TurnEvents:
             pass
 
     def started(self, **data: Any) -> None:
-        self._emit("turn.started", **data)
+        self._emit("turn.started", **data, **self.started_with)
 
     def text(self, delta: str) -> None:
         """A piece of the model's text as it arrives (the providers' on_text)."""

@@ -114,5 +114,6 @@ def _turn(deps: ModelDeps, t: str, connection_id: str, msg: TurnMessage, watchin
         trigger="socket",
         claim=lambda run_id: deps.streams.claim_client_turn(t, msg.client_turn_id, run_id, CLIENT_TURN_TTL_S),
         session_checked=True,
+        client_turn_id=msg.client_turn_id,
     )
     return {**reply, "runId": run.id, "status": run.status}
