@@ -213,3 +213,13 @@ def test_an_unsubscribed_socket_sees_nothing(stack):
     stack.call("POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages", body={"message": "x"}, query={"async": "true"})
     stack.drain_turns()
     assert socket.events == []
+
+
+def test_deleting_the_account_forgets_its_sockets(stack):
+    agent = stack.agent()
+    socket = Socket(stack)
+    socket.turn(agent["id"], "hello")
+    assert stack.call("DELETE", "/api/me").status == 200
+    answer = socket.send({"action": "subscribe", "agentId": agent["id"], "sessionId": "dashboard"})
+    assert answer["error"]["code"] == "connection_closed"
+    assert stack.deps.table.query_all(tenant_key("alice")) == []

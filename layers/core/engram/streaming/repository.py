@@ -87,6 +87,15 @@ class StreamRepository:
             deletes.append((keys.agent_pk(t, agent_id), keys.stream_subscription_sk(session_id, connection_id)))
         self.table.batch_write(deletes=deletes)
 
+    def delete_all(self, t: str) -> None:
+        """A deleted account's sockets and sent turns (its subscriptions go with its agents)."""
+        pk = keys.tenant_pk(t)
+        for row in self.table.query_all(pk, sk_prefix="STREAMCONN#"):
+            connection_id = str(row["SK"]).removeprefix("STREAMCONN#")
+            self.table.delete(keys.stream_connection_pk(connection_id), keys.STREAM_CONNECTION_SK)
+        self.table.delete_all(pk, sk_prefix="STREAMCONN#")
+        self.table.delete_all(pk, sk_prefix="STREAMTURN#")
+
     # --- subscriptions --------------------------------------------------------------------------
     def subscribe(self, t: str, connection_id: str, agent_id: str, session_id: str, ttl_s: int) -> None:
         """The socket watches the session until it closes (or the row expires); an unknown agent
