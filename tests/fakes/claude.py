@@ -71,3 +71,28 @@ def sse(body: dict[str, Any], *, piece: int = 5) -> Any:
     events.append(("message_stop", {"type": "message_stop"}))
     text = "".join(f"event: {name}\ndata: {json.dumps(data)}\n\n" for name, data in events)
     return httpx2.Response(200, headers={"content-type": "text/event-stream"}, content=text.encode())
+
+
+def bedrock_stream(body: dict[str, Any], *, piece: int = 5) -> Any:
+    """`body` as Bedrock's InvokeModelWithResponseStream sends it: the same events as `sse`, each
+    base64'd in a `chunk` of the AWS event stream encoding (prelude, headers, payload, CRC32s)."""
+    import base64
+    import binascii
+    import struct
+
+    def header(name: str, value: str) -> bytes:
+        raw = value.encode()
+        return bytes([len(name)]) + name.encode() + b"\x07" + struct.pack(">H", len(raw)) + raw
+
+    frames = b""
+    for block in sse(body, piece=piece).content.decode().split("\n\n"):
+        if not block.strip():
+            continue
+        data = block.split("data: ", 1)[1]
+        payload = json.dumps({"bytes": base64.b64encode(data.encode()).decode()}).encode()
+        headers = header(":event-type", "chunk") + header(":content-type", "application/json") + header(":message-type", "event")
+        total = 12 + len(headers) + len(payload) + 4
+        prelude = struct.pack(">II", total, len(headers))
+        message = prelude + struct.pack(">I", binascii.crc32(prelude)) + headers + payload
+        frames += message + struct.pack(">I", binascii.crc32(message))
+    return httpx2.Response(200, headers={"content-type": "application/vnd.amazon.eventstream"}, content=frames)

@@ -202,3 +202,32 @@ def test_without_on_text_nothing_streams():
         model="m", system=[], tools=[], messages=[{"role": "user", "content": "hi"}], max_tokens=10, timeout=5
     )
     assert "stream" not in bodies[0]
+
+
+def test_bedrock_streams_through_invoke_with_response_stream(monkeypatch):
+    from tests.fakes.claude import bedrock_stream
+
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
+    monkeypatch.setenv("AWS_REGION", "us-east-1")
+    seen = []
+
+    def handler(request):
+        seen.append(request)
+        return bedrock_stream(reply("streamed from bedrock"), piece=6)
+
+    provider = BedrockProvider(
+        Settings(MODEL_PROVIDER="bedrock"), http_client=httpx2.Client(transport=httpx2.MockTransport(handler))
+    )
+    pieces: list[str] = []
+    out = provider.complete(
+        model="claude-sonnet-4-6",
+        system=[],
+        tools=[],
+        messages=[{"role": "user", "content": "hi"}],
+        max_tokens=10,
+        timeout=5,
+        on_text=pieces.append,
+    )
+    assert seen[0].url.path.endswith("/model/us.anthropic.claude-sonnet-4-6-v1:0/invoke-with-response-stream")
+    assert len(pieces) > 1 and "".join(pieces) == "streamed from bedrock" == out.content[0]["text"]
