@@ -140,10 +140,15 @@ def test_bedrock_maps_model_names_to_inference_profiles():
     assert provider.model_id("us.anthropic.claude-haiku-4-5-20251001-v1:0") == "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 
 
-def test_bedrock_request_goes_to_the_bedrock_invoke_endpoint(monkeypatch):
+@pytest.fixture
+def bedrock_env(monkeypatch):
+    """Credentials and a region for the Bedrock client (it signs its requests, never sends them)."""
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_REGION", "us-east-1")
+
+
+def test_bedrock_request_goes_to_the_bedrock_invoke_endpoint(bedrock_env):
     seen = []
 
     def handler(request):
@@ -204,12 +209,9 @@ def test_without_on_text_nothing_streams():
     assert "stream" not in bodies[0]
 
 
-def test_bedrock_streams_through_invoke_with_response_stream(monkeypatch):
+def test_bedrock_streams_through_invoke_with_response_stream(bedrock_env):
     from tests.fakes.claude import bedrock_stream
 
-    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
-    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
-    monkeypatch.setenv("AWS_REGION", "us-east-1")
     seen = []
 
     def handler(request):
