@@ -492,6 +492,7 @@ def _fake_deps() -> Any:
         facts=SimpleNamespace(all=lambda t: [fact], delete_all=lambda t: 1),
         card_types=SimpleNamespace(all=lambda t: [card_type], delete_all=lambda t: 0),
         connections=SimpleNamespace(all=lambda t: [connection], delete_all=lambda t: 1),
+        streams=SimpleNamespace(delete_all=lambda t: None),
         usage=SimpleNamespace(page=one_page(usage), delete_all=lambda t: 1),
         exports=SimpleNamespace(delete_all=lambda t: 1),
         export_objects=SimpleNamespace(delete_prefix=lambda prefix: 1),
