@@ -28,6 +28,7 @@ LOCAL_MODEL_PROVIDER = "offline"
 # the scheduler role is only stored on the schedules (moto neither checks nor assumes it).
 LOCAL_HEARTBEAT_FUNCTION_ARN = f"arn:aws:lambda:us-east-1:{ACCOUNT_ID}:function:engram-local-heartbeat-function"
 LOCAL_SCHEDULER_ROLE_ARN = f"arn:aws:iam::{ACCOUNT_ID}:role/engram-local-scheduler-role"
+LOCAL_STREAM_URL = "ws://127.0.0.1:3002"
 LOCAL_ENV_OVERRIDES: dict[str, str] = {
     "ANTHROPIC_SECRET_ARN": "",
     "HEARTBEAT_FUNCTION_ARN": LOCAL_HEARTBEAT_FUNCTION_ARN,
@@ -42,6 +43,9 @@ LOCAL_ENV_OVERRIDES: dict[str, str] = {
     # No issuer either: the authorizer function takes API keys only (`dev-<user>` never reaches it).
     "AUTH_ISSUER": "",
     "AUTH_AUDIENCE": "",
+    # The WebSocket API: the local stack serves it on its own port (local/sockets.py) and sets
+    # the port it picked when it starts; this is `make dev`'s default.
+    "STREAM_URL": LOCAL_STREAM_URL,
 }
 
 

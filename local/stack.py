@@ -28,9 +28,10 @@ from pathlib import Path
 from types import ModuleType
 from typing import Any
 
-from .apigw import Functions, HttpRequest, dispatch, load_functions
+from .apigw import Functions, HttpRequest, HttpResponse, dispatch, load_functions
 from .resources import Resources, create_resources, references
 from .schedules import ScheduleLoop
+from .sockets import MANAGEMENT_PREFIX, LocalSockets, socket_function
 from .template import ROOT, Template, load_template
 from .workers import Workers
 
@@ -42,6 +43,7 @@ DEFAULT_PORT = 3000
 PREFERRED_MOTO_PORT = 4566
 # Local runs have no X-Ray daemon and nobody reads EMF metrics on stdout.
 SAMPLE_MCP_PORT = 3001  # the sample MCP server (local/sample_mcp.py) beside the stack
+STREAM_PORT = 3002  # the WebSocket API (local/sockets.py)
 LOCAL_DEFAULTS = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}
 
 
@@ -112,6 +114,7 @@ class _HttpHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "engram-local"
     functions: Functions  # set on the per-stack subclass
+    sockets: LocalSockets | None = None
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("transfer-encoding", "").lower():
@@ -131,7 +134,12 @@ class _HttpHandler(BaseHTTPRequestHandler):
         started = time.monotonic()
         headers = [(k, v) for k, v in self.headers.items() if k.lower() != "transfer-encoding"]
         request = HttpRequest(self.command, self.path, headers, self._read_body(), self.client_address[0])
-        response = dispatch(self.functions, request)
+        if self.sockets is not None and self.path.startswith(MANAGEMENT_PREFIX + "/"):
+            # The WebSocket API's management API, which the workers post a turn's events to.
+            status, extra, body = self.sockets.manage(self.command, self.path, request.body)
+            response = HttpResponse(status, list(extra.items()), body)
+        else:
+            response = dispatch(self.functions, request)
         self.send_response_only(response.status)
         for name, value in response.headers:
             if name.lower() not in ("content-length", "connection", "transfer-encoding"):
@@ -181,6 +189,12 @@ class StackHandle:
     _restore: list[Any] = field(default_factory=list)
     _stopped: bool = False
     schedule_loop: ScheduleLoop | None = None
+    sockets: LocalSockets | None = None
+
+    @property
+    def stream_url(self) -> str:
+        """The WebSocket API (ws://...), when the template has one."""
+        return self.sockets.url if self.sockets is not None else ""
 
     def drain(self, queue_id: str = "TurnQueue", timeout: float = 30.0) -> int:
         return self.workers.drain(queue_id, timeout)
@@ -197,6 +211,8 @@ class StackHandle:
         self._stopped = True
         self._server.shutdown()
         self._server.server_close()
+        if self.sockets is not None:
+            self.sockets.stop()
         self.workers.stop()
         if self.schedule_loop is not None:
             self.schedule_loop.stop()
@@ -279,13 +295,15 @@ def start_stack(
     workers: bool = True,
     retry_delay: int = 2,
     preload: bool = True,
+    stream_port: int = 0,
 ) -> StackHandle:
     """Start moto, create the resources, load the handlers, start the queue workers, the schedule
-    loop and the HTTP front. `port=0` (and `moto_port=0`) pick free ports; `handle.url` says where
-    it listens. `model_provider`: offline | anthropic (default: anthropic when ANTHROPIC_API_KEY is
-    set). `workers=False` leaves the queues to `handle.drain()` and the schedules to
-    `handle.fire_schedules()`. Changes os.environ, sys.path and the layer modules in sys.modules
-    until `stop()`."""
+        loop and the HTTP front. `port=0` (and `moto_port=0`) pick free ports; `handle.url` says where
+        it listens. `model_provider`: offline | anthropic (default: anthropic when ANTHROPIC_API_KEY is
+        set). `workers=False` leaves the queues to `handle.drain()` and the schedules to
+        `handle.fire_schedules()`. The WebSocket API listens on `stream_port` (0: a free one;
+    `handle.stream_url`). Changes os.environ, sys.path and the layer modules in sys.modules
+        until `stop()`."""
     from moto.server import (
         ThreadedMotoServer,  # the server part of moto is only needed here
     )
@@ -327,6 +345,15 @@ def start_stack(
         )
         resources = create_resources(template, prefix=PREFIX, region=REGION)
         env = function_environment(template, resources, provider, user_env)
+        # The ports are chosen now: the functions read where the WebSocket API and its management
+        # API are (STREAM_URL, STREAM_ENDPOINT) when they load.
+        port = port or _free_port()
+        stream_port = stream_port or _free_port()
+        if not _port_is_free(stream_port):
+            raise OSError(f"the WebSocket API cannot listen on {host}:{stream_port}: the port is in use; set --stream-port")
+        origin = f"[{host}]" if ":" in host else host
+        env["STREAM_URL"] = f"ws://{origin}:{stream_port}"
+        env["STREAM_ENDPOINT"] = f"http://{origin}:{port}{MANAGEMENT_PREFIX}"
         restore.append(_set_environ(env))
         restore.append(_isolate_layers([root / d for d in template.layer_dirs()]))
         functions = load_functions(template, root, prefix=PREFIX, region=REGION)
@@ -338,13 +365,19 @@ def start_stack(
         if workers:
             pool.start()
             schedule_loop.start()
-        handler = type("StackHttpHandler", (_HttpHandler,), {"functions": functions})
+        socket_target = socket_function(template)
+        sockets = LocalSockets(functions, socket_target, host, stream_port) if socket_target else None
+        if sockets is not None:
+            sockets.start()
+        handler = type("StackHttpHandler", (_HttpHandler,), {"functions": functions, "sockets": sockets})
         server_cls = type("_HttpServer6", (_HttpServer,), {"address_family": socket.AF_INET6}) if ":" in host else _HttpServer
         try:
             server = server_cls((host, port), handler)
         except OSError as err:
             pool.stop()
             schedule_loop.stop()
+            if sockets is not None:
+                sockets.stop()
             raise OSError(f"cannot listen on {host}:{port} ({err.strerror}); set PORT or --port") from err
         threading.Thread(target=server.serve_forever, name="engram-http", daemon=True).start()
         bound = server.server_address[1]
@@ -368,6 +401,7 @@ def start_stack(
         _moto=moto,
         _restore=restore,
         schedule_loop=schedule_loop,
+        sockets=sockets,
     )
 
 
@@ -401,6 +435,7 @@ def quickstart(handle: StackHandle, sample_mcp_url: str | None = None) -> str:
             "",
             "Engram local stack",
             f"  API     {url}   (auth: 'Authorization: Bearer dev-<user>', loopback only)",
+            f"  Stream  {handle.stream_url}   (WebSocket API: a ticket from POST /api/stream-tickets opens it)",
             f"  Model   {model}",
             f"  AWS     moto at {handle.moto_url}: table {res.table_name()}, bucket {res.bucket_name()}",
             f"          queues {queues}",
@@ -431,6 +466,12 @@ def main(argv: list[str] | None = None) -> int:
         "--port", type=int, default=int(os.environ.get("PORT", DEFAULT_PORT)), help="HTTP port (default $PORT or 3000)"
     )
     parser.add_argument("--host", default="127.0.0.1", help="loopback address to listen on")
+    parser.add_argument(
+        "--stream-port",
+        type=int,
+        default=int(os.environ.get("STREAM_PORT", STREAM_PORT)),
+        help="the WebSocket API's port (default $STREAM_PORT or 3002)",
+    )
     parser.add_argument("--model-provider", choices=["offline", "anthropic"], default=None)
     parser.add_argument("--moto-port", type=int, default=None, help=f"moto port (default {PREFERRED_MOTO_PORT} if free)")
     parser.add_argument(
@@ -447,7 +488,9 @@ def main(argv: list[str] | None = None) -> int:
         parser.error("--model-provider anthropic needs ANTHROPIC_API_KEY in the environment")
     moto_port = args.moto_port or (PREFERRED_MOTO_PORT if _port_is_free(PREFERRED_MOTO_PORT) else 0)
     try:
-        handle = start_stack(args.port, host=args.host, model_provider=args.model_provider, moto_port=moto_port)
+        handle = start_stack(
+            args.port, host=args.host, model_provider=args.model_provider, moto_port=moto_port, stream_port=args.stream_port
+        )
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)
         return 1

@@ -21,6 +21,7 @@ from engram.recall.routes import router as recall
 from engram.roots import api
 from engram.roots.function import FunctionRoot
 from engram.runs.routes import router as runs
+from engram.streaming.routes import router as streaming
 from engram.usage.routes import router as usage
 
 ROOT = FunctionRoot(api.build)
@@ -37,6 +38,7 @@ app = build_app(
     connections,
     api_keys,
     mcp,
+    streaming,
     console,
     health,
     cors=cors_of(get_settings().cors_allow_origins),

@@ -1,4 +1,5 @@
-"""`chat` function: sync turns and signed webhooks over HTTP, and the FIFO turn-queue consumer."""
+"""`chat` function: sync turns and signed webhooks over HTTP, the FIFO turn-queue consumer, and the
+WebSocket API's routes (ST2)."""
 
 from aws_lambda_powertools.logging import correlation_paths
 from aws_lambda_powertools.utilities.batch import SqsFifoPartialProcessor, process_partial_response
@@ -14,6 +15,7 @@ from engram.kernel.observability import logger, metrics, tracer
 from engram.kernel.settings import get_settings
 from engram.roots import chat as chat_root
 from engram.roots.function import FunctionRoot
+from engram.streaming import gateway
 
 ROOT = FunctionRoot(chat_root.build)
 preload(get_settings())  # the model SDK in init, not in the first request (bench/cold_start.py)
@@ -34,5 +36,7 @@ def handle_turn_record(record: SQSRecord) -> None:
 def lambda_handler(event: dict, context: LambdaContext) -> dict:
     if "Records" in event:
         return process_partial_response(event=event, record_handler=handle_turn_record, processor=processor, context=context)
+    if gateway.is_socket_event(event):  # the WebSocket API (ST2): $connect, $disconnect, $default
+        return gateway.handle(ROOT.deps, event)
     app.append_context(deps=ROOT.deps)
     return app.resolve(event, context)

@@ -110,7 +110,7 @@ def test_the_queues_have_the_templates_attributes(backend, sqs, urls):
 
     turn, extract, run = attrs("TurnQueue"), attrs("ExtractQueue"), attrs("RunQueue")
     assert urls["TurnQueue"] == "https://sqs.us-east-1.amazonaws.com/123456789012/engram-local-turn-queue.fifo"
-    assert (turn["FifoQueue"], turn["ContentBasedDeduplication"], turn["VisibilityTimeout"]) == ("true", "false", "720")
+    assert (turn["FifoQueue"], turn["ContentBasedDeduplication"], turn["VisibilityTimeout"]) == ("true", "false", "5400")
     assert (
         turn["QueueArn"]
         == backend.resources.queue_arn("TurnQueue")

@@ -1,5 +1,5 @@
 """In-memory fakes of the AWS services Engram talks to (DynamoDB, S3, SQS, EventBridge
-Scheduler, KMS), at the boto3 client boundary.
+Scheduler, KMS, the WebSocket API's management API), at the boto3 client boundary.
 
 Why the client boundary and not one fake per repository: the eleven DynamoDB repositories share
 one table and the end of a turn is ONE TransactWriteItems across several of them (session, run,
@@ -46,6 +46,7 @@ class FakeAWS:
         from tests.fakes.kms import FakeKMS
         from tests.fakes.s3 import FakeS3
         from tests.fakes.scheduler import FakeScheduler
+        from tests.fakes.sockets import FakeManagementApi
         from tests.fakes.sqs import FakeSQS
 
         self.region = region
@@ -54,6 +55,7 @@ class FakeAWS:
         self.sqs = FakeSQS(region)
         self.scheduler = FakeScheduler(region)
         self.kms = FakeKMS(region)
+        self.apigatewaymanagementapi = FakeManagementApi(region)
 
     def client(self, service: str) -> Any:
         try:

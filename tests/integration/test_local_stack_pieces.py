@@ -139,7 +139,7 @@ def test_queues_match_the_template(resources):
 
     turn, extract = attrs("TurnQueue"), attrs("ExtractQueue")
     assert resources.queue_url("TurnQueue").endswith(".fifo") and resources.queue_url("TurnDLQ").endswith(".fifo")
-    assert (turn["FifoQueue"], turn["ContentBasedDeduplication"], turn["VisibilityTimeout"]) == ("true", "false", "720")
+    assert (turn["FifoQueue"], turn["ContentBasedDeduplication"], turn["VisibilityTimeout"]) == ("true", "false", "5400")
     assert json.loads(turn["RedrivePolicy"]) == {"deadLetterTargetArn": resources.queue_arn("TurnDLQ"), "maxReceiveCount": 3}
     assert "FifoQueue" not in extract and extract["VisibilityTimeout"] == "360"
     assert json.loads(extract["RedrivePolicy"]) == {

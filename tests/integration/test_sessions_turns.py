@@ -205,6 +205,7 @@ def test_turn_past_its_budget_fails_cleanly(stack):
     agent = stack.agent()
     r = stack.say(agent["id"], "hello")
     assert r.status == 504 and r.error["code"] == "turn_timeout"
+    assert "?async=true" in r.error["message"] and "/api/stream-tickets" in r.error["message"]  # how to run it long (ST1)
     assert stack.transcript_bytes("alice", agent["id"]) is None
     assert stack.call("GET", f"/api/agents/{agent['id']}/sessions/dashboard").data["messageCount"] == 0
 

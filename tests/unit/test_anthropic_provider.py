@@ -140,10 +140,15 @@ def test_bedrock_maps_model_names_to_inference_profiles():
     assert provider.model_id("us.anthropic.claude-haiku-4-5-20251001-v1:0") == "us.anthropic.claude-haiku-4-5-20251001-v1:0"
 
 
-def test_bedrock_request_goes_to_the_bedrock_invoke_endpoint(monkeypatch):
+@pytest.fixture
+def bedrock_env(monkeypatch):
+    """Credentials and a region for the Bedrock client (it signs its requests, never sends them)."""
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "testing")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "testing")
     monkeypatch.setenv("AWS_REGION", "us-east-1")
+
+
+def test_bedrock_request_goes_to_the_bedrock_invoke_endpoint(bedrock_env):
     seen = []
 
     def handler(request):
@@ -159,3 +164,72 @@ def test_bedrock_request_goes_to_the_bedrock_invoke_endpoint(monkeypatch):
     assert "bedrock-runtime.us-east-1" in seen[0].url.host
     assert seen[0].url.path.endswith("/model/us.anthropic.claude-sonnet-4-6-v1:0/invoke")
     assert seen[0].headers["authorization"].startswith("AWS4-HMAC-SHA256")
+
+
+def test_with_on_text_the_answer_streams_and_comes_back_whole():
+    from tests.fakes.claude import sse
+
+    content = [
+        {"type": "text", "text": "Let me look that up for you."},
+        {"type": "text", "text": "One moment."},
+        {"type": "tool_use", "id": "toolu_5", "name": "get_current_time", "input": {"zone": "UTC"}},
+    ]
+    bodies = []
+
+    def handler(request):
+        bodies.append(json.loads(request.content))
+        return sse(reply(content=content, stop="tool_use"), piece=4)
+
+    pieces: list[str] = []
+    out = provider_with(handler).complete(
+        model="m",
+        system=[],
+        tools=[],
+        messages=[{"role": "user", "content": "hi"}],
+        max_tokens=10,
+        timeout=5,
+        on_text=pieces.append,
+    )
+    assert bodies[0]["stream"] is True
+    assert len(pieces) > 3 and "".join(pieces) == "Let me look that up for you.\nOne moment."
+    assert out.content == content and out.stop_reason == "tool_use"
+    assert (out.tokens.input_tokens, out.tokens.cache_read_tokens) == (120, 100)
+
+
+def test_without_on_text_nothing_streams():
+    bodies = []
+
+    def handler(request):
+        bodies.append(json.loads(request.content))
+        return httpx2.Response(200, json=reply())
+
+    provider_with(handler).complete(
+        model="m", system=[], tools=[], messages=[{"role": "user", "content": "hi"}], max_tokens=10, timeout=5
+    )
+    assert "stream" not in bodies[0]
+
+
+def test_bedrock_streams_through_invoke_with_response_stream(bedrock_env):
+    from tests.fakes.claude import bedrock_stream
+
+    seen = []
+
+    def handler(request):
+        seen.append(request)
+        return bedrock_stream(reply("streamed from bedrock"), piece=6)
+
+    provider = BedrockProvider(
+        Settings(MODEL_PROVIDER="bedrock"), http_client=httpx2.Client(transport=httpx2.MockTransport(handler))
+    )
+    pieces: list[str] = []
+    out = provider.complete(
+        model="claude-sonnet-4-6",
+        system=[],
+        tools=[],
+        messages=[{"role": "user", "content": "hi"}],
+        max_tokens=10,
+        timeout=5,
+        on_text=pieces.append,
+    )
+    assert seen[0].url.path.endswith("/model/us.anthropic.claude-sonnet-4-6-v1:0/invoke-with-response-stream")
+    assert len(pieces) > 1 and "".join(pieces) == "streamed from bedrock" == out.content[0]["text"]

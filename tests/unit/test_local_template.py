@@ -41,9 +41,10 @@ def _expected_routes() -> set[tuple[str, str]]:
     from engram.memory import routes as memory
     from engram.recall import routes as recall
     from engram.runs import routes as runs
+    from engram.streaming import routes as streaming
     from engram.usage import routes as usage
 
-    api = (agents, sessions, recall, memory, facts, account, cards, runs, usage, connections, api_keys, mcp, health)
+    api = (agents, sessions, recall, memory, facts, account, cards, runs, usage, connections, api_keys, mcp, streaming, health)
     routes = _routes_of("ApiFunction", *(m.router for m in api)) | _routes_of(
         "ChatFunction", chat_routes.router, probe_routes.router
     )
@@ -120,7 +121,7 @@ def test_only_the_webhook_cors_preflights_health_and_the_console_files_skip_the_
 def test_functions_carry_code_handler_timeout_and_queue_sources(template):
     api, chat = template.function("ApiFunction"), template.function("ChatFunction")
     assert (api.code_uri, api.handler, api.timeout, api.memory_size) == ("functions/api/", "app.lambda_handler", 15, 512)
-    assert (chat.code_uri, chat.handler, chat.timeout, chat.memory_size) == ("functions/chat/", "app.lambda_handler", 120, 1024)
+    assert (chat.code_uri, chat.handler, chat.timeout, chat.memory_size) == ("functions/chat/", "app.lambda_handler", 900, 1024)
     assert api.sqs == ()
     (source,) = chat.sqs
     assert (source.queue_id, source.batch_size, source.report_failures) == ("TurnQueue", 5, True)

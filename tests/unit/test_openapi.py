@@ -49,6 +49,7 @@ from engram.run_memory import models as run_memory_models
 from engram.runs import models as run_models
 from engram.runs import routes as run_routes
 from engram.runs import service as services
+from engram.streaming import routes as stream_routes
 from engram.usage import models as usage_models
 from engram.usage import routes as usage_routes
 from local.template import load_yaml
@@ -73,6 +74,7 @@ ROUTERS = tuple(
         probe_routes,
         api_key_routes,
         mcp_routes,
+        stream_routes,
     )
 )
 # Every public model, by the name this test has always used for it.
@@ -510,6 +512,7 @@ def _fake_deps() -> Any:
         card_types=SimpleNamespace(all=lambda t: [card_type], delete_all=lambda t: 0),
         connections=SimpleNamespace(all=lambda t: [connection], delete_all=lambda t: 1),
         api_keys=SimpleNamespace(all=lambda t: [api_key], delete_all=lambda t: 1),
+        streams=SimpleNamespace(delete_all=lambda t: None),
         usage=SimpleNamespace(page=one_page(usage), delete_all=lambda t: 1),
         exports=SimpleNamespace(delete_all=lambda t: 1),
         export_objects=SimpleNamespace(delete_prefix=lambda prefix: 1),

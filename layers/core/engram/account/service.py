@@ -271,6 +271,7 @@ def delete_everything(deps: Stores, t: str) -> dict[str, int]:
     # What is left in the tenant partition: custom card types, runs whose agent row was already gone.
     deps.card_types.delete_all(t)
     counts["connections"] = deps.connections.delete_all(t)
+    deps.streams.delete_all(t)  # open sockets and the turns they sent (ST2)
     deps.runs.delete_all(t)
     deps.agents.forget_quotas(t)
     return counts

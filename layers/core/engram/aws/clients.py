@@ -20,9 +20,11 @@ def client_config(**options: Any) -> Any:
     )
 
 
-def make_client(service: str, **options: Any) -> Any:
-    """`options`: further botocore Config settings (an S3 client that presigns URLs: s3v4)."""
+def make_client(service: str, *, endpoint_url: str | None = None, **options: Any) -> Any:
+    """`options`: further botocore Config settings (an S3 client that presigns URLs: s3v4);
+    `endpoint_url`: a service reached at its own address (the WebSocket API's management API)."""
     import boto3
 
+    endpoint = {"endpoint_url": endpoint_url} if endpoint_url else {}
     # A turn's calls also end by its deadline (aws.deadline): botocore's timeouts are per attempt.
-    return BoundedClient(boto3.client(service, config=client_config(**options)))
+    return BoundedClient(boto3.client(service, config=client_config(**options), **endpoint))

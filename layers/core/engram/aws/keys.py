@@ -265,3 +265,49 @@ def api_key_lookup_pk(digest: str) -> str:
     if not _DIGEST.match(digest):
         raise BadRequest("not a key digest", field="key")
     return f"APIKEY#{digest}"
+
+
+# --- the WebSocket API (ST2) ----------------------------------------------------------------------
+# A ticket and a connection are presented without a principal (the socket carries no token), so,
+# like the webhook's agent lookup, their rows are keyed by their own id and name their tenant; a
+# ticket is only written for a verified JWT, a connection only by a $connect that took a ticket.
+# A connection is also counted in its tenant's partition (the per-user quota), and a session's
+# subscribers sit in the agent's partition (the agent's cascade removes them).
+_TICKET = re.compile(r"[A-Za-z0-9_-]{20,64}")
+_CONNECTION = re.compile(r"[A-Za-z0-9+/=_-]{1,128}")
+STREAM_TICKET_SK = "TICKET"
+STREAM_CONNECTION_SK = "CONN"
+
+
+def stream_ticket_pk(ticket: str) -> str:
+    if not isinstance(ticket, str) or not _TICKET.fullmatch(ticket):
+        raise BadRequest("the ticket is not one Engram issued", field="ticket", code="invalid_ticket")
+    return f"STREAMTICKET#{ticket}"
+
+
+def _connection_id(connection_id: str) -> str:
+    if not isinstance(connection_id, str) or not _CONNECTION.fullmatch(connection_id):
+        raise ValueError("a connection id is what API Gateway hands out: letters, digits, +/=_-")
+    return connection_id
+
+
+def stream_connection_pk(connection_id: str) -> str:
+    return f"STREAMCONN#{_connection_id(connection_id)}"
+
+
+def stream_connection_sk(connection_id: str) -> str:
+    """The connection's row in its tenant's partition (the quota counts these)."""
+    return f"STREAMCONN#{_connection_id(connection_id)}"
+
+
+def stream_subscription_prefix(session_id: str) -> str:
+    return f"STREAMSUB#{check_id('sessionId', session_id)}#"
+
+
+def stream_subscription_sk(session_id: str, connection_id: str) -> str:
+    return f"{stream_subscription_prefix(session_id)}{_connection_id(connection_id)}"
+
+
+def stream_client_turn_sk(client_turn_id: str) -> str:
+    """A turn a socket sent (its clientTurnId), naming its run: a resent turn is not run twice."""
+    return f"STREAMTURN#{check_id('clientTurnId', client_turn_id)}"

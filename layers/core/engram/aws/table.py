@@ -294,13 +294,19 @@ class Table:
         condition: str | None = None,
         values: dict[str, Any] | None = None,
         old_on_failure: bool = False,
-    ) -> None:
-        args: dict[str, Any] = {"TableName": self.name, "Key": serialize({"PK": pk, "SK": sk}), **_attrs(values)}
+        names: dict[str, str] | None = None,
+        returning: bool = False,
+    ) -> dict[str, Any] | None:
+        """DeleteItem; with `returning`, the item it deleted (None when there was none)."""
+        args: dict[str, Any] = {"TableName": self.name, "Key": serialize({"PK": pk, "SK": sk}), **_names(names), **_attrs(values)}
+        if returning:
+            args["ReturnValues"] = "ALL_OLD"
         if condition:
             args["ConditionExpression"] = condition
         if old_on_failure:
             args["ReturnValuesOnConditionCheckFailure"] = "ALL_OLD"
-        self._call("delete_item", args)
+        out = self._call("delete_item", args)
+        return deserialize(out["Attributes"]) if out.get("Attributes") else None
 
     def _call(self, operation: str, args: dict[str, Any]) -> Any:
         try:

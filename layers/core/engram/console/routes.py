@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -70,15 +71,22 @@ def _login_url(settings: Settings) -> str:
     return settings.console_login_url if settings.console_sign_in == "managed-login" else ""
 
 
+def _stream_origin(settings: Settings) -> str:
+    """The WebSocket API's origin (wss://host[:port]), which the chat page streams from, else ''."""
+    parts = urlsplit(settings.stream_url)
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in ("ws", "wss") and parts.netloc else ""
+
+
 def security_headers(settings: Settings) -> dict[str, str]:
     login = f" {_login_url(settings)}" if _login_url(settings) else ""
+    stream = f" {_stream_origin(settings)}" if _stream_origin(settings) else ""
     policy = "; ".join(
         [
             "default-src 'none'",
             "script-src 'self'",
             "style-src 'self'",
             "img-src 'self' data:",
-            f"connect-src 'self'{login}",
+            f"connect-src 'self'{login}{stream}",
             f"form-action 'self'{login}",
             "base-uri 'none'",
             "frame-ancestors 'none'",

@@ -4,6 +4,7 @@ session's FIFO group; the chat function's queue consumer runs them."""
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 from engram.cards.policy import CardPolicy
@@ -17,14 +18,29 @@ from engram.kernel.observability import logger
 from engram.recall.policy import ArchivePolicy
 from engram.runs.models import Run
 from engram.runs.service import unqueued
+from engram.streaming.sink import watchers
 from engram.summaries.policy import SummaryPolicy
 from engram.wiring.model import ModelDeps
 
 
-def enqueue_turn(deps: ModelDeps, *, tenant: str, agent_id: str, session_id: str, message: str, trigger: str) -> Run:
-    """Queues a turn on the session's FIFO group and records a `queued` run the caller can poll."""
+def enqueue_turn(
+    deps: ModelDeps,
+    *,
+    tenant: str,
+    agent_id: str,
+    session_id: str,
+    message: str,
+    trigger: str,
+    claim: Callable[[str], str | None] | None = None,
+    session_checked: bool = False,
+    client_turn_id: str | None = None,
+) -> Run:
+    """Queues a turn on the session's FIFO group and records a `queued` run the caller can poll.
+    `claim` ties the new run's id to the client's own id of the turn: when it names an earlier
+    run, the turn was sent already and that run is returned (a WebSocket client resending). `session_checked`: the caller has
+    seen the session exist (a socket's subscription to it)."""
     check_message(deps, message)
-    if deps.sessions.get(tenant, agent_id, session_id) is None:
+    if not session_checked and deps.sessions.get(tenant, agent_id, session_id) is None:
         if deps.agents.get(tenant, agent_id) is None:
             raise NotFound("agent not found", field="agentId")
         raise NotFound("session not found", field="sessionId")
@@ -40,6 +56,9 @@ def enqueue_turn(deps: ModelDeps, *, tenant: str, agent_id: str, session_id: str
         prompt=message,
         session_id=session_id,
     )
+    earlier = claim(run.id) if claim is not None else None
+    if earlier is not None and (found := deps.runs.get(tenant, earlier)) is not None:
+        return found
     job = {
         "runId": run.id,
         "tenant": tenant,
@@ -50,6 +69,8 @@ def enqueue_turn(deps: ModelDeps, *, tenant: str, agent_id: str, session_id: str
         "trigger": trigger,
         "createdAt": now,
     }
+    if client_turn_id:
+        job["clientTurnId"] = client_turn_id  # named in the turn's events, so its sender knows them
     deps.runs.put(tenant, run, only_if_new=True)
     try:
         deps.queues.enqueue_turn(job, group=f"{tenant}#{agent_id}#{session_id}", dedup_id=run.id)
@@ -98,6 +119,11 @@ def chat_plan(
 
 
 _RECORDING_S = 4.0  # the failure grace (3 s) and a margin, kept before the function's own timeout
+# What a sync turn's 504 tells the client (ST1): the long turn's ways off the request.
+LONG_TURN_HINT = (
+    "; a turn that needs longer runs off the request: POST .../messages?async=true (202 with a runId to poll), "
+    "or send it over the WebSocket API (POST /api/stream-tickets) to watch it stream"
+)
 
 
 def run_chat_turn(
@@ -114,14 +140,19 @@ def run_chat_turn(
     (`waited_s` ago: API Gateway's clock), not from when the function got to it, so it answers
     within API Gateway's 30 s however long the request waited, and never commits after the
     client was told 504; and it ends `_RECORDING_S` before the function's own timeout
-    (`remaining_s`)."""
+    (`remaining_s`). A 504 says how to run a longer turn."""
     waited_s = max(0.0, waited_s)
     budget = deps.settings.sync_turn_budget_s
     if remaining_s is not None:
         budget = min(budget, waited_s + remaining_s - _RECORDING_S)
     plan = chat_plan(deps, agent_id, session_id, budget_s=budget)
     plan.started = time.monotonic() - waited_s
-    return run_turn(deps, tenant, message, plan)
+    try:
+        return run_turn(deps, tenant, message, plan)
+    except TurnFailed as err:
+        if err.code != "turn_timeout":
+            raise
+        raise TurnFailed(err.message + LONG_TURN_HINT, run_id=err.run_id, code=err.code, status=err.status) from err
 
 
 def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
@@ -141,6 +172,9 @@ def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
         trigger=job.get("trigger", "async"),
         created_at=job.get("createdAt"),
     )
+    plan.events = watchers(deps, tenant, job["agentId"], job["sessionId"], run_id)  # the sockets watching (ST2)
+    if plan.events is not None and job.get("clientTurnId"):
+        plan.events.started_with["clientTurnId"] = job["clientTurnId"]
     try:
         run_turn(deps, tenant, job["message"], plan)
     except SessionBusy:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engram.engine.cache import CachePolicy, mark
+from engram.engine.events import TurnEvents
 from engram.engine.pricing import usage_of
 from engram.engine.providers.base import SERVER_TOOLS, ModelProvider
 from engram.engine.tools import ToolContext, ToolOutcome, ToolRegistry
@@ -69,6 +70,40 @@ def _run_tools(uses: list[dict[str, Any]], registry: ToolRegistry, ctx: ToolCont
     return [outcomes[i] for i in range(len(uses))]
 
 
+def _call_tools(
+    uses: list[dict[str, Any]],
+    registry: ToolRegistry,
+    ctx: ToolContext,
+    deadline: float,
+    out: LoopResult,
+    events: TurnEvents | None,
+) -> list[dict[str, Any]]:
+    """Runs one answer's tool uses; each call is kept in `out` and announced to `events`; returns
+    the tool_result blocks for the model."""
+    if events is not None:
+        for use in uses:
+            events.tool_started(use)
+    results = []
+    for use, outcome in zip(uses, _run_tools(uses, registry, ctx, deadline), strict=True):
+        block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use["id"], "content": _result_content(outcome.content)}
+        if outcome.is_error:
+            block["is_error"] = True
+        results.append(block)
+        out.tool_calls.append(
+            {
+                "name": use["name"],
+                "input": use.get("input") or {},
+                "result": outcome.content,
+                "isError": outcome.is_error,
+                "toolUseId": use["id"],
+                **outcome.record,
+            }
+        )
+        if events is not None:
+            events.tool_finished(out.tool_calls[-1])
+    return results
+
+
 def run_loop(
     *,
     provider: ModelProvider,
@@ -85,6 +120,7 @@ def run_loop(
     cache: CachePolicy = CachePolicy(),
     stable_blocks: int | None = None,
     memory_index: int | None = None,
+    events: TurnEvents | None = None,
 ) -> LoopResult:
     """Runs until the model stops asking for tools. `result` is filled as it goes, so a caller
     that catches a failure still knows the tokens already spent. The last of `messages` is the
@@ -110,6 +146,8 @@ def run_loop(
             policy=cache,
             memory_index=memory_index,
         )
+        # Only a watched turn streams: the unwatched one calls the provider as it always did.
+        streaming: dict[str, Any] = {} if events is None else {"on_text": events.text}
         response = provider.complete(
             model=model,
             system=marked_system,
@@ -118,7 +156,10 @@ def run_loop(
             max_tokens=max_tokens,
             timeout=min(model_timeout, remaining),
             tool_choice={"type": "none"} if (last_round and tools) else None,
+            **streaming,
         )
+        if events is not None:
+            events.next_round()
         out.model_calls += 1
         usage = usage_of(response)
         out.usage_by_model[response.model] = out.usage_by_model.get(response.model, Usage()) + usage
@@ -156,22 +197,7 @@ def run_loop(
         if not wants_tools or not uses:
             return out
 
-        results = []
-        for use, outcome in zip(uses, _run_tools(uses, registry, ctx, deadline), strict=True):
-            block: dict[str, Any] = {"type": "tool_result", "tool_use_id": use["id"], "content": _result_content(outcome.content)}
-            if outcome.is_error:
-                block["is_error"] = True
-            results.append(block)
-            out.tool_calls.append(
-                {
-                    "name": use["name"],
-                    "input": use.get("input") or {},
-                    "result": outcome.content,
-                    "isError": outcome.is_error,
-                    "toolUseId": use["id"],
-                    **outcome.record,
-                }
-            )
+        results = _call_tools(uses, registry, ctx, deadline, out, events)
         tool_message = {"role": "user", "content": results}
         convo.append(tool_message)
         out.new_messages.append(tool_message)

@@ -22,6 +22,7 @@ from engram.agents.ports import Agents
 from engram.aws.deadline import OutOfTime, within
 from engram.conversations.ports import Sessions, Transcripts
 from engram.engine.cache import CachePolicy
+from engram.engine.events import TurnEvents
 from engram.engine.lease import LeaseKeeper
 from engram.engine.loop import LoopResult, run_loop
 from engram.engine.prompt import (
@@ -38,7 +39,15 @@ from engram.engine.prompt import (
 from engram.engine.providers.base import ModelProvider
 from engram.engine.tools import TURN_MESSAGE, ToolContext, ToolRegistry, ToolSet, ToolSource
 from engram.engine.trim import sequence_problems, trim_history, trim_in_steps
-from engram.kernel.errors import EngramError, NotFound, PayloadTooLarge, StorageUnavailable, TurnFailed, error_of
+from engram.kernel.errors import (
+    EngramError,
+    NotFound,
+    PayloadTooLarge,
+    SessionBusy,
+    StorageUnavailable,
+    TurnFailed,
+    error_of,
+)
 from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
@@ -98,6 +107,8 @@ class TurnPlan:
     tool_state: dict[str, Any] = field(default_factory=dict)  # what the plan's tools read from ToolContext.state
     policies: list[TurnPolicy] = field(default_factory=list)
     cache: CachePolicy = field(default_factory=CachePolicy)  # the TTLs of the prompt cache markers
+    # Who watches the turn (ST2): its events as they happen; None streams nothing and costs nothing.
+    events: TurnEvents | None = None
 
 
 @dataclass
@@ -199,18 +210,33 @@ def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnO
     deadline (aws.deadline); recording a failure and the after-commit hooks get a short grace."""
     started = time.monotonic() if plan.started is None else plan.started
     deadline = started + (deps.settings.sync_turn_budget_s if plan.budget_s is None else plan.budget_s)
-    with within(deadline):
-        turn = _start(deps, tenant, message, plan, started, deadline)
-        try:
-            return _run_started(turn)
-        finally:
-            if turn.lease is not None:
-                turn.lease.stop()
+    events = plan.events
+    try:
+        with within(deadline):
+            turn = _start(deps, tenant, message, plan, started, deadline)
+            try:
+                outcome = _run_started(turn)
+            finally:
+                if turn.lease is not None:
+                    turn.lease.stop()
+    except Exception as err:
+        # A busy session is retried (the queue redelivers the job): not the end of the turn.
+        if events is not None and not isinstance(err, SessionBusy):
+            events.failed({**error_of(err), **({"runId": err.run_id} if isinstance(err, TurnFailed) and err.run_id else {})})
+        raise
+    if events is not None:
+        events.completed(outcome.public())
+    return outcome
 
 
 def _run_started(turn: _Turn) -> TurnOutcome:
     deps, plan = turn.deps, turn.plan
     try:
+        if plan.events is not None:
+            run = turn.run  # what a watcher shows of a turn it did not start: who and why
+            plan.events.started(
+                agentId=run.agent_id, sessionId=run.session_id, kind=run.kind, trigger=run.trigger, message=turn.message
+            )
         sent = _load_context(turn)
         memory_text, sent = _memory(turn, sent)
         system = build_system(
@@ -238,6 +264,7 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             cache=plan.cache,
             stable_blocks=len(user_message(turn.message)["content"]),
             memory_index=1 if memory_text else None,
+            events=plan.events,
         )
         result: dict[str, Any] = {"reply": turn.loop.reply}
         for policy in plan.policies:

@@ -50,7 +50,9 @@ class Settings(BaseModel):
     max_tool_rounds: int = Field(12, ge=1, le=50, alias="MAX_TOOL_ROUNDS")
     # API Gateway cuts an HTTP integration at 30 s; the sync turn must answer before that.
     sync_turn_budget_s: float = Field(25.0, gt=0, le=29, alias="SYNC_TURN_BUDGET_SECONDS")
-    async_turn_budget_s: float = Field(100.0, gt=0, le=900, alias="ASYNC_TURN_BUDGET_SECONDS")
+    # A turn off the request (ST1: ?async=true, a webhook, a WebSocket turn): template parameter
+    # TurnBudgetSeconds, below ChatFunction's timeout (the failure grace and the commit fit after it).
+    async_turn_budget_s: float = Field(300.0, gt=0, le=870, alias="TURN_BUDGET_SECONDS")
     # A heartbeat, manual, re-examination or council run (each agent of a council gets this budget).
     run_budget_s: float = Field(240.0, gt=0, le=880, alias="RUN_BUDGET_SECONDS")
     # Past its budget (a council: twice it) plus this grace, a run still queued or running is
@@ -138,6 +140,14 @@ class Settings(BaseModel):
     max_api_keys: int = Field(10, ge=1, le=100, alias="MAX_API_KEYS")
     auth_issuer: str = Field("", alias="AUTH_ISSUER")
     auth_audience: str = Field("", alias="AUTH_AUDIENCE")
+    # The WebSocket API (ST2): its wss:// URL (the worker posts to the same host over https), the
+    # open sockets a user may hold, and how long a ticket, a connection, a subscription last.
+    stream_url: str = Field("", alias="STREAM_URL")
+    # Where the management API is, when not at STREAM_URL over https (the local stack's HTTP front).
+    stream_endpoint: str = Field("", alias="STREAM_ENDPOINT")
+    max_stream_connections: int = Field(10, ge=1, le=1_000, alias="MAX_STREAM_CONNECTIONS")
+    stream_ticket_ttl_s: int = Field(60, ge=5, le=600, alias="STREAM_TICKET_TTL_SECONDS")
+    stream_connection_ttl_s: int = Field(7200, ge=60, le=7200, alias="STREAM_CONNECTION_TTL_SECONDS")
     # Egress of tool calls (TL5): "public" (AWS: https to public addresses only) or "local" (the
     # local stack: http and loopback too). ALLOW_PRIVATE_TOOL_HOSTS (template parameter
     # AllowPrivateToolHosts) admits private addresses for servers inside the VPC; link-local and

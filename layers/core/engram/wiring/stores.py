@@ -16,6 +16,7 @@ from engram.apikeys.repository import ApiKeyRepository
 from engram.aws.deadline import ContextThreadPool
 from engram.aws.kms import KmsSecretBox
 from engram.aws.queues import Queues
+from engram.aws.sockets import SocketPusher
 from engram.aws.table import Table
 from engram.cards.ports import CardTypes
 from engram.cards.repository import CardTypeRepository
@@ -39,6 +40,8 @@ from engram.run_memory.repository import RunMemoryStore
 from engram.runs.ports import Runs, Schedules
 from engram.runs.repository import RunRepository
 from engram.runs.schedules import ScheduleStore
+from engram.streaming.ports import Pusher, StreamStore
+from engram.streaming.repository import StreamRepository
 from engram.usage.ports import UsageLedger
 from engram.usage.repository import UsageRepository
 
@@ -51,6 +54,7 @@ class Stores:
     queues: JobQueues
     schedules_override: Schedules | None = None  # a store to use instead of the one built on first use
     secret_box_override: SecretBox | None = None
+    pusher_override: Pusher | None = None
     # Each repository is typed by its port (the feature's `ports` module): what services may call.
     workspaces: Workspaces = field(init=False)
     agents: Agents = field(init=False)
@@ -67,6 +71,8 @@ class Stores:
     export_objects: ExportObjects = field(init=False)
     connections: Connections = field(init=False)
     api_keys: ApiKeys = field(init=False)
+    streams: StreamStore = field(init=False)
+    _pusher: SocketPusher | None = field(default=None, init=False, repr=False)
     _secret_box: SecretBox | None = field(default=None, init=False, repr=False)
     _schedules: ScheduleStore | None = field(default=None, init=False, repr=False)
     _executor: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
@@ -106,6 +112,16 @@ class Stores:
         self.export_objects = ExportObjectStore(self.settings.bucket_name)
         self.connections = ConnectionRepository(self.table)
         self.api_keys = ApiKeyRepository(self.table)
+        self.streams = StreamRepository(self.table)
+
+    @property
+    def pusher(self) -> Pusher:
+        """The WebSocket API's management API (STREAM_URL), its client created on first use."""
+        if self.pusher_override is not None:
+            return self.pusher_override
+        if self._pusher is None:
+            self._pusher = SocketPusher(self.settings.stream_url, endpoint=self.settings.stream_endpoint)
+        return self._pusher
 
     @property
     def secret_box(self) -> SecretBox:

@@ -3,7 +3,11 @@
 // and async (queued) turns shown until their run finishes. Above the transcript, "N earlier
 // messages" with the session's running summary when the history cap has cut some (CM8), and a
 // search over everything said to this agent (the archive: what the cap cut included).
+// With the WebSocket API (stream.js) a
+// turn streams: its text and tool blocks appear as they happen, and turns that others start on
+// the session (queued turns, webhooks, heartbeats) arrive live; without it, turns go over HTTP.
 import { get, post, del, all, id } from './api.js';
+import { openStream, turnId } from './stream.js';
 import {
   h, clear, busy, confirmAction, dialog, field, errorBox, fmtCost, fmtTime, pretty, showError, badge, moreButton,
 } from './ui.js';
@@ -21,6 +25,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   const asyncBox = h('input', { type: 'checkbox', id: 'chat-async' });
   const send = h('button', { type: 'submit' }, 'Send');
   const search = archiveSearch(agent);
+  const liveBadge = h('span', { class: 'live-badge muted', role: 'status', text: 'HTTP' });
   const composer = h('form', { class: 'composer' },
     h('label', { for: 'chat-input', class: 'visually-hidden', text: 'Message' }), box,
     h('div', { class: 'composer-row' },
@@ -29,27 +34,101 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
 
   clear(main,
     h('div', { class: 'page-head' },
-      h('h1', {}, h('a', { href: `#/agents/${id(agent.id)}` }, agent.name), ' · chat'),
+      h('h1', {}, h('a', { href: `#/agents/${id(agent.id)}` }, agent.name), ' · chat ', liveBadge),
       h('a', { href: `#/agents/${id(agent.id)}/runs`, class: 'button secondary' }, 'Runs')),
     h('div', { class: 'chat' },
       picker,
       h('section', { class: 'chat-main', 'aria-label': 'Conversation' }, search, errors, transcript, pending, usage, composer)));
 
+  // Live turns over the socket: one view per run, filled in as its events arrive.
+  const live = new Map();
+  let loads = 0;
   const reload = async () => {
+    const mine = ++loads; // reloads may overlap (a turn ends as the page loads): the newest one shows
     const details = callDetails(agent);
     try {
       const session = await get(`/api/agents/${id(agent.id)}/sessions/${id(sessionId)}`);
-      renderTranscript(transcript, session.messages || [], session, await details);
+      const known = await details;
+      if (mine !== loads) return;
+      renderTranscript(transcript, session.messages || [], session, known);
+      for (const view of new Set(live.values())) transcript.append(view.root); // turns still running stay below
     } catch (err) {
       if (err.status === 404 && sessionId === 'dashboard') renderTranscript(transcript, []);
       else clear(transcript, errorBox(err));
     }
   };
 
+  let stream = null;
+  // Events are best-effort (a push may be throttled away): the run is also followed over HTTP,
+  // and whichever sees it end first shows the transcript.
+  const finished = (runId) => async () => {
+    const view = live.get(runId);
+    if (view) { view.root.remove(); live.delete(runId); }
+    await reload();
+  };
+  const onEvent = (event) => {
+    if (!transcript.isConnected) { if (stream) stream.close(); return; }
+    if (event.type === 'error') {
+      const view = live.get(event.clientTurnId);
+      if (view) { view.root.remove(); live.delete(event.clientTurnId); }
+      clear(errors, errorBox({ code: event.error.code, message: event.error.message }));
+      return;
+    }
+    if (event.type === 'subscribed' && event.sessionId === sessionId) {
+      liveBadge.textContent = 'Live'; // from now on every turn of this session arrives here
+      liveBadge.className = 'live-badge on';
+      return;
+    }
+    if (event.type === 'turn.queued') {
+      const view = live.get(event.clientTurnId);
+      if (view) { live.delete(event.clientTurnId); live.set(event.runId, view); }
+      follow(event.runId, pending, finished(event.runId));
+      return;
+    }
+    if (!event.runId || (event.sessionId && event.sessionId !== sessionId)) return;
+    if (event.type === 'turn.completed' || event.type === 'turn.failed') {
+      const done = live.get(event.runId);
+      if (done) { live.delete(event.runId); done.root.remove(); }
+      if (event.type === 'turn.completed') clear(usage, usageView(event.usage, Date.now() - (done ? done.started : Date.now())));
+      else clear(errors, errorBox({ code: event.error.code, message: `${event.error.message} (run ${event.runId})` }));
+      reload().then(() => renderPicker(picker, agent, sessionId));
+      return;
+    }
+    let view = live.get(event.runId);
+    if (!view && event.type === 'turn.started' && live.has(event.clientTurnId)) {
+      view = live.get(event.clientTurnId); // our own turn, started before its answer arrived
+      live.delete(event.clientTurnId);
+      live.set(event.runId, view);
+    }
+    if (!view && event.type === 'turn.started') {
+      view = liveView(event);
+      live.set(event.runId, view);
+      transcript.append(view.root);
+    }
+    if (!view) return;
+    view.apply(event);
+    transcript.scrollTop = transcript.scrollHeight;
+  };
+
+  const sendLive = (message) => {
+    const clientTurnId = turnId();
+    const view = liveView({ message, kind: 'chat', own: true });
+    live.set(clientTurnId, view);
+    transcript.append(view.root);
+    transcript.scrollTop = transcript.scrollHeight;
+    stream.send({ action: 'turn', agentId: agent.id, sessionId, message, clientTurnId });
+    box.value = '';
+  };
+
   const submit = async () => {
     const message = box.value.trim();
     if (!message) return;
     errors.replaceChildren();
+    if (stream && stream.open && !asyncBox.checked) {
+      sendLive(message);
+      box.focus();
+      return;
+    }
     send.disabled = true;
     box.disabled = true;
     const started = Date.now();
@@ -89,6 +168,67 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   await Promise.all([renderPicker(picker, agent, sessionId), reload()]);
   watchQueued(agent, sessionId, pending, reload);
   box.focus();
+  stream = await openStream(onEvent, () => {
+    stream = null;
+    liveBadge.textContent = 'HTTP';
+    liveBadge.className = 'live-badge muted';
+  });
+  if (stream && transcript.isConnected) {
+    stream.send({ action: 'subscribe', agentId: agent.id, sessionId });
+    liveBadge.textContent = 'Connecting…';
+    window.addEventListener('hashchange', () => stream && stream.close(), { once: true });
+  } else if (stream) {
+    stream.close();
+  }
+}
+
+// A turn as it happens: who started it (you, a queued turn, a webhook, a heartbeat), then the
+// agent's text and tool blocks as its events arrive. Replaced by the transcript when it ends.
+function liveView(start) {
+  const who = start.own ? 'You'
+    : start.kind === 'heartbeat' ? 'Heartbeat'
+      : start.kind === 'manual' ? 'Manual run'
+        : start.trigger === 'webhook' ? 'Webhook' : 'Queued turn';
+  const asked = h('div', { class: `message user${start.own ? '' : ' arrived'}` },
+    h('div', { class: 'role', text: who }), h('div', { class: 'text', text: start.message || '' }));
+  const body = h('div', { class: 'live-body' });
+  const status = h('span', { class: 'spinner', 'aria-hidden': 'true' });
+  const answer = h('div', { class: 'message assistant live' }, h('div', { class: 'role' }, 'Agent ', status), body);
+  const root = h('div', { class: 'live-turn' }, asked, answer);
+  const tools = new Map();
+  let text = null;
+  let round = -1;
+  return {
+    root,
+    started: Date.now(),
+    apply(event) {
+      if (event.type === 'turn.started' && !start.own) return;
+      if (event.type === 'text.delta') {
+        if (!text || event.round !== round) {
+          round = event.round;
+          text = h('div', { class: 'text' });
+          body.append(text);
+        }
+        text.textContent += event.text;
+      } else if (event.type === 'tool.started') {
+        const state = h('span', { class: 'muted', text: ' · running…' });
+        const block = h('details', { class: 'tool-call' },
+          h('summary', {}, h('span', { class: 'tool-name', text: event.name }), state),
+          h('div', { class: 'tool-io' }, h('div', { class: 'label', text: 'Input' }), h('pre', { text: pretty(event.input) })));
+        tools.set(event.toolUseId, { block, state });
+        body.append(block);
+        text = null;
+      } else if (event.type === 'tool.finished') {
+        const tool = tools.get(event.toolUseId);
+        if (tool) {
+          tool.state.textContent = `${event.durationMs !== undefined ? ` · ${Math.round(event.durationMs)} ms` : ''} · ${event.isError ? 'error' : 'done'}`;
+          if (event.isError) tool.block.classList.add('tool-error');
+        }
+      } else if (event.type === 'turn.completed' || event.type === 'turn.failed') {
+        status.remove();
+      }
+    },
+  };
 }
 
 async function renderPicker(picker, agent, current) {

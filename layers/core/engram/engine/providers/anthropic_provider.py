@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from typing import Any
 
 import anthropic
@@ -73,6 +74,7 @@ class AnthropicProvider:
         max_tokens: int,
         timeout: float,
         tool_choice: dict[str, Any] | None = None,
+        on_text: Callable[[str], None] | None = None,
     ) -> ModelResponse:
         system, messages = self.cache_markers(model, system, messages)
         kwargs: dict[str, Any] = {
@@ -88,7 +90,8 @@ class AnthropicProvider:
             if any(str(t.get("type", "")).startswith("web_fetch") for t in tools):
                 kwargs["extra_headers"] = {"anthropic-beta": WEB_FETCH_BETA}
         try:
-            msg = self.client.with_options(timeout=timeout).messages.create(**kwargs)
+            client = self.client.with_options(timeout=timeout)
+            msg = client.messages.create(**kwargs) if on_text is None else _streamed(client, kwargs, on_text)
         except anthropic.APITimeoutError as err:
             raise TurnTimeout(f"the model did not answer within {timeout:.0f}s") from err
         except (anthropic.AuthenticationError, anthropic.PermissionDeniedError) as err:
@@ -152,6 +155,21 @@ class BedrockProvider(AnthropicProvider):
         if "anthropic." in model:
             return model
         return f"{self.settings.bedrock_model_prefix}{model}-v1:0"
+
+
+def _streamed(client: Any, kwargs: dict[str, Any], on_text: Callable[[str], None]) -> Any:
+    """The SDK's streaming (server-sent events from the Anthropic API, the event stream of Bedrock's
+    InvokeModelWithResponseStream): text to `on_text` as it comes, the whole message at the end."""
+    texts = 0
+    with client.messages.stream(**kwargs) as stream:
+        for event in stream:
+            if event.type == "content_block_start" and event.content_block.type == "text":
+                if texts:
+                    on_text("\n")
+                texts += 1
+            elif event.type == "content_block_delta" and event.delta.type == "text_delta":
+                on_text(event.delta.text)
+        return stream.get_final_message()
 
 
 def _five_minutes(block: dict[str, Any]) -> dict[str, Any]:

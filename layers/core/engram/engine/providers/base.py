@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -37,7 +38,12 @@ class ModelProvider(Protocol):
         max_tokens: int,
         timeout: float,
         tool_choice: dict[str, Any] | None = None,
-    ) -> ModelResponse: ...
+        on_text: Callable[[str], None] | None = None,
+    ) -> ModelResponse:
+        """The model's answer. With `on_text` the provider streams: each piece of text is handed
+        to it as it arrives (a new text block after another starts with a newline, as the reply
+        joins them), and the same whole answer is returned at the end."""
+        ...
 
 
 # Anthropic's server tools (TL6): run by the Anthropic API itself (not Bedrock); their blocks

@@ -69,6 +69,20 @@ class OfflineProvider:
         max_tokens: int,
         timeout: float,
         tool_choice: dict[str, Any] | None = None,
+        on_text: Callable[[str], None] | None = None,
+    ) -> ModelResponse:
+        response = self._answer(system=system, tools=tools, messages=messages, tool_choice=tool_choice)
+        if on_text is not None:
+            _stream_text(response.content, on_text)
+        return response
+
+    def _answer(
+        self,
+        *,
+        system: list[dict[str, Any]],
+        tools: list[dict[str, Any]],
+        messages: list[dict[str, Any]],
+        tool_choice: dict[str, Any] | None,
     ) -> ModelResponse:
         forced = (tool_choice or {}).get("name") if (tool_choice or {}).get("type") == "tool" else None
         if forced in (EXTRACTION_TOOL, SUMMARY_TOOL):
@@ -164,6 +178,19 @@ class OfflineProvider:
         else:
             reply += " This is the first message of this session."
         return reply
+
+
+# The offline model streams its text as a model does: a few words at a time.
+OFFLINE_CHUNK_CHARS = 24
+
+
+def _stream_text(content: list[dict[str, Any]], on_text: Callable[[str], None]) -> None:
+    texts = [b["text"] for b in content if b.get("type") == "text" and b.get("text")]
+    for i, text in enumerate(texts):
+        if i:
+            on_text("\n")
+        for start in range(0, len(text), OFFLINE_CHUNK_CHARS):
+            on_text(text[start : start + OFFLINE_CHUNK_CHARS])
 
 
 # --- tools named by the user ------------------------------------------------------------------

@@ -1,0 +1,167 @@
+"""Tickets, connections and subscriptions of the WebSocket API (keys: aws.keys, "the WebSocket API").
+
+Every row carries `expiresAt` (the table's TTL attribute) and readers skip a row past it, since
+DynamoDB deletes expired items only eventually: a ticket lives a minute, a connection and its
+subscriptions as long as API Gateway keeps a socket open (2 hours)."""
+
+from __future__ import annotations
+
+import time
+
+from engram.aws import keys
+from engram.aws.table import ConditionFailed, Table
+from engram.kernel.errors import NotFound, QuotaExceeded
+
+_LIVE = "expiresAt > :now"
+MAX_SUBSCRIPTIONS = 20  # sessions one socket may watch
+
+
+class StreamRepository:
+    def __init__(self, table: Table):
+        self.table = table
+
+    # --- tickets ----------------------------------------------------------------------------------
+    def put_ticket(self, t: str, ticket: str, ttl_s: int) -> int:
+        expires = int(time.time()) + ttl_s
+        self.table.put(
+            {"PK": keys.stream_ticket_pk(ticket), "SK": keys.STREAM_TICKET_SK, "tenant": t, "expiresAt": expires},
+            condition="attribute_not_exists(PK)",
+        )
+        return expires
+
+    def take_ticket(self, ticket: str) -> str | None:
+        """The ticket's tenant, deleted in the same call (a conditional delete: a ticket opens
+        one socket, once, before it expires); None for one unknown, taken or expired."""
+        try:
+            old = self.table.delete(
+                keys.stream_ticket_pk(ticket),
+                keys.STREAM_TICKET_SK,
+                condition=f"attribute_exists(PK) AND {_LIVE}",
+                values={":now": int(time.time())},
+                returning=True,
+            )
+        except ConditionFailed:
+            return None
+        return str(old["tenant"]) if old else None
+
+    # --- connections ----------------------------------------------------------------------------
+    def open(self, t: str, connection_id: str, *, ttl_s: int, limit: int) -> None:
+        """Records an open socket of `t`, within `limit` live sockets per user."""
+        now = int(time.time())
+        rows = self.table.query_all(keys.tenant_pk(t), sk_prefix="STREAMCONN#")
+        if sum(1 for r in rows if int(r.get("expiresAt", 0)) > now) >= limit:
+            raise QuotaExceeded("stream connections", limit, setting="MAX_STREAM_CONNECTIONS", remedy="close one to make room")
+        expires = now + ttl_s
+        self.table.transact(
+            [
+                self.table.put_op(
+                    {
+                        "PK": keys.stream_connection_pk(connection_id),
+                        "SK": keys.STREAM_CONNECTION_SK,
+                        "tenant": t,
+                        "expiresAt": expires,
+                    }
+                ),
+                self.table.put_op(
+                    {"PK": keys.tenant_pk(t), "SK": keys.stream_connection_sk(connection_id), "expiresAt": expires}
+                ),
+            ]
+        )
+
+    def connection(self, connection_id: str) -> tuple[str, set[str]] | None:
+        """An open socket's tenant and the sessions it watches ("agentId/sessionId"); None once closed."""
+        row = self.table.get(keys.stream_connection_pk(connection_id), keys.STREAM_CONNECTION_SK)
+        if not row or int(row.get("expiresAt", 0)) <= time.time():
+            return None
+        return str(row["tenant"]), {str(w) for w in row.get("watching") or ()}
+
+    def close(self, connection_id: str) -> None:
+        """Forgets a socket and its subscriptions (at $disconnect, or when a post finds it gone)."""
+        row = self.table.delete(keys.stream_connection_pk(connection_id), keys.STREAM_CONNECTION_SK, returning=True)
+        if not row:
+            return
+        t = str(row["tenant"])
+        deletes = [(keys.tenant_pk(t), keys.stream_connection_sk(connection_id))]
+        for watched in row.get("watching") or ():
+            agent_id, _, session_id = str(watched).partition("/")
+            deletes.append((keys.agent_pk(t, agent_id), keys.stream_subscription_sk(session_id, connection_id)))
+        self.table.batch_write(deletes=deletes)
+
+    def delete_all(self, t: str) -> None:
+        """A deleted account's sockets and sent turns (its subscriptions go with its agents)."""
+        pk = keys.tenant_pk(t)
+        for row in self.table.query_all(pk, sk_prefix="STREAMCONN#"):
+            connection_id = str(row["SK"]).removeprefix("STREAMCONN#")
+            self.table.delete(keys.stream_connection_pk(connection_id), keys.STREAM_CONNECTION_SK)
+        self.table.delete_all(pk, sk_prefix="STREAMCONN#")
+        self.table.delete_all(pk, sk_prefix="STREAMTURN#")
+
+    # --- subscriptions --------------------------------------------------------------------------
+    def subscribe(self, t: str, connection_id: str, agent_id: str, session_id: str, ttl_s: int) -> None:
+        """The socket watches the session until it closes (or the row expires); an unknown agent
+        or session is a 404, a socket watching too many sessions a 409."""
+        now = int(time.time())
+        watched = f"{agent_id}/{session_id}"
+        try:
+            self.table.transact(
+                [
+                    self.table.check_op(keys.agent_pk(t, agent_id), keys.session_sk(session_id)),
+                    self.table.update_op(
+                        keys.stream_connection_pk(connection_id),
+                        keys.STREAM_CONNECTION_SK,
+                        "ADD watching :w",
+                        condition="attribute_exists(PK) AND (attribute_not_exists(watching) OR contains(watching, :one) OR size(watching) < :most)",
+                        values={":w": {watched}, ":one": watched, ":most": MAX_SUBSCRIPTIONS},
+                    ),
+                    self.table.put_op(
+                        {
+                            "PK": keys.agent_pk(t, agent_id),
+                            "SK": keys.stream_subscription_sk(session_id, connection_id),
+                            "connectionId": connection_id,
+                            "expiresAt": now + ttl_s,
+                        }
+                    ),
+                ]
+            )
+        except ConditionFailed as err:
+            if err.failed_at(0):
+                raise NotFound("session not found", field="sessionId") from None
+            raise QuotaExceeded("watched sessions", MAX_SUBSCRIPTIONS, per="connection", remedy="unsubscribe one") from None
+
+    def unsubscribe(self, t: str, connection_id: str, agent_id: str, session_id: str) -> None:
+        self.table.delete(keys.agent_pk(t, agent_id), keys.stream_subscription_sk(session_id, connection_id))
+        try:
+            self.table.update(
+                keys.stream_connection_pk(connection_id),
+                keys.STREAM_CONNECTION_SK,
+                "DELETE watching :w",
+                condition="attribute_exists(PK)",
+                values={":w": {f"{agent_id}/{session_id}"}},
+            )
+        except ConditionFailed:
+            pass
+
+    def subscribers(self, t: str, agent_id: str, session_id: str) -> list[str]:
+        """The live sockets watching a session (one Query)."""
+        now = time.time()
+        rows = self.table.query_all(keys.agent_pk(t, agent_id), sk_prefix=keys.stream_subscription_prefix(session_id))
+        return [str(r["connectionId"]) for r in rows if int(r.get("expiresAt", 0)) > now]
+
+    # --- turns sent over a socket ---------------------------------------------------------------
+    def claim_client_turn(self, t: str, client_turn_id: str, run_id: str, ttl_s: int) -> str | None:
+        """Names `run_id` as the run of this clientTurnId; the run id of an earlier claim if there is one."""
+        try:
+            self.table.put(
+                {
+                    "PK": keys.tenant_pk(t),
+                    "SK": keys.stream_client_turn_sk(client_turn_id),
+                    "runId": run_id,
+                    "expiresAt": int(time.time()) + ttl_s,
+                },
+                condition="attribute_not_exists(PK) OR expiresAt <= :now",
+                values={":now": int(time.time())},
+            )
+        except ConditionFailed:
+            earlier = self.table.get(keys.tenant_pk(t), keys.stream_client_turn_sk(client_turn_id))
+            return str(earlier["runId"]) if earlier else None
+        return None

@@ -1,0 +1,15 @@
+"""POST /api/stream-tickets (api function): a one-time ticket for the WebSocket API."""
+
+from __future__ import annotations
+
+from aws_lambda_powertools.event_handler.api_gateway import Router
+
+from engram.api.http import Reply, deps_of, ok, tenant
+from engram.streaming.tickets import issue_ticket
+
+router = Router()
+
+
+@router.post("/api/stream-tickets")
+def create_ticket() -> Reply:
+    return ok(issue_ticket(deps_of(router), tenant(router)), 201)

@@ -1,0 +1,119 @@
+"""The WebSocket API's use cases (ST2): tickets, opening and closing a socket, and what a client
+sends over it (`turn`, `subscribe`, `unsubscribe`). Replies are the frames API Gateway sends back
+on the socket (the $default route's response); a turn's events come from the worker (sink)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from pydantic import ValidationError
+
+from engram.conversations import chat
+from engram.kernel.errors import BadRequest, EngramError, Unauthorized, error_of
+from engram.kernel.observability import logger
+from engram.streaming.models import SubscribeMessage, TurnMessage
+from engram.wiring.model import ModelDeps
+from engram.wiring.stores import Stores
+
+MAX_FRAME_BYTES = 128 * 1024  # API Gateway takes 128 KB frames; a turn's message is far smaller
+CLIENT_TURN_TTL_S = 24 * 3600  # a clientTurnId names one turn for a day
+
+
+def connect(deps: Stores, connection_id: str, query: dict[str, str] | None) -> None:
+    """$connect: the ticket (query `ticket`) is taken, once; without one the socket is refused."""
+    ticket = (query or {}).get("ticket")
+    if not ticket:
+        raise Unauthorized("a ticket is required: POST /api/stream-tickets, then connect with ?ticket=", code="ticket_required")
+    try:
+        t = deps.streams.take_ticket(ticket)
+    except BadRequest:
+        t = None
+    if t is None:
+        raise Unauthorized("the ticket is unknown, used or expired; get a new one", code="ticket_refused")
+    deps.streams.open(t, connection_id, ttl_s=deps.settings.stream_connection_ttl_s, limit=deps.settings.max_stream_connections)
+
+
+def disconnect(deps: Stores, connection_id: str) -> None:
+    deps.streams.close(connection_id)
+
+
+def _parsed(raw: str) -> TurnMessage | SubscribeMessage:
+    if len(raw.encode()) > MAX_FRAME_BYTES:
+        raise BadRequest("the message is too large", field="body", code="payload_too_large")
+    try:
+        body = json.loads(raw or "null")
+    except json.JSONDecodeError:
+        raise BadRequest("the message is not valid JSON", field="body", code="invalid_body") from None
+    action = body.get("action") if isinstance(body, dict) else None
+    model: type[TurnMessage | SubscribeMessage]
+    if action == "turn":
+        model = TurnMessage
+    elif action in ("subscribe", "unsubscribe"):
+        model = SubscribeMessage
+    else:
+        raise BadRequest("action must be turn, subscribe or unsubscribe", field="action", code="validation_error")
+    try:
+        return model.model_validate(body)
+    except ValidationError as err:
+        first = err.errors()[0]
+        field = ".".join(str(p) for p in first["loc"]) or "body"
+        raise BadRequest(f"{field}: {first['msg']}", field=field, code="validation_error") from None
+
+
+def on_message(deps: ModelDeps, connection_id: str, raw: str) -> dict[str, Any]:
+    """A client's frame; the answer is the frame sent back (an error names what was wrong)."""
+    reference = _reference(raw)
+    try:
+        connection = deps.streams.connection(connection_id)
+        if connection is None:
+            raise Unauthorized("this connection is closed; open a new one with a new ticket", code="connection_closed")
+        t, watching = connection
+        msg = _parsed(raw)
+        if isinstance(msg, TurnMessage):
+            return _turn(deps, t, connection_id, msg, watching)
+        ttl = deps.settings.stream_connection_ttl_s
+        if msg.action == "subscribe":
+            deps.streams.subscribe(t, connection_id, msg.agent_id, msg.session_id, ttl)
+        else:
+            deps.streams.unsubscribe(t, connection_id, msg.agent_id, msg.session_id)
+        return {"type": f"{msg.action}d", "agentId": msg.agent_id, "sessionId": msg.session_id}
+    except EngramError as err:
+        error: dict[str, Any] = {"code": err.code, "message": err.message}
+        if err.field:
+            error["field"] = err.field
+        if getattr(err, "run_id", None):
+            error["runId"] = err.run_id  # type: ignore[attr-defined]
+        return {"type": "error", **reference, "error": error}
+    except Exception as err:
+        logger.exception("a socket message failed")
+        return {"type": "error", **reference, "error": error_of(err)}
+
+
+def _reference(raw: str) -> dict[str, Any]:
+    """The frame's clientTurnId, when it has one, so that even its error names the turn."""
+    try:
+        ref = json.loads(raw).get("clientTurnId") if len(raw) <= MAX_FRAME_BYTES else None
+    except (ValueError, AttributeError):
+        return {}
+    return {"clientTurnId": ref} if isinstance(ref, str) and len(ref) <= 64 else {}
+
+
+def _turn(deps: ModelDeps, t: str, connection_id: str, msg: TurnMessage, watching: set[str]) -> dict[str, Any]:
+    """Watches the session first (so no event is missed; the subscription checks the session
+    exists), then queues the turn once per clientTurnId."""
+    if f"{msg.agent_id}/{msg.session_id}" not in watching:
+        deps.streams.subscribe(t, connection_id, msg.agent_id, msg.session_id, deps.settings.stream_connection_ttl_s)
+    reply = {"type": "turn.queued", "clientTurnId": msg.client_turn_id, "agentId": msg.agent_id, "sessionId": msg.session_id}
+    run = chat.enqueue_turn(
+        deps,
+        tenant=t,
+        agent_id=msg.agent_id,
+        session_id=msg.session_id,
+        message=msg.message,
+        trigger="socket",
+        claim=lambda run_id: deps.streams.claim_client_turn(t, msg.client_turn_id, run_id, CLIENT_TURN_TTL_S),
+        session_checked=True,
+        client_turn_id=msg.client_turn_id,
+    )
+    return {**reply, "runId": run.id, "status": run.status}

@@ -1,0 +1,38 @@
+"""The WebSocket API's management API (apigatewaymanagementapi) as the worker sees it: each open
+connection keeps what was posted to it; posting to one that is not open is a GoneException."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from tests.fakes import client_error
+
+
+class FakeManagementApi:
+    def __init__(self, region: str = "us-east-1"):
+        self.region = region
+        self.open: set[str] = set()
+        self.sent: dict[str, list[dict[str, Any]]] = {}
+        self._lock = threading.Lock()
+
+    def connect(self, connection_id: str) -> None:
+        with self._lock:
+            self.open.add(connection_id)
+            self.sent.setdefault(connection_id, [])
+
+    def drop(self, connection_id: str) -> None:
+        with self._lock:
+            self.open.discard(connection_id)
+
+    def post_to_connection(self, *, ConnectionId: str, Data: bytes) -> dict[str, Any]:
+        with self._lock:
+            if ConnectionId not in self.open:
+                raise client_error("PostToConnection", "GoneException", "", status=410)
+            self.sent[ConnectionId].append(json.loads(Data))
+        return {}
+
+    def delete_connection(self, *, ConnectionId: str) -> dict[str, Any]:
+        self.drop(ConnectionId)
+        return {}
