@@ -124,6 +124,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
     const message = box.value.trim();
     if (!message) return;
     errors.replaceChildren();
+    usage.replaceChildren(); // the last turn's usage belongs to that turn, not to this one
     if (stream && stream.open && !asyncBox.checked) {
       sendLive(message);
       box.focus();
@@ -246,9 +247,9 @@ async function renderPicker(picker, agent, current) {
   clear(picker,
     h('div', { class: 'sessions-head' }, h('h2', { text: 'Sessions' }), create),
     h('ul', {}, sessions.map((s) => {
-      const remove = h('button', { type: 'button', class: 'icon', 'aria-label': `Delete session ${s.title || s.id}`, title: 'Delete session' }, '×');
+      const remove = h('button', { type: 'button', class: 'icon', 'aria-label': `Delete session ${sessionName(s)}`, title: 'Delete session' }, '×');
       remove.addEventListener('click', async () => {
-        if (!(await confirmAction(`Delete the session “${s.title || s.id}” and its transcript?`))) return;
+        if (!(await confirmAction(`Delete the session “${sessionName(s)}” and its transcript?`))) return;
         await busy(remove, async () => {
           await del(`/api/agents/${id(agent.id)}/sessions/${id(s.id)}`);
           if (s.id === current) location.hash = `#/agents/${id(agent.id)}/chat`;
@@ -257,10 +258,17 @@ async function renderPicker(picker, agent, current) {
       });
       return h('li', { class: s.id === current ? 'current' : '' },
         h('a', { href: `#/agents/${id(agent.id)}/chat/${id(s.id)}`, 'aria-current': s.id === current ? 'page' : null },
-          h('span', { class: 'title', text: s.id === 'dashboard' ? 'Dashboard' : (s.title || s.id) }),
+          h('span', { class: 'title', text: sessionName(s) }),
           h('span', { class: 'muted count', text: `${s.messageCount || 0} msgs` })),
         s.id === 'dashboard' ? null : remove);
     })));
+}
+
+// A session as a person knows it: its title, or when it began (never its id).
+function sessionName(s) {
+  if (s.id === 'dashboard') return 'Dashboard';
+  if (s.title && s.title !== 'Untitled session') return s.title;
+  return s.createdAt ? `Untitled · ${fmtTime(s.createdAt)}` : 'Untitled session';
 }
 
 async function newSession(agent, button) {
@@ -306,6 +314,13 @@ function renderTranscript(transcript, messages, session = {}, details = new Map(
   const trimmed = trimMarker(session);
   clear(transcript, trimmed, views.length || trimmed ? views : h('p', { class: 'empty', text: 'No messages yet. Say hello.' }));
   transcript.scrollTop = transcript.scrollHeight;
+  showNewest(transcript);
+}
+
+// The newest message in view: the transcript scrolls on a wide screen, the page on a phone.
+function showNewest(transcript) {
+  const last = transcript.lastElementChild;
+  if (last && typeof last.scrollIntoView === 'function') last.scrollIntoView({ block: 'nearest' });
 }
 
 // The messages the history cap cut (CM8): how many, and the summary the agent receives of them.
@@ -361,7 +376,18 @@ function messageView(message, results, details = new Map()) {
     else if (block.type === 'tool_use') parts.push(toolView(block, results.get(block.id), details.get(block.id)));
   }
   if (!parts.length) return null; // a message of tool results only: shown inside the calls
-  return h('div', { class: `message ${message.role}` }, h('div', { class: 'role', text: message.role === 'user' ? 'You' : 'Agent' }), parts);
+  const who = message.role === 'user' ? promptLabel(message.meta) : 'Agent';
+  return h('div', { class: `message ${message.role}${who !== 'You' && message.role === 'user' ? ' arrived' : ''}` }, h('div', { class: 'role', text: who }), parts);
+}
+
+// Who asked: a person ("You"), or a run's prompt the session API marks with `meta` (a scheduled
+// heartbeat's, a manual run's) - the model never sees that mark.
+function promptLabel(meta) {
+  if (!meta) return 'You';
+  if (meta.kind === 'heartbeat') return meta.trigger === 'manual' ? 'Manual run' : 'Scheduled prompt';
+  if (meta.kind === 'manual') return 'Manual run';
+  if (meta.trigger === 'webhook') return 'Webhook';
+  return 'You';
 }
 
 function toolView(call, result, detail) {
