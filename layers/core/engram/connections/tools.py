@@ -106,16 +106,6 @@ class McpToolSet:
     def owns(self, name: str) -> bool:
         return name in self.entries
 
-    def endpoint(self, entry: _Entry) -> Endpoint:
-        from engram.connections.mcp_client import Endpoint
-
-        connection = entry.connection
-        headers: tuple[tuple[str, str], ...] = ()
-        if entry.sealed_auth and connection.auth_header_name:
-            value = OPENED.get(self.deps.secret_box, self.tenant, connection.id, entry.sealed_auth)
-            headers = ((connection.auth_header_name, value),)
-        return Endpoint(url=connection.url, headers=headers, timeout_s=float(connection.timeout_seconds))
-
     def call_many(self, uses: list[dict[str, Any]], ctx: ToolContext, deadline: float) -> list[ToolOutcome]:
         from engram.connections.mcp_client import Call, McpFailure, call_tools
 
@@ -128,19 +118,22 @@ class McpToolSet:
             given = use.get("input")
             arguments: dict[str, Any] = given if isinstance(given, dict) else {}
             try:
-                calls.append(Call(self.endpoint(entry), entry.tool.name, arguments, entry.tool.output_schema))
-                placed.append(i)
-            except Exception as err:  # the auth value could not be opened: this call fails, the turn goes on
+                endpoint = endpoint_of(self.deps, self.tenant, entry.connection, entry.sealed_auth)
+            except Exception:  # the auth value could not be opened: this call fails, the turn goes on
                 logger.warning("a connection's auth value could not be opened", extra={"connection": entry.connection.id})
                 outcomes[i] = _failed(entry, McpFailure("unauthorized", "the connection's stored credentials could not be read"))
-                del err
+                continue
+            calls.append(Call(endpoint, entry.tool.name, arguments, entry.tool.output_schema))
+            placed.append(i)
         runner = self.call_tools or call_tools
         results = (
             runner(calls, policy_of(settings), deadline=deadline, max_bytes=settings.tool_response_max_bytes) if calls else []
         )
         for i, result in zip(placed, results, strict=True):
             outcomes[i] = self._outcome(ctx, uses[i], self.entries[uses[i]["name"]], result)
-        return [o for o in outcomes if o is not None]
+        done = [o for o in outcomes if o is not None]
+        assert len(done) == len(uses), "every tool use gets an outcome"
+        return done
 
     def _outcome(self, ctx: ToolContext, use: dict[str, Any], entry: _Entry, result: CallResult) -> ToolOutcome:
         _count(entry.connection.name, result)
@@ -175,6 +168,16 @@ class McpToolSet:
         except Exception:
             logger.exception("could not keep a tool's full result", extra={"run_id": ctx.run_id})
             return False
+
+
+def endpoint_of(deps: McpToolDeps, t: str, connection: Connection, sealed: str | None) -> Endpoint:
+    """Where and how to reach a connection's server: its URL, timeout and (opened) auth header."""
+    from engram.connections.mcp_client import Endpoint
+
+    headers: tuple[tuple[str, str], ...] = ()
+    if sealed and connection.auth_header_name:
+        headers = ((connection.auth_header_name, OPENED.get(deps.secret_box, t, connection.id, sealed)),)
+    return Endpoint(url=connection.url, headers=headers, timeout_s=float(connection.timeout_seconds))
 
 
 def _failed(entry: _Entry, failure: Any) -> ToolOutcome:
@@ -281,10 +284,8 @@ def refresh_tools(
     from engram.connections.mcp_client import list_tools as sdk_list_tools
 
     settings = deps.settings
-    toolset = McpToolSet(deps, t)
-    endpoint = toolset.endpoint(_Entry(connection, DiscoveredTool(name="-"), sealed))
     tools = (list_tools or sdk_list_tools)(
-        endpoint,
+        endpoint_of(deps, t, connection, sealed),
         policy_of(settings),
         max_tools=settings.tool_list_max_tools,
         max_schema_bytes=settings.tool_schema_max_bytes,
