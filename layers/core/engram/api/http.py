@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, CORSConfig, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -21,6 +22,9 @@ from engram.kernel.observability import logger
 from engram.kernel.scopes import granted_scopes as _granted_scopes
 from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from engram.kernel.validation import refuse_unstorable_numbers
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 MAX_BODY_BYTES = 256 * 1024
 MAX_BODY_DEPTH = 32  # no request body of the API nests deeper than a few levels
@@ -308,8 +312,24 @@ def cors_of(origins: str) -> CORSConfig | None:
     )
 
 
+class _Resolver(APIGatewayHttpResolver):
+    """Routers are module singletons, and powertools points each at the resolver that included it
+    last. In Lambda a process holds one resolver per router and this changes nothing; the local
+    stack runs a function's execution environments side by side in one process, so each resolve
+    takes its routers back (the local stack resolves one HTTP event per function at a time)."""
+
+    def __init__(self, routers: tuple[Router, ...], cors: CORSConfig | None) -> None:
+        super().__init__(enable_validation=True, json_body_deserializer=parse_body, cors=cors)
+        self._own_routers = routers
+
+    def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+        for router in self._own_routers:
+            router.api_resolver = self
+        return super().resolve(event, context)
+
+
 def build_app(*routers: Router, cors: CORSConfig | None = None) -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=parse_body, cors=cors)
+    app = _Resolver(routers, cors)
     app.use(middlewares=[body_limit])
     _map_body_errors(app)
 

@@ -75,12 +75,17 @@ class AuthHeader(Body):
         return value
 
 
+# A call is bounded by this and by what is left of its turn: a sync turn's 25 s stays the real bound
+# there, while a long turn (TURN_BUDGET_SECONDS, up to 870 s) may wait minutes for a slow tool.
+TOOL_TIMEOUT_MAX_S = 840
+
+
 class ConnectionCreate(Body):
     name: ConnectionName
     url: Annotated[str, StringConstraints(min_length=8, max_length=URL_MAX_CHARS)]
     description: Annotated[str, StringConstraints(max_length=500)] = ""
     auth_header: AuthHeader | None = None
-    timeout_seconds: Annotated[int, Field(ge=1, le=120)] = 20
+    timeout_seconds: Annotated[int, Field(ge=1, le=TOOL_TIMEOUT_MAX_S)] = 20
 
     @field_validator("url")
     @classmethod
@@ -94,7 +99,7 @@ class ConnectionUpdate(Body):
     description: Annotated[str, StringConstraints(max_length=500)] | None = None
     # A new value replaces the stored one; null removes it. The value is never returned.
     auth_header: AuthHeader | None = None
-    timeout_seconds: Annotated[int, Field(ge=1, le=120)] | None = None
+    timeout_seconds: Annotated[int, Field(ge=1, le=TOOL_TIMEOUT_MAX_S)] | None = None
 
     @field_validator("url")
     @classmethod
