@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: dev test bench fuzz lint smoke clean install
 
-$(STAMP): requirements-dev.txt layers/core/requirements.txt
+$(STAMP): requirements-dev.txt layers/core/requirements.txt clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 13), "Python 3.13 is required"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
