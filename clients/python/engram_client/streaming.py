@@ -118,7 +118,8 @@ class Stream:
         from websockets.sync.client import connect
 
         try:
-            ws = connect(f"{ticket['url']}/?ticket={ticket['ticket']}", open_timeout=open_timeout, max_size=2**22)
+            # Entered at once: Stream is the context manager that closes it (websockets 17 warns otherwise).
+            ws = connect(f"{ticket['url']}/?ticket={ticket['ticket']}", open_timeout=open_timeout, max_size=2**22).__enter__()
         except InvalidStatus as err:  # the handshake's status: 401 ticket_refused, 409 quota_exceeded
             status = err.response.status_code
             try:
