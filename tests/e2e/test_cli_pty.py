@@ -1,0 +1,169 @@
+"""The `engram` command driven as a person drives it: in a pseudo-terminal that is its controlling
+terminal (os.openpty, and util-linux's `setsid --ctty` in the child, so getpass and readline see a
+real terminal; subprocess rather than pty.fork, which is unsafe in this threaded process), against the local stack: log in by answering the prompts,
+chat two turns and watch the text and the tool call arrive, leave with Ctrl-D, list the facts the
+chat stored. The assertions are on what the terminal shows."""
+
+from __future__ import annotations
+
+import os
+import re
+import select
+import shutil
+import stat
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from engram_client import Client
+
+ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]")
+
+
+def engram_command() -> list[str]:
+    script = Path(sys.executable).parent / "engram"
+    return [str(script)] if script.exists() else [sys.executable, "-m", "engram_client.cli"]
+
+
+class Terminal:
+    """A command on a pseudo-terminal: `expect` waits for text on the screen, `type` types."""
+
+    def __init__(self, args: list[str], env: dict[str, str]) -> None:
+        self.fd, tty = os.openpty()
+        setsid = shutil.which("setsid")
+        assert setsid, "util-linux's setsid is needed to give the command its terminal"
+        self.process = subprocess.Popen([setsid, "--ctty", *args], stdin=tty, stdout=tty, stderr=tty, env=env, close_fds=True)
+        os.close(tty)
+        self.screen = b""
+
+    def expect(self, text: str, timeout: float = 60) -> str:
+        """Everything shown up to and including `text` (from the last expect on)."""
+        want = text.encode()
+        deadline = time.monotonic() + timeout
+        while want not in self.screen:
+            left = deadline - time.monotonic()
+            if left <= 0 or not self._read(left):
+                raise AssertionError(f"{text!r} never appeared; the screen shows:\n{self.screen.decode(errors='replace')}")
+        shown, self.screen = self.screen.split(want, 1)
+        return (shown + want).decode(errors="replace").replace("\r\n", "\n")
+
+    def _read(self, timeout: float) -> bool:
+        ready, _, _ = select.select([self.fd], [], [], timeout)
+        if not ready:
+            return False
+        try:
+            chunk = os.read(self.fd, 4096)
+        except OSError:  # the child has gone and closed the terminal
+            return False
+        self.screen += ANSI.sub(b"", chunk)
+        return bool(chunk)
+
+    def type(self, text: str) -> None:
+        os.write(self.fd, text.encode())
+
+    def wait(self, timeout: float = 30) -> int:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._read(0.05)
+            code = self.process.poll()
+            if code is not None:
+                while self._read(0.05):  # what it printed last
+                    pass
+                os.close(self.fd)
+                return code
+        self.process.kill()
+        raise AssertionError("the command did not exit")
+
+
+@pytest.fixture()
+def person_env(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), HOME=str(tmp_path), TERM="dumb")
+    return env
+
+
+def run(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    term = Terminal(engram_command() + args, env)
+    code = term.wait()
+    return code, term.screen.decode(errors="replace").replace("\r\n", "\n")
+
+
+def test_login_chat_two_turns_and_list_facts(live, person_env, tmp_path):
+    url = live.url.rstrip("/")
+    user = f"dev-cli-{uuid.uuid4().hex[:8]}"
+    with Client(url, user) as engram:
+        engram.create_agent(name="Scout", persona="Be brief.")
+
+    login = Terminal(engram_command() + ["login"], person_env)
+    login.expect("Engram URL")
+    login.type(url + "\n")
+    login.expect("API key")
+    login.type(user + "\n")
+    shown = login.expect("Saved to")
+    assert login.wait() == 0
+    assert user not in shown + login.screen.decode()  # the key is not echoed
+    assert f"Logged in to {url}" in shown
+    config = tmp_path / "config" / "engram" / "config.json"
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+
+    chat = Terminal(engram_command() + ["chat", "Scout"], person_env)
+    chat.expect("you> ")
+    chat.type("remember that I only drink green tea\n")
+    first = chat.expect("you> ")
+    # the model's first words, then the tool call as it runs, then the answer after it
+    assert re.search(
+        r"Scout> Let me use remember\.\n  \[tool\] remember \{.*green tea.*\}\n  \[tool\] remember done\nScout> .*Done", first
+    ), first
+    chat.type("what do you know about me?\n")
+    second = chat.expect("you> ")
+    assert "Scout> (offline model) Here is what I know about you:\n- I only drink green tea" in second
+    chat.type("\x04")  # Ctrl-D leaves
+    assert chat.wait() == 0
+
+    code, facts = run(["facts"], person_env)
+    assert code == 0 and "I only drink green tea" in facts and "FACT" in facts
+
+
+def test_quit_a_session_of_its_own_and_the_environment_over_the_config(live, person_env):
+    url = live.url.rstrip("/")
+    user = f"dev-cli-{uuid.uuid4().hex[:8]}"
+    with Client(url, user) as engram:
+        agent = engram.create_agent(name="Ada")
+    env = {**person_env, "ENGRAM_URL": url, "ENGRAM_API_KEY": user}  # no login: the environment alone
+    chat = Terminal(engram_command() + ["chat", agent["id"], "--session", "notes"], env)
+    chat.expect("you> ")
+    chat.type("hello\n")
+    assert 'You said: "hello"' in chat.expect("you> ")
+    chat.type("/quit\n")
+    assert chat.wait() == 0
+    code, agents = run(["agents"], env)
+    assert code == 0 and agent["id"] in agents
+    code, sessions = run(["--json", "runs", "Ada"], env)
+    assert code == 0 and '"sessionId": "notes"' in sessions
+    code, shown = run(["agents"], {**env, "ENGRAM_API_KEY": "egk_" + "A" * 43})
+    assert code == 1 and "401" in shown
+
+
+def test_chat_with_an_unknown_agent_says_so(live, person_env):
+    env = {**person_env, "ENGRAM_URL": live.url.rstrip("/"), "ENGRAM_API_KEY": "dev-cli-nobody"}
+    chat = Terminal(engram_command() + ["chat", "Nobody"], env)
+    chat.expect("you> ")
+    chat.type("hello\n")
+    assert "engram: no agent 'Nobody'" in chat.expect("(see `engram agents`)")
+    assert chat.wait() == 1
+
+
+def test_without_login_or_environment_it_says_how_to_log_in(person_env):
+    code, shown = run(["agents"], person_env)
+    assert code == 2 and "engram login" in shown
+
+
+def test_help_lists_the_commands(person_env):
+    code, shown = run(["--help"], person_env)
+    assert code == 0
+    for command in ("login", "agents", "chat", "facts", "memories", "runs", "usage"):
+        assert command in shown
