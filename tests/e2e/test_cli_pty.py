@@ -1,82 +1,19 @@
 """The `engram` command driven as a person drives it: in a pseudo-terminal that is its controlling
-terminal (os.openpty, and util-linux's `setsid --ctty` in the child, so getpass and readline see a
-real terminal; subprocess rather than pty.fork, which is unsafe in this threaded process), against the local stack: log in by answering the prompts,
-chat two turns and watch the text and the tool call arrive, leave with Ctrl-D, list the facts the
-chat stored. The assertions are on what the terminal shows."""
+terminal (tests/terminal.py: getpass and readline see a real terminal), against the local stack:
+log in by answering the prompts, chat two turns and watch the text and the tool call arrive, leave
+with Ctrl-D, list the facts the chat stored. The assertions are on what the terminal shows."""
 
 from __future__ import annotations
 
 import os
 import re
-import select
-import shutil
 import stat
-import subprocess
-import sys
-import time
 import uuid
-from pathlib import Path
 
 import pytest
 
 from engram_client import Client
-
-ANSI = re.compile(rb"\x1b\[[0-9;?]*[A-Za-z]|\x1b[=>]")
-
-
-def engram_command() -> list[str]:
-    script = Path(sys.executable).parent / "engram"
-    return [str(script)] if script.exists() else [sys.executable, "-m", "engram_client.cli"]
-
-
-class Terminal:
-    """A command on a pseudo-terminal: `expect` waits for text on the screen, `type` types."""
-
-    def __init__(self, args: list[str], env: dict[str, str]) -> None:
-        self.fd, tty = os.openpty()
-        setsid = shutil.which("setsid")
-        assert setsid, "util-linux's setsid is needed to give the command its terminal"
-        self.process = subprocess.Popen([setsid, "--ctty", *args], stdin=tty, stdout=tty, stderr=tty, env=env, close_fds=True)
-        os.close(tty)
-        self.screen = b""
-
-    def expect(self, text: str, timeout: float = 60) -> str:
-        """Everything shown up to and including `text` (from the last expect on)."""
-        want = text.encode()
-        deadline = time.monotonic() + timeout
-        while want not in self.screen:
-            left = deadline - time.monotonic()
-            if left <= 0 or not self._read(left):
-                raise AssertionError(f"{text!r} never appeared; the screen shows:\n{self.screen.decode(errors='replace')}")
-        shown, self.screen = self.screen.split(want, 1)
-        return (shown + want).decode(errors="replace").replace("\r\n", "\n")
-
-    def _read(self, timeout: float) -> bool:
-        ready, _, _ = select.select([self.fd], [], [], timeout)
-        if not ready:
-            return False
-        try:
-            chunk = os.read(self.fd, 4096)
-        except OSError:  # the child has gone and closed the terminal
-            return False
-        self.screen += ANSI.sub(b"", chunk)
-        return bool(chunk)
-
-    def type(self, text: str) -> None:
-        os.write(self.fd, text.encode())
-
-    def wait(self, timeout: float = 30) -> int:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            self._read(0.05)
-            code = self.process.poll()
-            if code is not None:
-                while self._read(0.05):  # what it printed last
-                    pass
-                os.close(self.fd)
-                return code
-        self.process.kill()
-        raise AssertionError("the command did not exit")
+from tests.terminal import Terminal, engram_command
 
 
 @pytest.fixture()
