@@ -65,7 +65,7 @@ def test_login_chat_two_turns_and_list_facts(live, person_env, tmp_path):
     assert code == 0 and "I only drink green tea" in facts and "FACT" in facts
 
 
-def test_quit_a_session_of_its_own_and_the_environment_over_the_config(live, person_env):
+def test_quit_a_session_of_its_own_the_other_lists_and_the_environment_over_the_config(live, person_env):
     url = live.url.rstrip("/")
     user = f"dev-cli-{uuid.uuid4().hex[:8]}"
     with Client(url, user) as engram:
@@ -81,6 +81,16 @@ def test_quit_a_session_of_its_own_and_the_environment_over_the_config(live, per
     assert code == 0 and agent["id"] in agents
     code, sessions = run(["--json", "runs", "Ada"], env)
     assert code == 0 and '"sessionId": "notes"' in sessions
+    with Client(url, user) as engram:
+        engram.upsert_agent_memory(agent["id"], key="deploy", value="make deploy from the repo root", pinned=True)
+        ws = engram.create_workspace(name="Team")
+        engram.upsert_workspace_memory(ws["id"], key="db", value="PostgreSQL 16")
+    code, shown = run(["memories", "Ada"], env)
+    assert code == 0 and re.search(r"deploy +make deploy from the repo root +core +manual +yes", shown), shown
+    code, shown = run(["memories", "--workspace", "Team"], env)
+    assert code == 0 and "PostgreSQL 16" in shown
+    code, shown = run(["usage", "--agent", "Ada"], env)
+    assert code == 0 and " notes " in shown and "Total: " in shown
     code, shown = run(["agents"], {**env, "ENGRAM_API_KEY": "egk_" + "A" * 43})
     assert code == 1 and "401" in shown
 
