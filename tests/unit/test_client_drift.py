@@ -166,3 +166,38 @@ def test_the_drift_test_notices_a_renamed_field():
     generator = _generator()
     assert "    statement: " in generator.render(spec)
     assert keys(models.Fact) != resolve(spec["components"]["schemas"]["Fact"])
+
+
+def _doc_fields(cell: str) -> set[str]:
+    """The field names a docs/streaming.md table cell names in backticks (`a, b?`, `error: {...}`)."""
+    names = set()
+    for chunk in re.findall(r"`([^`]+)`", cell):
+        chunk = re.sub(r"\{[^}]*\}", "", chunk)  # error: {code, message}: the field is `error`
+        for part in chunk.split(","):
+            name = part.strip().split(":")[0].strip().rstrip("?")
+            if re.fullmatch(r"[a-zA-Z]+", name):
+                names.add(name)
+    return names
+
+
+def test_stream_event_models_have_the_fields_docs_streaming_md_names():
+    from engram_client import streaming
+
+    by_type = {}
+    for model in typing.get_args(streaming.StreamEvent):
+        for literal in typing.get_args(typing.get_type_hints(model)["type"]):
+            by_type[literal] = set(typing.get_type_hints(model))
+    doc = (ROOT / "docs" / "streaming.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `([a-z.]+)` \| (.*) \|$", doc, flags=re.M)
+    events = {name: _doc_fields(cells) for name, cells in rows if "." in name}
+    answers = {}  # the frames' answers: {type: "turn.queued", ...}
+    for _, cells in rows:
+        for answer in re.findall(r'`\{type: "([a-z.]+)", ([^}`]+)\}`', cells):
+            answers[answer[0]] = {f.strip() for f in answer[1].split(",")}
+    assert set(events) == {"turn.started", "text.delta", "tool.started", "tool.finished", "turn.completed", "turn.failed"}
+    for name, fields in {**events, **answers}.items():
+        assert name in by_type, f"no model for the {name} event"
+        carried = {"type"} | ({"runId", "seq"} if name in events else set())
+        assert by_type[name] == fields | carried, (
+            f"{name}: the model has {sorted(by_type[name])}, docs/streaming.md {sorted(fields)}"
+        )

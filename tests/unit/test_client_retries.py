@@ -165,3 +165,37 @@ def test_without_xdg_config_home_the_file_is_under_home(tmp_path, monkeypatch):
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
     monkeypatch.setenv("HOME", str(tmp_path))
     assert config.config_path() == tmp_path / ".config" / "engram" / "config.json"
+
+
+def test_chat_without_a_socket_sends_the_turn_over_http(monkeypatch):
+    """The ticket names a socket nobody listens on: the chat says so once and the reply comes whole."""
+    import argparse
+    import socket
+
+    from engram_client import cli
+
+    with socket.socket() as probe:  # a loopback port that was free a moment ago: nothing listens there
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    agent = {"id": "ag_1", "name": "Scout"}
+    turn = {"runId": "run_1", "sessionId": "dashboard", "reply": "Hello!", "usage": {}, "toolCalls": [{"name": "remember"}]}
+
+    def handler(request: httpx2.Request) -> httpx2.Response:
+        if request.url.path == "/api/stream-tickets":
+            data = {"ticket": "t", "expiresAt": 0, "url": f"ws://127.0.0.1:{closed}"}
+        elif request.url.path.endswith("/messages"):
+            assert json.loads(request.content) == {"message": "hi"}
+            data = turn
+        else:
+            data = agent
+        return httpx2.Response(200, json={"success": True, "data": data})
+
+    monkeypatch.setattr(cli, "_client", lambda args: Client("http://engram.test", "k", transport=httpx2.MockTransport(handler)))
+    shown: list[str] = []
+    chat = cli._Chat(argparse.Namespace(agent="ag_1", session="dashboard", timeout=5), shown.append)
+    chat.send("hi")
+    chat.send("hi")
+    text = "".join(shown)
+    assert text.count("(no live stream:") == 1 and "connect_error" in text
+    assert text.endswith("  [tool] remember done\nScout> Hello!\n")
+    chat.close()

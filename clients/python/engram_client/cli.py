@@ -254,6 +254,7 @@ class _Chat:
         self.agent: Agent | None = None
         self.stream: Stream | None = None
         self.error: BaseException | None = None
+        self.no_stream: str | None = None  # why turns go over HTTP instead (the socket could not be opened)
         self.turns = 0
         self._ready = threading.Thread(target=self._prepare, name="engram-connect", daemon=True)
         self._ready.start()
@@ -264,9 +265,18 @@ class _Chat:
             self.agent = find_agent(self.client, self.args.agent)
             if self.args.session != "dashboard":
                 self._ensure_session(self.agent["id"], self.args.session)
-            self.stream = self.client.stream()
+            self._open_stream()
         except BaseException as err:
             self.error = err
+
+    def _open_stream(self) -> None:
+        from .errors import EngramError
+
+        assert self.client is not None
+        try:
+            self.stream = self.client.stream()
+        except EngramError as err:  # as the console does: without a socket, turns go over HTTP, whole
+            self.stream, self.no_stream = None, str(err)
 
     def _ensure_session(self, agent_id: str, session_id: str) -> None:
         from .errors import NotFoundError
@@ -290,17 +300,29 @@ class _Chat:
         from .errors import StreamError
 
         for attempt in (1, 2):
+            if self.stream is None and self.no_stream is None:  # once without a socket, the chat stays on HTTP
+                self._open_stream()
             if self.stream is None:
-                self.stream = self.client.stream()
+                self._send_over_http(line)
+                return
             try:
                 self._show(self.stream.turn(self.agent["id"], self.args.session, line, client_turn_id=turn_id))
                 return
             except StreamError as err:
                 if err.code != "connection_closed" or attempt == 2:
                     raise
-                self.stream = (
-                    None  # an idle socket closes after 10 minutes: open another, send again (same clientTurnId: runs once)
-                )
+                # An idle socket closes after 10 minutes: open another and send again (the same clientTurnId runs once).
+                self.stream = None
+
+    def _send_over_http(self, line: str) -> None:
+        assert self.client is not None and self.agent is not None
+        if self.no_stream:
+            self.out(f"(no live stream: {self.no_stream}; the reply comes whole over HTTP)\n")
+            self.no_stream = ""
+        turn = self.client.send_message(self.agent["id"], self.args.session, line)
+        for call in turn["toolCalls"]:
+            self.out(f"  [tool] {call['name']} " + ("failed" if call.get("isError") else "done") + "\n")
+        self.out(f"{self.agent['name']}> {turn['reply']}\n")
 
     def _show(self, events: Iterable[Any]) -> None:
         assert self.agent is not None
