@@ -243,3 +243,16 @@ def test_a_subscription_sees_a_turn_queued_over_http(stack_url):
                 break
         assert {e.get("runId") for e in seen} == {queued["runId"]}
         assert seen[0]["type"] == "turn.started" and seen[0]["message"] == "queued from elsewhere"
+
+
+def test_a_turn_sent_again_on_a_new_socket_after_it_ran_answers_with_its_run(stack_url):
+    """What `engram chat` does when a socket is lost: the same clientTurnId again runs nothing."""
+    with user_client(stack_url) as engram:
+        agent = engram.create_agent(name="Ada")
+        with engram.stream() as stream:
+            first = list(stream.turn(agent["id"], "dashboard", "hello", client_turn_id="once"))
+        with engram.stream() as stream:
+            (again,) = list(stream.turn(agent["id"], "dashboard", "hello", client_turn_id="once"))
+        assert again["type"] == "turn.queued" and again["status"] == "succeeded" and again["runId"] == first[0]["runId"]
+        assert engram.get_run(again["runId"])["result"]["reply"] == first[-1]["reply"]
+        assert engram.get_session(agent["id"], "dashboard")["messageCount"] == 2  # one turn: the message and its reply

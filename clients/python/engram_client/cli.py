@@ -331,7 +331,9 @@ class _Chat:
         started_text = False
         for event in events:
             kind = event["type"]
-            if kind == "text.delta":
+            if kind == "turn.queued" and event["status"] in ("succeeded", "failed"):
+                self._show_finished(event["runId"])  # sent again after a lost socket, and it had run meanwhile
+            elif kind == "text.delta":
                 if not started_text:
                     self.out(f"{name}> ")
                     started_text = True
@@ -350,6 +352,15 @@ class _Chat:
             elif kind == "turn.failed":
                 err = event.get("error") or {}
                 self.out(("\n" if not at_line_start else "") + f"error: {err.get('code')}: {err.get('message')}\n")
+
+    def _show_finished(self, run_id: str) -> None:
+        assert self.client is not None and self.agent is not None
+        run = self.client.get_run(run_id)
+        if run["status"] == "failed":
+            err = run["error"] or {}
+            self.out(f"error: {err.get('code')}: {err.get('message')}\n")
+        else:
+            self.out(f"{self.agent['name']}> {(run['result'] or {}).get('reply', '')}\n")
 
     def close(self) -> None:
         if self.stream is not None:

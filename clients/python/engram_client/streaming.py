@@ -171,7 +171,9 @@ class Stream:
         self, agent_id: str, session_id: str, message: str, *, client_turn_id: str, idle_timeout: float = TURN_IDLE_TIMEOUT
     ) -> Iterator[StreamEvent]:
         """Send a turn; yield turn.queued, then the turn's own events up to turn.completed or
-        turn.failed. A refused frame raises StreamError (validation_error, not_found, quota_exceeded)."""
+        turn.failed. A clientTurnId sent before names the same run: when that run has finished,
+        turn.queued (with its status) is all that comes. A refused frame raises StreamError
+        (validation_error, not_found, quota_exceeded)."""
         self.send(
             {"action": "turn", "agentId": agent_id, "sessionId": session_id, "message": message, "clientTurnId": client_turn_id}
         )
@@ -185,6 +187,9 @@ class Stream:
             if kind == "turn.queued" and frame.get("clientTurnId") == client_turn_id:
                 run_id = str(frame["runId"])
                 yield cast(StreamEvent, frame)
+                if frame.get("status") in ("succeeded", "failed"):  # this clientTurnId ran already: no event follows
+                    self._backlog.extend(early)
+                    return
                 for ahead in early:
                     if ahead.get("runId") == run_id:
                         yield cast(StreamEvent, ahead)
