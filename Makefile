@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 
 .PHONY: dev test bench fuzz lint smoke clean install
 
-$(STAMP): requirements-dev.txt layers/core/requirements.txt
+$(STAMP): requirements-dev.txt layers/core/requirements.txt clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 13), "Python 3.13 is required"'
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --disable-pip-version-check -r requirements-dev.txt
@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.authorizer
 	$(BIN)/python -m bench.mcp_server
 	$(BIN)/python -m bench.streaming
+	$(BIN)/python -m bench.cli
 	$(BIN)/python -m bench.facts
 	$(BIN)/python -m bench.secrets
 	$(BIN)/python -m bench.extraction

@@ -1,0 +1,500 @@
+"""The `engram` command: log in, list agents, facts, memories, runs and usage, and chat with an
+agent over the WebSocket API, its text arriving as it is written. Only argparse and the config are
+imported at start; the client (httpx2, websockets) is imported when a command needs it, and `chat`
+shows its prompt first and connects while you type."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from . import config
+
+if TYPE_CHECKING:
+    from .client import Client
+    from .models import Agent
+    from .streaming import Stream
+
+DEFAULT_URL = "http://127.0.0.1:3000"
+PROMPT = "you> "
+
+
+class CliError(Exception):
+    """A message for the person, and the exit status."""
+
+    def __init__(self, message: str, status: int = 1) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def _client(args: argparse.Namespace) -> Client:
+    settings = config.resolve()
+    if not settings.url or not settings.api_key:
+        raise CliError(f"not logged in: run `engram login`, or set {config.ENV_URL} and {config.ENV_KEY}", 2)
+    from .client import Client
+
+    return Client(settings.url, settings.api_key, timeout=args.timeout)
+
+
+# --- output ---------------------------------------------------------------------------------------
+
+
+def _emit_json(value: Any) -> None:
+    json.dump(value, sys.stdout, indent=2, ensure_ascii=False)
+    sys.stdout.write("\n")
+
+
+def _table(rows: Sequence[Sequence[Any]], headers: Sequence[str], empty: str) -> None:
+    if not rows:
+        print(empty)
+        return
+    cells = [[("" if c is None else str(c)).replace("\n", " ") for c in row] for row in rows]
+    widths = [max(len(h), *(len(r[i]) for r in cells)) for i, h in enumerate(headers)]
+    for row in [list(headers), *cells]:
+        print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _short(text: str | None, width: int = 60) -> str:
+    text = (text or "").replace("\n", " ")
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+def _when(stamp: str | None) -> str:
+    return (stamp or "")[:19].replace("T", " ")
+
+
+def _take(items: Iterable[Any], limit: int | None) -> list[Any]:
+    out: list[Any] = []
+    for item in items:
+        if limit is not None and len(out) >= limit:
+            break
+        out.append(item)
+    return out
+
+
+# --- lookups ----------------------------------------------------------------------------------------
+
+
+def find_agent(client: Client, ref: str) -> Agent:
+    """An agent by id, else by name (case-insensitive; a name two agents share is refused)."""
+    from .errors import BadRequestError, NotFoundError
+
+    try:
+        return client.get_agent(ref)
+    except (NotFoundError, BadRequestError):
+        pass
+    named = [a for a in client.iter_agents(limit=100) if a["name"].casefold() == ref.casefold()]
+    if len(named) == 1:
+        return named[0]
+    if named:
+        raise CliError(f"{len(named)} agents are named {ref!r}: use an id ({', '.join(a['id'] for a in named)})")
+    raise CliError(f"no agent {ref!r} (see `engram agents`)")
+
+
+def find_workspace(client: Client, ref: str) -> str:
+    from .errors import BadRequestError, NotFoundError
+
+    try:
+        return client.get_workspace(ref)["id"]
+    except (NotFoundError, BadRequestError):
+        pass
+    named = [w["id"] for w in client.iter_workspaces(limit=100) if w["name"].casefold() == ref.casefold()]
+    if len(named) == 1:
+        return named[0]
+    raise CliError(f"no workspace {ref!r}" if not named else f"{len(named)} workspaces are named {ref!r}: use an id")
+
+
+# --- commands ---------------------------------------------------------------------------------------
+
+
+def cmd_login(args: argparse.Namespace) -> int:
+    url = args.url or _ask(f"Engram URL [{config.read_config().get('url') or DEFAULT_URL}]: ")
+    url = (url or config.read_config().get("url") or DEFAULT_URL).rstrip("/")
+    key = args.key
+    if not key:
+        import getpass
+
+        key = getpass.getpass("API key (egk_..., or dev-<user> locally): ").strip()
+    if not key:
+        raise CliError("no key given")
+    from .client import Client
+
+    with Client(url, key, timeout=args.timeout, retries=1) as client:
+        count = len(client.list_agents(limit=100)["items"])  # proves the URL and the key before storing them
+    path = config.write_config(url, key)
+    print(f"Logged in to {url} ({count} agent{'s' if count != 1 else ''}). Saved to {path}.")
+    if os.environ.get(config.ENV_URL) or os.environ.get(config.ENV_KEY):
+        print(f"Note: {config.ENV_URL} / {config.ENV_KEY} in the environment take precedence over it.")
+    return 0
+
+
+def _ask(prompt: str) -> str:
+    try:
+        return input(prompt).strip()
+    except EOFError:
+        return ""
+
+
+def cmd_logout(args: argparse.Namespace) -> int:
+    print("Logged out." if config.remove_config() else "Not logged in.")
+    return 0
+
+
+def cmd_agents(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        agents = list(client.iter_agents(limit=100))
+    if args.json:
+        _emit_json(agents)
+        return 0
+    rows = [(a["id"], a["name"], a["model"], a["schedule"] or "", "on" if a["activeMemory"] else "") for a in agents]
+    _table(rows, ["ID", "NAME", "MODEL", "SCHEDULE", "ACTIVE MEMORY"], "No agents yet.")
+    return 0
+
+
+def cmd_facts(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        facts = list(client.iter_facts(include_archived=args.all or None, limit=100))
+    if args.json:
+        _emit_json(facts)
+        return 0
+    rows = [
+        (f["id"], f["fact"], f["topic"] or "", f["confidence"], f["source"], "archived" if f["archivedAt"] else "") for f in facts
+    ]
+    _table(rows, ["ID", "FACT", "TOPIC", "CONFIDENCE", "SOURCE", ""], "No facts about you yet.")
+    return 0
+
+
+def cmd_memories(args: argparse.Namespace) -> int:
+    if bool(args.agent) == bool(args.workspace):
+        raise CliError("name an agent (engram memories AGENT) or a workspace (--workspace WS)", 2)
+    with _client(args) as client:
+        if args.workspace:
+            owner = find_workspace(client, args.workspace)
+            rows_in = client.iter_workspace_memories(owner, include_archived=args.all or None, limit=100)
+        else:
+            owner = find_agent(client, args.agent)["id"]
+            rows_in = client.iter_agent_memories(owner, include_archived=args.all or None, limit=100)
+        memories = list(rows_in)
+    if args.json:
+        _emit_json(memories)
+        return 0
+    rows = [
+        (m["key"], _short(m["value"]), m["category"], m["source"], "yes" if m["pinned"] else "", m["importance"])
+        for m in memories
+    ]
+    _table(rows, ["KEY", "VALUE", "CATEGORY", "SOURCE", "PINNED", "IMPORTANCE"], "No memories.")
+    return 0
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    with _client(args) as client:
+        agent = find_agent(client, args.agent)
+        runs = _take(client.iter_runs(agent["id"], limit=min(args.limit, 100)), args.limit)
+    if args.json:
+        _emit_json(runs)
+        return 0
+    rows = [
+        (r["id"], r["kind"], r["trigger"], r["status"], _when(r["startedAt"] or r["createdAt"]), f"${r['usage']['costUsd']:.4f}")
+        for r in runs
+    ]
+    _table(rows, ["ID", "KIND", "TRIGGER", "STATUS", "STARTED", "COST"], f"No runs for {agent['name']} yet.")
+    return 0
+
+
+def cmd_usage(args: argparse.Namespace) -> int:
+    if args.session and not args.agent:
+        raise CliError("--session needs --agent", 2)
+    with _client(args) as client:
+        agent_id = find_agent(client, args.agent)["id"] if args.agent else None
+        first = client.list_usage(agent_id=agent_id, session_id=args.session, limit=100)
+        rows_in, token = list(first["items"]), first["nextToken"]
+        while token:
+            page = client.list_usage(agent_id=agent_id, session_id=args.session, limit=100, next_token=token)
+            rows_in, token = rows_in + page["items"], page["nextToken"]
+        totals = first["totals"]
+    if args.json:
+        _emit_json({"items": rows_in, "totals": totals})
+        return 0
+    rows = [
+        (
+            _when(u["createdAt"]),
+            u["agentId"],
+            u["sessionKey"],
+            u["model"],
+            u["inputTokens"],
+            u["outputTokens"],
+            f"${u['costUsd']:.4f}",
+        )
+        for u in rows_in
+    ]
+    _table(rows, ["WHEN", "AGENT", "SESSION", "MODEL", "IN", "OUT", "COST"], "No usage yet.")
+    print(
+        f"Total: {totals['inputTokens']} input, {totals['outputTokens']} output, "
+        f"{totals['cacheReadTokens']} cache read, {totals['cacheWriteTokens']} cache write tokens; ${totals['costUsd']:.4f}"
+    )
+    return 0
+
+
+# --- chat ---------------------------------------------------------------------------------------------
+
+
+class _Chat:
+    """Connects in the background (client import, agent lookup, session, socket) while the person
+    types their first line; each line is a turn on the socket, its text printed as it arrives."""
+
+    def __init__(self, args: argparse.Namespace, out: Callable[[str], None]) -> None:
+        self.args = args
+        self.out = out
+        self.client: Client | None = None
+        self.agent: Agent | None = None
+        self.stream: Stream | None = None
+        self.error: BaseException | None = None
+        self.no_stream: str | None = None  # why turns go over HTTP instead (the socket could not be opened)
+        self.turns = 0
+        self._ready = threading.Thread(target=self._prepare, name="engram-connect", daemon=True)
+        self._ready.start()
+
+    def _prepare(self) -> None:
+        try:
+            self.client = _client(self.args)
+            self.agent = find_agent(self.client, self.args.agent)
+            if self.args.session != "dashboard":
+                self._ensure_session(self.agent["id"], self.args.session)
+            self._open_stream()
+        except BaseException as err:
+            self.error = err
+
+    def _open_stream(self) -> None:
+        from .errors import EngramError
+
+        assert self.client is not None
+        try:
+            self.stream = self.client.stream()
+        except EngramError as err:  # as the console does: without a socket, turns go over HTTP, whole
+            self.stream, self.no_stream = None, str(err)
+
+    def _ensure_session(self, agent_id: str, session_id: str) -> None:
+        from .errors import NotFoundError
+
+        assert self.client is not None
+        try:
+            self.client.get_session(agent_id, session_id)
+        except NotFoundError:
+            self.client.create_session(agent_id, id=session_id)
+
+    def ready(self) -> None:
+        self._ready.join()
+        if self.error is not None:
+            raise self.error
+
+    def send(self, line: str) -> None:
+        self.ready()
+        assert self.client is not None and self.agent is not None
+        self.turns += 1
+        turn_id = f"cli-{os.getpid()}-{threading.get_ident() % 10000}-{self.turns}"
+        from .errors import StreamError
+
+        for attempt in (1, 2):
+            if self.stream is None and self.no_stream is None:  # once without a socket, the chat stays on HTTP
+                self._open_stream()
+            if self.stream is None:
+                self._send_over_http(line)
+                return
+            try:
+                self._show(self.stream.turn(self.agent["id"], self.args.session, line, client_turn_id=turn_id))
+                return
+            except StreamError as err:
+                if err.code != "connection_closed" or attempt == 2:
+                    raise
+                # An idle socket closes after 10 minutes: open another and send again (the same clientTurnId runs once).
+                self.stream = None
+
+    def _send_over_http(self, line: str) -> None:
+        assert self.client is not None and self.agent is not None
+        if self.no_stream:
+            self.out(f"(no live stream: {self.no_stream}; the reply comes whole over HTTP)\n")
+            self.no_stream = ""
+        turn = self.client.send_message(self.agent["id"], self.args.session, line)
+        for call in turn["toolCalls"]:
+            self.out(f"  [tool] {call['name']} " + ("failed" if call.get("isError") else "done") + "\n")
+        self.out(f"{self.agent['name']}> {turn['reply']}\n")
+
+    def _show(self, events: Iterable[Any]) -> None:
+        assert self.agent is not None
+        name = self.agent["name"]
+        at_line_start = True
+        started_text = False
+        for event in events:
+            kind = event["type"]
+            if kind == "turn.queued" and event["status"] in ("succeeded", "failed"):
+                self._show_finished(event["runId"])  # sent again after a lost socket, and it had run meanwhile
+            elif kind == "text.delta":
+                if not started_text:
+                    self.out(f"{name}> ")
+                    started_text = True
+                self.out(event["text"])
+                at_line_start = event["text"].endswith("\n")
+            elif kind in ("tool.started", "tool.finished"):
+                if not at_line_start:
+                    self.out("\n")
+                self.out(_tool_line(event) + "\n")
+                at_line_start, started_text = True, False
+            elif kind == "turn.completed":
+                if not started_text and event["reply"]:
+                    self.out(f"{name}> {event['reply']}")
+                    at_line_start = False
+                self.out("\n" if not at_line_start else "")
+            elif kind == "turn.failed":
+                err = event.get("error") or {}
+                self.out(("\n" if not at_line_start else "") + f"error: {err.get('code')}: {err.get('message')}\n")
+
+    def _show_finished(self, run_id: str) -> None:
+        assert self.client is not None and self.agent is not None
+        run = self.client.get_run(run_id)
+        if run["status"] == "failed":
+            err = run["error"] or {}
+            self.out(f"error: {err.get('code')}: {err.get('message')}\n")
+        else:
+            self.out(f"{self.agent['name']}> {(run['result'] or {}).get('reply', '')}\n")
+
+    def close(self) -> None:
+        if self.stream is not None:
+            self.stream.close()
+        if self.client is not None:
+            self.client.close()
+
+
+def _tool_line(event: dict[str, Any]) -> str:
+    if event["type"] == "tool.started":
+        args = json.dumps(event.get("input") or {}, ensure_ascii=False, separators=(", ", ": "))
+        return f"  [tool] {event['name']} {_short(args, 100)}"
+    took = f" in {event['durationMs']:.0f} ms" if isinstance(event.get("durationMs"), int | float) else ""
+    if event.get("isError"):
+        return f"  [tool] {event['name']} failed{took}" + (f": {event['error']}" if event.get("error") else "")
+    return f"  [tool] {event['name']} done{took}"
+
+
+def cmd_chat(args: argparse.Namespace) -> int:
+    def out(text: str) -> None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+
+    if sys.stdin.isatty():
+        try:
+            import readline  # noqa: F401  (line editing and history for input())
+        except ImportError:
+            pass
+    print(f"Chat with {args.agent}, session {args.session}. /quit or Ctrl-D leaves.", flush=True)
+    chat = _Chat(args, out)
+    try:
+        while True:
+            try:
+                line = input(PROMPT).strip()
+            except EOFError:
+                out("\n")
+                return 0
+            except KeyboardInterrupt:
+                out("\n")
+                continue
+            if line in ("/quit", "/exit"):
+                return 0
+            if not line:
+                continue
+            try:
+                chat.send(line)
+            except KeyboardInterrupt:
+                out("\n(stopped watching; the turn goes on and is kept in the session)\n")
+                if chat.stream is not None:
+                    chat.stream.close()
+                    chat.stream = None
+    finally:
+        chat.close()
+
+
+# --- parser -------------------------------------------------------------------------------------------
+
+
+def build_parser() -> argparse.ArgumentParser:
+    # --json and --timeout go before or after the command; SUPPRESS keeps a subcommand from
+    # resetting what was given before it.
+    common = argparse.ArgumentParser(add_help=False)
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="print JSON instead of a table")
+    common.add_argument("--timeout", type=float, default=argparse.SUPPRESS, help="seconds per request (default 60)")
+    parser = argparse.ArgumentParser(
+        prog="engram",
+        description="Engram from the command line: your agents, what they remember, and chat.",
+        epilog=f"{config.ENV_URL} and {config.ENV_KEY} in the environment take precedence over `engram login`'s file "
+        f"({config.config_path()}).",
+    )
+    parser.add_argument("--json", action="store_true", help="print JSON instead of a table")
+    parser.add_argument("--timeout", type=float, default=60.0, help="seconds per request (default 60)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+
+    p = sub.add_parser("login", parents=[common], help="store the stack's URL and your API key")
+    p.add_argument("--url", help=f"the stack's URL (default: asked; {DEFAULT_URL} locally)")
+    p.add_argument("--key", help="an API key (egk_...) or, locally, dev-<user> (default: asked, not echoed)")
+    p.set_defaults(func=cmd_login)
+
+    p = sub.add_parser("logout", parents=[common], help="forget the stored URL and key")
+    p.set_defaults(func=cmd_logout)
+
+    p = sub.add_parser("agents", parents=[common], help="list your agents")
+    p.set_defaults(func=cmd_agents)
+
+    p = sub.add_parser("chat", parents=[common], help="chat with an agent, streaming (Ctrl-D or /quit leaves)")
+    p.add_argument("agent", help="the agent's id or name")
+    p.add_argument("--session", default="dashboard", help="session id (default dashboard; created when missing)")
+    p.set_defaults(func=cmd_chat)
+
+    p = sub.add_parser("facts", parents=[common], help="what your agents know about you")
+    p.add_argument("--all", action="store_true", help="archived facts too")
+    p.set_defaults(func=cmd_facts)
+
+    p = sub.add_parser("memories", parents=[common], help="an agent's or a workspace's memory")
+    p.add_argument("agent", nargs="?", help="the agent's id or name")
+    p.add_argument("--workspace", help="a workspace's id or name instead of an agent")
+    p.add_argument("--all", action="store_true", help="archived rows too")
+    p.set_defaults(func=cmd_memories)
+
+    p = sub.add_parser("runs", parents=[common], help="an agent's runs, newest first")
+    p.add_argument("agent", help="the agent's id or name")
+    p.add_argument("--limit", type=int, default=20, help="how many (default 20)")
+    p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("usage", parents=[common], help="tokens and cost")
+    p.add_argument("--agent", help="only this agent (id or name)")
+    p.add_argument("--session", help="only this session of --agent (or memory-extract:<session>)")
+    p.set_defaults(func=cmd_usage)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        status: int = args.func(args)
+        return status
+    except CliError as err:
+        print(f"engram: {err}", file=sys.stderr)
+        return err.status
+    except KeyboardInterrupt:
+        print(file=sys.stderr)
+        return 130
+    except BrokenPipeError:  # `engram facts | head`: the reader has gone
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+    except Exception as err:
+        from .errors import EngramError
+
+        if isinstance(err, EngramError):
+            print(f"engram: {err}", file=sys.stderr)
+            return 1
+        raise
+
+
+if __name__ == "__main__":
+    sys.exit(main())

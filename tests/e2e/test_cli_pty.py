@@ -1,0 +1,116 @@
+"""The `engram` command driven as a person drives it: in a pseudo-terminal that is its controlling
+terminal (tests/terminal.py: getpass and readline see a real terminal), against the local stack:
+log in by answering the prompts, chat two turns and watch the text and the tool call arrive, leave
+with Ctrl-D, list the facts the chat stored. The assertions are on what the terminal shows."""
+
+from __future__ import annotations
+
+import os
+import re
+import stat
+import uuid
+
+import pytest
+
+from engram_client import Client
+from tests.terminal import Terminal, engram_command
+
+
+@pytest.fixture()
+def person_env(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env.update(XDG_CONFIG_HOME=str(tmp_path / "config"), HOME=str(tmp_path), TERM="dumb")
+    return env
+
+
+def run(args: list[str], env: dict[str, str]) -> tuple[int, str]:
+    term = Terminal(engram_command() + args, env)
+    code = term.wait()
+    return code, term.screen.decode(errors="replace").replace("\r\n", "\n")
+
+
+def test_login_chat_two_turns_and_list_facts(live, person_env, tmp_path):
+    url = live.url.rstrip("/")
+    user = f"dev-cli-{uuid.uuid4().hex[:8]}"
+    with Client(url, user) as engram:
+        engram.create_agent(name="Scout", persona="Be brief.")
+
+    login = Terminal(engram_command() + ["login"], person_env)
+    login.expect("Engram URL")
+    login.type(url + "\n")
+    login.expect("API key")
+    login.type(user + "\n")
+    shown = login.expect("Saved to")
+    assert login.wait() == 0
+    assert user not in shown + login.screen.decode()  # the key is not echoed
+    assert f"Logged in to {url}" in shown
+    config = tmp_path / "config" / "engram" / "config.json"
+    assert stat.S_IMODE(config.stat().st_mode) == 0o600
+
+    chat = Terminal(engram_command() + ["chat", "Scout"], person_env)
+    chat.expect("you> ")
+    chat.type("remember that I only drink green tea\n")
+    first = chat.expect("you> ")
+    # the model's first words, then the tool call as it runs, then the answer after it
+    assert re.search(
+        r"Scout> Let me use remember\.\n  \[tool\] remember \{.*green tea.*\}\n  \[tool\] remember done\nScout> .*Done", first
+    ), first
+    chat.type("what do you know about me?\n")
+    second = chat.expect("you> ")
+    assert "Scout> (offline model) Here is what I know about you:\n- I only drink green tea" in second
+    chat.type("\x04")  # Ctrl-D leaves
+    assert chat.wait() == 0
+
+    code, facts = run(["facts"], person_env)
+    assert code == 0 and "I only drink green tea" in facts and "FACT" in facts
+
+
+def test_quit_a_session_of_its_own_the_other_lists_and_the_environment_over_the_config(live, person_env):
+    url = live.url.rstrip("/")
+    user = f"dev-cli-{uuid.uuid4().hex[:8]}"
+    with Client(url, user) as engram:
+        agent = engram.create_agent(name="Ada")
+    env = {**person_env, "ENGRAM_URL": url, "ENGRAM_API_KEY": user}  # no login: the environment alone
+    chat = Terminal(engram_command() + ["chat", agent["id"], "--session", "notes"], env)
+    chat.expect("you> ")
+    chat.type("hello\n")
+    assert 'You said: "hello"' in chat.expect("you> ")
+    chat.type("/quit\n")
+    assert chat.wait() == 0
+    code, agents = run(["agents"], env)
+    assert code == 0 and agent["id"] in agents
+    code, sessions = run(["--json", "runs", "Ada"], env)
+    assert code == 0 and '"sessionId": "notes"' in sessions
+    with Client(url, user) as engram:
+        engram.upsert_agent_memory(agent["id"], key="deploy", value="make deploy from the repo root", pinned=True)
+        ws = engram.create_workspace(name="Team")
+        engram.upsert_workspace_memory(ws["id"], key="db", value="PostgreSQL 16")
+    code, shown = run(["memories", "Ada"], env)
+    assert code == 0 and re.search(r"deploy +make deploy from the repo root +core +manual +yes", shown), shown
+    code, shown = run(["memories", "--workspace", "Team"], env)
+    assert code == 0 and "PostgreSQL 16" in shown
+    code, shown = run(["usage", "--agent", "Ada"], env)
+    assert code == 0 and " notes " in shown and "Total: " in shown
+    code, shown = run(["agents"], {**env, "ENGRAM_API_KEY": "egk_" + "A" * 43})
+    assert code == 1 and "401" in shown
+
+
+def test_chat_with_an_unknown_agent_says_so(live, person_env):
+    env = {**person_env, "ENGRAM_URL": live.url.rstrip("/"), "ENGRAM_API_KEY": "dev-cli-nobody"}
+    chat = Terminal(engram_command() + ["chat", "Nobody"], env)
+    chat.expect("you> ")
+    chat.type("hello\n")
+    assert "engram: no agent 'Nobody'" in chat.expect("(see `engram agents`)")
+    assert chat.wait() == 1
+
+
+def test_without_login_or_environment_it_says_how_to_log_in(person_env):
+    code, shown = run(["agents"], person_env)
+    assert code == 2 and "engram login" in shown
+
+
+def test_help_lists_the_commands(person_env):
+    code, shown = run(["--help"], person_env)
+    assert code == 0
+    for command in ("login", "agents", "chat", "facts", "memories", "runs", "usage"):
+        assert command in shown
