@@ -145,3 +145,66 @@ def test_sections_stay_within_their_budget_at_10000_rows_and_recall_finds_the_re
     call = recalled.data["toolCalls"][0]
     assert call["name"] == "memory_recall"
     assert any(hit.get("key") == f"workspace-{missing}" for hit in call["result"])
+
+
+class _ChatsToClaude:
+    """Chat turns to the anthropic client over the recording transport; the workers' forced tool
+    calls (extraction, the summary) to the offline model."""
+
+    name = "anthropic"
+
+    def __init__(self, claude_provider, offline):
+        self.claude, self.offline = claude_provider, offline
+
+    def complete(self, **kw):
+        forced = (kw.get("tool_choice") or {}).get("type") == "tool"
+        return (self.offline if forced else self.claude).complete(**kw)
+
+
+def _clean(blocks):
+    return [{k: v for k, v in b.items() if k != "cache_control"} for b in blocks]
+
+
+def test_a_cut_turn_reads_tools_persona_memory_and_the_earlier_summary_from_the_cache(stack):
+    from local.workers import Workers
+
+    stack.deps.settings = stack.deps.settings.model_copy(update={"history_cap": 8})
+    bodies: list[dict] = []
+    offline = stack.deps.provider
+    _claude(stack, bodies)
+    stack.deps.provider_override = _ChatsToClaude(stack.deps.provider_override, offline)
+    agent = stack.agent(persona=PERSONA, model=MODEL, agentMemory=True, activeMemory=True)
+    for i in range(30):
+        value = {"key": f"host-{i}", "value": f"host {i} serves the legacy API on port {7000 + i}"}
+        stack.call("POST", f"/api/agents/{agent['id']}/memories", body=value)
+    turns: list[list[dict]] = []
+    for i in range(16):
+        start = len(bodies)
+        assert stack.say(agent["id"], f"Turn {i}: what is on host {i % 6}?").status == 200
+        turns.append(bodies[start:])
+        Workers(stack.functions, stack.resources, retry_delay=0).drain("ExtractQueue", timeout=60)
+        if i == 6:  # a row stored mid-conversation: shown after the user's words, the snapshot kept at the cut
+            stack.call("POST", f"/api/agents/{agent['id']}/memories", body={"key": "db", "value": "the db is on 5432"})
+    cuts = [n for n in range(1, len(turns)) if turns[n][0]["messages"][0] != turns[n - 1][-1]["messages"][0]]
+    assert len(cuts) >= 3
+    summarised = [n for n in cuts if any("Earlier in this conversation" in b["text"] for b in turns[n - 1][-1]["system"])]
+    assert summarised  # a cut after the first: a summary was sent before it
+    for n in summarised:
+        before, cut = turns[n - 1][-1], turns[n][0]
+        assert cut["tools"] == before["tools"]
+        # the system blocks sent before the cut (persona, memory, summary) open the cut turn's,
+        # byte for byte: the summary gained a block of its own after them
+        kept = _clean(before["system"])
+        assert _clean(cut["system"])[: len(kept)] == kept and len(cut["system"]) == len(kept) + 1
+        assert "Earlier in this conversation" not in cut["system"][-1]["text"] and cut["system"][-1]["text"].startswith(
+            '<memory scope="summary">'
+        )
+        # the turn before marked the end of its summary, and the cut turn marks its new last block,
+        # one block on: the API's lookback (20 blocks) finds the entry written before the cut
+        assert "cache_control" in before["system"][-1] and "cache_control" in cut["system"][-1]
+        assert len([b for b in cut["system"] if "cache_control" in b]) >= 2  # the memory's marker too
+    # the memory row stored mid-conversation did not take the memory block again at the cuts
+    memory_blocks = {turn[0]["system"][1]["text"] for turn in turns}
+    assert len(memory_blocks) == 1 and "5432" not in memory_blocks.pop()
+    # ...and it is shown on every later turn, after the user's words
+    assert all('"the db is on 5432"' in turn[0]["messages"][-1]["content"][-1]["text"] for turn in turns[7:])

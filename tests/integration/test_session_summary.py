@@ -61,6 +61,13 @@ def _system_text(request: dict[str, Any]) -> str:
     return "\n".join(b["text"] for b in request["system"])
 
 
+def _summary_blocks(request: dict[str, Any]) -> list[str]:
+    """The summary's system blocks: the heading's, then one for each later fold, last."""
+    texts = [b["text"] for b in request["system"]]
+    first = next(i for i, text in enumerate(texts) if SUMMARY_HEADING in text)
+    return texts[first:]
+
+
 def test_a_70_turn_session_keeps_its_thread_in_a_fenced_summary(stack):
     agent = stack.agent()
     recording = _record(stack)
@@ -108,8 +115,11 @@ def test_a_70_turn_session_keeps_its_thread_in_a_fenced_summary(stack):
     assert cuts >= 3
     last = recording.chats[-1]
     system = _system_text(last)
-    # fenced between the memory sections and the history: the last system block before the messages
-    assert SUMMARY_HEADING in last["system"][-1]["text"] and FENCE in last["system"][-1]["text"]
+    # fenced between the memory sections and the history: the last system blocks before the messages,
+    # the heading's and one for each later fold, each a fence of its own
+    blocks = _summary_blocks(last)
+    assert len(blocks) == cuts and blocks[0].startswith(SUMMARY_HEADING)
+    assert all(block.count(FENCE) == 1 and block.endswith("\n</memory>") for block in blocks)
     assert '- "User: Note 0 is about the colour c0."' in system
     # the summary's cost is its own session's usage
     from engram.kernel.ids import tenant_key
@@ -192,9 +202,8 @@ def test_tool_results_are_summarised_as_data_and_the_summary_stays_bounded(stack
     summary = _session(stack, agent["id"])["summary"]
     assert len(summary["text"]) <= SUMMARY_MAX_TOKENS * 4 and summary["text"].startswith(SUMMARY_LABEL)
     assert "(tools used: memory_recall)" in summary["text"]
-    system = _system_text(recording.chats[-1])
-    block = system[system.index(SUMMARY_HEADING) :]
-    # every summary line is one quoted string inside the fence: the fence cannot be closed from inside
-    assert block.count("</memory>") == 1 and block.rstrip().endswith("</memory>")
-    lines = block.split(FENCE, 1)[1].strip().splitlines()[:-1]
-    assert lines and all(line.startswith('- "') and line.endswith('"') for line in lines)
+    # every summary line is one quoted string inside a fence: no fence can be closed from inside
+    for block in _summary_blocks(recording.chats[-1]):
+        assert block.count("</memory>") == 1 and block.rstrip().endswith("</memory>")
+        lines = block.split(FENCE, 1)[1].strip().splitlines()[:-1]
+        assert lines and all(line.startswith('- "') and line.endswith('"') for line in lines)

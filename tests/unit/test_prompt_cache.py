@@ -94,6 +94,44 @@ def test_markers_only_where_the_prefix_is_long_enough_and_never_more_than_four()
     assert len(many) <= 4
 
 
+def test_the_summarys_last_block_is_marked_and_in_a_tool_round_the_earliest_marker_gives_way():
+    # persona, memory, two summary folds: the marker goes on the summary's last block, the end of
+    # what a cut leaves in place (the fold before it was the last block, marked, before the cut)
+    system = [_text(6_000), _text(6_000), _text(800), _text(800)]
+    turn = _user("now")
+    out_system, _, placed = mark("claude-sonnet-4-5", TOOLS, system, [turn], turn_start=0, memory_index=1, summary_index=3)
+    assert [p.where for p in placed] == ["persona", "memory", "summary", "turn"]
+    assert ["cache_control" in b for b in out_system] == [True, True, False, True]
+    # a tool round wants a fifth (the newest message): the persona's gives way, the rest stay
+    tool_round = [
+        {"role": "assistant", "content": [{"type": "tool_use", "id": "u1", "name": "t", "input": {}}]},
+        {"role": "user", "content": [{"type": "tool_result", "tool_use_id": "u1", "content": "r"}]},
+    ]
+    out_system, out_messages, placed = mark(
+        "claude-sonnet-4-5", TOOLS, system, [turn, *tool_round], turn_start=0, memory_index=1, summary_index=3
+    )
+    assert [p.where for p in placed] == ["memory", "summary", "turn", "newest"]
+    assert "cache_control" not in out_system[0] and len(_markers(out_system, out_messages)) == 4
+    # without a summary the memory block keeps its marker as before
+    _, _, placed = mark("claude-sonnet-4-5", TOOLS, system[:2], [turn], turn_start=0, memory_index=1)
+    assert [p.where for p in placed] == ["persona", "memory", "turn"]
+
+
+def test_the_summary_renders_one_fenced_block_for_each_fold():
+    from engram.engine.prompt import SUMMARY_HEADING, render_summary
+
+    one = render_summary({"text": "a said x\nb did y", "parts": [2]})
+    two = render_summary({"text": "a said x\nb did y\nc found z", "parts": [2, 1]})
+    assert len(one) == 1 and one[0].startswith(SUMMARY_HEADING)
+    # a fold appended: the earlier block stays byte for byte, the new lines are a fence of their own
+    assert two[0] == one[0] and two[1] == '<memory scope="summary">\n- "c found z"\n</memory>'
+    # parts that do not add up (or none, as stored before folds were counted): one block
+    assert render_summary({"text": "a said x\nb did y\nc found z", "parts": [2]}) == render_summary(
+        {"text": "a said x\nb did y\nc found z"}
+    )
+    assert len(render_summary({"text": "a\nb\nc"})) == 1 and render_summary({"text": " "}) == [] == render_summary(None)
+
+
 @pytest.mark.parametrize(
     ("interval", "ttl"),
     [
@@ -226,9 +264,12 @@ def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_n
     # a forgotten row: taken again, without it
     text, delta, again = session_memory(_view('agent|- "a": "1"'), stored, "h1", budget_tokens=2_000)
     assert again is not None and "tea" not in text and delta == ""
-    # the history's head moved (a cut): rows stored since join the snapshot when they take more
-    # than half their room (a fifth of the budget); a few stay beside it, and with none it stays
-    assert session_memory(grown, stored, "h2", budget_tokens=100)[2].text == grown.text
+    # the history's head moved (a cut): rows stored since join the snapshot when, growing as they
+    # did since it was taken, they would pass their room before the next cut; else they stay beside it
+    fast = session_memory(grown, stored, "h2", budget_tokens=70, position=10, until_cut=100)[2]
+    assert fast is not None and fast.text == grown.text and fast.at == 10
+    text, delta, kept = session_memory(grown, stored, "h2", budget_tokens=70, position=10, until_cut=1)
+    assert (text, kept.text, kept.head, kept.at) == (snapshot.text, snapshot.text, "h2", 0) and '- "b": "2"' in delta
     text, delta, kept = session_memory(grown, stored, "h2", budget_tokens=2_000)
     assert (text, kept.text, kept.head) == (snapshot.text, snapshot.text, "h2") and '- "b": "2"' in delta
     _, _, moved = session_memory(old, stored, "h2", budget_tokens=2_000)

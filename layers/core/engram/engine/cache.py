@@ -10,10 +10,18 @@ default for ids it does not know). Candidates, in request order:
 
 1. the persona block (tools + persona: the same for every turn of the agent);
 2. the memory block (the session's memory snapshot, engine.prompt);
-3. the turn's own message, without the memory stored since the snapshot (it follows, uncached):
+3. the running summary's last block (CM8): the end of what a cut leaves in place. A cut changes
+   the history's first message; the summary gains a fold there, as a block of its own after the
+   earlier ones (engine.prompt.render_summary), and the API finds the entry this marker wrote
+   before the cut at the earlier blocks' end (it looks back up to 20 blocks from a marker), so
+   the cut turn reads tools, persona, memory and the earlier summary from the cache;
+4. the turn's own message, without the memory stored since the snapshot (it follows, uncached):
    the next turn's request holds this prefix unchanged, and finds it within the API's lookback
    of 20 blocks;
-4. the newest message, in the turn's tool rounds (the rounds of one turn reuse each other).
+5. the newest message, in the turn's tool rounds (the rounds of one turn reuse each other).
+
+When more than 4 qualify (a tool round with all of them), the earliest give way: the later
+markers' lookback still reads the entries the turn's first request wrote at them.
 
 Prefix sizes are estimated at four characters a token of the request's JSON, the same rule as
 the memory budgets. Claude's tokenizers usually make more tokens than that of English and JSON,
@@ -137,38 +145,47 @@ def mark(
     stable_blocks: int | None = None,
     policy: CachePolicy = CachePolicy(),
     memory_index: int | None = 1,
+    summary_index: int | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]], list[Breakpoint]]:
     """Copies of `system` and `messages` with at most 4 markers (see the module doc), and where
     they went. `turn_start`: the index of the turn's own message; `stable_blocks`: how many of
     its leading blocks are the user's (the rest, memory stored since the snapshot, is left
-    after the marker); `memory_index`: the system block of the memory sections, if any."""
+    after the marker); `memory_index`: the system block of the memory sections, if any;
+    `summary_index`: the running summary's last system block, if any."""
     minimum = min_cacheable_tokens(model)
     out_system = [dict(b) for b in system]
     out_messages = list(messages)
-    placed: list[Breakpoint] = []
+    # (breakpoint, system block index or None, message index, content block index)
+    wanted: list[tuple[Breakpoint, int | None, int, int]] = []
     used = _size(tools)
 
-    def place(where: str, prefix_chars: int, ttl: str) -> bool:
+    def want(where: str, prefix_chars: int, ttl: str, at: tuple[int | None, int, int]) -> None:
         tokens = tokens_of(prefix_chars)
-        if tokens < minimum or len(placed) >= MAX_BREAKPOINTS or (placed and placed[-1].tokens == tokens):
-            return False
-        placed.append(Breakpoint(where, tokens, ttl))
-        return True
+        if tokens >= minimum and not (wanted and wanted[-1][0].tokens == tokens):
+            wanted.append((Breakpoint(where, tokens, ttl), *at))
 
+    names = {0: "persona", memory_index: "memory", summary_index: "summary"}
     for i, block in enumerate(system):
         used += _size(block)
-        if (i == 0 or i == memory_index) and place("persona" if i == 0 else "memory", used, policy.prefix_ttl):
-            out_system[i] = _with_marker(block, policy.marker(policy.prefix_ttl))
+        if i in names:
+            want(names[i], used, policy.prefix_ttl, (i, 0, 0))
+    contents: dict[int, list[dict[str, Any]]] = {}
     for i, message in enumerate(messages):
-        content = _content(message)
+        content = contents.setdefault(i, _content(message))
         if i == turn_start:
             stable = len(content) if stable_blocks is None else max(1, min(stable_blocks, len(content)))
             before = used + _size({"role": message.get("role"), "content": content[:stable]})
-            if place("turn", before, policy.history_ttl):
-                content[stable - 1] = _with_marker(content[stable - 1], policy.marker(policy.history_ttl))
-                out_messages[i] = {**message, "content": content}
+            want("turn", before, policy.history_ttl, (None, i, stable - 1))
         used += _size(message)
-        if i == len(messages) - 1 and i != turn_start and content and place("newest", used, policy.history_ttl):
-            content[-1] = _with_marker(content[-1], policy.marker(policy.history_ttl))
-            out_messages[i] = {**message, "content": content}
-    return out_system, out_messages, placed
+        if i == len(messages) - 1 and i != turn_start and content:
+            want("newest", used, policy.history_ttl, (None, i, len(content) - 1))
+    placed = wanted[-MAX_BREAKPOINTS:]  # the earliest give way
+    for point, system_index, message_index, block_index in placed:
+        marker = policy.marker(point.ttl)
+        if system_index is not None:
+            out_system[system_index] = _with_marker(system[system_index], marker)
+            continue
+        content = contents[message_index]
+        content[block_index] = _with_marker(content[block_index], marker)
+        out_messages[message_index] = {**messages[message_index], "content": content}
+    return out_system, out_messages, [point for point, *_ in placed]

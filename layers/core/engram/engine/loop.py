@@ -120,6 +120,7 @@ def run_loop(
     cache: CachePolicy = CachePolicy(),
     stable_blocks: int | None = None,
     memory_index: int | None = None,
+    summary_index: int | None = None,
     events: TurnEvents | None = None,
 ) -> LoopResult:
     """Runs until the model stops asking for tools. `result` is filled as it goes, so a caller
@@ -145,6 +146,7 @@ def run_loop(
             stable_blocks=stable_blocks,
             policy=cache,
             memory_index=memory_index,
+            summary_index=summary_index,
         )
         # Only a watched turn streams: the unwatched one calls the provider as it always did.
         streaming: dict[str, Any] = {} if events is None else {"on_text": events.text}

@@ -239,13 +239,14 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             )
         sent = _load_context(turn)
         memory_text, sent = _memory(turn, sent)
+        # The session's running summary of what the cap cut (CM8); a clean slate has none.
+        summary = render_summary((turn.session or {}).get("summary")) if turn.history is not None else []
         system = build_system(
             turn.ctx.agent,
             memory_text,
             persona_extra=[line for p in plan.policies for line in p.persona(turn.ctx)],
             extra="\n\n".join(plan.system_blocks) or None,
-            # The session's running summary of what the cap cut (CM8); a clean slate has none.
-            summary_text=render_summary((turn.session or {}).get("summary")) if turn.history is not None else "",
+            summary=summary,
         )
         settings = deps.settings
         run_loop(
@@ -264,6 +265,7 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             cache=plan.cache,
             stable_blocks=len(user_message(turn.message)["content"]),
             memory_index=1 if memory_text else None,
+            summary_index=(1 if memory_text else 0) + len(summary) if summary else None,
             events=plan.events,
         )
         result: dict[str, Any] = {"reply": turn.loop.reply}
@@ -447,8 +449,15 @@ def _memory(turn: _Turn, sent: list[dict[str, Any]]) -> tuple[str, list[dict[str
     view = fit_sections(turn.deps.sections, turn.loaded, _section_failed, budget_tokens=fitted)
     if not session:
         return view.text, sent
-    stored = (turn.session or {}).get("memorySnapshot")
-    text, delta, turn.snapshot = session_memory(view, stored, message_digest(sent[0]), budget_tokens=budget)
+    session_row = turn.session or {}
+    stored = session_row.get("memorySnapshot")
+    # How many messages the session has had, and at most how many more until the next cut
+    # (engine.trim.trim_in_steps): the snapshot is kept at a cut when its room lasts that long.
+    position = int(session_row.get("trimmedCount", 0) or 0) + len(turn.history.messages)
+    cap = turn.deps.settings.history_cap
+    text, delta, turn.snapshot = session_memory(
+        view, stored, message_digest(sent[0]), budget_tokens=budget, position=position, until_cut=cap - max(2, cap // 2)
+    )
     if delta:
         own = sent[-1]
         sent = [*sent[:-1], {**own, "content": [*own["content"], {"type": "text", "text": delta}]}]

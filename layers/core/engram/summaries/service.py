@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from engram.engine.pricing import usage_of
-from engram.engine.prompt import estimate_tokens
+from engram.engine.prompt import estimate_tokens, summary_parts
 from engram.extraction.prompt import MIN_OUTPUT_TOKENS, cap_transcript, output_budget, render_transcript
 from engram.kernel.ids import ID_PATTERN
 from engram.kernel.model import now_iso
@@ -192,6 +192,7 @@ def _run(deps: ModelDeps, job: SummaryJob, remaining_s: float | None) -> Summary
     budget = settings.extract_budget_usd
     model = settings.extract_model
     text = previous
+    parts = [len(part) for part in summary_parts(was)]
     rendered = render_transcript(messages)
     if rendered.strip():
         system, request = fold_request(previous, cap_transcript(rendered, MAX_FOLD_CHARS))
@@ -200,6 +201,7 @@ def _run(deps: ModelDeps, job: SummaryJob, remaining_s: float | None) -> Summary
             _count("SummaryMalformed")
             return SummaryOutcome("skipped", "malformed", usage=outcome.usage)  # paid and recorded; not retried
         text = f"{previous}\n{part}" if previous else part
+        parts.append(len(summary_parts({"text": part})[0]))
         budget -= spent
     if estimate_tokens(text) > SUMMARY_MAX_TOKENS:
         outcome.condensed = True
@@ -208,7 +210,8 @@ def _run(deps: ModelDeps, job: SummaryJob, remaining_s: float | None) -> Summary
         text = condensed if condensed and estimate_tokens(condensed) <= SUMMARY_MAX_TOKENS else text
         if estimate_tokens(text) > SUMMARY_MAX_TOKENS:
             text = drop_oldest(text, CONDENSED_TOKENS)
-    return _store(deps, job, session, was, text, outcome)
+        parts = [sum(len(part) for part in summary_parts({"text": text}))]  # rewritten whole: one part again
+    return _store(deps, job, session, was, text, parts, outcome)
 
 
 def _call(
@@ -271,10 +274,14 @@ def _store(
     session: dict[str, Any],
     was: dict[str, Any] | None,
     text: str,
+    parts: list[int],
     outcome: SummaryOutcome,
 ) -> SummaryOutcome:
     summary = {
         "text": text,
+        # How many lines each fold appended: engine.prompt renders each as a system block of its own,
+        # so a fold leaves the blocks before it (and their cache entry) as they were.
+        "parts": parts,
         "through": outcome.through,
         "updatedAt": now_iso(),
         "model": outcome.model or deps.settings.extract_model,
