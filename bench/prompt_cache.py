@@ -1,29 +1,36 @@
-"""Prompt caching over a 30-turn conversation: how much of each request is the previous one's.
+"""Prompt caching over a 30-turn conversation: how much of each request is the previous one's,
+and what the API's cache serves of it.
 
-30 chat turns of one session run through the project's own turn code (moto in-process, the
-stores created from template.yaml), with a scheduled heartbeat in between on the same session
-(Active Memory on, every 15 minutes). The model is the real AnthropicProvider over a mocked
-HTTP transport that keeps every Messages API request body as it would be sent; its scripted
-replies store agent and workspace memories (memory_store), add user facts (remember), look
-things up (memory_recall) and answer in text.
+30 chat turns of one session run through the project's own turn code (`run_chat_turn`, what the
+chat route calls; moto in-process, the stores created from template.yaml), with a scheduled
+heartbeat in between on the same session (`process_schedule_event`, what HeartbeatFunction
+calls; Active Memory on, every 15 minutes). Between turns the jobs on the extraction queue go
+where ExtractFunction's handler sends them, with its dependencies: the session summary (CM8) and
+extraction. The model is the real AnthropicProvider over a mocked HTTP transport that keeps every
+Messages API request body as it would be sent; its scripted replies store agent and workspace
+memories (memory_store), add user facts (remember), look things up (memory_recall) and answer in
+text; its summaries are a line per user message, its extractions record nothing new.
 
 For each turn it prints: the tokens of its first request; the leading tokens byte-identical to
-the previous turn's last request, and that as a share of the previous request ("reuse");
-the part of it a cache hit can return (up to the furthest marker of the previous turn's
-requests that still lies in the identical prefix); and the markers of its requests (token
-offset and TTL). A request is serialized in API order (tools, system, messages) as compact
-JSON without its cache_control markers (they are not part of the cached content), and tokens
-are estimated at four characters each (the project's budgets use the same rule). The API also
-needs a hit within 20 blocks of a marker, which this bench does not model.
+the previous turn's last request, and that as a share of the previous request ("reuse"); what
+the API's cache serves of the first request ("cached", and "hit": its share of the request): the
+longest prefix an earlier request's marker wrote that ends at a block end at most 20 blocks
+before one of this request's markers (the API's lookback); the turn's input cost at cache prices
+(every request: reads 0.1x, 5-minute writes 1.25x, 1-hour writes 2x, the rest 1x) over its
+uncached price; and the markers of its first request (token offset and TTL). A request is
+serialized in API order (tools, system, messages) as compact JSON without its cache_control
+markers (they are not part of the cached content); tokens are estimated at four characters each
+(the project's budgets use the same rule). Entries do not expire here (the turns are minutes
+apart and each read refreshes an entry).
 
 The summary line checks the aims: reuse >= 90% from the third turn on, at most 4 markers a
-request, each marker's prefix at least the model's minimum cacheable length. A turn whose
-history lost its first messages to the history cap (HISTORY_CAP, 50: the history is then cut to
-about half of it, never less, see engine.trim.trim_in_steps) cannot reuse more than tools,
-persona, memory and the running summary's earlier lines (CM8): such turns are marked "cut",
-counted apart and listed with their own aim (60%). The summary worker runs between turns (its
-jobs taken from the extraction queue; a scripted small model writes a line per user message),
-and each summary's tokens and cost are listed.
+request, each marker's prefix at least the model's minimum cacheable length; and it gives, from
+the third turn, the overall reuse, the share of all input tokens the cache serves and their cost.
+A turn whose history lost its first messages to the history cap (HISTORY_CAP, 50: the history is
+then cut to about half of it, never less, see engine.trim.trim_in_steps) can only be served tools,
+persona, memory and the running summary's earlier folds (CM8): such turns are marked "cut",
+counted apart and listed with their own aim (a hit of at least 60%). Each summary's tokens and
+cost are listed.
 """
 
 from __future__ import annotations
@@ -61,9 +68,20 @@ def _strip(block: Any) -> Any:
     return {k: v for k, v in block.items() if k != "cache_control"} if isinstance(block, dict) else block
 
 
-def serialize(body: dict[str, Any]) -> tuple[str, list[tuple[int, str]]]:
-    """The request in API order without markers, and each marker's (character offset, TTL)."""
+class Request:
+    """A request in API order without markers (`text`), the character offset where each of its
+    content blocks ends (`ends`), and its markers as (block number, TTL)."""
+
+    def __init__(self, body: dict[str, Any]):
+        self.text, self.ends, self.marks = _serialize(body)
+
+    def marked(self) -> list[tuple[int, str]]:
+        return [(self.ends[b], ttl) for b, ttl in self.marks]
+
+
+def _serialize(body: dict[str, Any]) -> tuple[str, list[int], list[tuple[int, str]]]:
     out: list[str] = []
+    ends: list[int] = []
     marks: list[tuple[int, str]] = []
     size = 0
 
@@ -71,10 +89,12 @@ def serialize(body: dict[str, Any]) -> tuple[str, list[tuple[int, str]]]:
         nonlocal size
         out.append(text)
         size += len(text)
+        if block is not None:
+            ends.append(size)
         if isinstance(block, dict) and "cache_control" in block:
-            marks.append((size, block["cache_control"].get("ttl", "5m")))
+            marks.append((len(ends) - 1, block["cache_control"].get("ttl", "5m")))
 
-    add(_compact([_strip(t) for t in body.get("tools", [])]))
+    add(_compact([_strip(t) for t in body.get("tools", [])]), True)
     for block in body.get("system", []):
         add(_compact(_strip(block)), block)
     for message in body["messages"]:
@@ -86,7 +106,45 @@ def serialize(body: dict[str, Any]) -> tuple[str, list[tuple[int, str]]]:
                 add(",")
             add(_compact(_strip(block)), block)
         add("]}")
-    return "".join(out), marks
+    return "".join(out), ends, marks
+
+
+LOOKBACK = 20  # blocks the API checks for an earlier entry, back from each marker
+
+
+class Cache:
+    """The API's prompt cache as its docs describe it: a marker writes an entry for the prefix up to
+    its block; a later request reads the longest entry that ends at one of its block ends at most
+    LOOKBACK blocks before one of its markers (entries never expire here: the turns are minutes
+    apart, and each read refreshes the entries a session keeps using)."""
+
+    def __init__(self) -> None:
+        self.entries: set[int] = set()
+
+    def send(self, request: Request) -> tuple[int, int, int]:
+        """(characters read from the cache, characters written to it, its 1-hour part) for `request`."""
+        text, ends = request.text, request.ends
+        read = 0
+        for block, _ in request.marks:
+            for b in range(block, max(-1, block - LOOKBACK - 1), -1):
+                if ends[b] > read and hash(text[: ends[b]]) in self.entries:
+                    read = ends[b]
+                    break
+        written = written_1h = 0
+        for block, _ in request.marks:
+            self.entries.add(hash(text[: ends[block]]))
+        if request.marks:
+            last = ends[request.marks[-1][0]]
+            written = max(0, last - read)
+            hour = [ends[b] for b, ttl in request.marks if ttl == "1h"]
+            written_1h = max(0, max(hour, default=0) - read)
+        return read, written, written_1h
+
+
+def input_cost(tokens_total: int, read: int, written: int, written_1h: int) -> float:
+    """The request's input in units of the uncached input price: a read 0.1x, a 5-minute write
+    1.25x, a 1-hour write 2x, the rest (after the last marker) 1x."""
+    return 0.1 * read + 1.25 * (written - written_1h) + 2.0 * written_1h + (tokens_total - read - written)
 
 
 def _strip_message(message: dict[str, Any]) -> dict[str, Any]:
@@ -109,6 +167,8 @@ class ScriptedClaude:
         if (body.get("tool_choice") or {}).get("name") == "record_summary":
             self.summaries.append(body)
             return self._summary(body, request)
+        if (body.get("tool_choice") or {}).get("name") == "record_memories":
+            return self._extraction(body)
         self.bodies.append(body)
         self._n += 1
         last = body["messages"][-1]
@@ -148,6 +208,15 @@ class ScriptedClaude:
         return httpx2.Response(
             200, json={**payload, "content": content, "stop_reason": "tool_use", "stop_sequence": None, "usage": usage}
         )
+
+    def _extraction(self, body: dict[str, Any]) -> Any:
+        """The extraction worker's call: nothing new to record (the chat's tools stored what was said)."""
+        import httpx2
+
+        block = {"type": "tool_use", "id": "toolu_x", "name": "record_memories", "input": {"facts": []}}
+        payload = {"id": "msg_x", "type": "message", "role": "assistant", "model": body["model"], "content": [block]}
+        usage = {"input_tokens": 100, "output_tokens": 10}
+        return httpx2.Response(200, json={**payload, "stop_reason": "tool_use", "stop_sequence": None, "usage": usage})
 
     def _answer(self, said: str) -> tuple[list[dict[str, Any]], str]:
         def use(name: str, tool_input: dict[str, Any]) -> tuple[list[dict[str, Any]], str]:
@@ -223,7 +292,7 @@ def main(mcp_tools: int = 0) -> int:
     from engram.kernel.model import now_iso
     from engram.kernel.settings import Settings
     from engram.memory.models import Memory
-    from engram.roots import chat, heartbeat
+    from engram.roots import chat, extract, heartbeat
     from engram.runs.execution import process_schedule_event
     from local.resources import create_resources
     from local.template import load_template
@@ -246,6 +315,8 @@ def main(mcp_tools: int = 0) -> int:
         deps.provider_override = provider
         runs = heartbeat.build(settings)
         runs.provider_override = provider
+        worker = extract.build(settings)  # ExtractFunction's dependencies
+        worker.provider_override = provider
         t = tenant_key("bench")
         now = now_iso()
         grants = []
@@ -299,25 +370,27 @@ def main(mcp_tools: int = 0) -> int:
             start = len(claude.bodies)
             run_chat_turn(deps, t, agent.id, "dashboard", message)
             turns.append((f"chat {i}", claude.bodies[start:]))
-            cuts += _summaries(deps, settings)  # the extract worker between turns (a person types slower)
+            cuts += _worker(worker, settings)  # the extract function between turns (a person types slower)
             if i == HEARTBEAT_AFTER:
                 start = len(claude.bodies)
                 event = {"tenant": t, "agentId": agent.id, "scheduledTime": "2026-06-01T12:15:00Z"}
                 outcome = process_schedule_event(runs, event)
                 assert outcome.get("status") == "succeeded", outcome
                 turns.append(("heartbeat", claude.bodies[start:]))
-                cuts += _summaries(deps, settings)
+                cuts += _worker(worker, settings)
     if tool_server is not None:
         tool_server.stop()
     offered = sum(1 for spec in turns[-1][1][0].get("tools", []) if str(spec.get("name", "")).startswith("mcp__"))
     return report(turns, minimum, cuts, f", the agent with {offered} MCP tools" if mcp_tools else "")
 
 
-def _summaries(deps: Any, settings: Any) -> list[Any]:
-    """Runs the summary jobs waiting on the extraction queue (what ExtractFunction would do) and
-    drops the extraction jobs (bench/extraction.py measures those); the summaries' outcomes."""
+def _worker(deps: Any, settings: Any) -> list[Any]:
+    """ExtractFunction between turns: each job waiting on the extraction queue goes where its
+    handler sends it (functions/extract/app.py): a summary job to the summary, the rest to
+    extraction (the scripted model records nothing new there). The summaries' outcomes."""
     import boto3
 
+    from engram.extraction.service import process_extraction_job
     from engram.summaries.policy import SUMMARY_JOB
     from engram.summaries.service import process_summary_job
 
@@ -331,6 +404,8 @@ def _summaries(deps: Any, settings: Any) -> list[Any]:
             job = json.loads(message["Body"])
             if job.get("job") == SUMMARY_JOB:
                 done.append(process_summary_job(deps, job))
+            else:
+                process_extraction_job(deps, job)
             sqs.delete_message(QueueUrl=settings.extract_queue_url, ReceiptHandle=message["ReceiptHandle"])
 
 
@@ -339,43 +414,61 @@ def report(
 ) -> int:
     print(f"== prompt cache over {TURNS} chat turns and a heartbeat (Active Memory on), model {MODEL}{label}")
     print("tokens = characters/4 of the request JSON in API order (tools, system, messages), markers left out;")
-    print("reuse = leading tokens identical to the previous turn's last request, as a share of it; cached = the")
-    print(f"part up to the furthest earlier marker inside it; markers = offset:ttl (model minimum {minimum:,} tokens)")
-    print(f"{'turn':>12} {'calls':>5} {'tokens':>7} {'identical':>9} {'reuse':>6} {'cached':>7}  markers of the first request")
-    previous: list[tuple[str, list[tuple[int, str]]]] = []
+    print("reuse = leading tokens identical to the previous turn's last request, as a share of it; cached = what")
+    print("the API reads from its cache for the turn's first request (entries its markers wrote before, found within")
+    print(f"{LOOKBACK} blocks of one of its markers), hit = that share of the request; cost = the turn's input at cache")
+    print(f"prices (read 0.1x, write 1.25x, 1-hour write 2x) / uncached; markers = offset:ttl (minimum {minimum:,} tokens)")
+    print(
+        f"{'turn':>12} {'calls':>5} {'tokens':>7} {'identical':>9} {'reuse':>6} {'cached':>7} {'hit':>6} {'cost':>5}"
+        "  markers of the first request"
+    )
+    cache = Cache()
+    previous: Request | None = None
     worst_reuse, worst_turn, most_marks, short_marks = 100.0, "", 0, 0
     cuts: list[str] = []
-    cut_reuse: list[float] = []
+    cut_hits: list[float] = []
     same = total = 0  # identical and previous tokens from turn 3 on: the overall reuse
+    read_total = input_total = 0  # from turn 3 on, every request: the share read from the cache
+    cost_total = 0.0
     head = None
     for n, (name, bodies) in enumerate(turns, start=1):
-        requests = [serialize(b) for b in bodies]
+        requests = [Request(b) for b in bodies]
         first = _compact(_strip_message(bodies[0]["messages"][0]))
         cut = head is not None and first != head
         head = first
-        text, marks = requests[0]
-        for _, m in requests:
-            most_marks = max(most_marks, len(m))
-            short_marks += sum(1 for offset, _ in m if tokens(offset) < minimum)
-        identical = reuse = cached = 0
-        if previous:
-            prev_text, _ = previous[-1]
-            identical = tokens(len(commonprefix([prev_text, text])))
-            reuse = 100.0 * identical / max(1, tokens(len(prev_text)))
-            for earlier, earlier_marks in previous:
-                common = len(commonprefix([earlier, text]))
-                cached = max([cached, *(tokens(o) for o, _ in earlier_marks if o <= common)])
+        turn_cost = turn_tokens = 0.0
+        cached = 0
+        for k, request in enumerate(requests):
+            most_marks = max(most_marks, len(request.marks))
+            short_marks += sum(1 for offset, _ in request.marked() if tokens(offset) < minimum)
+            read, written, hour = (tokens(x) for x in cache.send(request))
+            size = tokens(len(request.text))
+            cached = read if k == 0 else cached
+            cost = input_cost(size, read, written, hour)
+            turn_cost, turn_tokens = turn_cost + cost, turn_tokens + size
             if n >= 3:
-                same, total = same + identical, total + tokens(len(prev_text))
+                read_total, input_total, cost_total = read_total + read, input_total + size, cost_total + cost
+        text = requests[0].text
+        size = tokens(len(text))
+        hit = 100.0 * cached / max(1, size)
+        identical = reuse = 0
+        if previous is not None:
+            identical = tokens(len(commonprefix([previous.text, text])))
+            reuse = 100.0 * identical / max(1, tokens(len(previous.text)))
+            if n >= 3:
+                same, total = same + identical, total + tokens(len(previous.text))
             if cut:
-                cuts.append(f"{name} {reuse:.1f}%")
-                cut_reuse.append(reuse)
+                cuts.append(f"{name} {hit:.1f}% ({reuse:.1f}%)")
+                cut_hits.append(hit)
             elif n >= 3 and reuse < worst_reuse:
                 worst_reuse, worst_turn = reuse, name
-        shown = " ".join(f"{tokens(o):,}:{ttl}" for o, ttl in marks) or "-"
+        shown = " ".join(f"{tokens(o):,}:{ttl}" for o, ttl in requests[0].marked()) or "-"
         flag = "  (cut)" if cut else ""
-        print(f"{name:>12} {len(bodies):>5} {tokens(len(text)):>7,} {identical:>9,} {reuse:>5.1f}% {cached:>7,}  {shown}{flag}")
-        previous = requests
+        print(
+            f"{name:>12} {len(bodies):>5} {size:>7,} {identical:>9,} {reuse:>5.1f}% {cached:>7,} {hit:>5.1f}%"
+            f" {turn_cost / max(1.0, turn_tokens):>5.2f}  {shown}{flag}"
+        )
+        previous = requests[-1]
     for i, outcome in enumerate(summaries or [], start=1):
         cost = sum(u.cost_usd for u in outcome.usage)
         sent = sum(u.input_tokens for u in outcome.usage)
@@ -384,18 +477,22 @@ def report(
             f"{' (condensed)' if outcome.condensed else ''}, ${cost:.5f}"
         )
     ok = worst_reuse >= 90.0 and most_marks <= 4 and short_marks == 0
-    cut_ok = all(r >= 60.0 for r in cut_reuse)
+    cut_ok = all(r >= 60.0 for r in cut_hits)
     print(
         f"summary: min reuse from turn 3 {worst_reuse:.1f}% ({worst_turn}; aim >= 90%) on the turns the history cap did not "
-        f"cut; overall reuse from turn 3 {100.0 * same / max(1, total):.1f}%; at most {most_marks} markers a request "
-        f"(aim <= 4); {short_marks} markers on a prefix under {minimum:,} tokens (aim 0): {'OK' if ok else 'MISSED'}"
+        f"cut; overall reuse from turn 3 {100.0 * same / max(1, total):.1f}%; from turn 3 the cache serves "
+        f"{100.0 * read_total / max(1, input_total):.1f}% of all input tokens, which cost {cost_total / max(1, input_total):.3f}"
+        f" of their uncached price; at most {most_marks} markers a request (aim <= 4); {short_marks} markers on a prefix "
+        f"under {minimum:,} tokens (aim 0): {'OK' if ok else 'MISSED'}"
     )
-    # Not part of the exit status: at a cut the identical prefix ends at the memory block when it
-    # is taken again (rows stored since pass half their room), and at the summary's new lines
-    # otherwise; the ceiling is (tools + persona + memory + earlier summary) / the pre-cut request.
+    # Not part of the exit status. A cut turn's history is new from its first message: the cache can
+    # serve tools, persona, memory and the earlier summary, so its hit is that prefix / its own
+    # request, and its reuse of the previous request that prefix / the pre-cut request (the history
+    # before the cut is about twice the one after it). The memory block is taken again at a cut when
+    # the rows stored since would pass their room before the next one (engine.prompt).
     print(
-        f"cut turns: {', '.join(cuts) or 'none'} (aim >= 60%, tools, persona, memory and the earlier summary "
-        f"surviving): {'OK' if cut_ok else 'MISSED'}"
+        f"cut turns, hit (reuse): {', '.join(cuts) or 'none'} (aim: hit >= 60%, tools, persona, memory and the earlier "
+        f"summary surviving): {'OK' if cut_ok else 'MISSED'}"
     )
     return 0 if ok else 1
 
