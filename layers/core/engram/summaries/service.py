@@ -10,10 +10,11 @@ extract function runs it here, off the reply path. One job:
   2. read the transcript object [1 GET]: the cut messages the summary does not hold yet (this
      cut's, and any an earlier job failed to fold);
   3. one model call (EXTRACT_MODEL, output forced through `record_summary`) writes a summary of
-     those messages, given the summary so far; it is APPENDED to the summary, so the summary's
-     earlier lines stay byte-identical in the prompt (the cached prefix reaches into it);
+     those messages, given the summary so far; it is APPENDED to the summary as a part of its
+     own (`parts`: the lines each fold added), which the prompt shows as a system block after the
+     earlier ones, so those stay byte-identical and cached across the cut (engine.prompt);
   4. past SUMMARY_MAX_TOKENS (800) the whole summary is condensed by a second call to about half
-     of that, or, when the budget does not allow one, its oldest lines are dropped;
+     of that, or, when the budget does not allow one, its oldest lines are dropped (one part again);
   5. store it on the session row, conditional on the summary being the one read and no Active
      Memory reset since [1 UpdateItem], and the calls' usage under `memory-compact:<sessionId>`
      [1 PutItem each].
