@@ -161,6 +161,16 @@ class _ChatsToClaude:
         return (self.offline if forced else self.claude).complete(**kw)
 
 
+def _cutting_stack(stack) -> list[dict]:
+    """A history cap of 8 (a cut every few turns), chats to Claude's client: the requests sent."""
+    stack.deps.settings = stack.deps.settings.model_copy(update={"history_cap": 8})
+    bodies: list[dict] = []
+    offline = stack.deps.provider
+    _claude(stack, bodies)
+    stack.deps.provider_override = _ChatsToClaude(stack.deps.provider_override, offline)
+    return bodies
+
+
 def _clean(blocks):
     return [{k: v for k, v in b.items() if k != "cache_control"} for b in blocks]
 
@@ -168,11 +178,7 @@ def _clean(blocks):
 def test_a_cut_turn_reads_tools_persona_memory_and_the_earlier_summary_from_the_cache(stack):
     from local.workers import Workers
 
-    stack.deps.settings = stack.deps.settings.model_copy(update={"history_cap": 8})
-    bodies: list[dict] = []
-    offline = stack.deps.provider
-    _claude(stack, bodies)
-    stack.deps.provider_override = _ChatsToClaude(stack.deps.provider_override, offline)
+    bodies = _cutting_stack(stack)
     agent = stack.agent(persona=PERSONA, model=MODEL, agentMemory=True, activeMemory=True)
     for i in range(30):
         value = {"key": f"host-{i}", "value": f"host {i} serves the legacy API on port {7000 + i}"}
@@ -208,3 +214,56 @@ def test_a_cut_turn_reads_tools_persona_memory_and_the_earlier_summary_from_the_
     assert len(memory_blocks) == 1 and "5432" not in memory_blocks.pop()
     # ...and it is shown on every later turn, after the user's words
     assert all('"the db is on 5432"' in turn[0]["messages"][-1]["content"][-1]["text"] for turn in turns[7:])
+
+
+def test_a_summary_that_lands_after_the_cut_turn_leaves_the_system_prompt_as_it_was_until_the_next_cut(stack):
+    from local.workers import Workers
+
+    bodies = _cutting_stack(stack)
+    agent = stack.agent(persona=PERSONA, model=MODEL)
+
+    def say(i: int) -> dict:
+        start = len(bodies)
+        assert stack.say(agent["id"], f"Turn {i}: the colour is c{i}.").status == 200
+        return bodies[start]
+
+    def trimmed() -> int:
+        return stack.call("GET", f"/api/agents/{agent['id']}/sessions/dashboard").data["trimmedCount"]
+
+    def drain() -> None:
+        Workers(stack.functions, stack.resources, retry_delay=0).drain("ExtractQueue", timeout=60)
+
+    i, cut_seen = 0, 0
+    while cut_seen < 1:  # up to the first cut, the summary folded at once
+        say(i)
+        i, cut_seen = i + 1, trimmed()
+        drain()
+    while trimmed() == cut_seen:  # up to the turn whose save cuts again
+        say(i)
+        i += 1
+    # its summary job waits: the next turn (the cut turn) sends the summary it has, one fold
+    cut = say(i)
+    assert len([b for b in cut["system"] if '<memory scope="summary">' in b["text"]]) == 1
+    drain()  # the fold lands now, after the cut turn
+    after = say(i + 1)
+    # the system prompt is the cut turn's, byte for byte, so its cached history is read
+    assert _clean(after["system"]) == _clean(cut["system"]) and after["tools"] == cut["tools"]
+    assert _clean(after["messages"][0]["content"]) == _clean(cut["messages"][0]["content"])  # the same history start
+    # the new fold is after the user's words, after their marker, sent but never stored
+    words, late = after["messages"][-1]["content"]
+    assert words["text"] == f"Turn {i + 1}: the colour is c{i + 1}." and "cache_control" in words
+    assert "cache_control" not in late and late["text"].startswith("## Earlier in this conversation, summarised since")
+    assert '<memory scope="summary">' in late["text"] and late["text"].rstrip().endswith("</memory>")
+    stored = stack.call("GET", f"/api/agents/{agent['id']}/sessions/dashboard").data["messages"]
+    assert all("summarised since" not in json.dumps(m) for m in stored)
+    # the next cut puts it in the system prompt, a block of its own after the first
+    cuts = trimmed()
+    j = i + 2
+    while trimmed() == cuts:
+        say(j)
+        j += 1
+        drain()
+    nxt = say(j)
+    blocks = [b["text"] for b in nxt["system"] if '<memory scope="summary">' in b["text"]]
+    assert len(blocks) >= 2 and blocks[1] in late["text"]
+    assert all("summarised since" not in b["text"] for b in nxt["messages"][-1]["content"])

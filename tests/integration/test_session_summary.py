@@ -169,12 +169,21 @@ def test_a_heartbeat_with_active_memory_shares_the_summary_and_a_reset_drops_it(
     recording = _record(stack)
     _past_the_cap(stack, agent["id"])
     assert stack.say(agent["id"], "and one more").status == 200
-    chat_system = _system_text(recording.chats[-1])
-    assert "User: Note 0 is about the colour c0." in chat_system
+    chat = recording.chats[-1]
+    chat_system = _system_text(chat)
+    # the summary was folded after the cut turn: until the next cut it follows the user's words,
+    # so the system prompt (and the cached history behind it) stays as the cut turn sent it
+    assert SUMMARY_HEADING not in chat_system
+    assert "User: Note 0 is about the colour c0." in chat["messages"][-1]["content"][-1]["text"]
     sent_at = len(recording.chats)
     stack.fire(agent["id"])
     heartbeat = recording.chats[sent_at]
     assert _system_text(heartbeat) == chat_system  # the heartbeat extends the chat's cached prefix
+    assert "User: Note 0 is about the colour c0." in heartbeat["messages"][-1]["content"][-1]["text"]
+    # the next cut puts the summary in the system prompt, for the chat and the heartbeat alike
+    for i in range(3):
+        assert stack.say(agent["id"], f"Later {i}. More words.").status == 200
+    assert "User: Note 0 is about the colour c0." in _system_text(recording.chats[-1])
     # Reset: the next run starts fresh, without the summary (and what was cut before is not summarised again)
     assert stack.call("POST", f"/api/agents/{agent['id']}/active-memory/reset").status == 200
     assert _session(stack, agent["id"])["summary"] is None

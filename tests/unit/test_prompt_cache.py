@@ -276,3 +276,27 @@ def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_n
     assert moved is not None and moved.text == snapshot.text and moved.head == "h2"
     # more rows than the budget holds beside the snapshot: taken again
     assert session_memory(grown, stored, "h1", budget_tokens=20)[2] is not None
+
+
+def test_a_fold_landing_after_the_cut_turn_waits_after_the_users_words_until_the_next_cut():
+    from engram.engine.prompt import LATE_SUMMARY_HEADING, render_summary, session_summary
+
+    before = {"text": "a said x\nb did y", "parts": [2]}
+    landed = {"text": "a said x\nb did y\nc found z", "parts": [2, 1]}
+    # the cut turn (a new first message) sends the summary as it is, and says what it sent
+    cut = session_summary(before, None, "h2")
+    assert cut.system == render_summary(before) and cut.late == "" and cut.shown is not None
+    assert "a said x" not in json.dumps(cut.shown)  # digests, never the text
+    # the fold lands before the next turn: the system blocks stay, the new part follows the user's words
+    late = session_summary(landed, cut.shown, "h2")
+    assert late.system == cut.system and late.shown is None
+    assert late.late.startswith(LATE_SUMMARY_HEADING) and '- "c found z"' in late.late and "a said x" not in late.late
+    # the next cut sends all of it in the system prompt
+    nxt = session_summary(landed, cut.shown, "h3")
+    assert nxt.system == render_summary(landed) and nxt.late == "" and nxt.shown["parts"] == 2
+    # nothing changed: nothing to store
+    assert session_summary(landed, nxt.shown, "h3") == type(nxt)(nxt.system)
+    # condensed since (the parts sent cannot be rebuilt): sent as it is now
+    condensed = {"text": "all of it, shorter", "parts": [1]}
+    again = session_summary(condensed, cut.shown, "h2")
+    assert again.system == render_summary(condensed) and again.late == "" and again.shown["parts"] == 1

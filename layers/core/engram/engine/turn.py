@@ -32,8 +32,8 @@ from engram.engine.prompt import (
     build_system,
     fit_sections,
     message_digest,
-    render_summary,
     session_memory,
+    session_summary,
     start_sections,
 )
 from engram.engine.providers.base import ModelProvider
@@ -200,6 +200,7 @@ class _Turn:
     prepared: list[Future[None]] = field(default_factory=list)  # the policies' reads
     toolsets: list[Future[ToolSet | None]] = field(default_factory=list)  # the agent's external tools
     snapshot: MemorySnapshot | None = None  # a new memory snapshot for the session row
+    summary_shown: dict[str, Any] | None = None  # the summary parts now in the system prompt, for the session row
     cut: int = 0  # messages the trim cut from the transcript when it was saved
     lease: LeaseKeeper | None = None  # renews the session's lease while the turn runs
 
@@ -238,9 +239,8 @@ def _run_started(turn: _Turn) -> TurnOutcome:
                 agentId=run.agent_id, sessionId=run.session_id, kind=run.kind, trigger=run.trigger, message=turn.message
             )
         sent = _load_context(turn)
+        summary, sent = _summary(turn, sent)
         memory_text, sent = _memory(turn, sent)
-        # The session's running summary of what the cap cut (CM8); a clean slate has none.
-        summary = render_summary((turn.session or {}).get("summary")) if turn.history is not None else []
         system = build_system(
             turn.ctx.agent,
             memory_text,
@@ -438,6 +438,21 @@ def _toolsets(turn: _Turn) -> list[ToolSet]:
     return found
 
 
+def _summary(turn: _Turn, sent: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
+    """The session's running summary of what the cap cut (CM8; a clean slate has none): its system
+    blocks, and the messages to send, a fold that landed after this history began shown after the
+    user's words (engine.prompt.session_summary; sent only, never stored)."""
+    if turn.history is None or not sent:
+        return [], sent
+    session = turn.session or {}
+    view = session_summary(session.get("summary"), session.get("summaryShown"), message_digest(sent[0]))
+    turn.summary_shown = view.shown
+    if view.late:
+        own = sent[-1]
+        sent = [*sent[:-1], {**own, "content": [*own["content"], {"type": "text", "text": view.late}]}]
+    return view.system, sent
+
+
 def _memory(turn: _Turn, sent: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
     """The memory sections' text for the system prompt, and the messages to send. A session
     turn keeps its session's snapshot (engine.prompt) and shows what was stored since after the
@@ -541,6 +556,8 @@ def _session_changes(turn: _Turn, trimmed: Any) -> dict[str, Any]:
         changes[counter] = int(session.get(counter, 0) or 0) + 1
     if turn.snapshot is not None:
         changes["memorySnapshot"] = turn.snapshot.stored()
+    if turn.summary_shown is not None:
+        changes["summaryShown"] = turn.summary_shown
     if not session.get("title"):
         changes["title"] = session_title(turn.message)
     return changes
