@@ -31,6 +31,10 @@ then cut to about half of it, never less, see engine.trim.trim_in_steps) can onl
 persona, memory and the running summary's earlier folds (CM8): such turns are marked "cut",
 counted apart and listed with their own aim (a hit of at least 60%). Each summary's tokens and
 cost are listed.
+
+`--late-summary`: each summary job waits one turn more (the next message came before the worker
+was done). `--other`: HISTORY_CAP 36 and 40 turns of another conversation (a row stored on two
+turns in three), no heartbeat: one the memory snapshot's rule was not designed with.
 """
 
 from __future__ import annotations
@@ -236,9 +240,9 @@ class ScriptedClaude:
         return [{"type": "text", "text": answer}], "end_turn"
 
 
-def script() -> list[str]:
+def script(turns: int = TURNS) -> list[str]:
     lines = []
-    for i in range(TURNS):
+    for i in range(turns):
         kind = i % 5
         if kind == 0:
             lines.append(f"Service svc{i}: runs on port {8000 + i}, owned by team {i % 3}, on call rotation weekly")
@@ -250,6 +254,20 @@ def script() -> list[str]:
             lines.append(f"Note to self: the team asked twice about svc{i - 3}; keep its runbook at hand ({i})")
         else:
             lines.append(f"Summarise what you know about svc{i - 4} and who owns it, in two sentences.")
+    return lines
+
+
+def other_script(turns: int) -> list[str]:
+    """A conversation the snapshot rule was not designed with (`--other`): a row stored on two
+    turns in three, no user facts, no lookups."""
+    lines = []
+    for i in range(turns):
+        if i % 3 == 0:
+            lines.append(f"Service svc{i}: runs on port {8000 + i}, owned by team {i % 4}, paged by the night shift")
+        elif i % 3 == 1:
+            lines.append(f"Note to self: svc{i - 1} was asked about again; its dashboard moved ({i})")
+        else:
+            lines.append(f"Summarise what you know about svc{i - 2} and who owns it, in two sentences.")
     return lines
 
 
@@ -278,7 +296,9 @@ def mcp_server(tools: int) -> Any:
     return serve_app(server.streamable_http_app(json_response=True, stateless_http=True))
 
 
-def main(mcp_tools: int = 0) -> int:
+def main(mcp_tools: int = 0, *, other: bool = False, late_summary: bool = False) -> int:
+    """`other`: HISTORY_CAP 36, 40 turns of `other_script`, no heartbeat; `late_summary`: each
+    summary job waits one turn more (the next message came before the worker was done)."""
     import httpx2
     from moto import mock_aws
 
@@ -309,7 +329,8 @@ def main(mcp_tools: int = 0) -> int:
     tool_server = mcp_server(mcp_tools) if mcp_tools else None
     with mock_aws():
         resources = create_resources(load_template(ROOT / "template.yaml"))
-        settings = Settings.from_env(resources.env()).model_copy(update={"anthropic_api_key": "sk-bench"})
+        env = {**resources.env(), **({"HISTORY_CAP": "36"} if other else {})}
+        settings = Settings.from_env(env).model_copy(update={"anthropic_api_key": "sk-bench"})
         provider = AnthropicProvider(settings, http_client=httpx2.Client(transport=httpx2.MockTransport(claude)))
         deps = chat.build(settings)
         deps.provider_override = provider
@@ -366,28 +387,31 @@ def main(mcp_tools: int = 0) -> int:
 
         turns: list[tuple[str, list[dict[str, Any]]]] = []
         cuts: list[Any] = []
-        for i, message in enumerate(script(), start=1):
+        held: list[dict[str, Any]] | None = [] if late_summary else None
+        for i, message in enumerate(other_script(40) if other else script(), start=1):
             start = len(claude.bodies)
             run_chat_turn(deps, t, agent.id, "dashboard", message)
             turns.append((f"chat {i}", claude.bodies[start:]))
-            cuts += _worker(worker, settings)  # the extract function between turns (a person types slower)
-            if i == HEARTBEAT_AFTER:
+            cuts += _worker(worker, settings, held)  # the extract function between turns (a person types slower)
+            if i == HEARTBEAT_AFTER and not other:
                 start = len(claude.bodies)
                 event = {"tenant": t, "agentId": agent.id, "scheduledTime": "2026-06-01T12:15:00Z"}
                 outcome = process_schedule_event(runs, event)
                 assert outcome.get("status") == "succeeded", outcome
                 turns.append(("heartbeat", claude.bodies[start:]))
-                cuts += _worker(worker, settings)
+                cuts += _worker(worker, settings, held)
     if tool_server is not None:
         tool_server.stop()
     offered = sum(1 for spec in turns[-1][1][0].get("tools", []) if str(spec.get("name", "")).startswith("mcp__"))
-    return report(turns, minimum, cuts, f", the agent with {offered} MCP tools" if mcp_tools else "")
+    label = (f", the agent with {offered} MCP tools" if mcp_tools else "") + (", HISTORY_CAP 36" if other else "")
+    return report(turns, minimum, cuts, label + (", each summary one turn late" if late_summary else ""))
 
 
-def _worker(deps: Any, settings: Any) -> list[Any]:
+def _worker(deps: Any, settings: Any, held: list[dict[str, Any]] | None = None) -> list[Any]:
     """ExtractFunction between turns: each job waiting on the extraction queue goes where its
     handler sends it (functions/extract/app.py): a summary job to the summary, the rest to
-    extraction (the scripted model records nothing new there). The summaries' outcomes."""
+    extraction (the scripted model records nothing new there). With `held`, a summary job waits
+    there until the next call. The summaries' outcomes."""
     import boto3
 
     from engram.extraction.service import process_extraction_job
@@ -395,14 +419,18 @@ def _worker(deps: Any, settings: Any) -> list[Any]:
     from engram.summaries.service import process_summary_job
 
     sqs = boto3.client("sqs")
-    done = []
+    done = [process_summary_job(deps, job) for job in held or []]
+    if held:
+        held.clear()
     while True:
         got = sqs.receive_message(QueueUrl=settings.extract_queue_url, MaxNumberOfMessages=10).get("Messages", [])
         if not got:
             return done
         for message in got:
             job = json.loads(message["Body"])
-            if job.get("job") == SUMMARY_JOB:
+            if job.get("job") == SUMMARY_JOB and held is not None:
+                held.append(job)
+            elif job.get("job") == SUMMARY_JOB:
                 done.append(process_summary_job(deps, job))
             else:
                 process_extraction_job(deps, job)
@@ -412,7 +440,9 @@ def _worker(deps: Any, settings: Any) -> list[Any]:
 def report(
     turns: list[tuple[str, list[dict[str, Any]]]], minimum: int, summaries: list[Any] | None = None, label: str = ""
 ) -> int:
-    print(f"== prompt cache over {TURNS} chat turns and a heartbeat (Active Memory on), model {MODEL}{label}")
+    chats = sum(1 for name, _ in turns if name.startswith("chat"))
+    beats = " and a heartbeat" if len(turns) > chats else ""
+    print(f"== prompt cache over {chats} chat turns{beats} (Active Memory on), model {MODEL}{label}")
     print("tokens = characters/4 of the request JSON in API order (tools, system, messages), markers left out;")
     print("reuse = leading tokens identical to the previous turn's last request, as a share of it; cached = what")
     print("the API reads from its cache for the turn's first request (entries its markers wrote before, found within")
@@ -498,5 +528,12 @@ def report(
 
 
 if __name__ == "__main__":
+    import argparse
+
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--other", action="store_true", help="HISTORY_CAP 36, 40 turns of another conversation")
+    parser.add_argument("--late-summary", action="store_true", help="each summary job one turn late")
+    args = parser.parse_args()
     # Without tools, then with 20 MCP tools (issue 27: they lead the request, sorted, so reuse holds).
-    raise SystemExit(main() | main(mcp_tools=20))
+    options = {"other": args.other, "late_summary": args.late_summary}
+    raise SystemExit(main(**options) | main(mcp_tools=20, **options))
