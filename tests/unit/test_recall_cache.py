@@ -9,12 +9,16 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from engram.aws.queues import Queues
 from engram.aws.table import Table
+from engram.conversations.transcripts import HistoryStore
 from engram.engine.tools import ToolContext, ToolRegistry
 from engram.kernel.errors import BadRequest
+from engram.kernel.settings import Settings
 from engram.recall import index as recall
 from engram.recall import tools as recall_tools
 from engram.recall.archive import ArchiveStore, split_text
+from engram.wiring.stores import Stores, clients
 
 
 class FakeArchive:
@@ -219,7 +223,8 @@ def test_tool_output_trims_long_text_and_says_no_matches(archive):
     archive.add_turn("t1", "a1", "s1", "r1", "budget " + "x" * 3000, _at(1))
     registry = ToolRegistry()
     recall_tools.register_tools(registry)
-    ctx = ToolContext(tenant="t1", agent=SimpleNamespace(id="a1"), session_id="s1", run_id="run1", deps=None)
+    deps = Stores(**clients(Settings(), table=Table("x"), history=HistoryStore("b"), queues=Queues("q", "q")))
+    ctx = ToolContext(tenant="t1", agent=SimpleNamespace(id="a1"), session_id="s1", run_id="run1", deps=deps)
     out = registry.call("conversation_search", {"query": "budget"}, ctx)
     assert not out.is_error and len(out.content) == 1
     hit = out.content[0]

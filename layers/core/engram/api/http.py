@@ -21,6 +21,7 @@ from engram.kernel.observability import logger
 from engram.kernel.scopes import granted_scopes as _granted_scopes
 from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from engram.kernel.validation import refuse_unstorable_numbers
+from engram.wiring.stores import Stores
 
 MAX_BODY_BYTES = 256 * 1024
 MAX_BODY_DEPTH = 32  # no request body of the API nests deeper than a few levels
@@ -112,10 +113,13 @@ def fail(status: int, code: str, message: str, field: str | None = None, **extra
     return envelope(status, error=error)
 
 
-def deps_of(router: Router | APIGatewayHttpResolver) -> Any:
+def deps_of(router: Router | APIGatewayHttpResolver) -> Stores:
     """The function's dependencies: its handler puts them in the resolver's context
-    (`app.append_context(deps=...)`) for every request."""
-    return router.context["deps"]
+    (`app.append_context(deps=...)`) for every request; every function's are Stores."""
+    deps = router.context["deps"]
+    if not isinstance(deps, Stores):
+        raise TypeError(f"the resolver's context carries {type(deps).__name__}, not the function's Stores")
+    return deps
 
 
 _REPLAYED_S = 300  # an arrival older than this is a replayed or sample event (`sam local invoke`), not a wait

@@ -158,7 +158,7 @@ def check_definition(body: CardTypeBody) -> dict[str, dict[str, Any]]:
     return out
 
 
-def put_card_type(deps: Any, t: str, name: str, body: CardTypeBody) -> tuple[CardType, bool]:
+def put_card_type(deps: Stores, t: str, name: str, body: CardTypeBody) -> tuple[CardType, bool]:
     check_id("name", name)
     if name in BUILT_IN_CARD_TYPES:
         raise Conflict(
@@ -185,7 +185,7 @@ def put_card_type(deps: Any, t: str, name: str, body: CardTypeBody) -> tuple[Car
     return card_type, existing is None
 
 
-def find_card_type(deps: Any, t: str, name: str) -> CardType | None:
+def find_card_type(deps: Stores, t: str, name: str) -> CardType | None:
     if not name:
         return None
     if name in BUILT_IN_CARD_TYPES:
@@ -194,7 +194,7 @@ def find_card_type(deps: Any, t: str, name: str) -> CardType | None:
     return found
 
 
-def get_card_type(deps: Any, t: str, name: str) -> CardType:
+def get_card_type(deps: Stores, t: str, name: str) -> CardType:
     check_id("name", name)
     found = find_card_type(deps, t, name)
     if found is None:
@@ -202,7 +202,7 @@ def get_card_type(deps: Any, t: str, name: str) -> CardType:
     return found
 
 
-def list_card_types(deps: Any, t: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_card_types(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, Any]:
     """Built-ins first, then the caller's own types by name; `limit` items a page, built-ins
     counted. The caller's types are read whole (at most MAX_CARD_TYPES rows) and paged by rank."""
     built_in = {f"0#{i:04d}": _built_in(n) for i, n in enumerate(BUILT_IN_CARD_TYPES)}
@@ -212,7 +212,7 @@ def list_card_types(deps: Any, t: str, limit: int, token: str | None) -> dict[st
     return page_ranked(list(ranked.values()), lambda c: rank[id(c)], list_id="card-types", limit=limit, token=token)
 
 
-def require_card_type(deps: Any, t: str, name: str | None) -> None:
+def require_card_type(deps: Stores, t: str, name: str | None) -> None:
     """Agent create/PATCH: a named card type must exist for the caller."""
     if name and find_card_type(deps, t, name) is None:
         raise NotFound(f"card type {name!r} not found", field="cardType", code="card_type_not_found")
@@ -246,7 +246,7 @@ def input_schema(card_type: CardType) -> dict[str, Any]:
     }
 
 
-def card_problems(card_type: CardType, card: Any) -> list[str]:  # noqa: C901 - one branch per field rule, every problem reported at once
+def card_problems(card_type: CardType, card: object) -> list[str]:  # noqa: C901 - one branch per field rule, every problem reported at once
     """Everything wrong with a card, so the model can fix it in one go (empty: valid)."""
     if not isinstance(card, dict):
         return ["the card must be an object"]
@@ -351,12 +351,12 @@ def decision_of(run: Run, card_type: CardType | None, now: datetime) -> Decision
     )
 
 
-def recent_decisions(deps: Any, t: str, agent_id: str, limit: int = 5) -> list[Decision]:
+def recent_decisions(deps: Stores, t: str, agent_id: str, limit: int = 5) -> list[Decision]:
     """The agent's last `limit` result cards, newest first, from one bounded Query of its runs."""
     return _decisions(deps, t, deps.runs.recent_with_cards(t, agent_id, limit=limit))
 
 
-def _decisions(deps: Any, t: str, runs: list[Any]) -> list[Decision]:
+def _decisions(deps: Stores, t: str, runs: list[Run]) -> list[Decision]:
     now = datetime.now(UTC)
     types: dict[str, CardType | None] = {}
     out = []

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict
 from engram.cards import service as cards
 from engram.cards.policy import card_state
 from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
+from engram.wiring.stores import stores_of
 
 SUBMIT_RESULT = "submit_result"
 GET_MY_DECISIONS = "get_my_decisions"
@@ -48,8 +49,8 @@ class _NoInput(BaseModel):
     pass
 
 
-def _my_decisions(ctx: ToolContext, _inp: _NoInput) -> Any:
-    found = cards.recent_decisions(ctx.deps, ctx.tenant, ctx.agent.id, limit=DECISIONS_SHOWN)
+def _my_decisions(ctx: ToolContext, _inp: _NoInput) -> object:
+    found = cards.recent_decisions(stores_of(ctx), ctx.tenant, ctx.agent.id, limit=DECISIONS_SHOWN)
     if not found:
         return {"decisions": [], "note": "no earlier decisions yet"}
     return {"decisions": [d.entry for d in found]}

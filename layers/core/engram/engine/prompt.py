@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engram.agents.models import Agent
+from engram.engine.tools import ToolContext
 from engram.kernel.fencing import fence, inline, quote, unfence
 
 
@@ -50,7 +51,7 @@ class PromptSection:
 
     name: str
     order: int
-    load: Callable[[Any], Any]
+    load: Callable[[ToolContext], Any]
     render: Callable[[Any, int | None], str | None]
     fence: str = ""
     # Every entry line the loaded rows hold, shown or not (default: those of `render(rows, None)`):
@@ -58,7 +59,7 @@ class PromptSection:
     known: Callable[[Any], list[str]] | None = None
 
 
-def start_sections(sections: list[PromptSection], ctx: Any, executor: Executor) -> dict[str, Future[Any]]:
+def start_sections(sections: list[PromptSection], ctx: ToolContext, executor: Executor) -> dict[str, Future[Any]]:
     return {s.name: executor.submit(s.load, ctx) for s in sections}
 
 

@@ -7,7 +7,7 @@ itself); a tool that raises is a crashed turn (history stays as it was).
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -18,7 +18,19 @@ from engram.agents.models import Agent
 from engram.kernel.errors import EngramError, StorageUnavailable, ToolCrashed, aws_unavailable
 from engram.kernel.observability import logger
 from engram.kernel.secrets import repeats_secret, secret_values
+from engram.kernel.settings import Settings
+from engram.kernel.state import StateKey, TurnState
 from engram.kernel.validation import secret_refused
+
+
+class ToolDeps(Protocol):
+    """What every tool may rely on in `ToolContext.deps` (wiring.Stores provides it, and TurnDeps
+    extends it). A feature's tools reach their own stores through `wiring.stores.stores_of(ctx)`."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def executor(self) -> Executor: ...
 
 
 @dataclass
@@ -29,33 +41,39 @@ class ToolContext:
     agent: Agent
     session_id: str
     run_id: str
-    # The function's dependencies: each feature's tools reach their repositories through it.
-    deps: Any = None
+    # The function's dependencies: settings and the pool here, each feature's stores through
+    # `wiring.stores.stores_of(ctx)` (None only where a tool needs neither: some tests).
+    deps: ToolDeps | None = None
     # Best-effort writes started during the turn (e.g. reference bumps); awaited before it returns.
     background: list[Future[Any]] = field(default_factory=list)
     # Per-feature state of this turn, set by the turn's plan and its policies (e.g. the card
     # policy's card, a run's memory); each feature reads its own key through its own accessor.
-    state: dict[str, Any] = field(default_factory=dict)
+    state: TurnState = field(default_factory=dict)
     # Tools this agent reaches beyond the registry (its MCP connections), found for this turn.
     toolsets: list[ToolSet] = field(default_factory=list)
+
+    @property
+    def settings(self) -> Settings:
+        if self.deps is None:
+            raise TypeError("this tool context carries no dependencies")
+        return self.deps.settings
 
 
 # The user's message of the turn (ctx.state), so memory-writing tools can refuse a secret it holds
 # even when the model writes it down without its keyword ("favourite number is 482913").
-TURN_MESSAGE = "turn_message"
-_TURN_SECRETS = "turn_secret_values"
+TURN_MESSAGE = StateKey[str]("turn_message")
+_TURN_SECRETS = StateKey[set[str]]("turn_secret_values")
 
 
 def refuse_secrets_of_the_turn(ctx: ToolContext, field: str, *texts: str | None) -> None:
     """BadRequest secret_detected if a text repeats a secret of the turn's user message (its values
     are found once per turn, on the first memory write)."""
-    message = ctx.state.get(TURN_MESSAGE)
+    message = TURN_MESSAGE.get(ctx.state)
     if not message:
         return
-    if _TURN_SECRETS not in ctx.state:
-        ctx.state[_TURN_SECRETS] = secret_values(message)
+    secrets = _TURN_SECRETS.setdefault(ctx.state, lambda: secret_values(message))
     for text in texts:
-        if text and repeats_secret(text, ctx.state[_TURN_SECRETS]):
+        if text and repeats_secret(text, secrets):
             raise secret_refused(field, "a secret from this conversation")
 
 

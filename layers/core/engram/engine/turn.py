@@ -13,7 +13,7 @@ then the after-commit hooks (the extraction job: one SQS send) once the reply is
 from __future__ import annotations
 
 import time
-from concurrent.futures import Executor, Future
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -37,7 +37,7 @@ from engram.engine.prompt import (
     start_sections,
 )
 from engram.engine.providers.base import ModelProvider
-from engram.engine.tools import TURN_MESSAGE, ToolContext, ToolRegistry, ToolSet, ToolSource
+from engram.engine.tools import TURN_MESSAGE, ToolContext, ToolDeps, ToolRegistry, ToolSet, ToolSource
 from engram.engine.trim import sequence_problems, trim_history, trim_in_steps
 from engram.kernel.errors import (
     EngramError,
@@ -52,7 +52,7 @@ from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.kernel.secrets import find_secret
-from engram.kernel.settings import Settings
+from engram.kernel.state import TurnState
 from engram.runs.models import Run
 from engram.runs.ports import Runs
 from engram.usage.models import UsageRow
@@ -104,7 +104,7 @@ class TurnPlan:
     agent: Agent | None = None  # when the caller has read it already
     session_counters: tuple[str, ...] = ()  # session attributes a successful turn counts up by one
     system_blocks: list[str] = field(default_factory=list)  # run-specific instructions, last and uncached
-    tool_state: dict[str, Any] = field(default_factory=dict)  # what the plan's tools read from ToolContext.state
+    tool_state: TurnState = field(default_factory=dict)  # what the plan's tools read from ToolContext.state
     policies: list[TurnPolicy] = field(default_factory=list)
     cache: CachePolicy = field(default_factory=CachePolicy)  # the TTLs of the prompt cache markers
     # Who watches the turn (ST2): its events as they happen; None streams nothing and costs nothing.
@@ -143,11 +143,10 @@ def public_tool_call(call: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class TurnDeps(Protocol):
-    """What the engine needs from its composition root (wiring.ModelDeps provides it)."""
+class TurnDeps(ToolDeps, Protocol):
+    """What the engine needs from its composition root (wiring.ModelDeps provides it): what its
+    tools may rely on (settings, the pool) and the stores and parts of a turn."""
 
-    @property
-    def settings(self) -> Settings: ...
     @property
     def agents(self) -> Agents: ...
     @property
@@ -160,8 +159,6 @@ class TurnDeps(Protocol):
     def registry(self) -> ToolRegistry: ...
     @property
     def sections(self) -> list[PromptSection]: ...
-    @property
-    def executor(self) -> Executor: ...
     @property
     def provider(self) -> ModelProvider: ...
     @property

@@ -6,6 +6,7 @@ import re
 import time
 from typing import Any
 
+from engram.agents.models import Agent
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id
 from engram.kernel.model import now_iso, page_ranked
@@ -198,7 +199,7 @@ def _terms(text: str) -> set[str]:
 
 
 def recall(
-    deps: Stores, t: str, *, agent: Any, session_id: str, query: str, scopes: list[str], limit: int
+    deps: Stores, t: str, *, agent: Agent, session_id: str, query: str, scopes: list[str], limit: int
 ) -> list[dict[str, Any]]:
     """Live memories of the given scopes that share words with the query, best first (an empty
     query lists the top rows). Reads only this tenant's partitions."""

@@ -12,6 +12,7 @@ from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry, re
 from engram.facts import service as facts
 from engram.memory import service as memory_service
 from engram.memory.models import memory_id
+from engram.wiring.stores import stores_of
 
 Scope = Literal["agent", "workspace", "user"]
 
@@ -44,8 +45,8 @@ class StoreInput(BaseModel):
     )
 
 
-def _store(ctx: ToolContext, inp: StoreInput) -> Any:
-    deps, t, agent = ctx.deps, ctx.tenant, ctx.agent
+def _store(ctx: ToolContext, inp: StoreInput) -> object:
+    deps, t, agent = stores_of(ctx), ctx.tenant, ctx.agent
     refuse_secrets_of_the_turn(ctx, "value", inp.value, inp.key)
     if inp.scope == "user":
         fact, created = facts.add_fact(
@@ -95,10 +96,10 @@ class RecallInput(BaseModel):
     limit: Annotated[int, Field(ge=1, le=20)] = 10
 
 
-def _recall(ctx: ToolContext, inp: RecallInput) -> Any:
+def _recall(ctx: ToolContext, inp: RecallInput) -> object:
     scopes: list[str] = ["agent", "workspace", "user"] if inp.scope == "all" else [inp.scope]
     hits = memory_service.recall(
-        ctx.deps, ctx.tenant, agent=ctx.agent, session_id=ctx.session_id, query=inp.query, scopes=scopes, limit=inp.limit
+        stores_of(ctx), ctx.tenant, agent=ctx.agent, session_id=ctx.session_id, query=inp.query, scopes=scopes, limit=inp.limit
     )
     return hits or "no matching memories"
 
@@ -118,8 +119,8 @@ class ForgetMemoryInput(BaseModel):
     scope: Scope = "agent"
 
 
-def _forget_memory(ctx: ToolContext, inp: ForgetMemoryInput) -> Any:
-    deps, t, agent = ctx.deps, ctx.tenant, ctx.agent
+def _forget_memory(ctx: ToolContext, inp: ForgetMemoryInput) -> object:
+    deps, t, agent = stores_of(ctx), ctx.tenant, ctx.agent
     if inp.scope == "user":
         if not inp.fact_id:
             return ToolOutcome("fact_id is required for scope user", is_error=True)
@@ -148,10 +149,10 @@ class RememberInput(BaseModel):
     confidence: Literal["asserted", "inferred"] = Field("inferred", description="asserted when the user said it outright.")
 
 
-def _remember(ctx: ToolContext, inp: RememberInput) -> Any:
+def _remember(ctx: ToolContext, inp: RememberInput) -> object:
     refuse_secrets_of_the_turn(ctx, "fact", inp.fact)
     fact, created = facts.add_fact(
-        ctx.deps, ctx.tenant, inp.fact, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
+        stores_of(ctx), ctx.tenant, inp.fact, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
     )
     return {"factId": fact.id, "created": created}
 
@@ -170,8 +171,8 @@ class ForgetInput(BaseModel):
     reason: Literal["agent_forget", "user_corrected"] = "agent_forget"
 
 
-def _forget(ctx: ToolContext, inp: ForgetInput) -> Any:
-    deps, t = ctx.deps, ctx.tenant
+def _forget(ctx: ToolContext, inp: ForgetInput) -> object:
+    deps, t = stores_of(ctx), ctx.tenant
     fact_id = inp.fact_id
     if not fact_id and inp.fact:
         wanted = memory_service._terms(inp.fact)

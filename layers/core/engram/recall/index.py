@@ -36,13 +36,16 @@ import time
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram.kernel.ids import check_id
 from engram.recall.archive import KIND_MESSAGE, KIND_TOMBSTONE, on_session_deleted
 from engram.recall.params import Params
 from engram.recall.ports import Archive
 from engram.recall.search import SearchIndex
+
+if TYPE_CHECKING:
+    from engram.wiring.stores import Stores
 
 MAX_AGENTS = 32
 MAX_TURNS_PER_AGENT = 5000
@@ -55,10 +58,9 @@ TOOL_TEXT_CHARS = 600  # text of one hit as the tool shows it to the model
 PARAMS = Params()
 
 
-def archive_of(deps: Any) -> Archive:
+def archive_of(deps: Stores) -> Archive:
     """The archive store (a seam the recall-cache tests replace)."""
-    archive: Archive = deps.archive
-    return archive
+    return deps.archive
 
 
 def _iso(ts: float) -> str:
@@ -223,7 +225,7 @@ on_session_deleted(_cache.forget)
 
 
 def conversation_search(
-    deps: Any, tenant: str, agent_id: str, query: str, *, limit: int = 10, session_id: str | None = None
+    deps: Stores, tenant: str, agent_id: str, query: str, *, limit: int = 10, session_id: str | None = None
 ) -> list[dict[str, Any]]:
     """Earlier messages of this agent with this tenant, best first, from every session (or one).
 

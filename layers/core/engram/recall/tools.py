@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from engram.engine.tools import Tool, ToolContext, ToolRegistry
 from engram.kernel.ids import ID_PATTERN
 from engram.recall.index import TOOL_TEXT_CHARS, conversation_search
+from engram.wiring.stores import stores_of
 
 
 class ConversationSearchInput(BaseModel):
@@ -40,8 +41,8 @@ def _ago(created_at: str | None, now: datetime) -> str:
     return f"{delta.days} d ago"
 
 
-def _tool(ctx: ToolContext, args: ConversationSearchInput) -> Any:
-    hits = conversation_search(ctx.deps, ctx.tenant, ctx.agent.id, args.query, limit=args.limit, session_id=args.session_id)
+def _tool(ctx: ToolContext, args: ConversationSearchInput) -> object:
+    hits = conversation_search(stores_of(ctx), ctx.tenant, ctx.agent.id, args.query, limit=args.limit, session_id=args.session_id)
     if not hits:
         where = f"session {args.session_id}" if args.session_id else "any session"
         return f'No matches: nothing said earlier in {where} matches "{args.query}".'

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Unpack
 
 from engram.cards.tools import register_tools as card_tools
 from engram.connections.tools import McpToolSource
@@ -12,7 +12,7 @@ from engram.memory.section import memory_sections
 from engram.memory.tools import register_tools as memory_tools
 from engram.recall.tools import register_tools as recall_tools
 from engram.wiring.model import ModelDeps
-from engram.wiring.stores import clients
+from engram.wiring.stores import ClientsGiven, clients
 
 
 def chat_tools() -> ToolRegistry:
@@ -24,7 +24,7 @@ def chat_tools() -> ToolRegistry:
     return registry
 
 
-def build(settings: Settings, registry: ToolRegistry | None = None, **given: Any) -> ModelDeps:
+def build(settings: Settings, registry: ToolRegistry | None = None, **given: Unpack[ClientsGiven]) -> ModelDeps:
     deps = ModelDeps(
         **clients(settings, **given),
         registry=registry or chat_tools(),

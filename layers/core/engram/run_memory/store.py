@@ -26,10 +26,12 @@ from typing import TYPE_CHECKING, Any
 from engram.aws.keys import RUN_MEMORY_KEY_PATTERN
 from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge, QuotaExceeded
 from engram.kernel.settings import RUN_MEMORY_PAGE_MAX_BYTES
+from engram.kernel.state import StateKey
 from engram.kernel.validation import refuse_secret_value, refuse_secrets
 from engram.run_memory.models import RunMemoryEntry
 
 if TYPE_CHECKING:
+    from engram.engine.tools import ToolContext
     from engram.kernel.settings import Settings
     from engram.wiring.stores import Stores
 
@@ -291,7 +293,7 @@ def run_memory_listing(
 
 
 # --- a run's memory in a turn ----------------------------------------------------------------------
-RUN_MEMORY = "run_memory"  # the turn plan's tool_state key
+RUN_MEMORY = StateKey[RunMemory]("run_memory")  # the turn plan's tool_state key
 
 # The system block of every turn that has a run memory.
 RUN_MEMORY_GUIDE = (
@@ -303,8 +305,7 @@ RUN_MEMORY_GUIDE = (
 )
 
 
-def run_memory_of(ctx: Any) -> RunMemory | None:
+def run_memory_of(ctx: ToolContext) -> RunMemory | None:
     """The run memory a turn's plan handed to its tools (heartbeat, manual, re-examination and
     council runs); None in chat turns."""
-    memory = ctx.state.get(RUN_MEMORY)
-    return memory if isinstance(memory, RunMemory) else None
+    return RUN_MEMORY.get(ctx.state)

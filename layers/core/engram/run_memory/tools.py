@@ -18,6 +18,7 @@ from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry, re
 from engram.run_memory.learnings import store_learning
 from engram.run_memory.models import Kind
 from engram.run_memory.store import RunMemory, run_memory_of
+from engram.wiring.stores import stores_of
 
 MEMORY_LIST = "memory_list"
 MEMORY_READ = "memory_read"
@@ -55,8 +56,8 @@ class ListInput(BaseModel):
     )
 
 
-def _list(ctx: ToolContext, inp: ListInput) -> Any:
-    cap = ctx.deps.settings.run_memory_list_cap
+def _list(ctx: ToolContext, inp: ListInput) -> object:
+    cap = ctx.settings.run_memory_list_cap
     found = _memory(ctx).list(kind=inp.kind, key_prefix=inp.key_prefix, sources=inp.sources)
     shown = found[-cap:]  # the newest `cap`, still in createdAt order
     return {
@@ -74,7 +75,7 @@ class ReadInput(BaseModel):
     )
 
 
-def _read(ctx: ToolContext, inp: ReadInput) -> Any:
+def _read(ctx: ToolContext, inp: ReadInput) -> object:
     entries: dict[str, Any] = {}
     missing: list[str] = []
     for key in dict.fromkeys(inp.keys):
@@ -121,7 +122,7 @@ class WriteInput(BaseModel):
     )
 
 
-def _write(ctx: ToolContext, inp: WriteInput) -> Any:
+def _write(ctx: ToolContext, inp: WriteInput) -> object:
     key = inp.key.strip()
     if not key.startswith("shared:"):
         if _NAMESPACED.match(key):
@@ -146,10 +147,10 @@ class LearningInput(BaseModel):
     )
 
 
-def _store_learning(ctx: ToolContext, inp: LearningInput) -> Any:
+def _store_learning(ctx: ToolContext, inp: LearningInput) -> object:
     refuse_secrets_of_the_turn(ctx, "learning", inp.learning)
     origin = {"runId": ctx.run_id, "agentId": ctx.agent.id, "sessionId": ctx.session_id or None}
-    row = store_learning(ctx.deps, ctx.tenant, ctx.agent.id, inp.learning, origin=origin)
+    row = store_learning(stores_of(ctx), ctx.tenant, ctx.agent.id, inp.learning, origin=origin)
     return {"stored": True, "key": row.key}
 
 

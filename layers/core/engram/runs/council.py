@@ -15,6 +15,7 @@ from engram.kernel.fencing import fence, inline, quote, token
 from engram.kernel.observability import logger
 from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunMemory, task_key
 from engram.runs.models import Run
+from engram.wiring.model import ModelDeps
 
 _ROSTER_PERSONA_CHARS = 120
 
@@ -31,7 +32,9 @@ def team_roster(members: list[tuple[str, str, str | None]]) -> str:
     return "\n".join(lines) + "\n" + fence("team", [f"- {token(key)}: {quote(title)}" for key, title, _ in members])
 
 
-def run_council(deps: Any, t: str, lead_run: Run, lead: Agent, memory: RunMemory, task: str) -> list[tuple[str, str, str | None]]:
+def run_council(
+    deps: ModelDeps, t: str, lead_run: Run, lead: Agent, memory: RunMemory, task: str
+) -> list[tuple[str, str, str | None]]:
     """Runs the specialists in parallel (RM3); each result lands under task:<agentId>, a failed one
     as failed. Returns (key, title, reply) per member, in team order."""
     with ThreadPoolExecutor(max_workers=max(1, len(lead.team)), thread_name_prefix="engram-council") as pool:
@@ -47,7 +50,7 @@ def _member_message(lead: Agent, task: str) -> str:
 
 
 def _run_member(
-    deps: Any, t: str, lead_run: Run, lead: Agent, member_id: str, memory: RunMemory, task: str
+    deps: ModelDeps, t: str, lead_run: Run, lead: Agent, member_id: str, memory: RunMemory, task: str
 ) -> tuple[str, str, str | None]:
     key = task_key(member_id)
     member = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
 from engram.account.objects import ExportObjectStore
 from engram.account.ports import ExportJobs, ExportObjects
@@ -44,6 +44,9 @@ from engram.streaming.ports import Pusher, StreamStore
 from engram.streaming.repository import StreamRepository
 from engram.usage.ports import UsageLedger
 from engram.usage.repository import UsageRepository
+
+if TYPE_CHECKING:  # the api function loads no engine module
+    from engram.engine.tools import ToolContext
 
 
 @dataclass
@@ -149,9 +152,26 @@ class Stores:
         return self._executor
 
 
+class ClientsGiven(TypedDict, total=False):
+    """The clients a caller may give instead of those `settings` names (tests, the local stack)."""
+
+    table: Table | None
+    history: HistoryStore | None
+    queues: Queues | None
+
+
+class Clients(TypedDict):
+    """What every Stores is built over: `Stores(**clients(settings))`."""
+
+    settings: Settings
+    table: Table
+    history: Transcripts
+    queues: JobQueues
+
+
 def clients(
     settings: Settings, *, table: Table | None = None, history: HistoryStore | None = None, queues: Queues | None = None
-) -> dict[str, Any]:
+) -> Clients:
     """The table, bucket and queues of `settings` (or the ones given: tests, the local stack)."""
     return {
         "settings": settings,
@@ -159,3 +179,12 @@ def clients(
         "history": history or HistoryStore(settings.bucket_name),
         "queues": queues or Queues(settings.turn_queue_url, settings.extract_queue_url, run_queue_url=settings.run_queue_url),
     }
+
+
+def stores_of(ctx: ToolContext) -> Stores:
+    """The stores a tool or prompt section reaches through its turn's context (the engine types
+    `ctx.deps` as ToolDeps only: it knows no feature's store)."""
+    deps = ctx.deps
+    if not isinstance(deps, Stores):
+        raise TypeError(f"a tool's context carries {type(deps).__name__}, not the function's Stores")
+    return deps
