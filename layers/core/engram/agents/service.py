@@ -10,9 +10,8 @@ from typing import Any
 
 from engram.agents.models import Agent, AgentCreate, AgentUpdate, ToolGrant, Workspace, WorkspaceCreate, WorkspaceUpdate
 from engram.cards.service import require_card_type
-from engram.conversations.models import DASHBOARD, Session
 from engram.kernel.errors import BadRequest, Conflict, NotFound
-from engram.kernel.ids import check_id, new_id
+from engram.kernel.ids import DASHBOARD, check_id, new_id
 from engram.kernel.model import changes_of, now_iso, page
 from engram.wiring.stores import Stores
 
@@ -112,7 +111,6 @@ def create_agent(deps: Stores, t: str, body: AgentCreate) -> dict[str, Any]:
     fields["model"] = fields["model"] or deps.settings.chat_model
     agent = Agent(id=new_id("ag"), created_at=now, updated_at=now, **fields)
     secret = secrets.token_urlsafe(32)
-    dashboard = Session(id=DASHBOARD, agent_id=agent.id, created_at=now, updated_at=now, title="Dashboard")
     if agent.schedule:
         deps.schedules.put(t, agent.id, agent.schedule)  # first: an invalid expression stores nothing
     try:
@@ -120,7 +118,7 @@ def create_agent(deps: Stores, t: str, body: AgentCreate) -> dict[str, Any]:
             t,
             agent,
             webhook_secret=secret,
-            with_items=[deps.sessions.item(t, dashboard)],
+            with_items=[deps.sessions.dashboard_item(t, agent.id, now)],
             max_agents=deps.settings.max_agents,
             max_scheduled=deps.settings.max_scheduled_agents,
         )

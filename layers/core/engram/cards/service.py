@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from engram.cards.models import CardType, CardTypeBody, Decision
+from engram.cards.models import CardedRun, CardType, CardTypeBody, Decision
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id
 from engram.kernel.model import now_iso, page, page_ranked
-from engram.runs.models import Run
 from engram.wiring.stores import Stores
 
 _EPOCH = "2025-01-01T00:00:00.000Z"
@@ -336,7 +336,7 @@ def _summary_of(card: dict[str, Any], card_type: CardType | None) -> str:
     return text if len(text) <= 80 else text[:79].rstrip() + "…"
 
 
-def decision_of(run: Run, card_type: CardType | None, now: datetime) -> Decision:
+def decision_of(run: CardedRun, card_type: CardType | None, now: datetime) -> Decision:
     card = run.result["card"]
     action, summary = _action_of(card, card_type), _summary_of(card, card_type)
     entry = " · ".join(p for p in (_age(run.created_at, now), action, summary) if p)
@@ -356,7 +356,7 @@ def recent_decisions(deps: Stores, t: str, agent_id: str, limit: int = 5) -> lis
     return _decisions(deps, t, deps.runs.recent_with_cards(t, agent_id, limit=limit))
 
 
-def _decisions(deps: Stores, t: str, runs: list[Run]) -> list[Decision]:
+def _decisions(deps: Stores, t: str, runs: Sequence[CardedRun]) -> list[Decision]:
     now = datetime.now(UTC)
     types: dict[str, CardType | None] = {}
     out = []

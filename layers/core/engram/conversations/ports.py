@@ -13,6 +13,10 @@ class Sessions(Protocol):
 
     def item(self, t: str, session: Session) -> dict[str, Any]: ...
 
+    def dashboard_item(self, t: str, agent_id: str, now: str) -> dict[str, Any]:
+        """The item of an agent's `dashboard` session, written in the agent's own creation."""
+        ...
+
     def create(self, t: str, session: Session, *, limit: int, if_absent_ok: bool = False) -> bool:
         """Creates a session of an existing agent; False when it already existed and if_absent_ok."""
         ...

@@ -9,7 +9,7 @@ from engram.aws import keys, quotas
 from engram.aws.table import ConditionFailed, Table, backoff
 from engram.conversations.models import Session
 from engram.kernel.errors import Conflict, NotFound, SessionBusy
-from engram.kernel.ids import new_id
+from engram.kernel.ids import DASHBOARD, new_id
 from engram.kernel.model import now_iso
 
 _FREE = "attribute_exists(PK) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)"
@@ -26,6 +26,9 @@ class SessionRepository:
 
     def item(self, t: str, session: Session) -> dict[str, Any]:
         return {"PK": keys.agent_pk(t, session.agent_id), "SK": keys.session_sk(session.id), **session.model_dump(by_alias=True)}
+
+    def dashboard_item(self, t: str, agent_id: str, now: str) -> dict[str, Any]:
+        return self.item(t, Session(id=DASHBOARD, agent_id=agent_id, created_at=now, updated_at=now, title="Dashboard"))
 
     def create(self, t: str, session: Session, *, limit: int, if_absent_ok: bool = False) -> bool:
         """Creates a session of an existing agent, within the agent's `limit` of sessions; False

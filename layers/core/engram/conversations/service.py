@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram.agents.service import get_agent
 from engram.conversations.models import DASHBOARD, Session, SessionCreate, summary_public
 from engram.kernel.errors import NotFound
 from engram.kernel.ids import check_id, new_id
@@ -29,8 +28,9 @@ def create_session(deps: Stores, t: str, agent_id: str, body: SessionCreate) -> 
 
 def list_sessions(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, Any]:
     items, nxt = deps.sessions.page(t, agent_id, limit=limit, token=token)
-    if not items and not token:
-        get_agent(deps, t, agent_id)  # an empty list and an unknown agent are different answers
+    # An empty list and an unknown agent are different answers.
+    if not items and not token and deps.agents.get(t, agent_id) is None:
+        raise NotFound("agent not found", field="agentId")
     return page(items, nxt)
 
 

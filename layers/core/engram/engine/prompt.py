@@ -228,7 +228,7 @@ SUMMARY_HEADING = "## Earlier in this conversation"
 SUMMARY_FENCE = "summary"
 
 
-def render_summary(summary: Any) -> str:
+def render_summary(summary: object) -> str:
     """The session's running summary (CM8) as a fenced block of data, '' when there is none.
     It depends on the summary's text alone, so it is byte-identical on every turn until a cut
     changes it; a cut appends lines (summaries.service), so the earlier lines stay in the cached

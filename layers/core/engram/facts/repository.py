@@ -14,11 +14,11 @@ from collections.abc import Iterable
 from typing import Any
 
 from engram.aws import keys, quotas
+from engram.aws.keys import inverse_recency
 from engram.aws.table import Cancelled, ConditionFailed, Table
 from engram.facts.models import Fact, text_digest
 from engram.facts.ports import DuplicateText
 from engram.kernel.errors import Conflict
-from engram.memory.repository import inverse_recency
 
 _CHANGED = "the fact changed while it was being updated; retry"
 

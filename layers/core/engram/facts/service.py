@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from engram.aws.keys import inverse_recency
 from engram.facts.models import Fact, FactUpdate, normalised
 from engram.facts.ports import DuplicateText
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page_ranked
 from engram.kernel.validation import check_text, refuse_secrets
-from engram.memory.repository import inverse_recency
 from engram.wiring.stores import Stores
 
 

@@ -25,13 +25,12 @@ from typing import Any
 from engram.agents.models import Agent
 from engram.cards.policy import CardPolicy
 from engram.cards.service import find_card_type, reexamination_card_type
-from engram.conversations.models import DASHBOARD
 from engram.engine.cache import FIVE_MINUTES, CachePolicy, heartbeat_ttl
 from engram.engine.turn import TurnPlan, TurnPolicy, run_turn
 from engram.extraction.enqueue import ExtractionPolicy
 from engram.kernel.errors import BadRequest, NotFound, SessionBusy, TurnFailed, domain_error, error_of
 from engram.kernel.fencing import inline, quote, token
-from engram.kernel.ids import check_id, time_ordered_id
+from engram.kernel.ids import DASHBOARD, check_id, time_ordered_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.recall.policy import ArchivePolicy

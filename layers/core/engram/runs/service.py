@@ -8,6 +8,7 @@ import json
 from typing import Any
 
 from engram.agents.service import get_agent
+from engram.cards.models import CardType
 from engram.cards.service import find_card_type
 from engram.kernel.errors import BadRequest, Conflict, NotFound, QueueUnavailable
 from engram.kernel.ids import check_id, new_id
@@ -167,7 +168,7 @@ def unqueued(deps: Stores, t: str, run: Run) -> QueueUnavailable:
     return QueueUnavailable("the run could not be queued; nothing ran, start it again", run_id=run.id)
 
 
-def reexamination_prompt(parent: Run, card: dict[str, Any], card_type: Any) -> str:
+def reexamination_prompt(parent: Run, card: dict[str, Any], card_type: CardType) -> str:
     """Self-contained and authoritative: it overrides the agent's usual output format, so any agent
     can be re-examined. Card values are quoted as data."""
     actions = list(card_type.re_examine_actions)
