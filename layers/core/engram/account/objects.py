@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from engram.aws.buckets import BucketStore
+from engram.aws.buckets import Bucket
 from engram.kernel.observability import logger
 
 CONTENT_TYPE = "application/x-ndjson"
@@ -69,7 +69,7 @@ class JsonLinesUpload:
             logger.exception("could not abort an export upload", extra={"key": self.key})
 
 
-class ExportObjectStore(BucketStore):
+class ExportObjectRepository(Bucket):
     def __init__(self, bucket: str, client: Any = None):
         # Signature V4 presigned URLs (botocore may otherwise presign with the deprecated V2).
         super().__init__(bucket, client, signature_version="s3v4")

@@ -18,7 +18,7 @@ from typing import Any
 from botocore.exceptions import ClientError
 
 from engram.aws import keys
-from engram.aws.buckets import BucketStore
+from engram.aws.buckets import Bucket
 from engram.conversations.models import History
 from engram.kernel.errors import SessionBusy
 from engram.kernel.observability import logger
@@ -52,7 +52,7 @@ def committed_view(doc: dict[str, Any], etag: str | None, committed_run: str | N
     return History(messages=previous, etag=etag, run_id=base.get("runId"), cut=pending, cut_from=pending_from)
 
 
-class HistoryStore(BucketStore):
+class HistoryRepository(Bucket):
     def load(self, t: str, agent_id: str, session_id: str, *, committed_run: str | None) -> History:
         """The transcript as of the session's committed run (`lastRunId` of the session row)."""
         try:

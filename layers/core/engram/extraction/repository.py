@@ -25,7 +25,7 @@ from engram.usage.repository import UsageRepository
 MARKER_TTL_S = 15 * 86400
 
 
-class ExtractionStore:
+class ExtractionRepository:
     def __init__(self, table: Table, memories: MemoryRepository | None = None, usage: UsageRepository | None = None):
         self.table = table
         self.memories = memories or MemoryRepository(table)

@@ -1,5 +1,5 @@
 """Typed keys of a turn's per-feature state (`engine.tools.ToolContext.state`): the feature that
-owns a piece of a turn's state declares its key, `RUN_MEMORY = StateKey[RunMemory]("run_memory")`,
+owns a piece of a turn's state declares its key, `RUN_MEMORY = StateKey[RunScratchpad]("run_memory")`,
 and every read and write goes through it, so each value has one type."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from typing import Any, cast
 
 class StateKey[T]:
     """A typed key of `ToolContext.state`: the feature that owns a piece of a turn's state declares
-    its key (`RUN_MEMORY = StateKey[RunMemory]("run_memory")`) and reads and writes it only here."""
+    its key (`RUN_MEMORY = StateKey[RunScratchpad]("run_memory")`) and reads and writes it only here."""
 
     __slots__ = ("name",)
 

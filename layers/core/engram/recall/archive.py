@@ -90,7 +90,7 @@ def on_session_deleted(hook: Callable[[str, str, str], None]) -> None:
     _session_deleted_hooks.append(hook)
 
 
-class ArchiveStore:
+class ArchiveRepository:
     def __init__(self, table: Table):
         self.table = table
 

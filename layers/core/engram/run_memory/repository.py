@@ -38,7 +38,7 @@ def _entry(item: dict[str, Any]) -> RunMemoryEntry:
     return RunMemoryEntry.model_validate({**item, "value": json.loads(item.get("valueJson", "null"))})
 
 
-class RunMemoryStore:
+class RunMemoryRepository:
     def __init__(self, table: Table):
         self.table = table
 

@@ -1,6 +1,6 @@
 """Run memory (RM1): the namespaced scratch store of one run.
 
-Every heartbeat, manual, re-examination and council run gets one `RunMemory`. Entries live under
+Every heartbeat, manual, re-examination and council run gets one `RunScratchpad`. Entries live under
 four namespaces, each owned by whoever writes it:
 
     input:<name>   caller-supplied inputs, seeded at run start        kind input
@@ -134,7 +134,7 @@ def _ordered(entries: Iterable[RunMemoryEntry]) -> list[RunMemoryEntry]:
 
 
 # --- the store of one run ---------------------------------------------------------------------
-class RunMemory:
+class RunScratchpad:
     """The scratch store of ONE run. `store` is a `run_memory.ports.RunMemories` (or None for
     memory that is never persisted); every write reaches it before it is visible here."""
 
@@ -156,7 +156,7 @@ class RunMemory:
         self._entries: dict[str, RunMemoryEntry] = {e.key: e for e in _ordered(entries or [])}
 
     @classmethod
-    def load(cls, store: Any, tenant: str, agent_id: str, run_id: str, settings: Settings) -> RunMemory:
+    def load(cls, store: Any, tenant: str, agent_id: str, run_id: str, settings: Settings) -> RunScratchpad:
         """The memory of a persisted run (e.g. to continue it, or to inspect it afterwards)."""
         return cls(store, tenant, agent_id, run_id, settings, entries=store.load(tenant, agent_id, run_id))
 
@@ -293,7 +293,7 @@ def run_memory_listing(
 
 
 # --- a run's memory in a turn ----------------------------------------------------------------------
-RUN_MEMORY = StateKey[RunMemory]("run_memory")  # the turn plan's tool_state key
+RUN_MEMORY = StateKey[RunScratchpad]("run_memory")  # the turn plan's tool_state key
 
 # The system block of every turn that has a run memory.
 RUN_MEMORY_GUIDE = (
@@ -305,7 +305,7 @@ RUN_MEMORY_GUIDE = (
 )
 
 
-def run_memory_of(ctx: ToolContext) -> RunMemory | None:
+def run_memory_of(ctx: ToolContext) -> RunScratchpad | None:
     """The run memory a turn's plan handed to its tools (heartbeat, manual, re-examination and
     council runs); None in chat turns."""
     return RUN_MEMORY.get(ctx.state)

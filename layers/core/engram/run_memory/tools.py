@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field, StringConstraints
 from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry, refuse_secrets_of_the_turn
 from engram.run_memory.learnings import store_learning
 from engram.run_memory.models import Kind
-from engram.run_memory.store import RunMemory, run_memory_of
+from engram.run_memory.store import RunScratchpad, run_memory_of
 from engram.wiring.stores import stores_of
 
 MEMORY_LIST = "memory_list"
@@ -29,7 +29,7 @@ READ_MAX_KEYS = 50
 _NAMESPACED = re.compile(r"^[^:\s]+:")
 
 
-def _memory(ctx: ToolContext) -> RunMemory:
+def _memory(ctx: ToolContext) -> RunScratchpad:
     memory = run_memory_of(ctx)
     assert memory is not None  # the tools are only offered with a run memory
     return memory

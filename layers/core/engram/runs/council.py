@@ -13,7 +13,7 @@ from engram.extraction.enqueue import ExtractionPolicy
 from engram.kernel.errors import NotFound, TurnFailed, error_of
 from engram.kernel.fencing import fence, inline, quote, token
 from engram.kernel.observability import logger
-from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunMemory, task_key
+from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunScratchpad, task_key
 from engram.runs.models import Run
 from engram.wiring.model import ModelDeps
 
@@ -33,7 +33,7 @@ def team_roster(members: list[tuple[str, str, str | None]]) -> str:
 
 
 def run_council(
-    deps: ModelDeps, t: str, lead_run: Run, lead: Agent, memory: RunMemory, task: str
+    deps: ModelDeps, t: str, lead_run: Run, lead: Agent, memory: RunScratchpad, task: str
 ) -> list[tuple[str, str, str | None]]:
     """Runs the specialists in parallel (RM3); each result lands under task:<agentId>, a failed one
     as failed. Returns (key, title, reply) per member, in team order."""
@@ -50,7 +50,7 @@ def _member_message(lead: Agent, task: str) -> str:
 
 
 def _run_member(
-    deps: ModelDeps, t: str, lead_run: Run, lead: Agent, member_id: str, memory: RunMemory, task: str
+    deps: ModelDeps, t: str, lead_run: Run, lead: Agent, member_id: str, memory: RunScratchpad, task: str
 ) -> tuple[str, str, str | None]:
     key = task_key(member_id)
     member = None

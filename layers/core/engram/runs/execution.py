@@ -35,7 +35,7 @@ from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.recall.policy import ArchivePolicy
 from engram.run_memory.learnings import recent_learnings, render_learnings
-from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunMemory, input_key
+from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunScratchpad, input_key
 from engram.runs.council import run_council, team_roster
 from engram.runs.expressions import shortest_interval
 from engram.runs.models import Run
@@ -247,7 +247,7 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, 
         if parent is None or parent_type is None:
             raise NotFound("the run being re-examined no longer exists", field="parentRunId")
         card_type = reexamination_card_type(parent_type)
-    memory = RunMemory(deps.run_memory, t, agent.id, run.id, settings)
+    memory = RunScratchpad(deps.run_memory, t, agent.id, run.id, settings)
     if inputs:
         memory.seed_inputs(inputs)
     declared = [(input_key(name), f"caller input {name}") for name, value in (inputs or {}).items() if value is not None]

@@ -48,7 +48,7 @@ def _error_code(err: ClientError) -> str:
     return str(err.response.get("Error", {}).get("Code", ""))
 
 
-class ScheduleStore:
+class ScheduleRepository:
     def __init__(self, settings: Any, client: Any = None):
         self.settings = settings
         self._client = client

@@ -15,7 +15,7 @@ from typing import Any, Protocol
 
 from engram.engine.events import TurnEvents
 from engram.kernel.observability import MetricUnit, logger, metrics
-from engram.streaming.ports import Gone, Pusher, StreamStore
+from engram.streaming.ports import Gone, Pusher, Streams
 
 CLOSE_WAIT_S = 2.0
 _END = object()
@@ -23,13 +23,13 @@ _END = object()
 
 class _Deps(Protocol):
     @property
-    def streams(self) -> StreamStore: ...
+    def streams(self) -> Streams: ...
     @property
     def pusher(self) -> Pusher: ...
 
 
 class SocketSink:
-    def __init__(self, pusher: Pusher, connections: list[str], streams: StreamStore):
+    def __init__(self, pusher: Pusher, connections: list[str], streams: Streams):
         self.pusher = pusher
         self.live = list(dict.fromkeys(connections))
         self.streams = streams
