@@ -18,7 +18,6 @@ from engram.kernel.observability import logger
 from engram.recall.policy import ArchivePolicy
 from engram.runs.models import Run
 from engram.runs.service import unqueued
-from engram.streaming.sink import watchers
 from engram.summaries.policy import SummaryPolicy
 from engram.wiring.model import ModelDeps
 
@@ -172,7 +171,7 @@ def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
         trigger=job.get("trigger", "async"),
         created_at=job.get("createdAt"),
     )
-    plan.events = watchers(deps, tenant, job["agentId"], job["sessionId"], run_id)  # the sockets watching (ST2)
+    plan.events = deps.watchers(tenant, job["agentId"], job["sessionId"], run_id)  # the sockets watching (ST2)
     if plan.events is not None and job.get("clientTurnId"):
         plan.events.started_with["clientTurnId"] = job["clientTurnId"]
     try:

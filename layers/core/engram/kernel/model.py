@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -63,7 +63,7 @@ def changes_of(body: BaseModel, nullable: set[str]) -> dict[str, Any]:
     return changes
 
 
-def page(items: list[Any], token: str | None) -> dict[str, Any]:
+def page(items: Sequence[object], token: str | None) -> dict[str, Any]:
     """A list response: `{items, nextToken}` with each item in its public shape."""
     return {"items": [i.public() if hasattr(i, "public") else i for i in items], "nextToken": token}
 

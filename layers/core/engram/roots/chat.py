@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 from typing import Unpack
 
 from engram.cards.tools import register_tools as card_tools
@@ -11,6 +12,7 @@ from engram.kernel.settings import Settings
 from engram.memory.section import memory_sections
 from engram.memory.tools import register_tools as memory_tools
 from engram.recall.tools import register_tools as recall_tools
+from engram.streaming.sink import watchers
 from engram.wiring.model import ModelDeps
 from engram.wiring.stores import ClientsGiven, clients
 
@@ -35,4 +37,5 @@ def build(settings: Settings, registry: ToolRegistry | None = None, **given: Unp
         ),
     )
     deps.tool_sources.append(McpToolSource(deps))  # the agent's MCP connections (TL2)
+    deps.watch = functools.partial(watchers, deps)  # the sockets watching a turn's session (ST2)
     return deps

@@ -7,14 +7,15 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from engram.agents.models import Agent
-from engram.conversations.chat import turn_policies
-from engram.engine.turn import TurnPlan, run_turn
-from engram.extraction.enqueue import ExtractionPolicy
+from engram.cards.policy import CardPolicy
+from engram.engine.turn import TurnPlan, TurnPolicy, run_turn
 from engram.kernel.errors import NotFound, TurnFailed, error_of
 from engram.kernel.fencing import fence, inline, quote, token
 from engram.kernel.observability import logger
+from engram.recall.policy import ArchivePolicy
 from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunScratchpad, task_key
 from engram.runs.models import Run
+from engram.summaries.policy import SummaryPolicy
 from engram.wiring.model import ModelDeps
 
 _ROSTER_PERSONA_CHARS = 120
@@ -63,7 +64,7 @@ def _run_member(
         # Blind: no prior decisions (reviewDecisions off for this run), no shared session.
         blind = member.model_copy(update={"review_decisions": False})
         # The chain is extracted once, after the lead's turn: no extraction of a member on its own.
-        policies = [p for p in turn_policies(deps) if not isinstance(p, ExtractionPolicy)]
+        policies: list[TurnPolicy] = [CardPolicy(deps), ArchivePolicy(deps.archive), SummaryPolicy(deps.queues)]
         plan = TurnPlan(
             session_id=None,
             budget_s=deps.settings.run_budget_s,

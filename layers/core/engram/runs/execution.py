@@ -40,7 +40,6 @@ from engram.runs.council import run_council, team_roster
 from engram.runs.expressions import shortest_interval
 from engram.runs.models import Run
 from engram.runs.service import FALLBACK_PROMPT, queued
-from engram.streaming.sink import watchers
 from engram.summaries.policy import SummaryPolicy
 from engram.wiring.model import ModelDeps
 
@@ -293,7 +292,7 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, 
         policies=policies,
         run_fields={"kind": run.kind, "trigger": run.trigger, "created_at": run.created_at, "parent_run_id": run.parent_run_id},
         cache=run_cache_policy(agent, run, shared=shared),
-        events=watchers(deps, t, agent.id, DASHBOARD, run.id) if shared else None,  # sockets on the shared session (ST2)
+        events=deps.watchers(t, agent.id, DASHBOARD, run.id) if shared else None,  # sockets on the shared session (ST2)
     )
     result = run_turn(deps, t, message, plan)
     if run.kind == "reexamination" and run.parent_run_id:

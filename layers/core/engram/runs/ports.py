@@ -8,6 +8,15 @@ from engram.runs.models import Run
 from engram.usage.models import UsageRow
 
 
+class SessionCommits(Protocol):
+    """What the end-of-turn commit needs of the sessions (conversations.repository provides it):
+    the session's side of the turn's one transaction."""
+
+    def commit_op(
+        self, t: str, agent_id: str, session_id: str, owner: str, changes: dict[str, Any] | None, now: str
+    ) -> dict[str, Any]: ...
+
+
 class Runs(Protocol):
     """Run records of a tenant, claims on queued runs, re-examinations, and the end-of-turn commit."""
 

@@ -10,11 +10,11 @@ from typing import Any
 
 from engram.aws import keys
 from engram.aws.table import ConditionFailed, IdempotencyMismatch, Table, deserialize, encode_token, serialize
-from engram.conversations.repository import SessionRepository
 from engram.kernel.errors import Conflict, NotFound, SessionBusy, aws_unavailable
 from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
 from engram.runs.models import Run
+from engram.runs.ports import SessionCommits
 from engram.usage.models import UsageRow
 from engram.usage.repository import UsageRepository
 
@@ -55,7 +55,7 @@ class RunRepository:
     def __init__(
         self,
         table: Table,
-        sessions: SessionRepository | None = None,
+        sessions: SessionCommits,
         usage: UsageRepository | None = None,
         *,
         retention_days: int = 0,
@@ -66,7 +66,7 @@ class RunRepository:
         # How long a queued or running record may stay so before the sweeper fails it: a chat
         # turn's, and any other run's (its budget, a council's two rounds, and a grace for queues).
         self.stale_after_s = stale_after_s
-        self.sessions = sessions or SessionRepository(table)
+        self.sessions = sessions
         self.usage = usage or UsageRepository(table)
 
     def item(self, t: str, run: Run) -> dict[str, Any]:
