@@ -31,7 +31,7 @@ class Workspaces(Protocol):
 
     def delete(self, t: str, workspace_id: str) -> None: ...
 
-    def exists_op(self, t: str, workspace_id: str) -> dict[str, Any]:
+    def exists_op(self, t: str, workspace_id: str) -> dict[str, object]:
         """A transaction's check that the workspace exists (an agent joining it)."""
         ...
 

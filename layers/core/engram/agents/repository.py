@@ -42,7 +42,7 @@ class WorkspaceRepository:
         except ConditionFailed:
             raise NotFound(_WORKSPACE_NOT_FOUND, field="workspaceId") from None
 
-    def exists_op(self, t: str, workspace_id: str) -> dict[str, Any]:
+    def exists_op(self, t: str, workspace_id: str) -> dict[str, object]:
         """A transaction's check that the workspace exists (an agent joining it)."""
         return self.table.check_op(keys.tenant_pk(t), keys.workspace_sk(workspace_id))
 
@@ -52,7 +52,7 @@ class AgentRepository:
         self.table = table
         self.workspaces = WorkspaceRepository(table)
 
-    def _item(self, t: str, agent: Agent) -> dict[str, Any]:
+    def _item(self, t: str, agent: Agent) -> dict[str, object]:
         return {
             "PK": keys.tenant_pk(t),
             "SK": keys.agent_sk(agent.id),

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -55,7 +56,7 @@ def _depth(text: str) -> int:
     return deepest
 
 
-def parse_body(text: str) -> dict[str, Any]:
+def parse_body(text: str) -> dict[str, object]:
     """The request body as JSON, strictly: UTF-8 text of one JSON object, nested at most
     MAX_BODY_DEPTH deep, no number Python would refuse to convert or DynamoDB could not store.
     Anything else is a 400 naming the problem (powertools calls this for every JSON body, before
@@ -90,7 +91,7 @@ PAGE = LIST_LIMIT_DEFAULT  # the default `limit` of every list
 
 
 def envelope(
-    status: int, *, data: Any = None, error: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+    status: int, *, data: object = None, error: Mapping[str, object] | None = None, headers: dict[str, str] | None = None
 ) -> Reply:
     body: dict[str, Any] = {"success": error is None}
     if error is None:
@@ -101,11 +102,11 @@ def envelope(
     return Response(status_code=status, content_type="application/json", body=text, headers=headers)
 
 
-def ok(data: Any, status: int = 200, *, headers: dict[str, str] | None = None) -> Reply:
+def ok(data: object, status: int = 200, *, headers: dict[str, str] | None = None) -> Reply:
     return envelope(status, data=data, headers=headers)
 
 
-def fail(status: int, code: str, message: str, field: str | None = None, **extra: Any) -> Reply:
+def fail(status: int, code: str, message: str, field: str | None = None, **extra: object) -> Reply:
     error: dict[str, Any] = {"code": code, "message": message}
     if field:
         error["field"] = field
@@ -160,7 +161,7 @@ class Principal:
         return self.via != "key" or "write" in self.scopes
 
 
-def _authorizer_context(router: Router | APIGatewayHttpResolver) -> dict[str, Any]:
+def _authorizer_context(router: Router | APIGatewayHttpResolver) -> dict[str, object]:
     """The Lambda authorizer's context (`requestContext.authorizer.lambda`); an event from a JWT
     authorizer (`authorizer.jwt.claims`: sample events, tests of the handlers alone) is read as a
     sign-in token's claims."""
@@ -221,7 +222,7 @@ _PATTERN_WORDS = {
 }
 
 
-def _plural(n: Any, word: str) -> str:
+def _plural(n: object, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 

@@ -46,7 +46,7 @@ class Quota:
         return QuotaExceeded(self.resource, self.limit, per=self.per, setting=self.setting)
 
 
-def claim_op(table: Table, quota: Quota, by: int = 1) -> dict[str, Any]:
+def claim_op(table: Table, quota: Quota, by: int = 1) -> dict[str, object]:
     return table.update_op(
         quota.pk,
         quota.sk,
@@ -57,7 +57,7 @@ def claim_op(table: Table, quota: Quota, by: int = 1) -> dict[str, Any]:
     )
 
 
-def release_op(table: Table, quota: Quota, by: int = 1) -> dict[str, Any]:
+def release_op(table: Table, quota: Quota, by: int = 1) -> dict[str, object]:
     return table.update_op(quota.pk, quota.sk, "ADD #n :less", condition="#n >= :by", names=_N, values={":less": -by, ":by": by})
 
 

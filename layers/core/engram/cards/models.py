@@ -64,7 +64,7 @@ class Decision(BaseModel):
     entry: str
     card: dict[str, Any]
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, object]:
         return self.model_dump(by_alias=True, mode="json")
 
 

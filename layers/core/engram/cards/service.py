@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -202,7 +202,7 @@ def get_card_type(deps: Stores, t: str, name: str) -> CardType:
     return found
 
 
-def list_card_types(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_card_types(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, object]:
     """Built-ins first, then the caller's own types by name; `limit` items a page, built-ins
     counted. The caller's types are read whole (at most MAX_CARD_TYPES rows) and paged by rank."""
     built_in = {f"0#{i:04d}": _built_in(n) for i, n in enumerate(BUILT_IN_CARD_TYPES)}
@@ -219,7 +219,7 @@ def require_card_type(deps: Stores, t: str, name: str | None) -> None:
 
 
 # --- cards ------------------------------------------------------------------------------------
-def input_schema(card_type: CardType) -> dict[str, Any]:
+def input_schema(card_type: CardType) -> dict[str, object]:
     """The JSON schema of submit_result's input for this card type."""
     props: dict[str, Any] = {}
     for name, spec in card_type.fields.items():
@@ -284,7 +284,7 @@ def card_problems(card_type: CardType, card: object) -> list[str]:  # noqa: C901
     return problems
 
 
-def clean_card(card_type: CardType, card: dict[str, Any]) -> dict[str, Any]:
+def clean_card(card_type: CardType, card: dict[str, Any]) -> dict[str, object]:
     """A valid card as stored: fields in the type's order, integers as ints, strings trimmed."""
     out: dict[str, Any] = {}
     for name, spec in card_type.fields.items():
@@ -314,7 +314,7 @@ def _age(created_at: str, now: datetime) -> str:
     return "just now"
 
 
-def _action_of(card: dict[str, Any], card_type: CardType | None) -> str:
+def _action_of(card: Mapping[str, object], card_type: CardType | None) -> str:
     for key in ("decision", "action", "suggested_action"):
         if isinstance(value := card.get(key), str):
             return value
@@ -325,7 +325,7 @@ def _action_of(card: dict[str, Any], card_type: CardType | None) -> str:
     return "-"
 
 
-def _summary_of(card: dict[str, Any], card_type: CardType | None) -> str:
+def _summary_of(card: Mapping[str, object], card_type: CardType | None) -> str:
     names = (
         list(card_type.summary_fields)
         if card_type and card_type.summary_fields
@@ -371,7 +371,7 @@ def _decisions(deps: Stores, t: str, runs: Sequence[CardedRun]) -> list[Decision
     return out
 
 
-def list_decisions(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_decisions(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, object]:
     """The agent's result cards, newest first, as get_my_decisions shows them (plus the cards),
     one page at a time (a page may be short: each reads a bounded number of runs)."""
     if deps.agents.get(t, check_id("agentId", agent_id)) is None:

@@ -3,8 +3,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict
 
 from engram.cards import service as cards
@@ -24,7 +22,7 @@ class _CardInput(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-def _submit(ctx: ToolContext, card: _CardInput) -> Any:
+def _submit(ctx: ToolContext, card: _CardInput) -> object:
     state = card_state(ctx)
     card_type = state.card_type
     assert card_type is not None  # the tool is only offered with a card type
@@ -39,7 +37,7 @@ def _submit(ctx: ToolContext, card: _CardInput) -> Any:
     return {"accepted": True, "cardType": card_type.name, "card": state.card}
 
 
-def _submit_schema(ctx: ToolContext) -> dict[str, Any]:
+def _submit_schema(ctx: ToolContext) -> dict[str, object]:
     card_type = card_state(ctx).card_type
     assert card_type is not None  # the tool is only offered with a card type
     return cards.input_schema(card_type)

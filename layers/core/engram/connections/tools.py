@@ -93,7 +93,7 @@ class McpToolSet:
     entries: dict[str, _Entry] = field(default_factory=dict)
     call_tools: Callable[..., list[CallResult]] | None = None  # tests may swap the transport here
 
-    def specs(self) -> list[dict[str, Any]]:
+    def specs(self) -> list[dict[str, object]]:
         return [
             {
                 "name": name,
@@ -202,7 +202,7 @@ def _count(connection: str, result: CallResult) -> None:
     )
 
 
-def result_text(content: list[dict[str, Any]], structured: Any) -> str:
+def result_text(content: list[dict[str, Any]], structured: object) -> str:
     """What the model reads of a tool result: its text blocks, a line for other blocks, and the
     structured content as JSON when no text carries it."""
     parts = []

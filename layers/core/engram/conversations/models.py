@@ -30,7 +30,7 @@ class Session(Resource):
     summary: dict[str, Any] | None = Field(default=None, exclude=True)
 
 
-def summary_public(summary: object) -> dict[str, Any] | None:
+def summary_public(summary: object) -> dict[str, object] | None:
     """The running summary of the cut messages (CM8): its text, how many of the cut messages it
     covers (`coveredCount`, behind `trimmedCount` while a summary is on its way), when and by
     which model it was written (`offline` for the offline summariser)."""

@@ -11,7 +11,7 @@ from engram.conversations.models import History, Session
 class Sessions(Protocol):
     """Session rows: counters, the lease one turn or run holds, the Active Memory reset."""
 
-    def item(self, t: str, session: Session) -> dict[str, Any]: ...
+    def item(self, t: str, session: Session) -> dict[str, object]: ...
 
     def dashboard_item(self, t: str, agent_id: str, now: str) -> dict[str, Any]:
         """The item of an agent's `dashboard` session, written in the agent's own creation."""
@@ -29,13 +29,13 @@ class Sessions(Protocol):
         """Refused while a turn holds the session, so a running turn cannot resurrect it."""
         ...
 
-    def acquire_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> dict[str, Any]:
+    def acquire_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> dict[str, object]:
         """Takes the session for one turn (or run, or reset); returns the session item."""
         ...
 
     def wait_for_lease(
         self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float, wait_s: float, busy_message: str
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """acquire_lease, waiting up to `wait_s` (with backoff) while another turn, run or reset
         holds the session; then SessionBusy with `busy_message`."""
         ...
@@ -48,7 +48,7 @@ class Sessions(Protocol):
 
     def commit_op(
         self, t: str, agent_id: str, session_id: str, owner: str, changes: dict[str, Any] | None, now: str
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """A turn's commit, as one operation of its transaction: the counters it changes (a
         successful turn) and the release of its lease, conditional on still holding it."""
         ...
@@ -60,7 +60,7 @@ class Sessions(Protocol):
         read, None for none) and no Active Memory reset happened since `reset_at`; False if not."""
         ...
 
-    def reset_context(self, t: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, Any]:
+    def reset_context(self, t: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, object]:
         """Active Memory reset: the model's context starts after the messages the session holds now
         (they stay in the transcript); the run counter restarts. Taken under the session's lease,
         waiting for a turn or run that holds it, so a reset is never lost under a finishing run."""
@@ -101,7 +101,7 @@ class Transcripts(Protocol):
         """The full result of a tool call whose content was cut before it reached the model."""
         ...
 
-    def get_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, Any] | None: ...
+    def get_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, object] | None: ...
 
     def tool_results(self, t: str, agent_id: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
         """Every kept full tool result of an agent: (run id, tool_use id, result)."""

@@ -12,7 +12,7 @@ turn writes over an uncommitted one (its If-Match is the object's ETag as it is)
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
@@ -26,7 +26,7 @@ from engram.kernel.observability import logger
 _VERSION = 2  # 1: {"messages"} only, written before transcripts named their run (always committed)
 
 
-def _base(previous: History, messages: list[dict[str, Any]]) -> dict[str, Any]:
+def _base(previous: History, messages: Sequence[Mapping[str, object]]) -> dict[str, object]:
     """How to get `previous` back from `messages`: normally the new list starts with the tail
     of the previous one (trimming drops from the front), so only the dropped head is kept."""
     old = previous.messages
@@ -68,7 +68,7 @@ class HistoryRepository(Bucket):
         t: str,
         agent_id: str,
         session_id: str,
-        messages: list[dict[str, Any]],
+        messages: Sequence[Mapping[str, object]],
         *,
         previous: History,
         run_id: str,
@@ -114,7 +114,7 @@ class HistoryRepository(Bucket):
         """Removes every transcript of an agent (all its sessions, and its kept tool results); returns how many."""
         return self.delete_prefix(keys.session_prefix(t, agent_id))
 
-    def put_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str, result: dict[str, Any]) -> None:
+    def put_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str, result: Mapping[str, object]) -> None:
         body = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         self.client.put_object(
             Bucket=self.bucket,
@@ -133,7 +133,7 @@ class HistoryRepository(Bucket):
                 if found is not None:
                     yield run_id, name.removesuffix(".json"), found
 
-    def get_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, Any] | None:
+    def get_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, object] | None:
         try:
             obj = self.client.get_object(Bucket=self.bucket, Key=keys.tool_result_object(t, agent_id, run_id, tool_use_id))
         except ClientError as err:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
@@ -162,7 +162,7 @@ class MemorySnapshot:
     lines: list[str]  # its entry lines, as `fence|line`
     head: str = ""  # digest of the first message of the history it was sent with
 
-    def stored(self) -> dict[str, Any]:
+    def stored(self) -> dict[str, object]:
         template, entries = [], iter(self.lines)
         upcoming = next(entries, None)
         for line in self.text.splitlines():
@@ -174,7 +174,7 @@ class MemorySnapshot:
         return {"template": "\n".join(template), "digests": [digest(e) for e in self.lines], "head": self.head}
 
     @classmethod
-    def restore(cls, value: Any, view: MemoryView) -> MemorySnapshot | None:
+    def restore(cls, value: object, view: MemoryView) -> MemorySnapshot | None:
         """The stored snapshot with its lines from `view`; None when one of them is not there."""
         if not isinstance(value, dict) or not isinstance(value.get("template"), str):
             return None  # none, or one stored as text before digests: taken again
@@ -188,7 +188,7 @@ class MemorySnapshot:
         return cls(text=text, lines=[str(line) for line in lines], head=str(value.get("head", "")))
 
 
-def message_digest(message: dict[str, Any]) -> str:
+def message_digest(message: Mapping[str, object]) -> str:
     return digest(json.dumps(message, sort_keys=True, ensure_ascii=False))
 
 
@@ -205,7 +205,7 @@ def memory_delta(view: MemoryView, snapshot: MemorySnapshot) -> str:
     return DELTA_HEADING + "\n" + "\n".join(fence(label, lines) for label, lines in added.items())
 
 
-def session_memory(view: MemoryView, stored: Any, head: str, *, budget_tokens: int) -> tuple[str, str, MemorySnapshot | None]:
+def session_memory(view: MemoryView, stored: object, head: str, *, budget_tokens: int) -> tuple[str, str, MemorySnapshot | None]:
     """(system text, delta for the turn's message, a new snapshot to store or None), `head` the
     digest of the history's first message (see the module doc for when a snapshot is kept)."""
     # Rebuilt from the rows this turn read: a row forgotten or changed since, or in a section whose
@@ -254,7 +254,7 @@ def build_system(
     persona_extra: list[str] | None = None,
     extra: str | None = None,
     summary_text: str = "",
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """The system blocks without cache markers (engine.cache places them): the persona,
     `persona_extra` (paragraphs the turn's policies add), the memory sections, the session's
     running summary (between the memory and the history, CM8), then `extra`: run-specific

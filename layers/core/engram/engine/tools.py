@@ -89,7 +89,7 @@ class ToolOutcome:
 class ToolSet(Protocol):
     """Tools of one turn that live outside the registry (e.g. an agent's MCP servers)."""
 
-    def specs(self) -> list[dict[str, Any]]:
+    def specs(self) -> list[dict[str, object]]:
         """Tool definitions for the model, in a stable order."""
         ...
 
@@ -123,7 +123,7 @@ class Tool:
     def available(self, ctx: ToolContext | None) -> bool:
         return self.enabled is None or (ctx is not None and self.enabled(ctx))
 
-    def spec(self, ctx: ToolContext | None = None) -> dict[str, Any]:
+    def spec(self, ctx: ToolContext | None = None) -> dict[str, object]:
         if self.schema_for is not None and ctx is not None:
             schema = self.schema_for(ctx)
         else:
@@ -140,14 +140,14 @@ class ToolRegistry:
         self.tools[tool.name] = tool
         return tool
 
-    def specs(self, enabled: Callable[[Tool], bool] | None = None, *, ctx: ToolContext | None = None) -> list[dict[str, Any]]:
+    def specs(self, enabled: Callable[[Tool], bool] | None = None, *, ctx: ToolContext | None = None) -> list[dict[str, object]]:
         """The tools offered to the model; with `ctx`, only those this agent gets, in their turn's shape."""
         return [t.spec(ctx) for t in self.tools.values() if (enabled is None or enabled(t)) and t.available(ctx)]
 
     def offline_intents(self) -> dict[str, Callable[[str], dict[str, Any] | None]]:
         return {name: t.offline_intent for name, t in self.tools.items() if t.offline_intent}
 
-    def call(self, name: str, raw_input: Any, ctx: ToolContext) -> ToolOutcome:
+    def call(self, name: str, raw_input: object, ctx: ToolContext) -> ToolOutcome:
         tool = self.tools.get(name)
         if tool is None or not tool.available(ctx):
             return ToolOutcome(f"unknown tool {name!r}", is_error=True)
@@ -183,7 +183,7 @@ def _current_time(_ctx: ToolContext, _input: _NoInput) -> dict[str, str]:
     return {"utc": now.isoformat(timespec="seconds").replace("+00:00", "Z"), "weekday": now.strftime("%A")}
 
 
-def _time_intent(text: str) -> dict[str, Any] | None:
+def _time_intent(text: str) -> dict[str, object] | None:
     lowered = text.lower()
     return {} if ("what time" in lowered or "current time" in lowered or "what day" in lowered) else None
 

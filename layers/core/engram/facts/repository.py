@@ -31,7 +31,7 @@ class FactRepository:
     def __init__(self, table: Table):
         self.table = table
 
-    def item(self, t: str, f: Fact) -> dict[str, Any]:
+    def item(self, t: str, f: Fact) -> dict[str, object]:
         item = {"PK": keys.user_pk(t), "SK": keys.fact_sk(f.id), **f.model_dump(by_alias=True, mode="json")}
         if f.archived_at is None:
             item["GSI2PK"] = keys.fact_rank_pk(t)
@@ -111,7 +111,7 @@ class FactRepository:
         self.table.put({"PK": pk, "SK": keys.FACT_TEXT_INDEXED_SK})
 
     @staticmethod
-    def _text_row(pk: str, f: Fact) -> dict[str, Any]:
+    def _text_row(pk: str, f: Fact) -> dict[str, object]:
         return {"PK": pk, "SK": keys.fact_text_sk(text_digest(f.fact)), "factId": f.id}
 
     def get(self, t: str, fact_id: str) -> Fact | None:

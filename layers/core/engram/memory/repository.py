@@ -9,7 +9,6 @@ however many rows exist. Director learnings are indexed per agent on GSI1 instea
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from engram.aws import keys, quotas
 from engram.aws.table import ConditionFailed, Table
@@ -32,7 +31,7 @@ class MemoryRepository:
     def __init__(self, table: Table):
         self.table = table
 
-    def item(self, t: str, m: Memory, owner_id: str) -> dict[str, Any]:
+    def item(self, t: str, m: Memory, owner_id: str) -> dict[str, object]:
         pk = owner_pk(t, m.scope, owner_id)
         item = {"PK": pk, "SK": keys.memory_sk(m.id), "ownerId": owner_id, **m.model_dump(by_alias=True, mode="json")}
         if m.archived_at is None and is_director_learning(m):

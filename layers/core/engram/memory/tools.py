@@ -21,7 +21,7 @@ def slug(text: str, limit: int = 60) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].strip("-") or "note"
 
 
-def _origin(ctx: ToolContext) -> dict[str, Any]:
+def _origin(ctx: ToolContext) -> dict[str, object]:
     return {"runId": ctx.run_id, "sessionId": ctx.session_id, "agentId": ctx.agent.id}
 
 
@@ -82,7 +82,7 @@ _WORKSPACE_NOTE = re.compile(
 )
 
 
-def _store_intent(text: str) -> dict[str, Any] | None:
+def _store_intent(text: str) -> dict[str, object] | None:
     match = _WORKSPACE_NOTE.match(text)
     return {"value": match.group(1).strip().rstrip("."), "scope": "workspace"} if match else None
 
@@ -107,7 +107,7 @@ def _recall(ctx: ToolContext, inp: RecallInput) -> object:
 _RECALL = re.compile(r"^\s*(?:what do you (?:remember|know) about|recall)\s+(?!me\b)(.{2,}?)\s*\??$", re.I)
 
 
-def _recall_intent(text: str) -> dict[str, Any] | None:
+def _recall_intent(text: str) -> dict[str, object] | None:
     match = _RECALL.match(text)
     return {"query": match.group(1)} if match else None
 
@@ -160,7 +160,7 @@ def _remember(ctx: ToolContext, inp: RememberInput) -> object:
 _REMEMBER = re.compile(r"^\s*(?:please\s+)?remember(?!\s+for the (?:workspace|team))(?:\s+that)?[:,]?\s+(.{3,})$", re.I | re.S)
 
 
-def _remember_intent(text: str) -> dict[str, Any] | None:
+def _remember_intent(text: str) -> dict[str, object] | None:
     match = _REMEMBER.match(text)
     return {"fact": match.group(1).strip().rstrip("."), "confidence": "asserted"} if match else None
 
@@ -191,7 +191,7 @@ def _forget(ctx: ToolContext, inp: ForgetInput) -> object:
 _FORGET = re.compile(r"^\s*(?:please\s+)?forget(?:\s+that)?\s+(.{3,}?)\.?$", re.I | re.S)
 
 
-def _forget_intent(text: str) -> dict[str, Any] | None:
+def _forget_intent(text: str) -> dict[str, object] | None:
     match = _FORGET.match(text)
     return {"fact": match.group(1)} if match else None
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
@@ -86,7 +87,7 @@ class _Entry:
 _INTERNAL = ("SK", "archivedAt", "kind")
 
 
-def _public(item: dict[str, Any]) -> dict[str, Any]:
+def _public(item: Mapping[str, object]) -> dict[str, object]:
     """What the cache holds of an item: the hit fields plus what it needs itself (``_INTERNAL``)."""
     out = {
         "kind": item.get("kind"),
@@ -129,7 +130,7 @@ class RecallCache:
 
     def search(
         self, archive: Archive, tenant: str, agent_id: str, query: str, *, limit: int, session_id: str | None
-    ) -> list[dict[str, Any]]:
+    ) -> list[dict[str, object]]:
         key = (archive.name, tenant, agent_id)
         with self._lock:
             entry = self._entries.get(key)

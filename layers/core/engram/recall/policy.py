@@ -14,7 +14,7 @@ class ArchivePolicy(TurnPolicy):
     def __init__(self, archive: Archive):
         self.archive = archive
 
-    def commit_items(self, ctx: ToolContext, messages: list[dict[str, Any]], at: str) -> list[dict[str, Any]]:
+    def commit_items(self, ctx: ToolContext, messages: list[dict[str, Any]], at: str) -> list[dict[str, object]]:
         # The assistant's turns carry the agent's name as their speaker (a query naming the agent
         # finds its turns through the speaker field); the product knows no name for the user.
         speakers = {"assistant": ctx.agent.name}

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -74,7 +73,7 @@ _INTENTS = [
 ]
 
 
-def _intent(text: str) -> dict[str, Any] | None:
+def _intent(text: str) -> dict[str, object] | None:
     for rx in _INTENTS:
         m = rx.search(text)
         if m:

@@ -22,7 +22,7 @@ from engram.run_memory.models import RunMemoryEntry
 _OPTIONAL = ("source", "title", "description")
 
 
-def _item_fields(entry: RunMemoryEntry, run_id: str) -> dict[str, Any]:
+def _item_fields(entry: RunMemoryEntry, run_id: str) -> dict[str, object]:
     return {
         "runId": run_id,
         "key": entry.key,

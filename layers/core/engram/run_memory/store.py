@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
@@ -97,7 +97,7 @@ def shared_key(name: str) -> str:
     return check_key(f"shared:{name}")
 
 
-def encode_value(value: Any, limit: int) -> tuple[str, int]:
+def encode_value(value: object, limit: int) -> tuple[str, int]:
     """The compact JSON text of a value and its UTF-8 size; refuses non-JSON and oversize values."""
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -170,7 +170,7 @@ class RunScratchpad:
 
     # --- writing ----------------------------------------------------------------------------
     def _entry(
-        self, key: str, kind: str, value: Any, source: str | None, title: str | None, description: str | None, now: str
+        self, key: str, kind: str, value: object, source: str | None, title: str | None, description: str | None, now: str
     ) -> RunMemoryEntry:
         """A validated entry for `key` (not yet stored); the caller holds the lock."""
         check_key(key)
@@ -224,7 +224,7 @@ class RunScratchpad:
         self,
         key: str,
         kind: str,
-        value: Any,
+        value: object,
         *,
         source: str | None = None,
         title: str | None = None,
@@ -241,7 +241,7 @@ class RunScratchpad:
             self._entries[key] = entry
             return entry
 
-    def seed_inputs(self, inputs: dict[str, Any], *, source: str | None = None) -> list[RunMemoryEntry]:
+    def seed_inputs(self, inputs: Mapping[str, object], *, source: str | None = None) -> list[RunMemoryEntry]:
         """Writes the caller's inputs as `input:<name>` entries (title = name) in one batch;
         None values are skipped. All are validated before anything is written."""
         with self._lock:
@@ -284,7 +284,7 @@ class RunScratchpad:
 # --- the API's view of a finished (or running) run ---------------------------------------------
 def run_memory_listing(
     deps: Stores, t: str, agent_id: str, run_id: str, *, limit: int, token: str | None
-) -> tuple[list[dict[str, Any]], str | None]:
+) -> tuple[list[dict[str, object]], str | None]:
     """One page of a run's entries, with values, in key order (GET /api/runs/{runId}/memory),
     bounded in count and in value bytes. `agent_id` is the agent the run memory belongs to (the
     lead of a council run)."""

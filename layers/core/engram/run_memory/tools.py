@@ -91,7 +91,7 @@ _READ_HEADER = re.compile(r"memory_read")
 _LISTED_KEY = re.compile(r"^\s*[-*]\s+((?:task|shared|input|step):[A-Za-z0-9_.:-]{1,120})(?:\s+[—–-]\s+.*)?\s*$")
 
 
-def _read_intent(text: str) -> dict[str, Any] | None:
+def _read_intent(text: str) -> dict[str, object] | None:
     """The keys listed under a line that mentions memory_read (the lead's upstream hint)."""
     keys: list[str] = []
     listing = False
@@ -157,7 +157,7 @@ def _store_learning(ctx: ToolContext, inp: LearningInput) -> object:
 _LEARNING_LINE = re.compile(r"^\s*Learning:\s*(\S.*?)\s*$", re.M)
 
 
-def _learning_intent(text: str) -> dict[str, Any] | None:
+def _learning_intent(text: str) -> dict[str, object] | None:
     match = _LEARNING_LINE.search(text)
     return {"learning": match.group(1)} if match else None
 

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,7 +56,7 @@ def firing_run_id(agent_id: str, scheduled_time: str) -> str:
     return time_ordered_id("run", int(when.timestamp() * 1000), digest)
 
 
-def _scheduled_time(value: Any) -> str | None:
+def _scheduled_time(value: object) -> str | None:
     if not isinstance(value, str) or "<aws.scheduler" in value:
         return None
     try:
@@ -65,7 +66,7 @@ def _scheduled_time(value: Any) -> str | None:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _firing_of(event: Any) -> tuple[str, str, str]:
+def _firing_of(event: object) -> tuple[str, str, str]:
     """(tenant, agent id, scheduled time) of a schedule's Input as Scheduler delivers it; BadRequest
     when it is not one."""
     if not isinstance(event, dict):
@@ -78,7 +79,7 @@ def _firing_of(event: Any) -> tuple[str, str, str]:
     return tenant, agent_id, scheduled
 
 
-def process_schedule_event(deps: ModelDeps, event: dict[str, Any]) -> dict[str, Any]:
+def process_schedule_event(deps: ModelDeps, event: Mapping[str, object]) -> dict[str, object]:
     """One EventBridge Scheduler firing (delivered at least once): the agent runs once per
     scheduled time, with its scheduled prompt (AM4)."""
     try:
@@ -100,13 +101,13 @@ def process_schedule_event(deps: ModelDeps, event: dict[str, Any]) -> dict[str, 
     return {"runId": run_id, "scheduledTime": scheduled, **outcome}
 
 
-def is_failed_invocation(record: Any) -> bool:
+def is_failed_invocation(record: object) -> bool:
     """A record of Lambda's on-failure destination: an asynchronous invocation (a scheduler firing)
     that failed after its retries, or grew too old to run."""
     return isinstance(record, dict) and isinstance(record.get("requestContext"), dict) and "requestPayload" in record
 
 
-def process_failed_firing(deps: ModelDeps, record: dict[str, Any]) -> dict[str, Any]:
+def process_failed_firing(deps: ModelDeps, record: dict[str, Any]) -> dict[str, object]:
     """A firing whose invocations all failed shows as its run, failed (`firing_failed`), under the
     run id the firing gets. A run that finished is left as it is, so a redelivered record changes
     nothing; a firing of an agent deleted meanwhile is dropped."""
@@ -162,11 +163,11 @@ def firing_error(record: dict[str, Any]) -> dict[str, str]:
 SWEEP_SOURCE = "engram.sweep"  # the sweeper's scheduled event: {"source": "engram.sweep"}
 
 
-def is_sweep(event: Any) -> bool:
+def is_sweep(event: object) -> bool:
     return isinstance(event, dict) and event.get("source") == SWEEP_SOURCE
 
 
-def sweep_stale_runs(deps: ModelDeps, *, now: int | None = None) -> dict[str, Any]:
+def sweep_stale_runs(deps: ModelDeps, *, now: int | None = None) -> dict[str, object]:
     """No run stays queued or running past its budget and RUN_STALE_GRACE_SECONDS: whatever kept
     it there (a worker that crashed, a job parked in a dead-letter queue, a failure that could not
     be recorded), the sweeper marks it failed (`stale`). A run that finished, was claimed or given
@@ -204,7 +205,7 @@ def process_run_job(deps: ModelDeps, job: dict[str, Any]) -> None:
 
 def execute_run(
     deps: ModelDeps, t: str, run_id: str, *, agent: Agent | None = None, inputs: dict[str, Any] | None = None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """Claims the run (or returns at once if it finished or another worker has it) and executes it."""
     budget = deps.settings.run_budget_s
     run = deps.runs.start(t, run_id, claim_s=2 * budget + _CLAIM_MARGIN_S)
@@ -237,7 +238,7 @@ def _record_failure(deps: ModelDeps, t: str, run: Run, err: Exception) -> None:
     deps.runs.put(t, run.model_copy(update={"status": "failed", "updated_at": at, "finished_at": at, "error": error_of(err)}))
 
 
-def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, Any] | None) -> str:
+def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: Mapping[str, object] | None) -> str:
     settings = deps.settings
     card_type = None
     if run.kind == "reexamination":  # checked first: a council is not run for a parent that is gone

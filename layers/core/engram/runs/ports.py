@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from engram.runs.models import Run
@@ -13,14 +14,14 @@ class SessionCommits(Protocol):
     the session's side of the turn's one transaction."""
 
     def commit_op(
-        self, t: str, agent_id: str, session_id: str, owner: str, changes: dict[str, Any] | None, now: str
-    ) -> dict[str, Any]: ...
+        self, t: str, agent_id: str, session_id: str, owner: str, changes: Mapping[str, object] | None, now: str
+    ) -> dict[str, object]: ...
 
 
 class Runs(Protocol):
     """Run records of a tenant, claims on queued runs, re-examinations, and the end-of-turn commit."""
 
-    def item(self, t: str, run: Run) -> dict[str, Any]: ...
+    def item(self, t: str, run: Run) -> dict[str, object]: ...
 
     def create(self, t: str, run: Run) -> bool:
         """Records a queued run; False if a run with this id already exists (a redelivered firing)."""
@@ -111,6 +112,6 @@ class Schedules(Protocol):
         """Remove the agent's schedule; False when there was none."""
         ...
 
-    def get(self, agent_id: str) -> dict[str, Any] | None:
+    def get(self, agent_id: str) -> dict[str, object] | None:
         """The GetSchedule response, or None when the agent has no schedule."""
         ...

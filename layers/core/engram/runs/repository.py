@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
@@ -69,7 +70,7 @@ class RunRepository:
         self.sessions = sessions
         self.usage = usage or UsageRepository(table)
 
-    def item(self, t: str, run: Run) -> dict[str, Any]:
+    def item(self, t: str, run: Run) -> dict[str, object]:
         item = {
             "PK": keys.tenant_pk(t),
             "SK": keys.run_sk(run.id),
@@ -122,7 +123,7 @@ class RunRepository:
         return True
 
     def _mark_failed(
-        self, t: str, run_id: str, error: Any, at: str, *, also: str = "", values: dict[str, Any] | None = None
+        self, t: str, run_id: str, error: object, at: str, *, also: str = "", values: Mapping[str, object] | None = None
     ) -> None:
         """A queued or running record becomes failed with `error` (and leaves the open-run index);
         ConditionFailed when it is not unfinished (or `also`, a further condition, fails)."""
@@ -295,8 +296,8 @@ class RunRepository:
         *,
         run: Run,
         usage_rows: list[UsageRow],
-        session_changes: dict[str, Any] | None,
-        extra_items: list[dict[str, Any]] | None = None,
+        session_changes: Mapping[str, object] | None,
+        extra_items: Sequence[Mapping[str, object]] | None = None,
     ) -> None:
         """Ends a turn in one transaction: the run record, its usage, and the session's lease.
 

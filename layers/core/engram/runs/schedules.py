@@ -49,7 +49,7 @@ def _error_code(err: ClientError) -> str:
 
 
 class ScheduleRepository:
-    def __init__(self, settings: Any, client: Any = None):
+    def __init__(self, settings: Any, client: object = None):
         self.settings = settings
         self._client = client
 
@@ -114,7 +114,7 @@ class ScheduleRepository:
             raise
         return True
 
-    def get(self, agent_id: str) -> dict[str, Any] | None:
+    def get(self, agent_id: str) -> dict[str, object] | None:
         """The GetSchedule response, or None when the agent has no schedule."""
         check_id("agentId", agent_id)
         try:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import queue
 import threading
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from engram.engine.events import TurnEvents
@@ -38,7 +39,7 @@ class SocketSink:
         self._thread = threading.Thread(target=self._send_all, name="engram-stream", daemon=True)
         self._thread.start()
 
-    def emit(self, event: dict[str, Any]) -> None:
+    def emit(self, event: Mapping[str, object]) -> None:
         self._queue.put(event)
 
     def close(self) -> None:

@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -99,7 +100,7 @@ class SummaryOutcome:
     usage: list[Usage] = field(default_factory=list)
 
 
-def tool_spec() -> dict[str, Any]:
+def tool_spec() -> dict[str, object]:
     return {
         "name": SUMMARY_TOOL,
         "description": "Record the summary.",
@@ -153,7 +154,7 @@ def _count(name: str, value: float = 1, unit: Any = MetricUnit.Count) -> None:
     metrics.add_metric(name=name, unit=unit, value=value)
 
 
-def process_summary_job(deps: ModelDeps, raw: Any, *, remaining_s: float | None = None) -> SummaryOutcome:
+def process_summary_job(deps: ModelDeps, raw: object, *, remaining_s: float | None = None) -> SummaryOutcome:
     """One summary job (see the module doc). Raises only when SQS should deliver it again."""
     try:
         job = SummaryJob.model_validate(raw)
@@ -268,7 +269,7 @@ def _call(
 def _store(
     deps: ModelDeps,
     job: SummaryJob,
-    session: dict[str, Any],
+    session: Mapping[str, object],
     was: dict[str, Any] | None,
     text: str,
     outcome: SummaryOutcome,

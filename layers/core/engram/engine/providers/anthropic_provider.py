@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anthropic
@@ -18,7 +18,7 @@ from engram.kernel.settings import Settings
 class AnthropicProvider:
     name = "anthropic"
 
-    def __init__(self, settings: Settings, client: Any = None, http_client: Any = None):
+    def __init__(self, settings: Settings, client: object = None, http_client: object = None):
         self.settings = settings
         self._client = client
         self._injected = client is not None
@@ -39,7 +39,7 @@ class AnthropicProvider:
     def _key(self) -> str:
         return api_key(self.settings)
 
-    def _make_client(self, key: str) -> Any:
+    def _make_client(self, key: str) -> object:
         kwargs: dict[str, Any] = {
             "max_retries": self.settings.model_max_retries,  # the SDK backs off on 408/409/429/5xx/529
             "timeout": self.settings.model_timeout_s,
@@ -69,11 +69,11 @@ class AnthropicProvider:
         *,
         model: str,
         system: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
+        tools: Sequence[Mapping[str, object]],
         messages: list[dict[str, Any]],
         max_tokens: int,
         timeout: float,
-        tool_choice: dict[str, Any] | None = None,
+        tool_choice: Mapping[str, object] | None = None,
         on_text: Callable[[str], None] | None = None,
     ) -> ModelResponse:
         system, messages = self.cache_markers(model, system, messages)
@@ -132,7 +132,7 @@ class BedrockProvider(AnthropicProvider):
             f"{region}, and check BEDROCK_MODEL_PREFIX (template parameter BedrockModelPrefix)"
         )
 
-    def _make_client(self, key: str) -> Any:
+    def _make_client(self, key: str) -> object:
         kwargs: dict[str, Any] = {"max_retries": self.settings.model_max_retries, "timeout": self.settings.model_timeout_s}
         if self._http_client is not None:
             kwargs["http_client"] = self._http_client
@@ -157,7 +157,7 @@ class BedrockProvider(AnthropicProvider):
         return f"{self.settings.bedrock_model_prefix}{model}-v1:0"
 
 
-def _streamed(client: Any, kwargs: dict[str, Any], on_text: Callable[[str], None]) -> Any:
+def _streamed(client: Any, kwargs: Mapping[str, object], on_text: Callable[[str], None]) -> Any:
     """The SDK's streaming (server-sent events from the Anthropic API, the event stream of Bedrock's
     InvokeModelWithResponseStream): text to `on_text` as it comes, the whole message at the end."""
     texts = 0
@@ -172,7 +172,7 @@ def _streamed(client: Any, kwargs: dict[str, Any], on_text: Callable[[str], None
         return stream.get_final_message()
 
 
-def _five_minutes(block: dict[str, Any]) -> dict[str, Any]:
+def _five_minutes(block: dict[str, Any]) -> dict[str, object]:
     marker = block.get("cache_control")
     if not isinstance(marker, dict) or "ttl" not in marker:
         return block

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engram.engine.prompt import DELTA_HEADING
@@ -28,7 +28,7 @@ def _text_of(message: dict[str, Any]) -> str:
     )
 
 
-def _is_tool_result(message: dict[str, Any]) -> bool:
+def _is_tool_result(message: Mapping[str, object]) -> bool:
     content = message.get("content")
     return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
 
@@ -36,7 +36,7 @@ def _is_tool_result(message: dict[str, Any]) -> bool:
 _ABOUT_ME = re.compile(r"what do you (?:know|remember) about me", re.I)
 
 
-def _fenced(system: list[dict[str, Any]], scope: str, newest: dict[str, Any] | None = None) -> list[str]:
+def _fenced(system: Sequence[Mapping[str, object]], scope: str, newest: dict[str, Any] | None = None) -> list[str]:
     """The entries of the memory fences of a scope in the system prompt and in the newest
     message (memory stored since the session's snapshot): how the offline model 'reads' memory."""
     blocks = [*system, *(newest or {}).get("content", [])] if isinstance((newest or {}).get("content"), list) else system
@@ -49,7 +49,7 @@ def _fenced(system: list[dict[str, Any]], scope: str, newest: dict[str, Any] | N
     return lines
 
 
-def _estimate_tokens(payload: Any) -> int:
+def _estimate_tokens(payload: object) -> int:
     return max(1, len(json.dumps(payload, ensure_ascii=False)) // 4)
 
 
@@ -82,7 +82,7 @@ class OfflineProvider:
         system: list[dict[str, Any]],
         tools: list[dict[str, Any]],
         messages: list[dict[str, Any]],
-        tool_choice: dict[str, Any] | None,
+        tool_choice: Mapping[str, object] | None,
     ) -> ModelResponse:
         forced = (tool_choice or {}).get("name") if (tool_choice or {}).get("type") == "tool" else None
         if forced in (EXTRACTION_TOOL, SUMMARY_TOOL):
@@ -165,7 +165,7 @@ class OfflineProvider:
         return "(offline model) Done. " + " ".join(parts)
 
     @staticmethod
-    def _reply(text: str, messages: list[dict[str, Any]], system: list[dict[str, Any]]) -> str:
+    def _reply(text: str, messages: list[dict[str, Any]], system: Sequence[Mapping[str, object]]) -> str:
         if _ABOUT_ME.search(text):
             facts = _fenced(system, "user", messages[-1] if messages else None)
             if not facts:
@@ -214,7 +214,7 @@ def _named_tool_calls(text: str, tools: list[dict[str, Any]]) -> list[tuple[str,
     return calls
 
 
-def _as_type(text: str, kind: Any) -> Any:
+def _as_type(text: str, kind: object) -> object:
     """The user's words as the schema's type: a number where it wants one, else the text."""
     try:
         if kind == "integer":
@@ -279,7 +279,7 @@ def _only_decision_tools(turn: list[dict[str, Any]]) -> bool:
     return bool(names) and names <= {GET_MY_DECISIONS, SUBMIT_RESULT}
 
 
-def offline_card(schema: dict[str, Any], text: str) -> dict[str, Any]:
+def offline_card(schema: dict[str, Any], text: str) -> dict[str, object]:
     """A deterministic card that satisfies a submit_result schema: the first enum value, the
     midpoint of numeric bounds, and short strings taken from the user's message."""
     words = re.findall(r"[A-Za-z0-9]+", text) or ["offline"]
@@ -362,7 +362,7 @@ def _user_chunks(transcript: str) -> list[str]:
     return ["\n".join(c) for c in chunks]
 
 
-def extract_offline(prompt: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
+def extract_offline(prompt: str, tools: list[dict[str, Any]]) -> dict[str, object]:
     """Deterministic facts from "I prefer ...", "we use ...", "our ... is/are ...", "my ... is ..."
     in the user's own lines; a fact whose key already holds a different value supersedes it."""
     existing: dict[str, str] = {}
