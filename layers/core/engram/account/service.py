@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engram.account.models import ExportJob
+from engram.agents.models import Agent, Workspace
 from engram.aws import keys
 from engram.conversations.models import summary_public
 from engram.kernel.errors import NotFound, PayloadTooLarge, QueueUnavailable, error_of
@@ -37,7 +38,7 @@ Record = tuple[str, dict[str, Any]]
 ARCHIVE_FIELDS = ("sessionId", "runId", "seq", "part", "role", "speaker", "text", "tools", "createdAt", "archivedAt")
 
 
-def _pages(fetch: Callable[..., tuple[list[Any], str | None]], size: int = 100) -> Iterator[Any]:
+def _pages[T](fetch: Callable[..., tuple[list[T], str | None]], size: int = 100) -> Iterator[T]:
     """Every item of a paged list, one page in memory at a time."""
     token: str | None = None
     while True:
@@ -47,11 +48,11 @@ def _pages(fetch: Callable[..., tuple[list[Any], str | None]], size: int = 100) 
             return
 
 
-def _all_agents(deps: Stores, t: str) -> Iterator[Any]:
+def _all_agents(deps: Stores, t: str) -> Iterator[Agent]:
     return _pages(lambda **page: deps.agents.page(t, **page))
 
 
-def _all_workspaces(deps: Stores, t: str) -> Iterator[Any]:
+def _all_workspaces(deps: Stores, t: str) -> Iterator[Workspace]:
     return _pages(lambda **page: deps.workspaces.page(t, **page))
 
 

@@ -139,7 +139,7 @@ def bearer(event: dict[str, Any]) -> str:
     return token
 
 
-def authorize(deps: KeyDeps, event: dict[str, Any], verifier: JwtVerifier | None = None) -> dict[str, object]:
+def authorize(deps: KeyDeps, event: dict[str, object], verifier: JwtVerifier | None = None) -> dict[str, object]:
     """The simple response for the request `event`; Refused when it may not pass."""
     token = bearer(event)
     if token.startswith(KEY_PREFIX):

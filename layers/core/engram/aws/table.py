@@ -156,7 +156,7 @@ def backoff(first: float = 0.05, most: float = 1.0) -> Iterator[float]:
         pause = min(pause * 2, most)
 
 
-def retry_unprocessed(send: Callable[[dict[str, Any]], dict[str, Any]], request: dict[str, Any]) -> dict[str, Any]:
+def retry_unprocessed(send: Callable[[dict[str, Any]], dict[str, Any]], request: dict[str, object]) -> dict[str, Any]:
     """Sends a batch request, then what DynamoDB left unprocessed (``send`` returns it: its
     UnprocessedItems or UnprocessedKeys), up to ``_BATCH_TRIES`` times with ``backoff`` between;
     returns what is still unprocessed ({} when everything went through)."""
@@ -186,7 +186,7 @@ class ConditionFailed(Cancelled):
     """A conditional write did not apply. `item` is the stored item when the call asked for it
     (None when there is none); `codes` are a cancelled transaction's per-item reasons."""
 
-    def __init__(self, item: dict[str, Any] | None = None, codes: list[str] | None = None):
+    def __init__(self, item: dict[str, object] | None = None, codes: list[str] | None = None):
         super().__init__(codes)
         self.item = item
 

@@ -74,7 +74,7 @@ class CardPolicy(TurnPolicy):
             lines.append(_FINISH.format(name=token(name)))
         return lines
 
-    def finish(self, ctx: ToolContext, loop: LoopResult, result: dict[str, Any]) -> None:
+    def finish(self, ctx: ToolContext, loop: LoopResult, result: dict[str, object]) -> None:
         state = card_state(ctx)
         if self.required and state.card is None:
             raise NoCard(

@@ -135,7 +135,7 @@ class McpToolSet:
         assert len(done) == len(uses), "every tool use gets an outcome"
         return done
 
-    def _outcome(self, ctx: ToolContext, use: dict[str, Any], entry: _Entry, result: CallResult) -> ToolOutcome:
+    def _outcome(self, ctx: ToolContext, use: dict[str, object], entry: _Entry, result: CallResult) -> ToolOutcome:
         _count(entry.connection.name, result)
         if result.failure is not None:
             outcome = _failed(entry, result.failure)
@@ -161,7 +161,7 @@ class McpToolSet:
             text = text[:limit] + f"\n[cut: {limit} of {len(text)} characters shown; the full result is {where}]"
         return ToolOutcome(text, is_error=result.is_error, record=record)
 
-    def _keep_full(self, ctx: ToolContext, use: dict[str, Any], full: dict[str, Any]) -> bool:
+    def _keep_full(self, ctx: ToolContext, use: dict[str, Any], full: dict[str, object]) -> bool:
         try:
             self.deps.history.put_tool_result(self.tenant, ctx.agent.id, ctx.run_id, use["id"], full)
             return True

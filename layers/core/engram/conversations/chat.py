@@ -85,13 +85,13 @@ def ensure_session(deps: ModelDeps, tenant: str, agent_id: str, session_id: str)
     deps.sessions.create(tenant, session, limit=deps.settings.max_sessions_per_agent, if_absent_ok=True)
 
 
-def turn_policies(deps: ModelDeps, **extraction: Any) -> list[TurnPolicy]:
+def turn_policies(deps: ModelDeps) -> list[TurnPolicy]:
     """What every turn of an agent gets: its result card, the conversation archive, extraction,
     the running summary of what the history cap cuts."""
     return [
         CardPolicy(deps),
         ArchivePolicy(deps.archive),
-        ExtractionPolicy(deps.queues, **extraction),
+        ExtractionPolicy(deps.queues),
         SummaryPolicy(deps.queues),
     ]
 

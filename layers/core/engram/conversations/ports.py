@@ -47,14 +47,21 @@ class Sessions(Protocol):
     def release_lease(self, t: str, agent_id: str, session_id: str, owner: str) -> None: ...
 
     def commit_op(
-        self, t: str, agent_id: str, session_id: str, owner: str, changes: dict[str, Any] | None, now: str
+        self, t: str, agent_id: str, session_id: str, owner: str, changes: dict[str, object] | None, now: str
     ) -> dict[str, object]:
         """A turn's commit, as one operation of its transaction: the counters it changes (a
         successful turn) and the release of its lease, conditional on still holding it."""
         ...
 
     def store_summary(
-        self, t: str, agent_id: str, session_id: str, summary: dict[str, Any], *, was: dict[str, Any] | None, reset_at: object
+        self,
+        t: str,
+        agent_id: str,
+        session_id: str,
+        summary: dict[str, object],
+        *,
+        was: dict[str, object] | None,
+        reset_at: object,
     ) -> bool:
         """Sets the session's running summary (CM8) if it is still `was` (the summary the worker
         read, None for none) and no Active Memory reset happened since `reset_at`; False if not."""
@@ -79,7 +86,7 @@ class Transcripts(Protocol):
         t: str,
         agent_id: str,
         session_id: str,
-        messages: list[dict[str, Any]],
+        messages: list[dict[str, object]],
         *,
         previous: History,
         run_id: str,
@@ -97,7 +104,7 @@ class Transcripts(Protocol):
         """Removes every transcript of an agent (all its sessions); returns how many."""
         ...
 
-    def put_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str, result: dict[str, Any]) -> None:
+    def put_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str, result: dict[str, object]) -> None:
         """The full result of a tool call whose content was cut before it reached the model."""
         ...
 

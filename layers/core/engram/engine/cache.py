@@ -132,7 +132,7 @@ def mark(
     model: str,
     tools: Sequence[Mapping[str, object]],
     system: Sequence[Mapping[str, object]],
-    messages: list[dict[str, Any]],
+    messages: list[dict[str, object]],
     *,
     turn_start: int,
     stable_blocks: int | None = None,

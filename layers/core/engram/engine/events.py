@@ -25,7 +25,7 @@ COALESCE_SECONDS = 0.1
 
 
 class EventSink(Protocol):
-    def emit(self, event: dict[str, Any]) -> None:
+    def emit(self, event: dict[str, object]) -> None:
         """Takes one event (a JSON-ready dict with `type`, `runId`, `seq`); must not raise or block."""
 
     def close(self) -> None:

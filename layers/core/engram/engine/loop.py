@@ -36,7 +36,7 @@ class LoopResult:
         return total
 
 
-def for_model(message: dict[str, Any]) -> dict[str, object]:
+def for_model(message: dict[str, object]) -> dict[str, object]:
     """A stored message as the model gets it: its role and content only (a transcript keeps
     metadata such as a scheduled run's `meta` beside them, never sent)."""
     return {"role": message["role"], "content": message["content"]} if len(message) > 2 else message
@@ -72,7 +72,7 @@ def _run_tools(uses: list[dict[str, Any]], registry: ToolRegistry, ctx: ToolCont
 
 
 def _call_tools(
-    uses: list[dict[str, Any]],
+    uses: list[dict[str, object]],
     registry: ToolRegistry,
     ctx: ToolContext,
     deadline: float,

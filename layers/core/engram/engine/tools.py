@@ -95,7 +95,7 @@ class ToolSet(Protocol):
 
     def owns(self, name: str) -> bool: ...
 
-    def call_many(self, uses: list[dict[str, Any]], ctx: ToolContext, deadline: float) -> list[ToolOutcome]:
+    def call_many(self, uses: list[dict[str, object]], ctx: ToolContext, deadline: float) -> list[ToolOutcome]:
         """Runs the model's tool_use blocks (in parallel where it can), each ending by `deadline`
         (time.monotonic()); every failure is an is_error outcome, never an exception."""
         ...

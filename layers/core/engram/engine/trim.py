@@ -55,7 +55,7 @@ def is_turn_start(message: object) -> bool:
     return blocks is not None and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks)
 
 
-def trim_history(messages: list[dict[str, Any]], cap: int) -> TrimResult:
+def trim_history(messages: list[dict[str, object]], cap: int) -> TrimResult:
     """Longest suffix of at most ``cap`` messages that starts a turn, so no tool_use loses its tool_result.
 
     If the newest turn alone exceeds the cap, keep its newest messages from an assistant message
@@ -76,7 +76,7 @@ def trim_history(messages: list[dict[str, Any]], cap: int) -> TrimResult:
     return TrimResult(kept=[], trimmed=list(messages))
 
 
-def trim_in_steps(messages: list[dict[str, Any]], cap: int) -> TrimResult:
+def trim_in_steps(messages: list[dict[str, object]], cap: int) -> TrimResult:
     """Like ``trim_history``, but a history past the cap is cut back to about half of it. The
     cached prompt prefix (engine.cache) holds the history from its first message, so each cut
     breaks it: cut in steps, the first message changes once every cap/2 messages instead of on

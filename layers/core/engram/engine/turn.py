@@ -76,10 +76,10 @@ class TurnPolicy:
         """Paragraphs appended to the cached persona block."""
         return []
 
-    def finish(self, ctx: ToolContext, loop: LoopResult, result: dict[str, Any]) -> None:
+    def finish(self, ctx: ToolContext, loop: LoopResult, result: dict[str, object]) -> None:
         """After the loop, before the commit: add to the run's result, or raise to fail the turn."""
 
-    def commit_items(self, ctx: ToolContext, messages: list[dict[str, Any]], at: str) -> list[dict[str, object]]:
+    def commit_items(self, ctx: ToolContext, messages: list[dict[str, object]], at: str) -> list[dict[str, object]]:
         """Items written in the turn's own commit transaction (session turns only)."""
         return []
 

@@ -155,7 +155,7 @@ def _target_scopes(agent: Agent) -> dict[str, str]:
     return targets
 
 
-def _count(name: str, value: float = 1, unit: Any = MetricUnit.Count) -> None:
+def _count(name: str, value: float = 1, unit: MetricUnit = MetricUnit.Count) -> None:
     metrics.add_metric(name=name, unit=unit, value=value)
 
 

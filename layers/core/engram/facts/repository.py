@@ -11,7 +11,6 @@ the partition, so deleting the account deletes them; lists and export read `FACT
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from engram.aws import keys, quotas
 from engram.aws.keys import inverse_recency
@@ -77,7 +76,7 @@ class FactRepository:
         ]
         self._commit(t, f, ops, was_active=was_active, limit=limit)
 
-    def _commit(self, t: str, f: Fact, ops: list[dict[str, Any]], *, was_active: bool | None, limit: int) -> None:
+    def _commit(self, t: str, f: Fact, ops: list[dict[str, object]], *, was_active: bool | None, limit: int) -> None:
         active = f.archived_at is None
         try:
             if was_active is None or was_active == active:

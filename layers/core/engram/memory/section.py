@@ -15,8 +15,7 @@ cached prompt prefix survives from turn to turn.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from engram.engine.prompt import PromptSection, estimate_tokens
 from engram.engine.tools import ToolContext
@@ -166,7 +165,7 @@ def render_user_facts(facts: list[Fact], budget_tokens: int | None = None, *, sh
 _last: list[tuple[object, list[str]]] = []
 
 
-def _lines(rows: Sequence[object], line: Any) -> list[str]:
+def _lines[R](rows: Sequence[R], line: Callable[[R], str]) -> list[str]:
     """The entry lines of `rows`, rendered once for the several renders of one turn (the last
     list seen is kept; a turn in another thread only makes the next one render again)."""
     for seen, lines in list(_last):
@@ -177,7 +176,7 @@ def _lines(rows: Sequence[object], line: Any) -> list[str]:
     return lines
 
 
-def _all_lines(line: object) -> Any:
+def _all_lines[R](line: Callable[[R], str]) -> Callable[[Sequence[R]], list[str]]:
     return lambda rows: _lines(rows, line)
 
 

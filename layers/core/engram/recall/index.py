@@ -200,7 +200,7 @@ class RecallCache:
         entry.seen.add(public["SK"])
         entry.chars += len(public["text"])
 
-    def _rebuild(self, entry: _Entry, held: list[dict[str, Any]]) -> None:
+    def _rebuild(self, entry: _Entry, held: list[dict[str, object]]) -> None:
         entry.index, entry.items, entry.seen, entry.chars = SearchIndex(PARAMS), [], set(), 0
         for public in held:
             self._hold(entry, public)

@@ -11,8 +11,7 @@ section. Archived learnings drop out of the index.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from engram.kernel.fencing import fence, quote
 from engram.kernel.validation import check_text, refuse_secrets
@@ -45,7 +44,7 @@ def store_learning(deps: Stores, t: str, lead_agent_id: str, text: str, *, origi
     return row
 
 
-def _gather(deps: Stores, fn: Any, args: Sequence[object]) -> list[Any]:
+def _gather[A, R](deps: Stores, fn: Callable[[A], R], args: Sequence[A]) -> list[R]:
     """fn(arg) for every arg, in parallel on the shared executor. The first runs on this thread,
     and any that no worker has started yet are taken back and run here too, so a caller that is
     itself on the executor (a prompt section load) can never deadlock it."""

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -107,7 +107,7 @@ def is_failed_invocation(record: object) -> bool:
     return isinstance(record, dict) and isinstance(record.get("requestContext"), dict) and "requestPayload" in record
 
 
-def process_failed_firing(deps: ModelDeps, record: dict[str, Any]) -> dict[str, object]:
+def process_failed_firing(deps: ModelDeps, record: dict[str, object]) -> dict[str, object]:
     """A firing whose invocations all failed shows as its run, failed (`firing_failed`), under the
     run id the firing gets. A run that finished is left as it is, so a redelivered record changes
     nothing; a firing of an agent deleted meanwhile is dropped."""
@@ -204,7 +204,7 @@ def process_run_job(deps: ModelDeps, job: dict[str, Any]) -> None:
 
 
 def execute_run(
-    deps: ModelDeps, t: str, run_id: str, *, agent: Agent | None = None, inputs: dict[str, Any] | None = None
+    deps: ModelDeps, t: str, run_id: str, *, agent: Agent | None = None, inputs: dict[str, object] | None = None
 ) -> dict[str, object]:
     """Claims the run (or returns at once if it finished or another worker has it) and executes it."""
     budget = deps.settings.run_budget_s
@@ -324,7 +324,7 @@ def upstream_hint(declared: list[tuple[str, str]]) -> str:
     )
 
 
-def _best_effort(load: Any) -> Any:
+def _best_effort[R](load: Callable[[], R]) -> R | None:
     try:
         return load()
     except Exception:

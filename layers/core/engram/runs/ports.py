@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Protocol
+from typing import Protocol
 
 from engram.runs.models import Run
 from engram.usage.models import UsageRow
@@ -85,8 +85,8 @@ class Runs(Protocol):
         *,
         run: Run,
         usage_rows: list[UsageRow],
-        session_changes: dict[str, Any] | None,
-        extra_items: list[dict[str, Any]] | None = None,
+        session_changes: dict[str, object] | None,
+        extra_items: list[dict[str, object]] | None = None,
     ) -> None:
         """Ends a turn in one transaction: the run record, its usage, and the session's lease.
 

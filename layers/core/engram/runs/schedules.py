@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 from engram.aws.clients import make_client
 from engram.kernel.errors import BadRequest
 from engram.kernel.ids import check_id
+from engram.kernel.settings import Settings
 from engram.runs import expressions
 
 # Replaced by EventBridge Scheduler when the schedule invokes its target.
@@ -49,7 +50,7 @@ def _error_code(err: ClientError) -> str:
 
 
 class ScheduleRepository:
-    def __init__(self, settings: Any, client: object = None):
+    def __init__(self, settings: Settings, client: object = None):
         self.settings = settings
         self._client = client
 

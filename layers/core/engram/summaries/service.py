@@ -150,7 +150,7 @@ def drop_oldest(text: str, tokens: int) -> str:
     return "\n".join([*head, *kept])
 
 
-def _count(name: str, value: float = 1, unit: Any = MetricUnit.Count) -> None:
+def _count(name: str, value: float = 1, unit: MetricUnit = MetricUnit.Count) -> None:
     metrics.add_metric(name=name, unit=unit, value=value)
 
 
@@ -217,7 +217,7 @@ def _call(
     job: SummaryJob,
     model: str,
     system: str,
-    messages: list[dict[str, Any]],
+    messages: list[dict[str, object]],
     budget: float,
     remaining_s: float | None,
     started: float,
@@ -270,7 +270,7 @@ def _store(
     deps: ModelDeps,
     job: SummaryJob,
     session: Mapping[str, object],
-    was: dict[str, Any] | None,
+    was: dict[str, object] | None,
     text: str,
     outcome: SummaryOutcome,
 ) -> SummaryOutcome:

@@ -58,7 +58,7 @@ class AnthropicProvider:
         return model
 
     def cache_markers(
-        self, model: str, system: list[dict[str, Any]], messages: list[dict[str, Any]]
+        self, model: str, system: list[dict[str, object]], messages: list[dict[str, object]]
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The markers as the API takes them: the Anthropic API takes the 1-hour TTL as it is
         (generally available: no beta header with this SDK)."""
@@ -68,9 +68,9 @@ class AnthropicProvider:
         self,
         *,
         model: str,
-        system: list[dict[str, Any]],
+        system: list[dict[str, object]],
         tools: Sequence[Mapping[str, object]],
-        messages: list[dict[str, Any]],
+        messages: list[dict[str, object]],
         max_tokens: int,
         timeout: float,
         tool_choice: Mapping[str, object] | None = None,
@@ -140,7 +140,7 @@ class BedrockProvider(AnthropicProvider):
         return anthropic.AnthropicBedrock(aws_region=region, **kwargs)
 
     def cache_markers(
-        self, model: str, system: list[dict[str, Any]], messages: list[dict[str, Any]]
+        self, model: str, system: list[dict[str, object]], messages: list[dict[str, Any]]
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Bedrock takes the same markers; the 1-hour TTL only for some models: for the others the
         `ttl` is dropped, so the marker stays a 5-minute one rather than failing the request."""
@@ -172,7 +172,7 @@ def _streamed(client: Any, kwargs: Mapping[str, object], on_text: Callable[[str]
         return stream.get_final_message()
 
 
-def _five_minutes(block: dict[str, Any]) -> dict[str, object]:
+def _five_minutes(block: dict[str, object]) -> dict[str, object]:
     marker = block.get("cache_control")
     if not isinstance(marker, dict) or "ttl" not in marker:
         return block

@@ -63,12 +63,12 @@ class OfflineProvider:
         self,
         *,
         model: str,
-        system: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        messages: list[dict[str, Any]],
+        system: list[dict[str, object]],
+        tools: list[dict[str, object]],
+        messages: list[dict[str, object]],
         max_tokens: int,
         timeout: float,
-        tool_choice: dict[str, Any] | None = None,
+        tool_choice: dict[str, object] | None = None,
         on_text: Callable[[str], None] | None = None,
     ) -> ModelResponse:
         response = self._answer(system=system, tools=tools, messages=messages, tool_choice=tool_choice)
@@ -79,9 +79,9 @@ class OfflineProvider:
     def _answer(
         self,
         *,
-        system: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        messages: list[dict[str, Any]],
+        system: list[dict[str, object]],
+        tools: list[dict[str, object]],
+        messages: list[dict[str, object]],
         tool_choice: Mapping[str, object] | None,
     ) -> ModelResponse:
         forced = (tool_choice or {}).get("name") if (tool_choice or {}).get("type") == "tool" else None
@@ -165,7 +165,7 @@ class OfflineProvider:
         return "(offline model) Done. " + " ".join(parts)
 
     @staticmethod
-    def _reply(text: str, messages: list[dict[str, Any]], system: Sequence[Mapping[str, object]]) -> str:
+    def _reply(text: str, messages: list[dict[str, object]], system: Sequence[Mapping[str, object]]) -> str:
         if _ABOUT_ME.search(text):
             facts = _fenced(system, "user", messages[-1] if messages else None)
             if not facts:
@@ -232,7 +232,7 @@ GET_MY_DECISIONS = "get_my_decisions"
 SUBMIT_RESULT = "submit_result"
 
 
-def _this_turn(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+def _this_turn(messages: list[dict[str, object]]) -> tuple[str, list[dict[str, Any]]]:
     """The user's message that opened this turn and everything after it."""
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
@@ -258,7 +258,7 @@ def _calls_in(turn: list[dict[str, Any]], name: str) -> tuple[int, bool]:
     return len(ids), ok
 
 
-def _decision_calls(tools: list[dict[str, Any]], messages: list[dict[str, Any]]) -> tuple[Any, Any]:
+def _decision_calls(tools: list[dict[str, Any]], messages: list[dict[str, object]]) -> tuple[Any, Any]:
     """(call to make before anything else, call to make before answering) for this turn."""
     names = {t["name"]: t for t in tools}
     text, turn = _this_turn(messages)
