@@ -213,14 +213,14 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
             from engram.conversations.repository import SessionRepository
             from engram.kernel.model import now_iso
             from engram.recall import index as recall
-            from engram.recall.archive import ArchiveStore
+            from engram.recall.archive import ArchiveRepository
             from local.resources import create_resources
             from local.template import load_template
 
             resources = create_resources(load_template(ROOT / "template.yaml"))
             table_name = resources.env()["TABLE_NAME"]
             table = Table(table_name, client=boto3.client("dynamodb", region_name="us-east-1"))
-            archive = ArchiveStore(table)
+            archive = ArchiveRepository(table)
             agents, sessions = AgentRepository(table), SessionRepository(table)
             deps = SimpleNamespace(table=table, archive=archive)
             recall.clear_cache()

@@ -1,4 +1,4 @@
-"""ScheduleStore (one EventBridge Scheduler schedule per agent) and the Scheduler calls of the
+"""ScheduleRepository (one EventBridge Scheduler schedule per agent) and the Scheduler calls of the
 local ScheduleLoop, on the fake and on moto.
 
 Two known differences are pinned as strict xfails on moto, so they show up when moto changes:
@@ -49,7 +49,7 @@ def _target(**extra: Any) -> dict[str, Any]:
     return {"Arn": LOCAL_HEARTBEAT_FUNCTION_ARN, "RoleArn": LOCAL_SCHEDULER_ROLE_ARN, **extra}
 
 
-# --------------------------------------------------------------------------- ScheduleStore
+# --------------------------------------------------------------------------- ScheduleRepository
 def test_put_creates_the_agents_schedule(backend, store, group):
     store.put(T, "agent-1", "rate(1 hour)")
     schedule = store.get("agent-1")

@@ -1,4 +1,4 @@
-"""HistoryStore (session transcripts in S3) and the S3 calls under it, on the fake and on moto."""
+"""HistoryRepository (session transcripts in S3) and the S3 calls under it, on the fake and on moto."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from botocore.exceptions import ClientError
 
 from engram.aws.keys import session_object, session_prefix
 from engram.conversations.models import History
-from engram.conversations.transcripts import HistoryStore
+from engram.conversations.transcripts import HistoryRepository
 from engram.kernel.errors import SessionBusy
 
 T = "tenant-1"
@@ -23,7 +23,7 @@ def _messages(*texts: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-def store(backend) -> HistoryStore:
+def store(backend) -> HistoryRepository:
     return backend.stores.history  # type: ignore[no-any-return]
 
 
@@ -39,7 +39,7 @@ def _code(err: pytest.ExceptionInfo[ClientError]) -> str:
 NONE = History(messages=[], etag=None)
 
 
-def _save(store: HistoryStore, session: str, messages: list[dict[str, Any]], previous: History, run: str) -> str:
+def _save(store: HistoryRepository, session: str, messages: list[dict[str, Any]], previous: History, run: str) -> str:
     return store.save(T, "a1", session, messages, previous=previous, run_id=run)
 
 
@@ -97,7 +97,7 @@ def test_a_retried_save_finds_its_own_write_and_stands(store):
 
 
 def test_if_match_on_a_deleted_transcript_is_no_such_key_not_a_precondition_failure(store):
-    """S3 (and moto) answer 404 NoSuchKey, so HistoryStore.save lets a ClientError through here."""
+    """S3 (and moto) answer 404 NoSuchKey, so HistoryRepository.save lets a ClientError through here."""
     etag = _save(store, "s1", _messages("one"), NONE, "run_1")
     store.delete(T, "a1", "s1")
     with pytest.raises(ClientError) as err:
@@ -166,7 +166,7 @@ class _SmallPages:
 
 
 def test_delete_agent_removes_every_session_of_that_agent_over_several_pages(backend, s3):
-    store = HistoryStore(backend.settings.bucket_name, client=_SmallPages(s3))
+    store = HistoryRepository(backend.settings.bucket_name, client=_SmallPages(s3))
     for session in ("s1", "s2", "s3", "s4", "s5"):
         store.save(T, "a1", session, _messages(session), previous=NONE, run_id="run_1")
     store.save(T, "a10", "s1", _messages("a prefix of a1, not a1"), previous=NONE, run_id="run_1")

@@ -7,12 +7,12 @@ import importlib.util
 import json
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from engram.api.http import build_app
 from engram.console import routes
 from engram.kernel.settings import Settings
+from engram.wiring.stores import Stores, clients
 from local.apigw import build_http_event
 
 
@@ -32,7 +32,7 @@ LOGIN = "https://engram-0a1b2c3d4e5f.auth.eu-west-1.amazoncognito.com"
 
 def _get(env: dict[str, str], path: str) -> tuple[int, dict[str, str], Any]:
     app = build_app(_fresh_router())
-    app.append_context(deps=SimpleNamespace(settings=Settings.from_env(env)))
+    app.append_context(deps=Stores(**clients(Settings.from_env(env))))
     route_key = "GET /" if path == "/" else "GET /console/{proxy+}"
     out = app.resolve(build_http_event(route_key, "GET", path, path_params=None), None)
     headers = {k.lower(): v for k, v in (out.get("headers") or {}).items()}

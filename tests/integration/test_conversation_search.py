@@ -10,7 +10,7 @@ from engram.kernel.errors import ProviderError
 from engram.kernel.ids import tenant_key
 from engram.kernel.model import now_iso
 from engram.recall import index as recall
-from engram.recall.archive import ArchiveStore
+from engram.recall.archive import ArchiveRepository
 from engram.recall.index import conversation_search
 from engram.runs.models import Run
 
@@ -22,7 +22,7 @@ def cold_cache():
     recall.clear_cache()
 
 
-def _archive(stack) -> ArchiveStore:
+def _archive(stack) -> ArchiveRepository:
     return stack.deps.archive
 
 

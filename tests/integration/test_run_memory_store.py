@@ -11,7 +11,7 @@ from engram.kernel.errors import BadRequest
 from engram.kernel.ids import tenant_key
 from engram.run_memory.learnings import recent_learnings, render_learnings, store_learning
 from engram.run_memory.models import RunMemoryEntry
-from engram.run_memory.store import RUN_MEMORY, RunMemory, run_memory_listing
+from engram.run_memory.store import RUN_MEMORY, RunScratchpad, run_memory_listing
 from engram.run_memory.tools import register_tools
 
 T = tenant_key("alice")
@@ -47,7 +47,7 @@ def _entry(key, kind, value, created):
 # --- the store -----------------------------------------------------------------------------------
 def test_put_load_round_trip_and_created_at_kept(stack, store):
     agent = _agent(stack)
-    rm = RunMemory(store, T, agent.id, "run_1", stack.deps.settings)
+    rm = RunScratchpad(store, T, agent.id, "run_1", stack.deps.settings)
     first = rm.set("task:ag_1", "task_result", NESTED, source="ag_1", title="Analyst", description="findings")
     rm.seed_inputs({"topic": "rates", "limits": {"max": [3]}})
     second = rm.set("task:ag_1", "task_result", {"v": 2}, source="ag_1")
@@ -57,7 +57,7 @@ def test_put_load_round_trip_and_created_at_kept(stack, store):
     assert [e.key for e in loaded] == ["task:ag_1", "input:topic", "input:limits"]
     assert loaded[0] == second and loaded[1].value == "rates" and loaded[2].value == {"max": [3]}
     rm.set("shared:n", "shared", NESTED)
-    assert RunMemory.load(store, T, agent.id, "run_1", stack.deps.settings).get("shared:n").value == NESTED
+    assert RunScratchpad.load(store, T, agent.id, "run_1", stack.deps.settings).get("shared:n").value == NESTED
 
     listing, nxt = run_memory_listing(stack.deps, T, agent.id, "run_1", limit=50, token=None)
     assert [e["key"] for e in listing] == ["input:limits", "input:topic", "shared:n", "task:ag_1"] and nxt is None
@@ -90,7 +90,7 @@ def test_tools_only_with_run_memory(stack, store):
     registry = _tools()
     names = lambda ctx: {s["name"] for s in registry.specs(ctx=ctx)}  # noqa: E731
     assert names(_ctx(stack, lead, None)) == set()
-    rm = RunMemory(store, T, lead.id, "run_1", stack.deps.settings)
+    rm = RunScratchpad(store, T, lead.id, "run_1", stack.deps.settings)
     assert names(_ctx(stack, agent, rm)) == {"memory_list", "memory_read", "memory_write"}
     assert names(_ctx(stack, lead, rm)) == {"memory_list", "memory_read", "memory_write", "store_learning"}
     out = registry.call("memory_list", {}, _ctx(stack, lead, None))
@@ -101,7 +101,7 @@ def test_tools_only_with_run_memory(stack, store):
 
 def test_memory_write_only_shared(stack, store):
     agent = _agent(stack)
-    rm = RunMemory(store, T, agent.id, "run_1", stack.deps.settings)
+    rm = RunScratchpad(store, T, agent.id, "run_1", stack.deps.settings)
     rm.set("task:ag_1", "task_result", "real result", source="ag_1")
     registry, ctx = _tools(), _ctx(stack, agent, rm)
     for key in ("task:ag_1", "input:topic", "step:s1", "other:x"):
@@ -138,7 +138,7 @@ def test_memory_write_only_shared(stack, store):
 
 def test_inputs_and_shared_values_holding_secrets_are_refused_whatever_the_path(stack, store):
     agent = _agent(stack)
-    rm = RunMemory(store, T, agent.id, "run_1", stack.deps.settings)
+    rm = RunScratchpad(store, T, agent.id, "run_1", stack.deps.settings)
     with pytest.raises(BadRequest) as err:
         rm.seed_inputs({"topic": "rates", "db": {"password": "swordfish"}})
     assert err.value.code == "secret_detected"
@@ -156,7 +156,7 @@ def test_inputs_and_shared_values_holding_secrets_are_refused_whatever_the_path(
 
 def test_memory_write_refuses_secrets_and_oversize(stack, store):
     agent = _agent(stack)
-    rm = RunMemory(store, T, agent.id, "run_1", stack.deps.settings)
+    rm = RunScratchpad(store, T, agent.id, "run_1", stack.deps.settings)
     registry, ctx = _tools(), _ctx(stack, agent, rm)
     out = registry.call(
         "memory_write", {"key": "creds", "value": {"token": "sk-ant-api03-abcdefghijklmnopqrstuvwxyz012345"}}, ctx
@@ -169,11 +169,11 @@ def test_memory_write_refuses_secrets_and_oversize(stack, store):
 
 def test_memory_list_cap_with_250_entries(stack, store):
     agent = _agent(stack)
-    rm = RunMemory(store, T, agent.id, "run_1", stack.deps.settings)
+    rm = RunScratchpad(store, T, agent.id, "run_1", stack.deps.settings)
     rm.seed_inputs({f"k{i:03d}": i for i in range(250)})
     out = (
         _tools()
-        .call("memory_list", {}, _ctx(stack, agent, RunMemory.load(store, T, agent.id, "run_1", stack.deps.settings)))
+        .call("memory_list", {}, _ctx(stack, agent, RunScratchpad.load(store, T, agent.id, "run_1", stack.deps.settings)))
         .content
     )
     assert (out["total"], out["returned"], out["truncated"]) == (250, 200, True)
@@ -184,7 +184,7 @@ def test_memory_list_cap_with_250_entries(stack, store):
 def test_store_learning_tool_for_a_lead(stack, store):
     member = _agent(stack)
     lead = _agent(stack, team=[member.id])
-    rm = RunMemory(store, T, lead.id, "run_1", stack.deps.settings)
+    rm = RunScratchpad(store, T, lead.id, "run_1", stack.deps.settings)
     registry, ctx = _tools(), _ctx(stack, lead, rm)
     out = registry.call("store_learning", {"learning": "Check liquidity before sizing."}, ctx)
     assert not out.is_error and out.content["stored"] is True and out.content["key"].startswith("director:learning:")
@@ -237,7 +237,7 @@ def test_deleting_the_agent_removes_run_memory_and_learnings(stack, store):
     agent = _agent(stack)
     other = _agent(stack)
     for owner in (agent, other):
-        rm = RunMemory(store, T, owner.id, "run_1", stack.deps.settings)
+        rm = RunScratchpad(store, T, owner.id, "run_1", stack.deps.settings)
         rm.seed_inputs({"topic": "rates"})
         rm.set("shared:x", "shared", NESTED)
         store_learning(stack.deps, T, owner.id, "a lesson", origin=None)

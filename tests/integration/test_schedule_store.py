@@ -1,4 +1,4 @@
-"""ScheduleStore against moto's EventBridge Scheduler, in the schedule group of template.yaml."""
+"""ScheduleRepository against moto's EventBridge Scheduler, in the schedule group of template.yaml."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from moto import mock_aws
 
 from engram.kernel.errors import BadRequest
 from engram.kernel.settings import Settings
-from engram.runs.schedules import ScheduleStore
+from engram.runs.schedules import ScheduleRepository
 from local.resources import create_resources
 from local.template import load_template
 
@@ -24,7 +24,7 @@ def store():
     with mock_aws():
         resources = create_resources(load_template(ROOT / "template.yaml"))
         settings = Settings.from_env(resources.env("ApiFunction"))
-        yield ScheduleStore(settings)
+        yield ScheduleRepository(settings)
 
 
 def test_put_creates_the_agents_schedule(store):
@@ -119,7 +119,7 @@ def _settings() -> Settings:
 
 
 def test_an_invalid_expression_is_a_bad_request_naming_it():
-    store = ScheduleStore(_settings(), client=_Rejecting("ValidationException"))
+    store = ScheduleRepository(_settings(), client=_Rejecting("ValidationException"))
     with pytest.raises(BadRequest) as err:
         store.put("t", "a1", "rate(every hour)")
     assert (err.value.field, err.value.code, err.value.status) == ("schedule", "invalid_schedule", 400)
@@ -128,14 +128,14 @@ def test_an_invalid_expression_is_a_bad_request_naming_it():
 
 def test_an_existing_schedule_is_updated_and_its_validation_errors_map_too():
     client = _Rejecting("ConflictException")
-    ScheduleStore(_settings(), client=client).put("t", "a1", "rate(1 hour)")
+    ScheduleRepository(_settings(), client=client).put("t", "a1", "rate(1 hour)")
     assert client.calls == ["create", "update"]
     client = _Rejecting("ConflictException", on_update="ValidationException")
     with pytest.raises(BadRequest):
-        ScheduleStore(_settings(), client=client).put("t", "a1", "cron(bad)")
+        ScheduleRepository(_settings(), client=client).put("t", "a1", "cron(bad)")
 
 
 def test_other_errors_are_raised_as_they_are():
     with pytest.raises(ClientError) as err:
-        ScheduleStore(_settings(), client=_Rejecting("AccessDeniedException")).put("t", "a1", "rate(1 hour)")
+        ScheduleRepository(_settings(), client=_Rejecting("AccessDeniedException")).put("t", "a1", "rate(1 hour)")
     assert err.value.response["Error"]["Code"] == "AccessDeniedException"

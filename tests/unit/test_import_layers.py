@@ -222,3 +222,77 @@ def test_imports_inside_functions_are_the_listed_cold_start_deferrals():
 def test_the_layering_rules_see_every_module():
     # A guard for the test itself: the walk found the core and every area has a layer.
     assert len(MODULES) > 60 and {layer(m) for m in MODULES} == set(range(9))
+
+
+# --- package level -------------------------------------------------------------------------------
+# The shared layers every feature may use and that know no feature's service: the package rule is
+# about the features themselves (engine and wiring are layered by the rules above).
+NOT_FEATURES = {"kernel", "aws", "engine", "wiring", "roots", "api"}
+
+
+def package(module: str) -> str:
+    return module.split(".")[1] if module.count(".") else module
+
+
+def package_edges(edges: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Which feature package imports which (every import counts, inside functions too)."""
+    out: dict[str, set[str]] = {}
+    for module, targets in edges.items():
+        source = package(module)
+        if source in NOT_FEATURES or module == "engram":
+            continue
+        for target in targets:
+            dest = package(target)
+            if dest != source and dest not in NOT_FEATURES and target != "engram":
+                out.setdefault(source, set()).add(dest)
+    return out
+
+
+def package_cycles(graph: dict[str, set[str]]) -> set[frozenset[str]]:
+    """The packages of each strongly connected group of more than one (Tarjan's algorithm)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    found: set[frozenset[str]] = set()
+
+    def visit(node: str) -> None:
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            group = set()
+            while True:
+                member = stack.pop()
+                group.add(member)
+                if member == node:
+                    break
+            if len(group) > 1:
+                found.add(frozenset(group))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return found
+
+
+def test_there_is_no_cycle_between_feature_packages():
+    # Broken in issue 28: facts <-> memory (inverse_recency is in aws.keys), agents <-> conversations
+    # (DASHBOARD in kernel.ids, the dashboard session's item from the Sessions port), cards <-> runs
+    # (a decision is read from a CardedRun), conversations <-> runs (the turn's commit reaches the
+    # session through runs.ports.SessionCommits; a council builds its members' policies), and
+    # conversations/runs <-> streaming (the roots give a turn its watchers: ModelDeps.watch).
+    assert sorted(sorted(c) for c in package_cycles(package_edges(_edges()))) == []
+
+
+def test_the_package_rule_fails_on_a_reintroduced_cycle():
+    # A guard for the rule itself: facts importing memory again (as facts.service did for
+    # inverse_recency) makes a cycle the test reports.
+    edges = {module: set(targets) for module, targets in _edges().items()}
+    edges["engram.facts.service"].add("engram.memory.repository")
+    assert frozenset({"facts", "memory"}) in package_cycles(package_edges(edges))
+    assert package_cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == {frozenset("abc")}

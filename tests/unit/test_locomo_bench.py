@@ -30,7 +30,7 @@ def test_malformed_evidence_ids_are_repaired():
 def test_a_session_is_archived_as_the_product_archives_turns():
     from bench.locomo import _archive_session
     from engram.agents.models import Agent
-    from engram.recall.archive import ArchiveStore
+    from engram.recall.archive import ArchiveRepository
 
     conv = {"id": "conv-x", "speaker_a": "Caroline", "speaker_b": "Melanie"}
     lines = [
@@ -46,7 +46,7 @@ def test_a_session_is_archived_as_the_product_archives_turns():
     }
     now = "2024-01-01T00:00:00.000Z"
     agent = Agent(id="locomo-conv-x", created_at=now, updated_at=now, name="Melanie", model="offline")
-    items, refs = _archive_session(ArchiveStore(None), agent, conv, session, fallback=now)  # type: ignore[arg-type]
+    items, refs = _archive_session(ArchiveRepository(None), agent, conv, session, fallback=now)  # type: ignore[arg-type]
     # two turns (a user line and the replies after it), a second apart, as ArchivePolicy writes them
     assert [(i["role"], i.get("speaker"), i["createdAt"]) for i in items] == [
         ("user", None, "2023-05-08T13:56:00.000Z"),

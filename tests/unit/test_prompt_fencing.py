@@ -17,7 +17,7 @@ from hypothesis import strategies as st
 
 from engram.agents.models import Agent
 from engram.cards.models import CardType
-from engram.cards.policy import CardPolicy, CardState
+from engram.cards.policy import CARD_STATE, CardPolicy, CardState
 from engram.engine.prompt import build_system, fit_sections
 from engram.engine.tools import ToolContext
 from engram.facts.models import Fact
@@ -147,7 +147,7 @@ def render(s: Stored, persona: str) -> str:
         for i, r in enumerate(s.learnings)
     ]
     ctx = ToolContext(tenant="t", agent=agent, session_id="s", run_id="r")
-    ctx.state["cards"] = CardState(card_type=CardType(id="c", created_at=NOW, updated_at=NOW, name=s.card, fields={}))
+    CARD_STATE.put(ctx.state, CardState(card_type=CardType(id="c", created_at=NOW, updated_at=NOW, name=s.card, fields={})))
     loaded = {"agent_memory": _done(rows), "workspace_memory": _done(shared), "user_facts": _done(facts)}
     extra = [RUN_MEMORY_GUIDE, team_roster([(key, title, None) for key, title in s.team]), render_learnings(learnings) or ""]
     view = fit_sections(memory_sections(10**9), loaded, _fail, budget_tokens=10**9)

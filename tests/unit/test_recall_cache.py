@@ -9,23 +9,27 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from engram.aws.queues import Queues
 from engram.aws.table import Table
+from engram.conversations.transcripts import HistoryRepository
 from engram.engine.tools import ToolContext, ToolRegistry
 from engram.kernel.errors import BadRequest
+from engram.kernel.settings import Settings
 from engram.recall import index as recall
 from engram.recall import tools as recall_tools
-from engram.recall.archive import ArchiveStore, split_text
+from engram.recall.archive import ArchiveRepository, split_text
+from engram.wiring.stores import Stores, clients
 
 
 class FakeArchive:
-    """load_since over an in-memory list ordered like GSI1 (what the cache needs of ArchiveStore)."""
+    """load_since over an in-memory list ordered like GSI1 (what the cache needs of ArchiveRepository)."""
 
     name = "fake-table"
 
     def __init__(self) -> None:
         self.items: dict[tuple[str, str], list[dict[str, Any]]] = {}
         self.calls: list[tuple[str, str | None, int | None]] = []
-        self._store = ArchiveStore(Table("fake-table"))
+        self._store = ArchiveRepository(Table("fake-table"))
 
     def add_turn(self, t: str, agent: str, session: str, run: str, text: str, at: str) -> None:
         msgs = [{"role": "user", "content": [{"type": "text", "text": text}]}]
@@ -219,7 +223,8 @@ def test_tool_output_trims_long_text_and_says_no_matches(archive):
     archive.add_turn("t1", "a1", "s1", "r1", "budget " + "x" * 3000, _at(1))
     registry = ToolRegistry()
     recall_tools.register_tools(registry)
-    ctx = ToolContext(tenant="t1", agent=SimpleNamespace(id="a1"), session_id="s1", run_id="run1", deps=None)
+    deps = Stores(**clients(Settings(), table=Table("x"), history=HistoryRepository("b"), queues=Queues("q", "q")))
+    ctx = ToolContext(tenant="t1", agent=SimpleNamespace(id="a1"), session_id="s1", run_id="run1", deps=deps)
     out = registry.call("conversation_search", {"query": "budget"}, ctx)
     assert not out.is_error and len(out.content) == 1
     hit = out.content[0]
@@ -236,7 +241,7 @@ def test_long_messages_are_split_into_capped_parts():
     parts = split_text(text)
     assert len(parts) == 4 and all(len(p) <= 4000 for p in parts) and " ".join(parts) == text
     assert len(split_text("y" * 50_000)) == 8  # at most 8 parts per message
-    store = ArchiveStore(Table("x"))
+    store = ArchiveRepository(Table("x"))
     items = store.items_for_turn(
         "t1",
         "a1",

@@ -1,4 +1,4 @@
-"""RunMemory (RM1) against an in-memory store: namespaces and kinds, createdAt kept on overwrite,
+"""RunScratchpad (RM1) against an in-memory store: namespaces and kinds, createdAt kept on overwrite,
 filters, the memory_list cap, size and entry limits, and concurrent writers."""
 
 from __future__ import annotations
@@ -13,12 +13,12 @@ from engram.engine.tools import ToolContext, ToolRegistry
 from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge, QuotaExceeded
 from engram.kernel.settings import Settings
 from engram.run_memory.models import RunMemoryEntry
-from engram.run_memory.store import RUN_MEMORY, RunMemory, input_key, shared_key, task_key
+from engram.run_memory.store import RUN_MEMORY, RunScratchpad, input_key, shared_key, task_key
 from engram.run_memory.tools import _learning_intent, _read_intent, register_tools
 
 
 class FakeStore:
-    """The RunMemoryStore contract in memory: put keeps the first createdAt, put_many writes as given."""
+    """The RunMemoryRepository contract in memory: put keeps the first createdAt, put_many writes as given."""
 
     def __init__(self) -> None:
         self.rows: dict[tuple[str, str, str, str], RunMemoryEntry] = {}
@@ -53,7 +53,7 @@ def store():
 
 @pytest.fixture
 def rm(store):
-    return RunMemory(store, "t1", "ag_lead", "run_1", settings())
+    return RunScratchpad(store, "t1", "ag_lead", "run_1", settings())
 
 
 def test_key_helpers_validate():
@@ -103,7 +103,7 @@ def test_values_round_trip_as_json_and_report_their_size(rm):
 
 
 def test_value_size_limit(store):
-    rm = RunMemory(store, "t1", "ag", "run_1", settings(RUN_MEMORY_VALUE_MAX_BYTES=1024))
+    rm = RunScratchpad(store, "t1", "ag", "run_1", settings(RUN_MEMORY_VALUE_MAX_BYTES=1024))
     rm.set("shared:ok", "shared", "x" * 1000)
     with pytest.raises(PayloadTooLarge) as err:
         rm.set("shared:big", "shared", "x" * 1100)
@@ -112,7 +112,7 @@ def test_value_size_limit(store):
 
 
 def test_entry_limit_allows_overwrites(store):
-    rm = RunMemory(store, "t1", "ag", "run_1", settings(RUN_MEMORY_MAX_ENTRIES=10))
+    rm = RunScratchpad(store, "t1", "ag", "run_1", settings(RUN_MEMORY_MAX_ENTRIES=10))
     for i in range(10):
         rm.set(f"shared:k{i}", "shared", i)
     with pytest.raises(Conflict) as err:
@@ -153,13 +153,13 @@ def test_seed_inputs_is_one_batch(rm, store):
 def test_load_reads_a_persisted_run(rm, store):
     rm.set("task:ag_1", "task_result", {"a": 1})
     rm.set("shared:x", "shared", "y")
-    again = RunMemory.load(store, "t1", "ag_lead", "run_1", settings())
+    again = RunScratchpad.load(store, "t1", "ag_lead", "run_1", settings())
     assert again.list() == rm.list()
-    assert RunMemory.load(store, "t1", "ag_lead", "run_2", settings()).list() == []
+    assert RunScratchpad.load(store, "t1", "ag_lead", "run_2", settings()).list() == []
 
 
 def test_concurrent_set_from_threads(store):
-    rm = RunMemory(store, "t1", "ag", "run_1", settings())
+    rm = RunScratchpad(store, "t1", "ag", "run_1", settings())
     barrier = threading.Barrier(8)
 
     def writer(n: int) -> None:
@@ -180,12 +180,12 @@ def test_concurrent_set_from_threads(store):
 
 
 def test_works_without_a_store():
-    rm = RunMemory(None, "t1", "ag", "run_1", settings())
+    rm = RunScratchpad(None, "t1", "ag", "run_1", settings())
     rm.seed_inputs({"a": 1})
     assert rm.set("shared:b", "shared", 2).value == 2 and len(rm) == 2
 
 
-# --- the tools over a RunMemory (no AWS: the list cap and key handling) ------------------------
+# --- the tools over a RunScratchpad (no AWS: the list cap and key handling) ------------------------
 def _ctx(rm, *, team=()):
     deps = SimpleNamespace(settings=settings())
     agent = SimpleNamespace(id="ag_lead", team=list(team))
@@ -215,7 +215,7 @@ def test_offline_intents():
 
 
 def test_total_bytes_of_a_run_are_capped_and_overwrites_may_shrink(store):
-    rm = RunMemory(store, "t1", "ag", "run_1", settings(RUN_MEMORY_VALUE_MAX_BYTES=1024, RUN_MEMORY_MAX_BYTES=2048))
+    rm = RunScratchpad(store, "t1", "ag", "run_1", settings(RUN_MEMORY_VALUE_MAX_BYTES=1024, RUN_MEMORY_MAX_BYTES=2048))
     rm.set("shared:a", "shared", "x" * 1000)  # 1002 bytes as JSON
     rm.set("shared:b", "shared", "x" * 1000)
     with pytest.raises(QuotaExceeded) as err:

@@ -4,9 +4,10 @@ a worker holds at most one part in memory; read by the caller through a presigne
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
-from engram.aws.buckets import BucketStore
+from engram.aws.buckets import Bucket
 from engram.kernel.observability import logger
 
 CONTENT_TYPE = "application/x-ndjson"
@@ -24,7 +25,7 @@ class JsonLinesUpload:
         self._upload_id: str | None = None
         self._etags: list[dict[str, Any]] = []
 
-    def write(self, record: dict[str, Any]) -> bool:
+    def write(self, record: Mapping[str, object]) -> bool:
         line = json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str).encode() + b"\n"
         self._buffer += line
         self.bytes += len(line)
@@ -69,8 +70,8 @@ class JsonLinesUpload:
             logger.exception("could not abort an export upload", extra={"key": self.key})
 
 
-class ExportObjectStore(BucketStore):
-    def __init__(self, bucket: str, client: Any = None):
+class ExportObjectRepository(Bucket):
+    def __init__(self, bucket: str, client: object = None):
         # Signature V4 presigned URLs (botocore may otherwise presign with the deprecated V2).
         super().__init__(bucket, client, signature_version="s3v4")
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Protocol
 
 from engram.account.models import ExportJob
 
@@ -31,7 +32,7 @@ class JsonLinesWriter(Protocol):
     bytes: int
     parts: int
 
-    def write(self, record: dict[str, Any]) -> bool:
+    def write(self, record: Mapping[str, object]) -> bool:
         """Appends one line; True when a part was uploaded by this call."""
         ...
 

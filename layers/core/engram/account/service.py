@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from engram.account.models import ExportJob
+from engram.agents.models import Agent, Workspace
 from engram.aws import keys
 from engram.conversations.models import summary_public
 from engram.kernel.errors import NotFound, PayloadTooLarge, QueueUnavailable, error_of
@@ -37,7 +38,7 @@ Record = tuple[str, dict[str, Any]]
 ARCHIVE_FIELDS = ("sessionId", "runId", "seq", "part", "role", "speaker", "text", "tools", "createdAt", "archivedAt")
 
 
-def _pages(fetch: Callable[..., tuple[list[Any], str | None]], size: int = 100) -> Iterator[Any]:
+def _pages[T](fetch: Callable[..., tuple[list[T], str | None]], size: int = 100) -> Iterator[T]:
     """Every item of a paged list, one page in memory at a time."""
     token: str | None = None
     while True:
@@ -47,11 +48,11 @@ def _pages(fetch: Callable[..., tuple[list[Any], str | None]], size: int = 100) 
             return
 
 
-def _all_agents(deps: Stores, t: str) -> Iterator[Any]:
+def _all_agents(deps: Stores, t: str) -> Iterator[Agent]:
     return _pages(lambda **page: deps.agents.page(t, **page))
 
 
-def _all_workspaces(deps: Stores, t: str) -> Iterator[Any]:
+def _all_workspaces(deps: Stores, t: str) -> Iterator[Workspace]:
     return _pages(lambda **page: deps.workspaces.page(t, **page))
 
 
@@ -131,12 +132,12 @@ def start_export(deps: Stores, t: str) -> ExportJob:
     return job
 
 
-def _ended(job: ExportJob, status: str, **changes: Any) -> ExportJob:
+def _ended(job: ExportJob, status: str, **changes: object) -> ExportJob:
     now = now_iso()
     return job.model_copy(update={"status": status, "finished_at": now, "updated_at": now, **changes})
 
 
-def process_export_job(deps: Stores, message: dict[str, Any]) -> None:
+def process_export_job(deps: Stores, message: Mapping[str, object]) -> None:
     """One export job from the run queue: streams `records` to the job's object as JSON Lines.
     A failure is recorded on the job (the caller starts another), not retried."""
     t, export_id = check_id("tenant", message.get("tenant")), check_id("exportId", message.get("exportId"))
@@ -168,7 +169,7 @@ def process_export_job(deps: Stores, message: dict[str, Any]) -> None:
         deps.export_objects.delete(key)
 
 
-def export_status(deps: Stores, t: str, export_id: str) -> dict[str, Any]:
+def export_status(deps: Stores, t: str, export_id: str) -> dict[str, object]:
     """GET /api/me/export/{exportId}: the job, its progress, and when done a presigned URL."""
     job = deps.exports.get(t, check_id("exportId", export_id))
     if job is None:
@@ -188,7 +189,7 @@ def _iso(epoch: int) -> str:
 
 
 # --- the deprecated one-response export -------------------------------------------------------------
-def inline_export(deps: Stores, t: str) -> dict[str, Any]:
+def inline_export(deps: Stores, t: str) -> dict[str, object]:
     """GET /api/me/export: the whole account in one JSON document, as before the export jobs;
     413 `export_too_large` once it passes INLINE_EXPORT_MAX_BYTES (measured as JSON Lines), so
     this route never holds more than that in memory."""

@@ -3,7 +3,7 @@ repositories; tests run them on an in-memory table)."""
 
 from __future__ import annotations
 
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple, Protocol
 
 from engram.agents.models import Agent, Workspace
 
@@ -27,11 +27,11 @@ class Workspaces(Protocol):
 
     def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[Workspace], str | None]: ...
 
-    def update(self, t: str, workspace_id: str, changes: dict[str, Any]) -> Workspace: ...
+    def update(self, t: str, workspace_id: str, changes: dict[str, object]) -> Workspace: ...
 
     def delete(self, t: str, workspace_id: str) -> None: ...
 
-    def exists_op(self, t: str, workspace_id: str) -> dict[str, Any]:
+    def exists_op(self, t: str, workspace_id: str) -> dict[str, object]:
         """A transaction's check that the workspace exists (an agent joining it)."""
         ...
 
@@ -40,7 +40,14 @@ class Agents(Protocol):
     """A tenant's agents, with the webhook secret and the agent-id-to-tenant lookup."""
 
     def create(
-        self, t: str, agent: Agent, *, webhook_secret: str, with_items: list[dict[str, Any]], max_agents: int, max_scheduled: int
+        self,
+        t: str,
+        agent: Agent,
+        *,
+        webhook_secret: str,
+        with_items: list[dict[str, object]],
+        max_agents: int,
+        max_scheduled: int,
     ) -> None:
         """The agent, `with_items` (its `dashboard` session) and the workspace check commit together
         or not at all."""
@@ -69,7 +76,9 @@ class Agents(Protocol):
 
     def in_workspace(self, t: str, workspace_id: str) -> list[str]: ...
 
-    def update(self, t: str, agent_id: str, changes: dict[str, Any], *, scheduling: int = 0, max_scheduled: int = 0) -> Agent: ...
+    def update(
+        self, t: str, agent_id: str, changes: dict[str, object], *, scheduling: int = 0, max_scheduled: int = 0
+    ) -> Agent: ...
 
     def forget_quotas(self, t: str) -> None:
         """The account is gone: so are its agent counters."""

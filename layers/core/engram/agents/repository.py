@@ -29,7 +29,7 @@ class WorkspaceRepository:
         items, nxt = self.table.query(keys.tenant_pk(t), sk_prefix="WS#", limit=limit, token=token)
         return [Workspace.model_validate(i) for i in items], nxt
 
-    def update(self, t: str, workspace_id: str, changes: dict[str, Any]) -> Workspace:
+    def update(self, t: str, workspace_id: str, changes: dict[str, object]) -> Workspace:
         try:
             item = self.table.set_fields(keys.tenant_pk(t), keys.workspace_sk(workspace_id), changes)
         except ConditionFailed:
@@ -42,7 +42,7 @@ class WorkspaceRepository:
         except ConditionFailed:
             raise NotFound(_WORKSPACE_NOT_FOUND, field="workspaceId") from None
 
-    def exists_op(self, t: str, workspace_id: str) -> dict[str, Any]:
+    def exists_op(self, t: str, workspace_id: str) -> dict[str, object]:
         """A transaction's check that the workspace exists (an agent joining it)."""
         return self.table.check_op(keys.tenant_pk(t), keys.workspace_sk(workspace_id))
 
@@ -52,7 +52,7 @@ class AgentRepository:
         self.table = table
         self.workspaces = WorkspaceRepository(table)
 
-    def _item(self, t: str, agent: Agent) -> dict[str, Any]:
+    def _item(self, t: str, agent: Agent) -> dict[str, object]:
         return {
             "PK": keys.tenant_pk(t),
             "SK": keys.agent_sk(agent.id),
@@ -63,7 +63,14 @@ class AgentRepository:
         }
 
     def create(
-        self, t: str, agent: Agent, *, webhook_secret: str, with_items: list[dict[str, Any]], max_agents: int, max_scheduled: int
+        self,
+        t: str,
+        agent: Agent,
+        *,
+        webhook_secret: str,
+        with_items: list[dict[str, object]],
+        max_agents: int,
+        max_scheduled: int,
     ) -> None:
         """The agent, `with_items` (its `dashboard` session), the workspace check and the quota
         claims (agents; scheduled agents when it has a schedule) commit together or not at all."""

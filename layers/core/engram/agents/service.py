@@ -6,13 +6,11 @@ import secrets
 import time
 from collections.abc import Sequence
 from datetime import UTC, datetime
-from typing import Any
 
 from engram.agents.models import Agent, AgentCreate, AgentUpdate, ToolGrant, Workspace, WorkspaceCreate, WorkspaceUpdate
 from engram.cards.service import require_card_type
-from engram.conversations.models import DASHBOARD, Session
 from engram.kernel.errors import BadRequest, Conflict, NotFound
-from engram.kernel.ids import check_id, new_id
+from engram.kernel.ids import DASHBOARD, check_id, new_id
 from engram.kernel.model import changes_of, now_iso, page
 from engram.wiring.stores import Stores
 
@@ -34,7 +32,7 @@ def get_workspace(deps: Stores, t: str, workspace_id: str) -> Workspace:
     return ws
 
 
-def list_workspaces(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_workspaces(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, object]:
     return page(*deps.workspaces.page(t, limit=limit, token=token))
 
 
@@ -102,7 +100,7 @@ def _check_tools(deps: Stores, t: str, grants: list[ToolGrant] | None, server_to
         )
 
 
-def create_agent(deps: Stores, t: str, body: AgentCreate) -> dict[str, Any]:
+def create_agent(deps: Stores, t: str, body: AgentCreate) -> dict[str, object]:
     require_card_type(deps, t, body.card_type)
     _check_schedule(body.schedule, body.default_prompt)
     _check_team(deps, t, None, body.team)
@@ -112,7 +110,6 @@ def create_agent(deps: Stores, t: str, body: AgentCreate) -> dict[str, Any]:
     fields["model"] = fields["model"] or deps.settings.chat_model
     agent = Agent(id=new_id("ag"), created_at=now, updated_at=now, **fields)
     secret = secrets.token_urlsafe(32)
-    dashboard = Session(id=DASHBOARD, agent_id=agent.id, created_at=now, updated_at=now, title="Dashboard")
     if agent.schedule:
         deps.schedules.put(t, agent.id, agent.schedule)  # first: an invalid expression stores nothing
     try:
@@ -120,7 +117,7 @@ def create_agent(deps: Stores, t: str, body: AgentCreate) -> dict[str, Any]:
             t,
             agent,
             webhook_secret=secret,
-            with_items=[deps.sessions.item(t, dashboard)],
+            with_items=[deps.sessions.dashboard_item(t, agent.id, now)],
             max_agents=deps.settings.max_agents,
             max_scheduled=deps.settings.max_scheduled_agents,
         )
@@ -132,7 +129,7 @@ def create_agent(deps: Stores, t: str, body: AgentCreate) -> dict[str, Any]:
     return {**agent.public(), "webhookSecret": secret}
 
 
-def rotate_webhook_secret(deps: Stores, t: str, agent_id: str) -> dict[str, Any]:
+def rotate_webhook_secret(deps: Stores, t: str, agent_id: str) -> dict[str, object]:
     """A new webhook secret, shown once (here); the replaced one keeps working for
     WEBHOOK_SECRET_GRACE_SECONDS so senders can switch over without a failed delivery."""
     check_id("agentId", agent_id)
@@ -154,7 +151,7 @@ def get_agent(deps: Stores, t: str, agent_id: str) -> Agent:
     return agent
 
 
-def list_agents(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_agents(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, object]:
     return page(*deps.agents.page(t, limit=limit, token=token))
 
 
@@ -193,7 +190,7 @@ def _sync_schedule(deps: Stores, t: str, agent_id: str, schedule: str | None) ->
         deps.schedules.delete(agent_id)
 
 
-def delete_agent(deps: Stores, t: str, agent_id: str) -> dict[str, Any]:
+def delete_agent(deps: Stores, t: str, agent_id: str) -> dict[str, object]:
     """Removes the agent and everything derived from it: sessions, transcripts and runs."""
     agent = get_agent(deps, t, agent_id)
     if agent.schedule:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -22,6 +22,7 @@ from engram.kernel.observability import logger
 from engram.kernel.scopes import granted_scopes as _granted_scopes
 from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from engram.kernel.validation import refuse_unstorable_numbers
+from engram.wiring.stores import Stores
 
 if TYPE_CHECKING:
     from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -58,7 +59,7 @@ def _depth(text: str) -> int:
     return deepest
 
 
-def parse_body(text: str) -> dict[str, Any]:
+def parse_body(text: str) -> dict[str, object]:
     """The request body as JSON, strictly: UTF-8 text of one JSON object, nested at most
     MAX_BODY_DEPTH deep, no number Python would refuse to convert or DynamoDB could not store.
     Anything else is a 400 naming the problem (powertools calls this for every JSON body, before
@@ -93,7 +94,7 @@ PAGE = LIST_LIMIT_DEFAULT  # the default `limit` of every list
 
 
 def envelope(
-    status: int, *, data: Any = None, error: dict[str, Any] | None = None, headers: dict[str, str] | None = None
+    status: int, *, data: object = None, error: Mapping[str, object] | None = None, headers: dict[str, str] | None = None
 ) -> Reply:
     body: dict[str, Any] = {"success": error is None}
     if error is None:
@@ -104,11 +105,11 @@ def envelope(
     return Response(status_code=status, content_type="application/json", body=text, headers=headers)
 
 
-def ok(data: Any, status: int = 200, *, headers: dict[str, str] | None = None) -> Reply:
+def ok(data: object, status: int = 200, *, headers: dict[str, str] | None = None) -> Reply:
     return envelope(status, data=data, headers=headers)
 
 
-def fail(status: int, code: str, message: str, field: str | None = None, **extra: Any) -> Reply:
+def fail(status: int, code: str, message: str, field: str | None = None, **extra: object) -> Reply:
     error: dict[str, Any] = {"code": code, "message": message}
     if field:
         error["field"] = field
@@ -116,10 +117,13 @@ def fail(status: int, code: str, message: str, field: str | None = None, **extra
     return envelope(status, error=error)
 
 
-def deps_of(router: Router | APIGatewayHttpResolver) -> Any:
+def deps_of(router: Router | APIGatewayHttpResolver) -> Stores:
     """The function's dependencies: its handler puts them in the resolver's context
-    (`app.append_context(deps=...)`) for every request."""
-    return router.context["deps"]
+    (`app.append_context(deps=...)`) for every request; every function's are Stores."""
+    deps = router.context["deps"]
+    if not isinstance(deps, Stores):
+        raise TypeError(f"the resolver's context carries {type(deps).__name__}, not the function's Stores")
+    return deps
 
 
 _REPLAYED_S = 300  # an arrival older than this is a replayed or sample event (`sam local invoke`), not a wait
@@ -160,7 +164,7 @@ class Principal:
         return self.via != "key" or "write" in self.scopes
 
 
-def _authorizer_context(router: Router | APIGatewayHttpResolver) -> dict[str, Any]:
+def _authorizer_context(router: Router | APIGatewayHttpResolver) -> dict[str, object]:
     """The Lambda authorizer's context (`requestContext.authorizer.lambda`); an event from a JWT
     authorizer (`authorizer.jwt.claims`: sample events, tests of the handlers alone) is read as a
     sign-in token's claims."""
@@ -209,7 +213,7 @@ def signed_in(router: Router | APIGatewayHttpResolver) -> Principal:
     return who
 
 
-def _field_of(loc: tuple[Any, ...] | list[Any]) -> str:
+def _field_of(loc: Sequence[object]) -> str:
     parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
     return ".".join(parts)
 
@@ -221,7 +225,7 @@ _PATTERN_WORDS = {
 }
 
 
-def _plural(n: Any, word: str) -> str:
+def _plural(n: object, word: str) -> str:
     return f"{n} {word}" if n == 1 else f"{n} {word}s"
 
 
@@ -322,7 +326,7 @@ class _Resolver(APIGatewayHttpResolver):
         super().__init__(enable_validation=True, json_body_deserializer=parse_body, cors=cors)
         self._own_routers = routers
 
-    def resolve(self, event: Mapping[str, Any], context: LambdaContext) -> dict[str, Any]:
+    def resolve(self, event: Mapping[str, object], context: LambdaContext) -> dict[str, object]:
         for router in self._own_routers:
             router.api_resolver = self
         return super().resolve(event, context)

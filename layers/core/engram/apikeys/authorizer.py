@@ -78,7 +78,7 @@ class JwtVerifier:
         ) as answer:  # the stack's own issuer
             return str(json.loads(answer.read())["jwks_uri"])
 
-    def claims(self, token: str) -> dict[str, Any]:
+    def claims(self, token: str) -> dict[str, object]:
         import jwt
 
         if not self.issuer or not self.audiences:
@@ -139,7 +139,7 @@ def bearer(event: dict[str, Any]) -> str:
     return token
 
 
-def authorize(deps: KeyDeps, event: dict[str, Any], verifier: JwtVerifier | None = None) -> dict[str, Any]:
+def authorize(deps: KeyDeps, event: dict[str, object], verifier: JwtVerifier | None = None) -> dict[str, object]:
     """The simple response for the request `event`; Refused when it may not pass."""
     token = bearer(event)
     if token.startswith(KEY_PREFIX):

@@ -8,6 +8,7 @@ PK APIKEY#<sha256>   SK APIKEY          what the authorizer reads: sub, keyId, s
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,7 +52,7 @@ class ApiKeyRepository:
             quotas.api_keys(t, limit),
         )
 
-    def _with_last_use(self, items: list[dict[str, Any]]) -> list[ApiKey]:
+    def _with_last_use(self, items: Sequence[Mapping[str, object]]) -> list[ApiKey]:
         digests = [str(i[_HASH]) for i in items if i.get(_HASH)]
         found = self.table.get_many([(keys.api_key_lookup_pk(d), keys.API_KEY_LOOKUP_SK) for d in digests])
         used = {str(row["PK"]).removeprefix("APIKEY#"): row.get("lastUsedAt") for row in found}

@@ -3,15 +3,13 @@ authorizer's (`apikeys.authorizer.check_key`)."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from engram.apikeys.models import HINT_CHARS, ApiKey, ApiKeyCreate, KeyGrant, key_hash, new_key
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page
 from engram.wiring.stores import Stores
 
 
-def create_key(deps: Stores, t: str, sub: str, body: ApiKeyCreate) -> dict[str, Any]:
+def create_key(deps: Stores, t: str, sub: str, body: ApiKeyCreate) -> dict[str, object]:
     """The new key's resource and, once only, the key itself (`key`)."""
     secret = new_key()
     now = now_iso()
@@ -30,10 +28,10 @@ def create_key(deps: Stores, t: str, sub: str, body: ApiKeyCreate) -> dict[str, 
     return {**key.public(), "key": secret}
 
 
-def list_keys(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_keys(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, object]:
     return page(*deps.api_keys.page(t, limit=limit, token=token))
 
 
-def delete_key(deps: Stores, t: str, key_id: str) -> dict[str, Any]:
+def delete_key(deps: Stores, t: str, key_id: str) -> dict[str, object]:
     deps.api_keys.delete(t, check_id("keyId", key_id))
     return {"id": key_id, "deleted": True}

@@ -7,10 +7,10 @@ from typing import Any
 from engram.aws.clients import make_client
 
 
-class BucketStore:
+class Bucket:
     """Base of the stores that keep objects in the bucket (transcripts, account exports)."""
 
-    def __init__(self, bucket: str, client: Any = None, **client_options: Any):
+    def __init__(self, bucket: str, client: object = None, **client_options: Any):
         self.bucket = bucket
         self._client = client
         self._client_options = client_options

@@ -6,12 +6,10 @@ transient 5xx; the short timeouts keep a stuck connection from eating a turn's b
 
 from __future__ import annotations
 
-from typing import Any
-
 from engram.aws.deadline import BoundedClient
 
 
-def client_config(**options: Any) -> Any:
+def client_config(**options: object) -> object:
     """The botocore Config of every client; `options`: further settings (s3v4 for presigning)."""
     from botocore.config import Config
 
@@ -20,7 +18,7 @@ def client_config(**options: Any) -> Any:
     )
 
 
-def make_client(service: str, *, endpoint_url: str | None = None, **options: Any) -> Any:
+def make_client(service: str, *, endpoint_url: str | None = None, **options: object) -> object:
     """`options`: further botocore Config settings (an S3 client that presigns URLs: s3v4);
     `endpoint_url`: a service reached at its own address (the WebSocket API's management API)."""
     import boto3

@@ -76,7 +76,7 @@ def _calls() -> ThreadPoolExecutor:
     return _pool
 
 
-def bounded(operation: str, call: Callable[..., Any], **params: Any) -> Any:
+def bounded(operation: str, call: Callable[..., Any], **params: object) -> object:
     left = remaining()
     if left is None:
         return call(**params)
@@ -92,15 +92,15 @@ def bounded(operation: str, call: Callable[..., Any], **params: Any) -> Any:
 class BoundedClient:
     """A boto3 client whose API calls respect the current deadline (attributes pass through)."""
 
-    def __init__(self, client: Any):
+    def __init__(self, client: object):
         self._client = client
 
-    def __getattr__(self, name: str) -> Any:
+    def __getattr__(self, name: str) -> object:
         attr = getattr(self._client, name)
         if name.startswith("_") or not callable(attr) or name in ("get_paginator", "can_paginate", "get_waiter", "close"):
             return attr
 
-        def call(**params: Any) -> Any:
+        def call(**params: object) -> object:
             return bounded(name, attr, **params)
 
         return call

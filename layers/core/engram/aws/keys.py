@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from datetime import datetime
 
 from engram.kernel.errors import BadRequest
 from engram.kernel.ids import check_id
@@ -311,3 +312,16 @@ def stream_subscription_sk(session_id: str, connection_id: str) -> str:
 def stream_client_turn_sk(client_turn_id: str) -> str:
     """A turn a socket sent (its clientTurnId), naming its run: a resent turn is not run twice."""
     return f"STREAMTURN#{check_id('clientTurnId', client_turn_id)}"
+
+
+# --- sort-key pieces ------------------------------------------------------------------------------
+_MAX_EPOCH_MS = 9_999_999_999_999
+
+
+def epoch_ms(iso: str) -> int:
+    return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
+
+
+def inverse_recency(iso: str) -> int:
+    """Newest first in an ascending sort key (memories' and facts' rank and recency indexes)."""
+    return _MAX_EPOCH_MS - epoch_ms(iso)

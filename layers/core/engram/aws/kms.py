@@ -21,7 +21,7 @@ class SealedValueUnreadable(Exception):
 
 
 class KmsSecretBox:
-    def __init__(self, key_id: str, client: Any = None):
+    def __init__(self, key_id: str, client: object = None):
         self.key_id = key_id
         self._client = client
 

@@ -16,7 +16,6 @@ counters can exceed the limit by at most what the counter missed, once).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
 from engram.aws import keys
 from engram.aws.table import ConditionFailed, Table
@@ -46,7 +45,7 @@ class Quota:
         return QuotaExceeded(self.resource, self.limit, per=self.per, setting=self.setting)
 
 
-def claim_op(table: Table, quota: Quota, by: int = 1) -> dict[str, Any]:
+def claim_op(table: Table, quota: Quota, by: int = 1) -> dict[str, object]:
     return table.update_op(
         quota.pk,
         quota.sk,
@@ -57,7 +56,7 @@ def claim_op(table: Table, quota: Quota, by: int = 1) -> dict[str, Any]:
     )
 
 
-def release_op(table: Table, quota: Quota, by: int = 1) -> dict[str, Any]:
+def release_op(table: Table, quota: Quota, by: int = 1) -> dict[str, object]:
     return table.update_op(quota.pk, quota.sk, "ADD #n :less", condition="#n >= :by", names=_N, values={":less": -by, ":by": by})
 
 
@@ -96,7 +95,7 @@ def room(table: Table, quota: Quota) -> int:
     return 0
 
 
-def create_within(table: Table, ops: list[dict[str, Any]], *quotas: Quota) -> None:
+def create_within(table: Table, ops: list[dict[str, object]], *quotas: Quota) -> None:
     """Commits `ops` (a create) together with a claim of one on each quota; QuotaExceeded when a
     limit is reached (nothing written). A failed condition of `ops` itself is raised as is."""
     for _ in range(_TRIES):
@@ -114,7 +113,7 @@ def create_within(table: Table, ops: list[dict[str, Any]], *quotas: Quota) -> No
     raise quotas[0].exceeded()
 
 
-def delete_releasing(table: Table, quota: Quota, ops: list[dict[str, Any]], *, by: int = 1) -> None:
+def delete_releasing(table: Table, quota: Quota, ops: list[dict[str, object]], *, by: int = 1) -> None:
     """Commits `ops` (a delete) together with a release of `by` on `quota`; when the counter
     cannot give (missing, or lower than it should be), the delete goes alone."""
     try:

@@ -21,7 +21,6 @@ import os
 import random
 import sys
 from collections.abc import Callable, Iterator
-from typing import Any
 
 from pydantic import BaseModel
 
@@ -96,7 +95,7 @@ def warm_clients(services: tuple[str, ...]) -> int:
     return len(services)
 
 
-def _subclasses(cls: Any) -> Iterator[Any]:
+def _subclasses[M](cls: type[M]) -> Iterator[type[M]]:
     for sub in cls.__subclasses__():
         yield sub
         yield from _subclasses(sub)

@@ -23,7 +23,7 @@ def management_endpoint(stream_url: str) -> str:
 class SocketPusher:
     """Posts to the connections of one WebSocket API; its client is created on first use."""
 
-    def __init__(self, stream_url: str, client: Any = None, *, endpoint: str = ""):
+    def __init__(self, stream_url: str, client: object = None, *, endpoint: str = ""):
         self.endpoint = endpoint or management_endpoint(stream_url)
         self._client = client
 

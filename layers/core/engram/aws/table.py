@@ -10,7 +10,7 @@ from __future__ import annotations
 import base64
 import json
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -45,7 +45,7 @@ def _codecs() -> tuple[Any, Any]:
     return _serializer, _deserializer
 
 
-def _to_dynamo(value: Any, path: str = "") -> Any:
+def _to_dynamo(value: object, path: str = "") -> Any:
     """The one place numbers become DynamoDB numbers: exactly, or a 400 naming the attribute
     (`number_out_of_range`) when DynamoDB cannot store one, never a decimal error from boto3."""
     if isinstance(value, (int, float, Decimal)) and not isinstance(value, bool):
@@ -60,7 +60,7 @@ def _to_dynamo(value: Any, path: str = "") -> Any:
     return value
 
 
-def _from_dynamo(value: Any) -> Any:
+def _from_dynamo(value: object) -> Any:
     if isinstance(value, Decimal):
         return int(value) if value == value.to_integral_value() else float(value)
     if isinstance(value, dict):
@@ -70,12 +70,12 @@ def _from_dynamo(value: Any) -> Any:
     return value
 
 
-def serialize(item: dict[str, Any]) -> dict[str, Any]:
+def serialize(item: Mapping[str, object]) -> dict[str, object]:
     ser, _ = _codecs()
     return {k: ser.serialize(v) for k, v in _to_dynamo(item).items()}
 
 
-def deserialize(item: dict[str, Any]) -> dict[str, Any]:
+def deserialize(item: Mapping[str, object]) -> dict[str, Any]:
     """An item as Python values. An attribute that cannot be read (a malformed value an emulator
     or an old write left) is left out and logged, so one bad value never breaks every reader."""
     _, de = _codecs()
@@ -89,7 +89,7 @@ def deserialize(item: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def encode_token(last_key: dict[str, Any] | None) -> str | None:
+def encode_token(last_key: Mapping[str, object] | None) -> str | None:
     if not last_key:
         return None
     raw = json.dumps(deserialize(last_key), separators=(",", ":")).encode()
@@ -156,7 +156,7 @@ def backoff(first: float = 0.05, most: float = 1.0) -> Iterator[float]:
         pause = min(pause * 2, most)
 
 
-def retry_unprocessed(send: Callable[[dict[str, Any]], dict[str, Any]], request: dict[str, Any]) -> dict[str, Any]:
+def retry_unprocessed(send: Callable[[dict[str, Any]], dict[str, Any]], request: dict[str, object]) -> dict[str, Any]:
     """Sends a batch request, then what DynamoDB left unprocessed (``send`` returns it: its
     UnprocessedItems or UnprocessedKeys), up to ``_BATCH_TRIES`` times with ``backoff`` between;
     returns what is still unprocessed ({} when everything went through)."""
@@ -186,7 +186,7 @@ class ConditionFailed(Cancelled):
     """A conditional write did not apply. `item` is the stored item when the call asked for it
     (None when there is none); `codes` are a cancelled transaction's per-item reasons."""
 
-    def __init__(self, item: dict[str, Any] | None = None, codes: list[str] | None = None):
+    def __init__(self, item: dict[str, object] | None = None, codes: list[str] | None = None):
         super().__init__(codes)
         self.item = item
 
@@ -194,18 +194,18 @@ class ConditionFailed(Cancelled):
         return index < len(self.codes) and self.codes[index] == "ConditionalCheckFailed"
 
 
-def _attrs(values: dict[str, Any] | None) -> dict[str, Any]:
+def _attrs(values: Mapping[str, object] | None) -> dict[str, object]:
     return {"ExpressionAttributeValues": serialize(values)} if values else {}
 
 
-def _names(names: dict[str, str] | None) -> dict[str, Any]:
+def _names(names: dict[str, str] | None) -> dict[str, object]:
     return {"ExpressionAttributeNames": names} if names else {}
 
 
 class Table:
     """One table, one lazily created client (injectable for tests)."""
 
-    def __init__(self, name: str, client: Any = None):
+    def __init__(self, name: str, client: object = None):
         self.name = name
         self._client = client
 
@@ -229,7 +229,7 @@ class Table:
         }
         found: list[dict[str, Any]] = []
 
-        def send(keys: dict[str, Any]) -> dict[str, Any]:
+        def send(keys: Mapping[str, object]) -> dict[str, object]:
             out = self.client.batch_get_item(RequestItems=keys)
             found.extend(deserialize(i) for i in out.get("Responses", {}).get(self.name, []))
             return out.get("UnprocessedKeys") or {}
@@ -239,11 +239,11 @@ class Table:
 
     def put(
         self,
-        item: dict[str, Any],
+        item: Mapping[str, object],
         *,
         condition: str | None = None,
         names: dict[str, str] | None = None,
-        values: dict[str, Any] | None = None,
+        values: Mapping[str, object] | None = None,
     ) -> None:
         args: dict[str, Any] = {"TableName": self.name, "Item": serialize(item), **_names(names), **_attrs(values)}
         if condition:
@@ -258,7 +258,7 @@ class Table:
         *,
         condition: str | None = None,
         names: dict[str, str] | None = None,
-        values: dict[str, Any] | None = None,
+        values: Mapping[str, object] | None = None,
         old_on_failure: bool = False,
         returns: str = "ALL_NEW",
     ) -> dict[str, Any]:
@@ -280,7 +280,7 @@ class Table:
         out = self._call("update_item", args)
         return deserialize(out.get("Attributes") or {})
 
-    def set_fields(self, pk: str, sk: str, changes: dict[str, Any]) -> dict[str, Any]:
+    def set_fields(self, pk: str, sk: str, changes: Mapping[str, object]) -> dict[str, object]:
         """Sets the given attributes of an existing item (None removes one); ConditionFailed if
         the item does not exist."""
         expression, names, values = set_expression(changes)
@@ -292,7 +292,7 @@ class Table:
         sk: str,
         *,
         condition: str | None = None,
-        values: dict[str, Any] | None = None,
+        values: Mapping[str, object] | None = None,
         old_on_failure: bool = False,
         names: dict[str, str] | None = None,
         returning: bool = False,
@@ -308,7 +308,7 @@ class Table:
         out = self._call("delete_item", args)
         return deserialize(out["Attributes"]) if out.get("Attributes") else None
 
-    def _call(self, operation: str, args: dict[str, Any]) -> Any:
+    def _call(self, operation: str, args: Mapping[str, object]) -> Any:
         try:
             return getattr(self.client, operation)(**args)
         except ClientError as err:
@@ -378,7 +378,7 @@ class Table:
         sk_before: str | None = None,
         index: str | None = None,
         limit: int | None = None,
-        start: dict[str, Any] | None = None,
+        start: Mapping[str, object] | None = None,
         newest_first: bool = False,
         projection: str | None = None,
         consistent: bool = False,
@@ -442,7 +442,7 @@ class Table:
             args["ExclusiveStartKey"] = out["LastEvaluatedKey"]
 
     # --- several items --------------------------------------------------------------------------
-    def transact(self, operations: list[dict[str, Any]], *, token: str | None = None) -> None:
+    def transact(self, operations: Sequence[Mapping[str, object]], *, token: str | None = None) -> None:
         """TransactWriteItems of operations built with `put_op`, `update_op`, `check_op`; a
         cancelled transaction whose reasons name a failed condition raises ConditionFailed.
 
@@ -466,12 +466,12 @@ class Table:
 
     def put_op(
         self,
-        item: dict[str, Any],
+        item: Mapping[str, object],
         *,
         condition: str | None = None,
         names: dict[str, str] | None = None,
-        values: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        values: Mapping[str, object] | None = None,
+    ) -> dict[str, object]:
         op: dict[str, Any] = {"TableName": self.name, "Item": serialize(item), **_names(names), **_attrs(values)}
         if condition:
             op["ConditionExpression"] = condition
@@ -485,8 +485,8 @@ class Table:
         *,
         condition: str | None = None,
         names: dict[str, str] | None = None,
-        values: dict[str, Any] | None = None,
-    ) -> dict[str, Any]:
+        values: Mapping[str, object] | None = None,
+    ) -> dict[str, object]:
         op: dict[str, Any] = {
             "TableName": self.name,
             "Key": serialize({"PK": pk, "SK": sk}),
@@ -499,19 +499,19 @@ class Table:
         return {"Update": op}
 
     def delete_op(
-        self, pk: str, sk: str, *, condition: str | None = None, values: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
+        self, pk: str, sk: str, *, condition: str | None = None, values: Mapping[str, object] | None = None
+    ) -> dict[str, object]:
         op: dict[str, Any] = {"TableName": self.name, "Key": serialize({"PK": pk, "SK": sk}), **_attrs(values)}
         if condition:
             op["ConditionExpression"] = condition
         return {"Delete": op}
 
-    def check_op(self, pk: str, sk: str, condition: str = "attribute_exists(PK)") -> dict[str, Any]:
+    def check_op(self, pk: str, sk: str, condition: str = "attribute_exists(PK)") -> dict[str, object]:
         return {
             "ConditionCheck": {"TableName": self.name, "Key": serialize({"PK": pk, "SK": sk}), "ConditionExpression": condition}
         }
 
-    def batch_write(self, *, puts: Iterable[dict[str, Any]] = (), deletes: Iterable[tuple[str, str]] = ()) -> None:
+    def batch_write(self, *, puts: Iterable[Mapping[str, object]] = (), deletes: Iterable[tuple[str, str]] = ()) -> None:
         """BatchWriteItem in batches of 25, retrying unprocessed items with backoff (the one
         batch path of the project). Raises if DynamoDB keeps items unprocessed."""
         requests = [{"PutRequest": {"Item": serialize(item)}} for item in puts]
@@ -531,7 +531,7 @@ class Table:
         return len(items)
 
 
-def set_expression(changes: dict[str, Any]) -> tuple[str, dict[str, str], dict[str, Any]]:
+def set_expression(changes: Mapping[str, object]) -> tuple[str, dict[str, str], dict[str, Any]]:
     """SET/REMOVE expression for `changes` (None removes the attribute)."""
     sets, removes, names, values = [], [], {}, {}
     for i, (attr, value) in enumerate(changes.items()):

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
@@ -64,5 +64,17 @@ class Decision(BaseModel):
     entry: str
     card: dict[str, Any]
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, object]:
         return self.model_dump(by_alias=True, mode="json")
+
+
+class CardedRun(Protocol):
+    """What a decision is read from: a finished run whose result carries a card (runs.models.Run;
+    typed here by shape, so the card types know nothing of runs)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def created_at(self) -> str: ...
+    @property
+    def result(self) -> Any: ...

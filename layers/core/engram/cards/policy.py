@@ -15,8 +15,8 @@ from engram.engine.turn import TurnPolicy
 from engram.kernel.errors import NoCard
 from engram.kernel.fencing import token
 from engram.kernel.observability import logger
-
-_STATE = "cards"
+from engram.kernel.state import StateKey
+from engram.wiring.stores import Stores
 
 _REVIEW = (
     "Start every run by calling get_my_decisions: it shows your own last few decisions, so you can stay\n"
@@ -37,14 +37,16 @@ class CardState:
     card: dict[str, Any] | None = None
 
 
+# The turn state's key of this turn's card.
+CARD_STATE = StateKey[CardState]("cards")
+
+
 def card_state(ctx: ToolContext) -> CardState:
-    state = ctx.state.setdefault(_STATE, CardState())
-    assert isinstance(state, CardState)
-    return state
+    return CARD_STATE.setdefault(ctx.state, CardState)
 
 
 class CardPolicy(TurnPolicy):
-    def __init__(self, deps: Any, *, override: CardType | None = None, required: bool = False):
+    def __init__(self, deps: Stores, *, override: CardType | None = None, required: bool = False):
         self.deps = deps
         self.override = override  # a re-examination's card type, whatever the agent's own
         self.required = required
@@ -72,7 +74,7 @@ class CardPolicy(TurnPolicy):
             lines.append(_FINISH.format(name=token(name)))
         return lines
 
-    def finish(self, ctx: ToolContext, loop: LoopResult, result: dict[str, Any]) -> None:
+    def finish(self, ctx: ToolContext, loop: LoopResult, result: dict[str, object]) -> None:
         state = card_state(ctx)
         if self.required and state.card is None:
             raise NoCard(

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from engram.aws import keys, quotas
 from engram.aws.table import ConditionFailed, Table
 from engram.cards.models import CardType
@@ -14,7 +12,7 @@ class CardTypeRepository:
     def __init__(self, table: Table):
         self.table = table
 
-    def _item(self, t: str, card_type: CardType) -> dict[str, Any]:
+    def _item(self, t: str, card_type: CardType) -> dict[str, object]:
         return {
             "PK": keys.tenant_pk(t),
             "SK": keys.card_type_sk(card_type.name),

@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
-from engram.cards.models import CardType, CardTypeBody, Decision
+from engram.cards.models import CardedRun, CardType, CardTypeBody, Decision
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id
 from engram.kernel.model import now_iso, page, page_ranked
-from engram.runs.models import Run
 from engram.wiring.stores import Stores
 
 _EPOCH = "2025-01-01T00:00:00.000Z"
@@ -158,7 +158,7 @@ def check_definition(body: CardTypeBody) -> dict[str, dict[str, Any]]:
     return out
 
 
-def put_card_type(deps: Any, t: str, name: str, body: CardTypeBody) -> tuple[CardType, bool]:
+def put_card_type(deps: Stores, t: str, name: str, body: CardTypeBody) -> tuple[CardType, bool]:
     check_id("name", name)
     if name in BUILT_IN_CARD_TYPES:
         raise Conflict(
@@ -185,7 +185,7 @@ def put_card_type(deps: Any, t: str, name: str, body: CardTypeBody) -> tuple[Car
     return card_type, existing is None
 
 
-def find_card_type(deps: Any, t: str, name: str) -> CardType | None:
+def find_card_type(deps: Stores, t: str, name: str) -> CardType | None:
     if not name:
         return None
     if name in BUILT_IN_CARD_TYPES:
@@ -194,7 +194,7 @@ def find_card_type(deps: Any, t: str, name: str) -> CardType | None:
     return found
 
 
-def get_card_type(deps: Any, t: str, name: str) -> CardType:
+def get_card_type(deps: Stores, t: str, name: str) -> CardType:
     check_id("name", name)
     found = find_card_type(deps, t, name)
     if found is None:
@@ -202,7 +202,7 @@ def get_card_type(deps: Any, t: str, name: str) -> CardType:
     return found
 
 
-def list_card_types(deps: Any, t: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_card_types(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, object]:
     """Built-ins first, then the caller's own types by name; `limit` items a page, built-ins
     counted. The caller's types are read whole (at most MAX_CARD_TYPES rows) and paged by rank."""
     built_in = {f"0#{i:04d}": _built_in(n) for i, n in enumerate(BUILT_IN_CARD_TYPES)}
@@ -212,14 +212,14 @@ def list_card_types(deps: Any, t: str, limit: int, token: str | None) -> dict[st
     return page_ranked(list(ranked.values()), lambda c: rank[id(c)], list_id="card-types", limit=limit, token=token)
 
 
-def require_card_type(deps: Any, t: str, name: str | None) -> None:
+def require_card_type(deps: Stores, t: str, name: str | None) -> None:
     """Agent create/PATCH: a named card type must exist for the caller."""
     if name and find_card_type(deps, t, name) is None:
         raise NotFound(f"card type {name!r} not found", field="cardType", code="card_type_not_found")
 
 
 # --- cards ------------------------------------------------------------------------------------
-def input_schema(card_type: CardType) -> dict[str, Any]:
+def input_schema(card_type: CardType) -> dict[str, object]:
     """The JSON schema of submit_result's input for this card type."""
     props: dict[str, Any] = {}
     for name, spec in card_type.fields.items():
@@ -246,7 +246,7 @@ def input_schema(card_type: CardType) -> dict[str, Any]:
     }
 
 
-def card_problems(card_type: CardType, card: Any) -> list[str]:  # noqa: C901 - one branch per field rule, every problem reported at once
+def card_problems(card_type: CardType, card: object) -> list[str]:  # noqa: C901 - one branch per field rule, every problem reported at once
     """Everything wrong with a card, so the model can fix it in one go (empty: valid)."""
     if not isinstance(card, dict):
         return ["the card must be an object"]
@@ -284,7 +284,7 @@ def card_problems(card_type: CardType, card: Any) -> list[str]:  # noqa: C901 - 
     return problems
 
 
-def clean_card(card_type: CardType, card: dict[str, Any]) -> dict[str, Any]:
+def clean_card(card_type: CardType, card: dict[str, Any]) -> dict[str, object]:
     """A valid card as stored: fields in the type's order, integers as ints, strings trimmed."""
     out: dict[str, Any] = {}
     for name, spec in card_type.fields.items():
@@ -314,7 +314,7 @@ def _age(created_at: str, now: datetime) -> str:
     return "just now"
 
 
-def _action_of(card: dict[str, Any], card_type: CardType | None) -> str:
+def _action_of(card: Mapping[str, object], card_type: CardType | None) -> str:
     for key in ("decision", "action", "suggested_action"):
         if isinstance(value := card.get(key), str):
             return value
@@ -325,7 +325,7 @@ def _action_of(card: dict[str, Any], card_type: CardType | None) -> str:
     return "-"
 
 
-def _summary_of(card: dict[str, Any], card_type: CardType | None) -> str:
+def _summary_of(card: Mapping[str, object], card_type: CardType | None) -> str:
     names = (
         list(card_type.summary_fields)
         if card_type and card_type.summary_fields
@@ -336,7 +336,7 @@ def _summary_of(card: dict[str, Any], card_type: CardType | None) -> str:
     return text if len(text) <= 80 else text[:79].rstrip() + "…"
 
 
-def decision_of(run: Run, card_type: CardType | None, now: datetime) -> Decision:
+def decision_of(run: CardedRun, card_type: CardType | None, now: datetime) -> Decision:
     card = run.result["card"]
     action, summary = _action_of(card, card_type), _summary_of(card, card_type)
     entry = " · ".join(p for p in (_age(run.created_at, now), action, summary) if p)
@@ -351,12 +351,12 @@ def decision_of(run: Run, card_type: CardType | None, now: datetime) -> Decision
     )
 
 
-def recent_decisions(deps: Any, t: str, agent_id: str, limit: int = 5) -> list[Decision]:
+def recent_decisions(deps: Stores, t: str, agent_id: str, limit: int = 5) -> list[Decision]:
     """The agent's last `limit` result cards, newest first, from one bounded Query of its runs."""
     return _decisions(deps, t, deps.runs.recent_with_cards(t, agent_id, limit=limit))
 
 
-def _decisions(deps: Any, t: str, runs: list[Any]) -> list[Decision]:
+def _decisions(deps: Stores, t: str, runs: Sequence[CardedRun]) -> list[Decision]:
     now = datetime.now(UTC)
     types: dict[str, CardType | None] = {}
     out = []
@@ -371,7 +371,7 @@ def _decisions(deps: Any, t: str, runs: list[Any]) -> list[Decision]:
     return out
 
 
-def list_decisions(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_decisions(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, object]:
     """The agent's result cards, newest first, as get_my_decisions shows them (plus the cards),
     one page at a time (a page may be short: each reads a bounded number of runs)."""
     if deps.agents.get(t, check_id("agentId", agent_id)) is None:

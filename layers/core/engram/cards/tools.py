@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from pydantic import BaseModel, ConfigDict
 
 from engram.cards import service as cards
 from engram.cards.policy import card_state
 from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry
+from engram.wiring.stores import stores_of
 
 SUBMIT_RESULT = "submit_result"
 GET_MY_DECISIONS = "get_my_decisions"
@@ -23,7 +22,7 @@ class _CardInput(BaseModel):
     model_config = ConfigDict(extra="allow")
 
 
-def _submit(ctx: ToolContext, card: _CardInput) -> Any:
+def _submit(ctx: ToolContext, card: _CardInput) -> object:
     state = card_state(ctx)
     card_type = state.card_type
     assert card_type is not None  # the tool is only offered with a card type
@@ -38,7 +37,7 @@ def _submit(ctx: ToolContext, card: _CardInput) -> Any:
     return {"accepted": True, "cardType": card_type.name, "card": state.card}
 
 
-def _submit_schema(ctx: ToolContext) -> dict[str, Any]:
+def _submit_schema(ctx: ToolContext) -> dict[str, object]:
     card_type = card_state(ctx).card_type
     assert card_type is not None  # the tool is only offered with a card type
     return cards.input_schema(card_type)
@@ -48,8 +47,8 @@ class _NoInput(BaseModel):
     pass
 
 
-def _my_decisions(ctx: ToolContext, _inp: _NoInput) -> Any:
-    found = cards.recent_decisions(ctx.deps, ctx.tenant, ctx.agent.id, limit=DECISIONS_SHOWN)
+def _my_decisions(ctx: ToolContext, _inp: _NoInput) -> object:
+    found = cards.recent_decisions(stores_of(ctx), ctx.tenant, ctx.agent.id, limit=DECISIONS_SHOWN)
     if not found:
         return {"decisions": [], "note": "no earlier decisions yet"}
     return {"decisions": [d.entry for d in found]}

@@ -117,7 +117,7 @@ def guarded_backend(policy: EgressPolicy, resolver: Resolver | None = None) -> A
                 addresses[0], port, timeout=timeout, local_address=local_address, socket_options=socket_options
             )
 
-        async def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: Any = None) -> Any:
+        async def connect_unix_socket(self, path: str, timeout: float | None = None, socket_options: object = None) -> Any:
             raise httpcore2.ConnectError("tool servers are reached over TCP only")
 
         async def sleep(self, seconds: float) -> None:

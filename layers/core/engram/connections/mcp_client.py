@@ -17,7 +17,7 @@ import json
 import logging
 import ssl
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -245,7 +245,7 @@ def _prime_output_schema(client: Client, call: Call) -> None:
         known.setdefault(call.tool, call.output_schema)
 
 
-def _dump(value: Any) -> Any:
+def _dump(value: object) -> Any:
     return value.model_dump(by_alias=True, exclude_none=True, mode="json") if hasattr(value, "model_dump") else value
 
 
@@ -281,7 +281,7 @@ def list_tools(
         raise failure_of(err) from None
 
 
-def _checked_tools(found: list[Any], *, max_tools: int, max_schema_bytes: int) -> list[DiscoveredTool]:
+def _checked_tools(found: Sequence[object], *, max_tools: int, max_schema_bytes: int) -> list[DiscoveredTool]:
     if len(found) > max_tools:
         raise McpFailure("invalid_tool_list", f"the server lists over {max_tools} tools; allow fewer on the server")
     tools = []

@@ -136,7 +136,7 @@ class ToolList(BaseModel):
     listed_at: str
     expires_at: int
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, object]:
         return {
             "listedAt": self.listed_at,
             "tools": [{"name": t.name, "description": t.description, "inputSchema": t.input_schema} for t in self.tools],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from engram.aws.kms import SealedValueUnreadable
 from engram.connections.tools import McpToolDeps, refresh_tools
@@ -11,7 +10,7 @@ from engram.kernel.errors import NotFound
 from engram.kernel.ids import check_id
 
 
-def test_connection(deps: McpToolDeps, t: str, connection_id: str) -> dict[str, Any]:
+def test_connection(deps: McpToolDeps, t: str, connection_id: str) -> dict[str, object]:
     """`{ok: true, tools, durationMs}`, or `{ok: false, error: {code, message}}` naming the problem
     (unreachable, unauthorized, tls_error, not_mcp, timeout, invalid_tool_schema, egress_refused, ...)."""
     from engram.connections.mcp_client import McpFailure, failure_of

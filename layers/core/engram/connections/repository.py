@@ -8,6 +8,7 @@ PK <t>  SK CONNTOOLS#<id>  its discovered tools as JSON text (schemas keep their
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from engram.aws import keys, quotas
@@ -23,7 +24,7 @@ class ConnectionRepository:
     def __init__(self, table: Table):
         self.table = table
 
-    def _item(self, t: str, connection: Connection, sealed_auth: str | None) -> dict[str, Any]:
+    def _item(self, t: str, connection: Connection, sealed_auth: str | None) -> dict[str, object]:
         item = {"PK": keys.tenant_pk(t), "SK": keys.connection_sk(connection.id), **connection.model_dump(by_alias=True)}
         if sealed_auth:
             item[_SEALED] = sealed_auth
@@ -63,7 +64,7 @@ class ConnectionRepository:
     def name_taken(self, t: str, name: str, *, other_than: str | None = None) -> bool:
         return any(c.name == name and c.id != other_than for c in self.all(t))
 
-    def update(self, t: str, connection_id: str, changes: dict[str, Any]) -> Connection:
+    def update(self, t: str, connection_id: str, changes: Mapping[str, object]) -> Connection:
         """`changes` in the row's attribute names; `sealedAuth` None removes the stored value."""
         try:
             item = self.table.set_fields(keys.tenant_pk(t), keys.connection_sk(connection_id), changes)

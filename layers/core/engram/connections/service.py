@@ -4,8 +4,6 @@ is in `probe`, served by the chat function: the api function never loads the MCP
 
 from __future__ import annotations
 
-from typing import Any
-
 from engram.connections.egress import EgressPolicy
 from engram.connections.models import Connection, ConnectionCreate, ConnectionUpdate, secret_context
 from engram.kernel.errors import Conflict, NotFound
@@ -49,7 +47,7 @@ def create_connection(deps: Stores, t: str, body: ConnectionCreate) -> Connectio
     return connection
 
 
-def get_connection(deps: Stores, t: str, connection_id: str) -> dict[str, Any]:
+def get_connection(deps: Stores, t: str, connection_id: str) -> dict[str, object]:
     """The connection and the tools last discovered on it (if any)."""
     connection = deps.connections.get(t, check_id("connectionId", connection_id))
     if connection is None:
@@ -58,7 +56,7 @@ def get_connection(deps: Stores, t: str, connection_id: str) -> dict[str, Any]:
     return {**connection.public(), "tools": listed.public() if listed else None}
 
 
-def list_connections(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_connections(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, object]:
     return page(*deps.connections.page(t, limit=limit, token=token))
 
 
@@ -83,7 +81,7 @@ def update_connection(deps: Stores, t: str, connection_id: str, body: Connection
     return deps.connections.update(t, connection_id, changes)
 
 
-def delete_connection(deps: Stores, t: str, connection_id: str) -> dict[str, Any]:
+def delete_connection(deps: Stores, t: str, connection_id: str) -> dict[str, object]:
     """Deletes the connection, then takes it out of every agent that names it."""
     check_id("connectionId", connection_id)
     deps.connections.delete(t, connection_id)

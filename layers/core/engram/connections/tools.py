@@ -93,7 +93,7 @@ class McpToolSet:
     entries: dict[str, _Entry] = field(default_factory=dict)
     call_tools: Callable[..., list[CallResult]] | None = None  # tests may swap the transport here
 
-    def specs(self) -> list[dict[str, Any]]:
+    def specs(self) -> list[dict[str, object]]:
         return [
             {
                 "name": name,
@@ -135,7 +135,7 @@ class McpToolSet:
         assert len(done) == len(uses), "every tool use gets an outcome"
         return done
 
-    def _outcome(self, ctx: ToolContext, use: dict[str, Any], entry: _Entry, result: CallResult) -> ToolOutcome:
+    def _outcome(self, ctx: ToolContext, use: dict[str, object], entry: _Entry, result: CallResult) -> ToolOutcome:
         _count(entry.connection.name, result)
         if result.failure is not None:
             outcome = _failed(entry, result.failure)
@@ -161,7 +161,7 @@ class McpToolSet:
             text = text[:limit] + f"\n[cut: {limit} of {len(text)} characters shown; the full result is {where}]"
         return ToolOutcome(text, is_error=result.is_error, record=record)
 
-    def _keep_full(self, ctx: ToolContext, use: dict[str, Any], full: dict[str, Any]) -> bool:
+    def _keep_full(self, ctx: ToolContext, use: dict[str, Any], full: dict[str, object]) -> bool:
         try:
             self.deps.history.put_tool_result(self.tenant, ctx.agent.id, ctx.run_id, use["id"], full)
             return True
@@ -202,7 +202,7 @@ def _count(connection: str, result: CallResult) -> None:
     )
 
 
-def result_text(content: list[dict[str, Any]], structured: Any) -> str:
+def result_text(content: list[dict[str, Any]], structured: object) -> str:
     """What the model reads of a tool result: its text blocks, a line for other blocks, and the
     structured content as JSON when no text carries it."""
     parts = []

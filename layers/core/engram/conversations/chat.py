@@ -18,7 +18,6 @@ from engram.kernel.observability import logger
 from engram.recall.policy import ArchivePolicy
 from engram.runs.models import Run
 from engram.runs.service import unqueued
-from engram.streaming.sink import watchers
 from engram.summaries.policy import SummaryPolicy
 from engram.wiring.model import ModelDeps
 
@@ -86,13 +85,13 @@ def ensure_session(deps: ModelDeps, tenant: str, agent_id: str, session_id: str)
     deps.sessions.create(tenant, session, limit=deps.settings.max_sessions_per_agent, if_absent_ok=True)
 
 
-def turn_policies(deps: ModelDeps, **extraction: Any) -> list[TurnPolicy]:
+def turn_policies(deps: ModelDeps) -> list[TurnPolicy]:
     """What every turn of an agent gets: its result card, the conversation archive, extraction,
     the running summary of what the history cap cuts."""
     return [
         CardPolicy(deps),
         ArchivePolicy(deps.archive),
-        ExtractionPolicy(deps.queues, **extraction),
+        ExtractionPolicy(deps.queues),
         SummaryPolicy(deps.queues),
     ]
 
@@ -172,7 +171,7 @@ def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
         trigger=job.get("trigger", "async"),
         created_at=job.get("createdAt"),
     )
-    plan.events = watchers(deps, tenant, job["agentId"], job["sessionId"], run_id)  # the sockets watching (ST2)
+    plan.events = deps.watchers(tenant, job["agentId"], job["sessionId"], run_id)  # the sockets watching (ST2)
     if plan.events is not None and job.get("clientTurnId"):
         plan.events.started_with["clientTurnId"] = job["clientTurnId"]
     try:

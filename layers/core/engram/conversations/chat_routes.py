@@ -11,13 +11,22 @@ from engram.api.http import Reply, deps_of, ok, request_clock, tenant
 from engram.conversations import chat, webhooks
 from engram.conversations.models import MessageIn
 from engram.kernel.ids import check_id
+from engram.wiring.model import ModelDeps
 
 router = Router()
 
 
+def model_deps_of(router: Router) -> ModelDeps:
+    """The chat function's dependencies: Stores and what calls a model."""
+    deps = deps_of(router)
+    if not isinstance(deps, ModelDeps):
+        raise TypeError(f"the resolver's context carries {type(deps).__name__}, not the chat function's ModelDeps")
+    return deps
+
+
 @router.post("/api/agents/<agentId>/sessions/<sessionId>/messages")
 def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotated[bool, Query(alias="async")] = False) -> Reply:
-    deps, t = deps_of(router), tenant(router)
+    deps, t = model_deps_of(router), tenant(router)
     check_id("agentId", agentId), check_id("sessionId", sessionId)
     if async_:
         run = chat.enqueue_turn(deps, tenant=t, agent_id=agentId, session_id=sessionId, message=body.message, trigger="async")
@@ -30,5 +39,5 @@ def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotate
 @router.post("/api/agents/<agentId>/webhook")
 def post_webhook(agentId: str) -> Reply:
     event = router.current_event
-    run = webhooks.accept(deps_of(router), agent_id=agentId, headers=event.headers or {}, raw_body=event.decoded_body or "")
+    run = webhooks.accept(model_deps_of(router), agent_id=agentId, headers=event.headers or {}, raw_body=event.decoded_body or "")
     return ok({"runId": run.id, "sessionId": run.session_id, "status": run.status}, 202)

@@ -7,10 +7,9 @@ from typing import Annotated, Any
 
 from pydantic import ConfigDict, Field, StringConstraints
 
+# The agent's shared session (kernel.ids, below the features that name it), with the session's records.
+from engram.kernel.ids import DASHBOARD as DASHBOARD
 from engram.kernel.model import Body, Id, Resource
-
-# Every agent has this session; chat and Active Memory runs share it.
-DASHBOARD = "dashboard"
 
 
 class SessionCreate(Body):
@@ -31,7 +30,7 @@ class Session(Resource):
     summary: dict[str, Any] | None = Field(default=None, exclude=True)
 
 
-def summary_public(summary: Any) -> dict[str, Any] | None:
+def summary_public(summary: object) -> dict[str, object] | None:
     """The running summary of the cut messages (CM8): its text, how many of the cut messages it
     covers (`coveredCount`, behind `trimmedCount` while a summary is on its way), when and by
     which model it was written (`offline` for the offline summariser)."""

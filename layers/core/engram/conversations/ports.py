@@ -11,7 +11,11 @@ from engram.conversations.models import History, Session
 class Sessions(Protocol):
     """Session rows: counters, the lease one turn or run holds, the Active Memory reset."""
 
-    def item(self, t: str, session: Session) -> dict[str, Any]: ...
+    def item(self, t: str, session: Session) -> dict[str, object]: ...
+
+    def dashboard_item(self, t: str, agent_id: str, now: str) -> dict[str, Any]:
+        """The item of an agent's `dashboard` session, written in the agent's own creation."""
+        ...
 
     def create(self, t: str, session: Session, *, limit: int, if_absent_ok: bool = False) -> bool:
         """Creates a session of an existing agent; False when it already existed and if_absent_ok."""
@@ -25,13 +29,13 @@ class Sessions(Protocol):
         """Refused while a turn holds the session, so a running turn cannot resurrect it."""
         ...
 
-    def acquire_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> dict[str, Any]:
+    def acquire_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> dict[str, object]:
         """Takes the session for one turn (or run, or reset); returns the session item."""
         ...
 
     def wait_for_lease(
         self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float, wait_s: float, busy_message: str
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """acquire_lease, waiting up to `wait_s` (with backoff) while another turn, run or reset
         holds the session; then SessionBusy with `busy_message`."""
         ...
@@ -43,20 +47,27 @@ class Sessions(Protocol):
     def release_lease(self, t: str, agent_id: str, session_id: str, owner: str) -> None: ...
 
     def commit_op(
-        self, t: str, agent_id: str, session_id: str, owner: str, changes: dict[str, Any] | None, now: str
-    ) -> dict[str, Any]:
+        self, t: str, agent_id: str, session_id: str, owner: str, changes: dict[str, object] | None, now: str
+    ) -> dict[str, object]:
         """A turn's commit, as one operation of its transaction: the counters it changes (a
         successful turn) and the release of its lease, conditional on still holding it."""
         ...
 
     def store_summary(
-        self, t: str, agent_id: str, session_id: str, summary: dict[str, Any], *, was: dict[str, Any] | None, reset_at: Any
+        self,
+        t: str,
+        agent_id: str,
+        session_id: str,
+        summary: dict[str, object],
+        *,
+        was: dict[str, object] | None,
+        reset_at: object,
     ) -> bool:
         """Sets the session's running summary (CM8) if it is still `was` (the summary the worker
         read, None for none) and no Active Memory reset happened since `reset_at`; False if not."""
         ...
 
-    def reset_context(self, t: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, Any]:
+    def reset_context(self, t: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, object]:
         """Active Memory reset: the model's context starts after the messages the session holds now
         (they stay in the transcript); the run counter restarts. Taken under the session's lease,
         waiting for a turn or run that holds it, so a reset is never lost under a finishing run."""
@@ -75,7 +86,7 @@ class Transcripts(Protocol):
         t: str,
         agent_id: str,
         session_id: str,
-        messages: list[dict[str, Any]],
+        messages: list[dict[str, object]],
         *,
         previous: History,
         run_id: str,
@@ -93,11 +104,11 @@ class Transcripts(Protocol):
         """Removes every transcript of an agent (all its sessions); returns how many."""
         ...
 
-    def put_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str, result: dict[str, Any]) -> None:
+    def put_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str, result: dict[str, object]) -> None:
         """The full result of a tool call whose content was cut before it reached the model."""
         ...
 
-    def get_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, Any] | None: ...
+    def get_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, object] | None: ...
 
     def tool_results(self, t: str, agent_id: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
         """Every kept full tool result of an agent: (run id, tool_use id, result)."""

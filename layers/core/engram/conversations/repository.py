@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
 from typing import Any
 
 from engram.aws import keys, quotas
 from engram.aws.table import ConditionFailed, Table, backoff
 from engram.conversations.models import Session
 from engram.kernel.errors import Conflict, NotFound, SessionBusy
-from engram.kernel.ids import new_id
+from engram.kernel.ids import DASHBOARD, new_id
 from engram.kernel.model import now_iso
 
 _FREE = "attribute_exists(PK) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)"
@@ -24,8 +25,11 @@ class SessionRepository:
     def __init__(self, table: Table):
         self.table = table
 
-    def item(self, t: str, session: Session) -> dict[str, Any]:
+    def item(self, t: str, session: Session) -> dict[str, object]:
         return {"PK": keys.agent_pk(t, session.agent_id), "SK": keys.session_sk(session.id), **session.model_dump(by_alias=True)}
+
+    def dashboard_item(self, t: str, agent_id: str, now: str) -> dict[str, Any]:
+        return self.item(t, Session(id=DASHBOARD, agent_id=agent_id, created_at=now, updated_at=now, title="Dashboard"))
 
     def create(self, t: str, session: Session, *, limit: int, if_absent_ok: bool = False) -> bool:
         """Creates a session of an existing agent, within the agent's `limit` of sessions; False
@@ -47,7 +51,7 @@ class SessionRepository:
             raise Conflict(f"session {session.id} already exists", field="id", code="session_exists") from None
         return True
 
-    def get(self, t: str, agent_id: str, session_id: str) -> dict[str, Any] | None:
+    def get(self, t: str, agent_id: str, session_id: str) -> dict[str, object] | None:
         return self.table.get(keys.agent_pk(t, agent_id), keys.session_sk(session_id))
 
     def page(self, t: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Session], str | None]:
@@ -67,7 +71,7 @@ class SessionRepository:
             raise NotFound("session not found", field="sessionId") from None
 
     # --- the lease ------------------------------------------------------------------------------
-    def acquire_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> dict[str, Any]:
+    def acquire_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> dict[str, object]:
         """Takes the session for one turn (or run, or reset); returns the session item."""
         now = _now()
         try:
@@ -86,7 +90,7 @@ class SessionRepository:
 
     def wait_for_lease(
         self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float, wait_s: float, busy_message: str
-    ) -> dict[str, Any]:
+    ) -> dict[str, object]:
         """acquire_lease, waiting up to `wait_s` (with backoff) while another turn, run or reset
         holds the session; then SessionBusy with `busy_message`."""
         give_up = time.monotonic() + wait_s
@@ -108,7 +112,7 @@ class SessionRepository:
         self._as_owner(t, agent_id, session_id, owner, "REMOVE leaseOwner, leaseUntil")  # not ours: nothing to release
 
     def _as_owner(
-        self, t: str, agent_id: str, session_id: str, owner: str, expression: str, values: dict[str, Any] | None = None
+        self, t: str, agent_id: str, session_id: str, owner: str, expression: str, values: Mapping[str, object] | None = None
     ) -> bool:
         """An update of the session's lease, applied only while `owner` holds it (False otherwise)."""
         try:
@@ -124,8 +128,8 @@ class SessionRepository:
         return True
 
     def commit_op(
-        self, t: str, agent_id: str, session_id: str, owner: str, changes: dict[str, Any] | None, now: str
-    ) -> dict[str, Any]:
+        self, t: str, agent_id: str, session_id: str, owner: str, changes: Mapping[str, object] | None, now: str
+    ) -> dict[str, object]:
         """A turn's commit, as one operation of its transaction: the counters it changes (a
         successful turn) and the release of its lease, conditional on still holding it."""
         # contextStartedAt: the first commit since the session's last Active Memory reset (the
@@ -143,7 +147,14 @@ class SessionRepository:
         )
 
     def store_summary(
-        self, t: str, agent_id: str, session_id: str, summary: dict[str, Any], *, was: dict[str, Any] | None, reset_at: Any
+        self,
+        t: str,
+        agent_id: str,
+        session_id: str,
+        summary: Mapping[str, object],
+        *,
+        was: Mapping[str, object] | None,
+        reset_at: object,
     ) -> bool:
         """Sets the session's running summary (CM8) if it is still `was` (the summary the worker
         read, None for none) and no Active Memory reset happened since `reset_at`; False if not.
@@ -172,7 +183,7 @@ class SessionRepository:
             return False
         return True
 
-    def reset_context(self, t: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, Any]:
+    def reset_context(self, t: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, object]:
         """Active Memory reset: the model's context starts after the messages the session holds now
         (they stay in the transcript); the run counter restarts; the running summary is dropped
         and nothing cut before the reset is summarised again (`summaryFrom`). Taken under the session's lease,

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
-from engram.agents.service import get_agent
 from engram.conversations.models import DASHBOARD, Session, SessionCreate, summary_public
 from engram.kernel.errors import NotFound
 from engram.kernel.ids import check_id, new_id
@@ -13,7 +12,7 @@ from engram.kernel.validation import refuse_secrets
 from engram.wiring.stores import Stores
 
 
-def _session_public(item: dict[str, Any]) -> dict[str, Any]:
+def _session_public(item: Mapping[str, object]) -> dict[str, object]:
     return Session.model_validate(item).public()
 
 
@@ -27,14 +26,15 @@ def create_session(deps: Stores, t: str, agent_id: str, body: SessionCreate) -> 
     return session
 
 
-def list_sessions(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_sessions(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, object]:
     items, nxt = deps.sessions.page(t, agent_id, limit=limit, token=token)
-    if not items and not token:
-        get_agent(deps, t, agent_id)  # an empty list and an unknown agent are different answers
+    # An empty list and an unknown agent are different answers.
+    if not items and not token and deps.agents.get(t, agent_id) is None:
+        raise NotFound("agent not found", field="agentId")
     return page(items, nxt)
 
 
-def get_session(deps: Stores, t: str, agent_id: str, session_id: str) -> dict[str, Any]:
+def get_session(deps: Stores, t: str, agent_id: str, session_id: str) -> dict[str, object]:
     item = deps.sessions.get(t, agent_id, session_id)
     if item is None:
         if deps.agents.get(t, agent_id) is None:
@@ -44,7 +44,7 @@ def get_session(deps: Stores, t: str, agent_id: str, session_id: str) -> dict[st
     return {**_session_public(item), "summary": summary_public(item.get("summary")), "messages": history.messages}
 
 
-def delete_session(deps: Stores, t: str, agent_id: str, session_id: str) -> dict[str, Any]:
+def delete_session(deps: Stores, t: str, agent_id: str, session_id: str) -> dict[str, object]:
     """Deletes the history (never long-term memory). `dashboard` always exists: it is emptied."""
     item = deps.sessions.get(t, agent_id, session_id)
     if item is None:

@@ -12,13 +12,13 @@ turn writes over an uncommitted one (its If-Match is the object's ETag as it is)
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from botocore.exceptions import ClientError
 
 from engram.aws import keys
-from engram.aws.buckets import BucketStore
+from engram.aws.buckets import Bucket
 from engram.conversations.models import History
 from engram.kernel.errors import SessionBusy
 from engram.kernel.observability import logger
@@ -26,7 +26,7 @@ from engram.kernel.observability import logger
 _VERSION = 2  # 1: {"messages"} only, written before transcripts named their run (always committed)
 
 
-def _base(previous: History, messages: list[dict[str, Any]]) -> dict[str, Any]:
+def _base(previous: History, messages: Sequence[Mapping[str, object]]) -> dict[str, object]:
     """How to get `previous` back from `messages`: normally the new list starts with the tail
     of the previous one (trimming drops from the front), so only the dropped head is kept."""
     old = previous.messages
@@ -52,7 +52,7 @@ def committed_view(doc: dict[str, Any], etag: str | None, committed_run: str | N
     return History(messages=previous, etag=etag, run_id=base.get("runId"), cut=pending, cut_from=pending_from)
 
 
-class HistoryStore(BucketStore):
+class HistoryRepository(Bucket):
     def load(self, t: str, agent_id: str, session_id: str, *, committed_run: str | None) -> History:
         """The transcript as of the session's committed run (`lastRunId` of the session row)."""
         try:
@@ -68,7 +68,7 @@ class HistoryStore(BucketStore):
         t: str,
         agent_id: str,
         session_id: str,
-        messages: list[dict[str, Any]],
+        messages: Sequence[Mapping[str, object]],
         *,
         previous: History,
         run_id: str,
@@ -114,7 +114,7 @@ class HistoryStore(BucketStore):
         """Removes every transcript of an agent (all its sessions, and its kept tool results); returns how many."""
         return self.delete_prefix(keys.session_prefix(t, agent_id))
 
-    def put_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str, result: dict[str, Any]) -> None:
+    def put_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str, result: Mapping[str, object]) -> None:
         body = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         self.client.put_object(
             Bucket=self.bucket,
@@ -133,7 +133,7 @@ class HistoryStore(BucketStore):
                 if found is not None:
                     yield run_id, name.removesuffix(".json"), found
 
-    def get_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, Any] | None:
+    def get_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, object] | None:
         try:
             obj = self.client.get_object(Bucket=self.bucket, Key=keys.tool_result_object(t, agent_id, run_id, tool_use_id))
         except ClientError as err:

@@ -17,7 +17,6 @@ import hmac
 import json
 import time
 from collections.abc import Mapping
-from typing import Any
 
 from pydantic import ValidationError
 
@@ -39,14 +38,14 @@ def sign(secret: str, timestamp: str, raw_body: str) -> str:
     return f"sha256={digest}"
 
 
-def _header(headers: Mapping[str, Any], name: str) -> str:
+def _header(headers: Mapping[str, object], name: str) -> str:
     for key, value in headers.items():
         if key.lower() == name:
             return str(value)
     return ""
 
 
-def verify(deps: ModelDeps, agent_id: str, headers: Mapping[str, Any], raw_body: str) -> tuple[str, _Delivery]:
+def verify(deps: ModelDeps, agent_id: str, headers: Mapping[str, object], raw_body: str) -> tuple[str, _Delivery]:
     """The agent's tenant and the request's delivery mark (not taken yet) when the signature is valid."""
     denied = Unauthorized("missing or invalid webhook signature", code="invalid_signature")
     timestamp, signature = _header(headers, "x-engram-timestamp"), _header(headers, "x-engram-signature")
@@ -102,7 +101,7 @@ class _Delivery:
                 logger.warning("could not release a refused webhook delivery", extra={"attempt": attempt + 1}, exc_info=True)
 
 
-def accept(deps: ModelDeps, *, agent_id: str, headers: Mapping[str, Any], raw_body: str) -> Run:
+def accept(deps: ModelDeps, *, agent_id: str, headers: Mapping[str, object], raw_body: str) -> Run:
     check_id("agentId", agent_id)
     tenant, delivery = verify(deps, agent_id, headers, raw_body)
     try:

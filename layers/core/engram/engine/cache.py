@@ -47,6 +47,7 @@ Bedrock takes the same markers; the 1-hour TTL only for the models AWS lists
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -122,24 +123,24 @@ class Breakpoint:
     ttl: str
 
 
-def _size(value: Any) -> int:
+def _size(value: object) -> int:
     return len(json.dumps(value, ensure_ascii=False, separators=(",", ":")))
 
 
-def _with_marker(block: dict[str, Any], marker: dict[str, str]) -> dict[str, Any]:
+def _with_marker(block: Mapping[str, object], marker: dict[str, str]) -> dict[str, object]:
     return {**block, "cache_control": marker}
 
 
-def _content(message: dict[str, Any]) -> list[dict[str, Any]]:
+def _content(message: dict[str, Any]) -> list[dict[str, object]]:
     content = message.get("content")
     return [{"type": "text", "text": content}] if isinstance(content, str) else list(content or [])
 
 
 def mark(
     model: str,
-    tools: list[dict[str, Any]],
-    system: list[dict[str, Any]],
-    messages: list[dict[str, Any]],
+    tools: Sequence[Mapping[str, object]],
+    system: Sequence[Mapping[str, object]],
+    messages: list[dict[str, object]],
     *,
     turn_start: int,
     stable_blocks: int | None = None,

@@ -16,7 +16,7 @@ handed each event once and returns at once (the WebSocket sink posts from its ow
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any, Protocol
 
 # A text.delta is sent when this much text or time has gathered since the last one.
@@ -25,7 +25,7 @@ COALESCE_SECONDS = 0.1
 
 
 class EventSink(Protocol):
-    def emit(self, event: dict[str, Any]) -> None:
+    def emit(self, event: dict[str, object]) -> None:
         """Takes one event (a JSON-ready dict with `type`, `runId`, `seq`); must not raise or block."""
 
     def close(self) -> None:
@@ -46,14 +46,14 @@ class TurnEvents:
         self._pending_chars = 0
         self._sent_at = float("-inf")  # the first piece goes out at once: the time to first text is the model's
 
-    def _emit(self, event_type: str, /, **data: Any) -> None:
+    def _emit(self, event_type: str, /, **data: object) -> None:
         self.seq += 1
         try:
             self.sink.emit({**data, "type": event_type, "runId": self.run_id, "seq": self.seq})
         except Exception:  # a sink's failure is its own: the turn goes on (logged by the sink)
             pass
 
-    def started(self, **data: Any) -> None:
+    def started(self, **data: object) -> None:
         self._emit("turn.started", **data, **self.started_with)
 
     def text(self, delta: str) -> None:
@@ -76,20 +76,20 @@ class TurnEvents:
         self.flush()
         self.round += 1
 
-    def tool_started(self, use: dict[str, Any]) -> None:
+    def tool_started(self, use: Mapping[str, object]) -> None:
         self.flush()
         self._emit("tool.started", toolUseId=use["id"], name=use["name"], input=use.get("input") or {})
 
-    def tool_finished(self, call: dict[str, Any]) -> None:
+    def tool_finished(self, call: Mapping[str, object]) -> None:
         details = {k: call[k] for k in ("durationMs", "error", "connection", "truncated") if k in call}
         self._emit("tool.finished", toolUseId=call["toolUseId"], name=call["name"], isError=bool(call.get("isError")), **details)
 
-    def completed(self, public: dict[str, Any]) -> None:
+    def completed(self, public: Mapping[str, object]) -> None:
         self.flush()
         self._emit("turn.completed", **public)
         self._close()
 
-    def failed(self, error: dict[str, Any]) -> None:
+    def failed(self, error: Mapping[str, object]) -> None:
         self.flush()
         self._emit("turn.failed", error=error)
         self._close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,17 +36,17 @@ class LoopResult:
         return total
 
 
-def for_model(message: dict[str, Any]) -> dict[str, Any]:
+def for_model(message: dict[str, object]) -> dict[str, object]:
     """A stored message as the model gets it: its role and content only (a transcript keeps
     metadata such as a scheduled run's `meta` beside them, never sent)."""
     return {"role": message["role"], "content": message["content"]} if len(message) > 2 else message
 
 
-def _result_content(value: Any) -> str:
+def _result_content(value: object) -> str:
     return value if isinstance(value, str) else json.dumps(value, ensure_ascii=False, default=str)
 
 
-def offered_tools(registry: ToolRegistry, ctx: ToolContext, provider: str = "") -> list[dict[str, Any]]:
+def offered_tools(registry: ToolRegistry, ctx: ToolContext, provider: str = "") -> list[dict[str, object]]:
     """The turn's tools: the agent's external tools first, sorted by name, then the registry's, so
     the start of the cached prefix changes only when a server's tool list does (TL2); last, the
     Anthropic server tools the agent enabled, where the provider is the Anthropic API (TL6)."""
@@ -71,13 +72,13 @@ def _run_tools(uses: list[dict[str, Any]], registry: ToolRegistry, ctx: ToolCont
 
 
 def _call_tools(
-    uses: list[dict[str, Any]],
+    uses: list[dict[str, object]],
     registry: ToolRegistry,
     ctx: ToolContext,
     deadline: float,
     out: LoopResult,
     events: TurnEvents | None,
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """Runs one answer's tool uses; each call is kept in `out` and announced to `events`; returns
     the tool_result blocks for the model."""
     if events is not None:
@@ -110,7 +111,7 @@ def run_loop(
     registry: ToolRegistry,
     ctx: ToolContext,
     model: str,
-    system: list[dict[str, Any]],
+    system: Sequence[Mapping[str, object]],
     messages: list[dict[str, Any]],
     max_tokens: int,
     max_rounds: int,

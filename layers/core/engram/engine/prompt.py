@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from typing import Any
 
 from engram.agents.models import Agent
+from engram.engine.tools import ToolContext
 from engram.kernel.fencing import fence, inline, quote, unfence
 
 
@@ -54,7 +55,7 @@ class PromptSection:
 
     name: str
     order: int
-    load: Callable[[Any], Any]
+    load: Callable[[ToolContext], Any]
     render: Callable[[Any, int | None], str | None]
     fence: str = ""
     # Every entry line the loaded rows hold, shown or not (default: those of `render(rows, None)`):
@@ -62,7 +63,7 @@ class PromptSection:
     known: Callable[[Any], list[str]] | None = None
 
 
-def start_sections(sections: list[PromptSection], ctx: Any, executor: Executor) -> dict[str, Future[Any]]:
+def start_sections(sections: list[PromptSection], ctx: ToolContext, executor: Executor) -> dict[str, Future[Any]]:
     return {s.name: executor.submit(s.load, ctx) for s in sections}
 
 
@@ -166,7 +167,7 @@ class MemorySnapshot:
     head: str = ""  # digest of the first message of the history it was sent with
     at: int = 0  # how many messages the session had had when it was taken (cut ones included)
 
-    def stored(self) -> dict[str, Any]:
+    def stored(self) -> dict[str, object]:
         template, entries = [], iter(self.lines)
         upcoming = next(entries, None)
         for line in self.text.splitlines():
@@ -178,7 +179,7 @@ class MemorySnapshot:
         return {"template": "\n".join(template), "digests": [digest(e) for e in self.lines], "head": self.head, "at": self.at}
 
     @classmethod
-    def restore(cls, value: Any, view: MemoryView) -> MemorySnapshot | None:
+    def restore(cls, value: object, view: MemoryView) -> MemorySnapshot | None:
         """The stored snapshot with its lines from `view`; None when one of them is not there."""
         if not isinstance(value, dict) or not isinstance(value.get("template"), str):
             return None  # none, or one stored as text before digests: taken again
@@ -195,7 +196,7 @@ class MemorySnapshot:
         )
 
 
-def message_digest(message: dict[str, Any]) -> str:
+def message_digest(message: Mapping[str, object]) -> str:
     return digest(json.dumps(message, sort_keys=True, ensure_ascii=False))
 
 
@@ -213,7 +214,7 @@ def memory_delta(view: MemoryView, snapshot: MemorySnapshot) -> str:
 
 
 def session_memory(
-    view: MemoryView, stored: Any, head: str, *, budget_tokens: int, position: int = 0, until_cut: int = 0
+    view: MemoryView, stored: object, head: str, *, budget_tokens: int, position: int = 0, until_cut: int = 0
 ) -> tuple[str, str, MemorySnapshot | None]:
     """(system text, delta for the turn's message, a new snapshot to store or None), `head` the
     digest of the history's first message, `position` how many messages the session has had (cut
@@ -241,7 +242,7 @@ SUMMARY_HEADING = "## Earlier in this conversation"
 SUMMARY_FENCE = "summary"
 
 
-def summary_parts(summary: Any) -> list[list[str]]:
+def summary_parts(summary: object) -> list[list[str]]:
     """The running summary's lines, in the parts its folds appended (`parts`: how many lines
     each fold added, summaries.service); one part when it does not say or does not add up."""
     if not isinstance(summary, dict) or not isinstance(summary.get("text"), str):
@@ -259,7 +260,7 @@ def summary_parts(summary: Any) -> list[list[str]]:
     return parts
 
 
-def render_summary(summary: Any) -> list[str]:
+def render_summary(summary: object) -> list[str]:
     """The session's running summary (CM8) as system blocks of fenced data, [] when there is none:
     the heading and the first fold's lines, then one block for each later fold. It depends on the
     summary alone, so it is byte-identical on every turn until a cut changes it; a cut appends a
@@ -301,7 +302,7 @@ class SummaryView:
     shown: dict[str, Any] | None = None
 
 
-def session_summary(summary: Any, shown: Any, head: str) -> SummaryView:
+def session_summary(summary: object, shown: object, head: str) -> SummaryView:
     """The running summary for a session turn, `head` the digest of the history's first message.
     The system blocks stay those sent with this head (`shown`: the head, how many parts, their
     digest; no text), so a fold that lands after the turn that first sent it (the worker came
@@ -326,7 +327,7 @@ def build_system(
     persona_extra: list[str] | None = None,
     extra: str | None = None,
     summary: list[str] | None = None,
-) -> list[dict[str, Any]]:
+) -> list[dict[str, object]]:
     """The system blocks without cache markers (engine.cache places them): the persona,
     `persona_extra` (paragraphs the turn's policies add), the memory sections, the session's
     running summary (its blocks, `render_summary`: between the memory and the history, CM8), then

@@ -7,7 +7,7 @@ itself); a tool that raises is a crashed turn (history stays as it was).
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Future
+from concurrent.futures import Executor, Future
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
@@ -18,7 +18,19 @@ from engram.agents.models import Agent
 from engram.kernel.errors import EngramError, StorageUnavailable, ToolCrashed, aws_unavailable
 from engram.kernel.observability import logger
 from engram.kernel.secrets import repeats_secret, secret_values
+from engram.kernel.settings import Settings
+from engram.kernel.state import StateKey, TurnState
 from engram.kernel.validation import secret_refused
+
+
+class ToolDeps(Protocol):
+    """What every tool may rely on in `ToolContext.deps` (wiring.Stores provides it, and TurnDeps
+    extends it). A feature's tools reach their own stores through `wiring.stores.stores_of(ctx)`."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def executor(self) -> Executor: ...
 
 
 @dataclass
@@ -29,33 +41,39 @@ class ToolContext:
     agent: Agent
     session_id: str
     run_id: str
-    # The function's dependencies: each feature's tools reach their repositories through it.
-    deps: Any = None
+    # The function's dependencies: settings and the pool here, each feature's stores through
+    # `wiring.stores.stores_of(ctx)` (None only where a tool needs neither: some tests).
+    deps: ToolDeps | None = None
     # Best-effort writes started during the turn (e.g. reference bumps); awaited before it returns.
     background: list[Future[Any]] = field(default_factory=list)
     # Per-feature state of this turn, set by the turn's plan and its policies (e.g. the card
     # policy's card, a run's memory); each feature reads its own key through its own accessor.
-    state: dict[str, Any] = field(default_factory=dict)
+    state: TurnState = field(default_factory=dict)
     # Tools this agent reaches beyond the registry (its MCP connections), found for this turn.
     toolsets: list[ToolSet] = field(default_factory=list)
+
+    @property
+    def settings(self) -> Settings:
+        if self.deps is None:
+            raise TypeError("this tool context carries no dependencies")
+        return self.deps.settings
 
 
 # The user's message of the turn (ctx.state), so memory-writing tools can refuse a secret it holds
 # even when the model writes it down without its keyword ("favourite number is 482913").
-TURN_MESSAGE = "turn_message"
-_TURN_SECRETS = "turn_secret_values"
+TURN_MESSAGE = StateKey[str]("turn_message")
+_TURN_SECRETS = StateKey[set[str]]("turn_secret_values")
 
 
 def refuse_secrets_of_the_turn(ctx: ToolContext, field: str, *texts: str | None) -> None:
     """BadRequest secret_detected if a text repeats a secret of the turn's user message (its values
     are found once per turn, on the first memory write)."""
-    message = ctx.state.get(TURN_MESSAGE)
+    message = TURN_MESSAGE.get(ctx.state)
     if not message:
         return
-    if _TURN_SECRETS not in ctx.state:
-        ctx.state[_TURN_SECRETS] = secret_values(message)
+    secrets = _TURN_SECRETS.setdefault(ctx.state, lambda: secret_values(message))
     for text in texts:
-        if text and repeats_secret(text, ctx.state[_TURN_SECRETS]):
+        if text and repeats_secret(text, secrets):
             raise secret_refused(field, "a secret from this conversation")
 
 
@@ -71,13 +89,13 @@ class ToolOutcome:
 class ToolSet(Protocol):
     """Tools of one turn that live outside the registry (e.g. an agent's MCP servers)."""
 
-    def specs(self) -> list[dict[str, Any]]:
+    def specs(self) -> list[dict[str, object]]:
         """Tool definitions for the model, in a stable order."""
         ...
 
     def owns(self, name: str) -> bool: ...
 
-    def call_many(self, uses: list[dict[str, Any]], ctx: ToolContext, deadline: float) -> list[ToolOutcome]:
+    def call_many(self, uses: list[dict[str, object]], ctx: ToolContext, deadline: float) -> list[ToolOutcome]:
         """Runs the model's tool_use blocks (in parallel where it can), each ending by `deadline`
         (time.monotonic()); every failure is an is_error outcome, never an exception."""
         ...
@@ -105,7 +123,7 @@ class Tool:
     def available(self, ctx: ToolContext | None) -> bool:
         return self.enabled is None or (ctx is not None and self.enabled(ctx))
 
-    def spec(self, ctx: ToolContext | None = None) -> dict[str, Any]:
+    def spec(self, ctx: ToolContext | None = None) -> dict[str, object]:
         if self.schema_for is not None and ctx is not None:
             schema = self.schema_for(ctx)
         else:
@@ -122,14 +140,14 @@ class ToolRegistry:
         self.tools[tool.name] = tool
         return tool
 
-    def specs(self, enabled: Callable[[Tool], bool] | None = None, *, ctx: ToolContext | None = None) -> list[dict[str, Any]]:
+    def specs(self, enabled: Callable[[Tool], bool] | None = None, *, ctx: ToolContext | None = None) -> list[dict[str, object]]:
         """The tools offered to the model; with `ctx`, only those this agent gets, in their turn's shape."""
         return [t.spec(ctx) for t in self.tools.values() if (enabled is None or enabled(t)) and t.available(ctx)]
 
     def offline_intents(self) -> dict[str, Callable[[str], dict[str, Any] | None]]:
         return {name: t.offline_intent for name, t in self.tools.items() if t.offline_intent}
 
-    def call(self, name: str, raw_input: Any, ctx: ToolContext) -> ToolOutcome:
+    def call(self, name: str, raw_input: object, ctx: ToolContext) -> ToolOutcome:
         tool = self.tools.get(name)
         if tool is None or not tool.available(ctx):
             return ToolOutcome(f"unknown tool {name!r}", is_error=True)
@@ -165,7 +183,7 @@ def _current_time(_ctx: ToolContext, _input: _NoInput) -> dict[str, str]:
     return {"utc": now.isoformat(timespec="seconds").replace("+00:00", "Z"), "weekday": now.strftime("%A")}
 
 
-def _time_intent(text: str) -> dict[str, Any] | None:
+def _time_intent(text: str) -> dict[str, object] | None:
     lowered = text.lower()
     return {} if ("what time" in lowered or "current time" in lowered or "what day" in lowered) else None
 

@@ -6,6 +6,7 @@ is handed back (``TrimResult.trimmed``) so it can be archived rather than lost.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,12 +32,12 @@ class TrimResult:
     split_turn: bool = field(default=False)  # kept[0] is the synthetic notice, not an input message
 
 
-def trimmed_turn_notice() -> dict[str, Any]:
+def trimmed_turn_notice() -> dict[str, object]:
     """A fresh copy each time, so a caller mutating one history cannot alter another."""
     return {"role": "user", "content": [{"type": "text", "text": TRIMMED_TURN_NOTICE}]}
 
 
-def _blocks(message: Any) -> list[Any] | None:
+def _blocks(message: object) -> list[Any] | None:
     """A message's content as a block list (a plain string is one text block); None if malformed."""
     content = message.get("content") if isinstance(message, dict) else None
     if isinstance(content, str):
@@ -46,7 +47,7 @@ def _blocks(message: Any) -> list[Any] | None:
     return None
 
 
-def is_turn_start(message: Any) -> bool:
+def is_turn_start(message: object) -> bool:
     """A user message that answers no tool call: the only safe first message of a sequence."""
     if not isinstance(message, dict) or message.get("role") != "user":
         return False
@@ -54,7 +55,7 @@ def is_turn_start(message: Any) -> bool:
     return blocks is not None and not any(isinstance(b, dict) and b.get("type") == "tool_result" for b in blocks)
 
 
-def trim_history(messages: list[dict[str, Any]], cap: int) -> TrimResult:
+def trim_history(messages: list[dict[str, object]], cap: int) -> TrimResult:
     """Longest suffix of at most ``cap`` messages that starts a turn, so no tool_use loses its tool_result.
 
     If the newest turn alone exceeds the cap, keep its newest messages from an assistant message
@@ -75,7 +76,7 @@ def trim_history(messages: list[dict[str, Any]], cap: int) -> TrimResult:
     return TrimResult(kept=[], trimmed=list(messages))
 
 
-def trim_in_steps(messages: list[dict[str, Any]], cap: int) -> TrimResult:
+def trim_in_steps(messages: list[dict[str, object]], cap: int) -> TrimResult:
     """Like ``trim_history``, but a history past the cap is cut back to about half of it. The
     cached prompt prefix (engine.cache) holds the history from its first message, so each cut
     breaks it: cut in steps, the first message changes once every cap/2 messages instead of on
@@ -93,7 +94,7 @@ def trim_in_steps(messages: list[dict[str, Any]], cap: int) -> TrimResult:
     return trim_history(messages, cap)
 
 
-def sequence_problems(messages: list[dict[str, Any]], *, allow_pending_tool_use: bool = False) -> list[str]:  # noqa: C901 - one branch per Messages API rule
+def sequence_problems(messages: Sequence[Mapping[str, object]], *, allow_pending_tool_use: bool = False) -> list[str]:  # noqa: C901 - one branch per Messages API rule
     """Why the Messages API would reject ``messages`` (empty list: nothing found). One O(n) pass.
 
     ``allow_pending_tool_use`` accepts a final assistant tool_use without results, as in a stored

@@ -13,7 +13,8 @@ then the after-commit hooks (the extraction job: one SQS send) once the reply is
 from __future__ import annotations
 
 import time
-from concurrent.futures import Executor, Future
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -37,7 +38,7 @@ from engram.engine.prompt import (
     start_sections,
 )
 from engram.engine.providers.base import ModelProvider
-from engram.engine.tools import TURN_MESSAGE, ToolContext, ToolRegistry, ToolSet, ToolSource
+from engram.engine.tools import TURN_MESSAGE, ToolContext, ToolDeps, ToolRegistry, ToolSet, ToolSource
 from engram.engine.trim import sequence_problems, trim_history, trim_in_steps
 from engram.kernel.errors import (
     EngramError,
@@ -52,7 +53,7 @@ from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.kernel.secrets import find_secret
-from engram.kernel.settings import Settings
+from engram.kernel.state import TurnState
 from engram.runs.models import Run
 from engram.runs.ports import Runs
 from engram.usage.models import UsageRow
@@ -75,10 +76,10 @@ class TurnPolicy:
         """Paragraphs appended to the cached persona block."""
         return []
 
-    def finish(self, ctx: ToolContext, loop: LoopResult, result: dict[str, Any]) -> None:
+    def finish(self, ctx: ToolContext, loop: LoopResult, result: dict[str, object]) -> None:
         """After the loop, before the commit: add to the run's result, or raise to fail the turn."""
 
-    def commit_items(self, ctx: ToolContext, messages: list[dict[str, Any]], at: str) -> list[dict[str, Any]]:
+    def commit_items(self, ctx: ToolContext, messages: list[dict[str, object]], at: str) -> list[dict[str, object]]:
         """Items written in the turn's own commit transaction (session turns only)."""
         return []
 
@@ -104,7 +105,7 @@ class TurnPlan:
     agent: Agent | None = None  # when the caller has read it already
     session_counters: tuple[str, ...] = ()  # session attributes a successful turn counts up by one
     system_blocks: list[str] = field(default_factory=list)  # run-specific instructions, last and uncached
-    tool_state: dict[str, Any] = field(default_factory=dict)  # what the plan's tools read from ToolContext.state
+    tool_state: TurnState = field(default_factory=dict)  # what the plan's tools read from ToolContext.state
     policies: list[TurnPolicy] = field(default_factory=list)
     cache: CachePolicy = field(default_factory=CachePolicy)  # the TTLs of the prompt cache markers
     # Who watches the turn (ST2): its events as they happen; None streams nothing and costs nothing.
@@ -120,7 +121,7 @@ class TurnOutcome:
     messages: list[dict[str, Any]] = field(default_factory=list)
     cut: int = 0  # messages the history cap cut from the session's transcript in this turn (CM8)
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, object]:
         return {
             "runId": self.run.id,
             "sessionId": self.run.session_id,
@@ -134,7 +135,7 @@ class TurnOutcome:
 TOOL_CALL_DETAILS = ("isError", "connection", "tool", "durationMs", "bytes", "error", "truncated", "fullResultKept")
 
 
-def public_tool_call(call: dict[str, Any]) -> dict[str, Any]:
+def public_tool_call(call: Mapping[str, object]) -> dict[str, object]:
     return {
         "name": call["name"],
         "input": call["input"],
@@ -143,11 +144,10 @@ def public_tool_call(call: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-class TurnDeps(Protocol):
-    """What the engine needs from its composition root (wiring.ModelDeps provides it)."""
+class TurnDeps(ToolDeps, Protocol):
+    """What the engine needs from its composition root (wiring.ModelDeps provides it): what its
+    tools may rely on (settings, the pool) and the stores and parts of a turn."""
 
-    @property
-    def settings(self) -> Settings: ...
     @property
     def agents(self) -> Agents: ...
     @property
@@ -160,8 +160,6 @@ class TurnDeps(Protocol):
     def registry(self) -> ToolRegistry: ...
     @property
     def sections(self) -> list[PromptSection]: ...
-    @property
-    def executor(self) -> Executor: ...
     @property
     def provider(self) -> ModelProvider: ...
     @property
@@ -396,7 +394,7 @@ def _context_start(session: dict[str, Any] | None, stored: int) -> int:
     return min(max(start, 0), stored)
 
 
-def _load_context(turn: _Turn) -> list[dict[str, Any]]:
+def _load_context(turn: _Turn) -> list[dict[str, object]]:
     """The messages sent to the model: the session's context (if any) and the new message,
     trimmed to the cap and checked to be a valid sequence."""
     deps, plan = turn.deps, turn.plan
@@ -479,7 +477,7 @@ def _memory(turn: _Turn, sent: list[dict[str, Any]]) -> tuple[str, list[dict[str
     return text, sent
 
 
-def _turn_messages(turn: _Turn) -> list[dict[str, Any]]:
+def _turn_messages(turn: _Turn) -> list[dict[str, object]]:
     return [user_message(turn.message), *turn.loop.new_messages]
 
 
@@ -488,7 +486,7 @@ def _turn_messages(turn: _Turn) -> list[dict[str, Any]]:
 _LABELLED_KINDS = ("heartbeat", "manual")
 
 
-def _stored_turn_messages(turn: _Turn) -> list[dict[str, Any]]:
+def _stored_turn_messages(turn: _Turn) -> list[dict[str, object]]:
     """The turn's messages as the transcript keeps them: a scheduled or manual run's prompt
     carries `meta` (its run's kind, trigger and id)."""
     messages = _turn_messages(turn)
@@ -519,7 +517,7 @@ def _save_transcript(turn: _Turn) -> tuple[str | None, Any]:
     return etag, trimmed
 
 
-def _unsummarised(turn: _Turn, trimmed: list[dict[str, Any]], *, keep: int) -> tuple[list[Any], int]:
+def _unsummarised(turn: _Turn, trimmed: Sequence[Mapping[str, object]], *, keep: int) -> tuple[list[Any], int]:
     """The cut messages the running summary may not hold yet (CM8), kept in the transcript
     object until a summary covers them: those the session's summary does not cover, and those
     this turn cut. Numbered by the session's count of cut messages, so a summary that failed or
@@ -542,7 +540,7 @@ def _unsummarised(turn: _Turn, trimmed: list[dict[str, Any]], *, keep: int) -> t
     return [by_number.get(n) for n in range(start, before + len(trimmed))], start
 
 
-def _session_changes(turn: _Turn, trimmed: Any) -> dict[str, Any]:
+def _session_changes(turn: _Turn, trimmed: Any) -> dict[str, object]:
     session = turn.session or {}
     revision = int(session.get("revision", 0))
     changes: dict[str, Any] = {"revision": revision + 1, "messageCount": len(trimmed.kept), "lastRunId": turn.run.id}
@@ -572,7 +570,7 @@ def session_title(message: str) -> str:
     return message[:TITLE_CHARS]
 
 
-def _commit(turn: _Turn, result: dict[str, Any], new_etag: str | None, trimmed: Any) -> TurnOutcome:
+def _commit(turn: _Turn, result: Mapping[str, object], new_etag: str | None, trimmed: object) -> TurnOutcome:
     """One transaction: session counters and lease, run record, usage rows, the policies' items."""
     deps, loop = turn.deps, turn.loop
     before = turn.run.session_revision_before

@@ -18,7 +18,7 @@ class ExtractionPolicy(TurnPolicy):
     """`chain_id`/`chain_messages`: a council run is extracted once, over its members' replies and
     the lead's turn, with its cost under memory-extract:chain:<id8>."""
 
-    def __init__(self, queues: JobQueues, *, chain_id: str | None = None, chain_messages: list[dict[str, Any]] | None = None):
+    def __init__(self, queues: JobQueues, *, chain_id: str | None = None, chain_messages: list[dict[str, object]] | None = None):
         self.queues = queues
         self.chain_id = chain_id
         self.chain_messages = chain_messages or []

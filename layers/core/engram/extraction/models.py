@@ -3,8 +3,9 @@ it writes, and how a claim ends."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
@@ -15,7 +16,7 @@ from engram.memory.models import Memory
 class AlreadyExtracted(Exception):
     """The run's extraction already committed: a redelivered job."""
 
-    def __init__(self, marker: dict[str, Any]):
+    def __init__(self, marker: Mapping[str, object]):
         super().__init__("already extracted")
         self.marker = marker
 

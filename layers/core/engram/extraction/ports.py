@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from engram.extraction.models import Claim, RowWrite
 from engram.memory.models import Memory
@@ -33,7 +33,7 @@ class ExtractionClaims(Protocol):
         run_id: str,
         claim: Claim,
         *,
-        outcome: dict[str, Any],
+        outcome: dict[str, object],
         usage: UsageRow | None,
         rows: list[RowWrite],
         memory_limit: int,

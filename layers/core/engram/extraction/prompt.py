@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import ValidationError
@@ -38,7 +39,7 @@ def _clip(text: str, limit: int) -> str:
     return text[:head] + marker + text[-tail:]
 
 
-def _block_text(content: Any) -> str:
+def _block_text(content: object) -> str:
     if isinstance(content, str):
         return content
     if isinstance(content, list):
@@ -46,7 +47,7 @@ def _block_text(content: Any) -> str:
     return json.dumps(content, ensure_ascii=False, default=str)
 
 
-def render_transcript(messages: list[dict[str, Any]]) -> str:
+def render_transcript(messages: Sequence[Mapping[str, object]]) -> str:
     """The run as plain lines: `User: ...`, `Assistant: ...`, tool calls and results in short."""
     lines: list[str] = []
     for message in messages or []:
@@ -127,7 +128,7 @@ _SCOPES_BOTH = '"workspace" for project facts useful to any agent of the workspa
 _SCOPES_AGENT = '"agent" (this agent has no workspace, so every fact belongs to the agent)'
 
 
-def tool_spec(scopes: list[str]) -> dict[str, Any]:
+def tool_spec(scopes: list[str]) -> dict[str, object]:
     return {
         "name": EXTRACTION_TOOL,
         "description": "Record the durable facts distilled from the run (an empty list when there are none).",
@@ -218,7 +219,7 @@ def fit_request(
     return None
 
 
-def parse_answer(content: list[dict[str, Any]]) -> Answer | None:
+def parse_answer(content: Sequence[Mapping[str, object]]) -> Answer | None:
     """The forced tool call's input, validated; None when the answer is malformed."""
     calls = [b for b in content if b.get("type") == "tool_use" and b.get("name") == EXTRACTION_TOOL]
     if len(calls) != 1:

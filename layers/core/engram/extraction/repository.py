@@ -10,7 +10,7 @@ stores nothing, and a job that died half-way stored nothing and is simply run ag
 from __future__ import annotations
 
 import time
-from typing import Any
+from collections.abc import Mapping
 
 from engram.aws import keys, quotas
 from engram.aws.table import ConditionFailed, Table
@@ -25,7 +25,7 @@ from engram.usage.repository import UsageRepository
 MARKER_TTL_S = 15 * 86400
 
 
-class ExtractionStore:
+class ExtractionRepository:
     def __init__(self, table: Table, memories: MemoryRepository | None = None, usage: UsageRepository | None = None):
         self.table = table
         self.memories = memories or MemoryRepository(table)
@@ -91,7 +91,7 @@ class ExtractionStore:
         run_id: str,
         claim: Claim,
         *,
-        outcome: dict[str, Any],
+        outcome: Mapping[str, object],
         usage: UsageRow | None,
         rows: list[RowWrite],
         memory_limit: int,
@@ -140,7 +140,7 @@ class ExtractionStore:
                 rows = fitting
         raise RowsChanged("the memory quota kept changing while the extraction committed", code="memory_changed")
 
-    def _marker_op(self, t: str, agent_id: str, run_id: str, claim: Claim, outcome: dict[str, Any]) -> dict[str, Any]:
+    def _marker_op(self, t: str, agent_id: str, run_id: str, claim: Claim, outcome: Mapping[str, object]) -> dict[str, object]:
         return self.table.update_op(
             keys.agent_pk(t, agent_id),
             keys.extract_marker_sk(run_id),
@@ -150,7 +150,7 @@ class ExtractionStore:
             values={":done": "done", ":outcome": outcome, ":iso": now_iso(), ":attempt": claim.attempt_id, ":running": "running"},
         )
 
-    def _row_op(self, t: str, row: RowWrite) -> dict[str, Any]:
+    def _row_op(self, t: str, row: RowWrite) -> dict[str, object]:
         item = self.memories.item(t, row.memory, row.owner_id)
         if row.expect_updated_at is None:
             return self.table.put_op(item, condition="attribute_not_exists(PK)")

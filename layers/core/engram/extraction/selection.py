@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -126,7 +127,7 @@ def plan_writes(
     *,
     stored: dict[str, Memory],
     targets: dict[str, str],
-    origin: dict[str, Any],
+    origin: Mapping[str, object],
     now: str,
 ) -> tuple[list[RowWrite], list[str], list[str], Counter[str]]:
     """The rows to put: new or updated auto rows, and the rows they supersede (archived, linked)."""

@@ -39,6 +39,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections import Counter
+from collections.abc import Mapping
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any, Literal
@@ -154,11 +155,11 @@ def _target_scopes(agent: Agent) -> dict[str, str]:
     return targets
 
 
-def _count(name: str, value: float = 1, unit: Any = MetricUnit.Count) -> None:
+def _count(name: str, value: float = 1, unit: MetricUnit = MetricUnit.Count) -> None:
     metrics.add_metric(name=name, unit=unit, value=value)
 
 
-def _finish(outcome: Outcome, log: dict[str, Any], started: float) -> Outcome:
+def _finish(outcome: Outcome, log: Mapping[str, object], started: float) -> Outcome:
     _count("ExtractWorkerLatency", (time.monotonic() - started) * 1000, MetricUnit.Milliseconds)
     if outcome.status in ("skipped", "duplicate_job"):
         _count("ExtractSkipped")
@@ -179,7 +180,7 @@ def _finish(outcome: Outcome, log: dict[str, Any], started: float) -> Outcome:
     return outcome
 
 
-def process_extraction_job(deps: ModelDeps, raw: Any, *, remaining_s: float | None = None) -> Outcome:
+def process_extraction_job(deps: ModelDeps, raw: object, *, remaining_s: float | None = None) -> Outcome:
     """One extraction job. Returns what it did; raises only when SQS should deliver it again
     (an invalid job, a model or AWS failure, a concurrent delivery, a row changed under it).
     Every failure is logged with the run id and counted."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any, Protocol
+from typing import Protocol
 
 from engram.facts.models import Fact
 
@@ -15,7 +15,7 @@ class DuplicateText(Exception):
 class Facts(Protocol):
     """Durable facts about the user, ranked for the prompt."""
 
-    def item(self, t: str, f: Fact) -> dict[str, Any]: ...
+    def item(self, t: str, f: Fact) -> dict[str, object]: ...
 
     def create(self, t: str, f: Fact, *, limit: int, replacing: str | None = None) -> None:
         """A new active fact claiming its text, within the tenant's `limit` of active facts

@@ -11,14 +11,13 @@ the partition, so deleting the account deletes them; lists and export read `FACT
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
 
 from engram.aws import keys, quotas
+from engram.aws.keys import inverse_recency
 from engram.aws.table import Cancelled, ConditionFailed, Table
 from engram.facts.models import Fact, text_digest
 from engram.facts.ports import DuplicateText
 from engram.kernel.errors import Conflict
-from engram.memory.repository import inverse_recency
 
 _CHANGED = "the fact changed while it was being updated; retry"
 
@@ -31,7 +30,7 @@ class FactRepository:
     def __init__(self, table: Table):
         self.table = table
 
-    def item(self, t: str, f: Fact) -> dict[str, Any]:
+    def item(self, t: str, f: Fact) -> dict[str, object]:
         item = {"PK": keys.user_pk(t), "SK": keys.fact_sk(f.id), **f.model_dump(by_alias=True, mode="json")}
         if f.archived_at is None:
             item["GSI2PK"] = keys.fact_rank_pk(t)
@@ -77,7 +76,7 @@ class FactRepository:
         ]
         self._commit(t, f, ops, was_active=was_active, limit=limit)
 
-    def _commit(self, t: str, f: Fact, ops: list[dict[str, Any]], *, was_active: bool | None, limit: int) -> None:
+    def _commit(self, t: str, f: Fact, ops: list[dict[str, object]], *, was_active: bool | None, limit: int) -> None:
         active = f.archived_at is None
         try:
             if was_active is None or was_active == active:
@@ -111,7 +110,7 @@ class FactRepository:
         self.table.put({"PK": pk, "SK": keys.FACT_TEXT_INDEXED_SK})
 
     @staticmethod
-    def _text_row(pk: str, f: Fact) -> dict[str, Any]:
+    def _text_row(pk: str, f: Fact) -> dict[str, object]:
         return {"PK": pk, "SK": keys.fact_text_sk(text_digest(f.fact)), "factId": f.id}
 
     def get(self, t: str, fact_id: str) -> Fact | None:

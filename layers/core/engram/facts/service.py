@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
+from engram.aws.keys import inverse_recency
 from engram.facts.models import Fact, FactUpdate, normalised
 from engram.facts.ports import DuplicateText
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page_ranked
 from engram.kernel.validation import check_text, refuse_secrets
-from engram.memory.repository import inverse_recency
 from engram.wiring.stores import Stores
 
 
@@ -22,7 +22,7 @@ def add_fact(
     source: str,
     confidence: str,
     topic: str | None = None,
-    origin: dict[str, Any] | None = None,
+    origin: Mapping[str, object] | None = None,
 ) -> tuple[Fact, bool]:
     """Adds a fact (referenced at creation, so it can enter the prompt's top 10 at once).
     Restating an active fact refreshes it instead of duplicating it. The duplicate check reads
@@ -68,7 +68,7 @@ def _list_rank(f: Fact) -> str:
     return f"{1 if f.archived_at else 0}#{inverse_recency(f.last_referenced_at or f.created_at):013d}#{f.id}"
 
 
-def list_facts(deps: Stores, t: str, *, include_archived: bool = False, limit: int, token: str | None) -> dict[str, Any]:
+def list_facts(deps: Stores, t: str, *, include_archived: bool = False, limit: int, token: str | None) -> dict[str, object]:
     """One page of the caller's facts in `_list_rank` order, after the token's rank (the order
     mixes active and archived facts, which no index holds together, so the facts are read and
     ordered: the response is bounded by `limit`, the read by the caller's facts)."""

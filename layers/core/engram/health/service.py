@@ -5,8 +5,6 @@ chat model, whether it can be used, and the step that is missing. It does not ca
 
 from __future__ import annotations
 
-from typing import Any
-
 from engram.aws.model_key import api_key
 from engram.kernel.errors import ModelNotConfigured
 from engram.kernel.settings import PROVIDER_NOT_SET, Settings
@@ -18,7 +16,7 @@ ANTHROPIC_STEP = (
 BEDROCK_STEP = "enable access to the Claude models in the Bedrock console of the stack's region (checked on the first turn)"
 
 
-def model_status(settings: Settings) -> dict[str, Any]:
+def model_status(settings: Settings) -> dict[str, object]:
     """Raises ModelNotConfigured (503) when a deployed function names no provider (MODEL_PROVIDER)."""
     provider = settings.model_provider
     if provider is None:

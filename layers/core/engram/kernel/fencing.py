@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any
 
 FENCE_TAG = "memory"
 
@@ -48,7 +47,7 @@ _BREAKS = re.compile(r"[\s\x00-\x1f\x7f-\x9f]+")
 _FENCE_TAGS = re.compile(rf"<(\s*/?\s*{FENCE_TAG})", re.I)
 
 
-def data_json(value: Any) -> str:
+def data_json(value: object) -> str:
     """Any JSON value as one line of JSON that cannot open or close a tag."""
     text = json.dumps(value, ensure_ascii=False, default=str)
     for raw, escaped in _JSON_ESCAPES:

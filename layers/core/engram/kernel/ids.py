@@ -10,6 +10,8 @@ import time
 from engram.kernel.errors import BadRequest
 
 ID_PATTERN = r"^[A-Za-z0-9_-]{1,64}$"
+# Every agent has this session, created with it; chat and Active Memory runs share it.
+DASHBOARD = "dashboard"
 _ID_RE = re.compile(ID_PATTERN)
 _CROCKFORD = "0123456789abcdefghjkmnpqrstvwxyz"
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
@@ -48,7 +48,7 @@ class Resource(BaseModel):
     created_at: str
     updated_at: str
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, object]:
         return self.model_dump(by_alias=True, mode="json")
 
 
@@ -63,7 +63,7 @@ def changes_of(body: BaseModel, nullable: set[str]) -> dict[str, Any]:
     return changes
 
 
-def page(items: list[Any], token: str | None) -> dict[str, Any]:
+def page(items: Sequence[object], token: str | None) -> dict[str, object]:
     """A list response: `{items, nextToken}` with each item in its public shape."""
     return {"items": [i.public() if hasattr(i, "public") else i for i in items], "nextToken": token}
 
@@ -72,7 +72,9 @@ def _bad_token() -> BadRequest:
     return BadRequest("nextToken is not a token this list issued", field="nextToken", code="invalid_token")
 
 
-def page_ranked(rows: list[Any], rank: Callable[[Any], str], *, list_id: str, limit: int, token: str | None) -> dict[str, Any]:
+def page_ranked(
+    rows: Sequence[object], rank: Callable[[Any], str], *, list_id: str, limit: int, token: str | None
+) -> dict[str, Any]:
     """One page of a list kept in a computed order (the order no index holds: LT3's memory lists,
     facts active-first): the rows after the token's rank, at most `limit`. The token carries the
     last row's rank and the list it came from (a token of another list or tenant is a 400), so a

@@ -31,10 +31,10 @@ class _LambdaTracingOnly:
     but without the SDK's subsegments for each AWS call, and aws_xray_sdk (~0.3 s of a cold
     start) is never imported. The same decorator names as powertools' Tracer."""
 
-    def capture_lambda_handler(self, lambda_handler: Any = None, **_options: Any) -> Any:
+    def capture_lambda_handler(self, lambda_handler: object = None, **_options: object) -> object:
         return lambda_handler if lambda_handler is not None else (lambda handler: handler)
 
-    def capture_method(self, method: Any = None, **_options: Any) -> Any:
+    def capture_method(self, method: object = None, **_options: object) -> object:
         return method if method is not None else (lambda function: function)
 
 

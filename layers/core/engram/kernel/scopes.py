@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
 
-def granted_scopes(claims: dict[str, Any]) -> set[str]:
+def granted_scopes(claims: Mapping[str, object]) -> set[str]:
     """`scope` (space-separated, RFC 8693; Cognito) or `scp` (a list or a string; Okta, Entra ID).
     API Gateway passes a list claim as its text `[a b]`."""
     granted: set[str] = set()

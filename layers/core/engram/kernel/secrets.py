@@ -688,7 +688,7 @@ def secret_values(text: str) -> set[str]:
     return {_SPACE.sub("", value) for _, value in _findings(normalise(text), decode=True) if len(value) >= 4}
 
 
-def find_secret_in_value(value: Any) -> str | None:
+def find_secret_in_value(value: object) -> str | None:
     """`find_secret` over a JSON value: each string or number leaf is read with the name it sits
     under (`{"password": "hunter2"}` reads "password: hunter2"), and every name on its own. Callers
     bound the value's size; each leaf is read once, and no nesting is too deep (no recursion)."""

@@ -36,7 +36,7 @@ def refuse_secrets(field: str, *texts: str | None) -> None:
             raise secret_refused(field, kind)
 
 
-def refuse_secret_value(field: str, value: Any) -> None:
+def refuse_secret_value(field: str, value: object) -> None:
     """The same for a JSON value (run inputs, run memory): names are read with their values."""
     from engram.kernel.secrets import find_secret_in_value
 
@@ -76,7 +76,7 @@ def storable_number(value: int | float | Decimal) -> Decimal | None:
     return Decimal((sign, tuple(kept), int(exponent)))
 
 
-def unstorable_number(value: Any, path: str = "") -> str | None:
+def unstorable_number(value: object, path: str = "") -> str | None:
     """The path (`inputs.a`, `fields.score.min`, `items.0`) of the first number in a JSON value
     that DynamoDB cannot store, or None. Walks iteratively: bodies nest at most 32 levels, items
     deeper (a model's tool input)."""
@@ -95,7 +95,7 @@ def unstorable_number(value: Any, path: str = "") -> str | None:
     return None
 
 
-def refuse_unstorable_numbers(value: Any, path: str = "") -> None:
+def refuse_unstorable_numbers(value: object, path: str = "") -> None:
     """BadRequest `number_out_of_range` naming the field of the first number DynamoDB cannot store."""
     field = unstorable_number(value, path)
     if field is not None:

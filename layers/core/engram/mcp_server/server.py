@@ -134,7 +134,7 @@ def _register_read_tools(server: MCPServer) -> None:
         """An agent's or a workspace's long-term memories: matching `query`, or a page of all of them."""
         c = _caller()
 
-        def run() -> dict[str, Any]:
+        def run() -> dict[str, object]:
             if not query.strip():
                 return memory.list_memories(c.deps, c.t, scope, ownerId, limit=limit, token=nextToken)
             if scope == "agent":
@@ -167,7 +167,7 @@ def _register_write_tools(server: MCPServer) -> None:
         """Tell Engram a fact about you (refused if it looks like a secret)."""
         c = _caller(writes=True)
 
-        def run() -> dict[str, Any]:
+        def run() -> dict[str, object]:
             body = FactCreate.model_validate({"fact": fact, "topic": topic, "confidence": confidence})
             row, created = facts.add_fact(c.deps, c.t, body.fact, source="profile", confidence=body.confidence, topic=body.topic)
             return {**row.public(), "created": created}
@@ -192,7 +192,7 @@ def _register_write_tools(server: MCPServer) -> None:
         """Store (or update, by key) a long-term memory of an agent or a workspace."""
         c = _caller(writes=True)
 
-        def run() -> dict[str, Any]:
+        def run() -> dict[str, object]:
             body = MemoryCreate.model_validate({"key": key, "value": value, "importance": importance, "pinned": pinned})
             fields = body.model_dump(exclude={"key", "value", "source"}, exclude_unset=True)
             row, created = memory.upsert_memory(
@@ -207,7 +207,7 @@ def _register_write_tools(server: MCPServer) -> None:
         """Delete one long-term memory of an agent or a workspace."""
         c = _caller(writes=True)
 
-        def run() -> dict[str, Any]:
+        def run() -> dict[str, object]:
             memory.delete_memory(c.deps, c.t, scope, ownerId, memoryId)
             return {"id": memoryId, "deleted": True}
 
@@ -274,7 +274,7 @@ def handle(deps: Stores, who: Principal, headers: Mapping[str, str], body: bytes
     chunks: list[bytes] = []
     delivered = [False]
 
-    async def receive() -> dict[str, Any]:
+    async def receive() -> dict[str, object]:
         if not delivered[0]:
             delivered[0] = True
             return {"type": "http.request", "body": body, "more_body": False}

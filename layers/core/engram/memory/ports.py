@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from engram.memory.models import Memory
 
@@ -10,7 +10,7 @@ from engram.memory.models import Memory
 class Memories(Protocol):
     """Memories of one owner (user, workspace, agent), ranked for the prompt."""
 
-    def item(self, t: str, m: Memory, owner_id: str) -> dict[str, Any]: ...
+    def item(self, t: str, m: Memory, owner_id: str) -> dict[str, object]: ...
 
     def put(self, t: str, m: Memory, owner_id: str, *, expect_updated_at: str | None = None) -> None:
         """With `expect_updated_at` (read-modify-write), refused if the row changed since it was read."""

@@ -9,20 +9,13 @@ however many rows exist. Director learnings are indexed per agent on GSI1 instea
 from __future__ import annotations
 
 import time
-from datetime import datetime
-from typing import Any
 
 from engram.aws import keys, quotas
 from engram.aws.table import ConditionFailed, Table
 from engram.kernel.errors import Conflict, NotFound
 from engram.memory.models import Memory, is_director_learning, is_live
 
-_MAX_EPOCH_MS = 9_999_999_999_999
 _CHANGED = "the memory changed while it was being updated; retry"
-
-
-def epoch_ms(iso: str) -> int:
-    return int(datetime.fromisoformat(iso.replace("Z", "+00:00")).timestamp() * 1000)
 
 
 def owner_pk(t: str, scope: str, owner_id: str) -> str:
@@ -30,19 +23,15 @@ def owner_pk(t: str, scope: str, owner_id: str) -> str:
 
 
 def memory_rank(m: Memory) -> str:
-    recency = _MAX_EPOCH_MS - epoch_ms(m.updated_at)
+    recency = keys.inverse_recency(m.updated_at)
     return f"{0 if m.pinned else 1}#{100 - m.importance:03d}#{recency:013d}#{m.id}"
-
-
-def inverse_recency(iso: str) -> int:
-    return _MAX_EPOCH_MS - epoch_ms(iso)
 
 
 class MemoryRepository:
     def __init__(self, table: Table):
         self.table = table
 
-    def item(self, t: str, m: Memory, owner_id: str) -> dict[str, Any]:
+    def item(self, t: str, m: Memory, owner_id: str) -> dict[str, object]:
         pk = owner_pk(t, m.scope, owner_id)
         item = {"PK": pk, "SK": keys.memory_sk(m.id), "ownerId": owner_id, **m.model_dump(by_alias=True, mode="json")}
         if m.archived_at is None and is_director_learning(m):

@@ -15,14 +15,16 @@ cached prompt prefix survives from turn to turn.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable, Sequence
 
 from engram.engine.prompt import PromptSection, estimate_tokens
+from engram.engine.tools import ToolContext
 from engram.facts.models import Fact
 from engram.kernel.fencing import fence, quote, token
 from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
 from engram.memory.models import Memory
+from engram.wiring.stores import stores_of
 
 # Rows read for the agent section before the token budget cuts; bounded like everything else.
 _AGENT_ROWS_READ = 200
@@ -70,10 +72,10 @@ def _memory_line(m: Memory) -> str:
 
 
 # --- agent memory ---------------------------------------------------------------------------
-def load_agent_memory(ctx: Any) -> list[Memory]:
+def load_agent_memory(ctx: ToolContext) -> list[Memory]:
     if not ctx.agent.agent_memory:
         return []
-    rows: list[Memory] = ctx.deps.memories.top(
+    rows: list[Memory] = stores_of(ctx).memories.top(
         ctx.tenant, "agent", ctx.agent.id, limit=_AGENT_ROWS_READ, session_id=ctx.session_id
     )
     return rows
@@ -91,11 +93,11 @@ def render_agent_memory(rows: list[Memory], budget_tokens: int) -> str | None:
 
 
 # --- workspace memory -----------------------------------------------------------------------
-def load_workspace_memory(ctx: Any) -> list[Memory]:
+def load_workspace_memory(ctx: ToolContext) -> list[Memory]:
     if not ctx.agent.workspace_id:
         return []
-    rows = ctx.deps.settings.workspace_memory_rows
-    found: list[Memory] = ctx.deps.memories.top(
+    rows = ctx.settings.workspace_memory_rows
+    found: list[Memory] = stores_of(ctx).memories.top(
         ctx.tenant, "workspace", ctx.agent.workspace_id, limit=rows * _WINDOW, session_id=ctx.session_id
     )
     return found
@@ -114,18 +116,18 @@ def render_workspace_memory(rows: list[Memory], budget_tokens: int | None = None
 
 
 # --- user facts -----------------------------------------------------------------------------
-def load_user_facts(ctx: Any) -> list[Fact]:
-    shown = ctx.deps.settings.user_fact_rows
-    facts: list[Fact] = ctx.deps.facts.top(ctx.tenant, shown * _WINDOW)
+def load_user_facts(ctx: ToolContext) -> list[Fact]:
+    shown = ctx.settings.user_fact_rows
+    facts: list[Fact] = stores_of(ctx).facts.top(ctx.tenant, shown * _WINDOW)
     if facts[:shown]:
         # Injecting a fact is referencing it; the bump runs beside the turn, off its critical path.
-        ctx.background.append(ctx.deps.executor.submit(_bump, ctx, facts[:shown]))
+        ctx.background.append(stores_of(ctx).executor.submit(_bump, ctx, facts[:shown]))
     return facts
 
 
-def _bump(ctx: Any, facts: list[Fact]) -> None:
+def _bump(ctx: ToolContext, facts: list[Fact]) -> None:
     try:
-        ctx.deps.facts.bump(ctx.tenant, facts, now_iso())
+        stores_of(ctx).facts.bump(ctx.tenant, facts, now_iso())
     except Exception:
         logger.exception("could not bump lastReferencedAt of injected facts")
 
@@ -163,7 +165,7 @@ def render_user_facts(facts: list[Fact], budget_tokens: int | None = None, *, sh
 _last: list[tuple[object, list[str]]] = []
 
 
-def _lines(rows: list[Any], line: Any) -> list[str]:
+def _lines[R](rows: Sequence[R], line: Callable[[R], str]) -> list[str]:
     """The entry lines of `rows`, rendered once for the several renders of one turn (the last
     list seen is kept; a turn in another thread only makes the next one render again)."""
     for seen, lines in list(_last):
@@ -174,7 +176,7 @@ def _lines(rows: list[Any], line: Any) -> list[str]:
     return lines
 
 
-def _all_lines(line: Any) -> Any:
+def _all_lines[R](line: Callable[[R], str]) -> Callable[[Sequence[R]], list[str]]:
     return lambda rows: _lines(rows, line)
 
 

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping
 from typing import Any
 
+from engram.agents.models import Agent
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id
 from engram.kernel.model import now_iso, page_ranked
@@ -80,9 +82,9 @@ def upsert_memory(
     key: str,
     value: str,
     source: str,
-    fields: dict[str, Any] | None = None,
+    fields: Mapping[str, object] | None = None,
     session_id: str | None = None,
-    origin: dict[str, Any] | None = None,
+    origin: Mapping[str, object] | None = None,
     owner_checked: bool = False,
 ) -> tuple[Memory, bool]:
     """Creates the row for (scope, owner, key) or updates it in place; returns (row, created)."""
@@ -132,7 +134,7 @@ def _list_rank(m: Memory) -> str:
 
 def list_memories(
     deps: Stores, t: str, scope: str, owner_id: str, *, include_archived: bool = False, limit: int, token: str | None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     """One page of the owner's memories in LT3's order. The order is no index's (archived rows and
     director learnings are in none), so the owner's rows are read and ordered, and the page is cut
     after the token's rank: the response is bounded by `limit`, the read by the owner's rows."""
@@ -198,8 +200,8 @@ def _terms(text: str) -> set[str]:
 
 
 def recall(
-    deps: Stores, t: str, *, agent: Any, session_id: str, query: str, scopes: list[str], limit: int
-) -> list[dict[str, Any]]:
+    deps: Stores, t: str, *, agent: Agent, session_id: str, query: str, scopes: list[str], limit: int
+) -> list[dict[str, object]]:
     """Live memories of the given scopes that share words with the query, best first (an empty
     query lists the top rows). Reads only this tenant's partitions."""
     wanted = _terms(query)

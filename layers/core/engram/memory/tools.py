@@ -12,6 +12,7 @@ from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry, re
 from engram.facts import service as facts
 from engram.memory import service as memory_service
 from engram.memory.models import memory_id
+from engram.wiring.stores import stores_of
 
 Scope = Literal["agent", "workspace", "user"]
 
@@ -20,7 +21,7 @@ def slug(text: str, limit: int = 60) -> str:
     return re.sub(r"[^a-z0-9]+", "-", text.lower()).strip("-")[:limit].strip("-") or "note"
 
 
-def _origin(ctx: ToolContext) -> dict[str, Any]:
+def _origin(ctx: ToolContext) -> dict[str, object]:
     return {"runId": ctx.run_id, "sessionId": ctx.session_id, "agentId": ctx.agent.id}
 
 
@@ -44,8 +45,8 @@ class StoreInput(BaseModel):
     )
 
 
-def _store(ctx: ToolContext, inp: StoreInput) -> Any:
-    deps, t, agent = ctx.deps, ctx.tenant, ctx.agent
+def _store(ctx: ToolContext, inp: StoreInput) -> object:
+    deps, t, agent = stores_of(ctx), ctx.tenant, ctx.agent
     refuse_secrets_of_the_turn(ctx, "value", inp.value, inp.key)
     if inp.scope == "user":
         fact, created = facts.add_fact(
@@ -81,7 +82,7 @@ _WORKSPACE_NOTE = re.compile(
 )
 
 
-def _store_intent(text: str) -> dict[str, Any] | None:
+def _store_intent(text: str) -> dict[str, object] | None:
     match = _WORKSPACE_NOTE.match(text)
     return {"value": match.group(1).strip().rstrip("."), "scope": "workspace"} if match else None
 
@@ -95,10 +96,10 @@ class RecallInput(BaseModel):
     limit: Annotated[int, Field(ge=1, le=20)] = 10
 
 
-def _recall(ctx: ToolContext, inp: RecallInput) -> Any:
+def _recall(ctx: ToolContext, inp: RecallInput) -> object:
     scopes: list[str] = ["agent", "workspace", "user"] if inp.scope == "all" else [inp.scope]
     hits = memory_service.recall(
-        ctx.deps, ctx.tenant, agent=ctx.agent, session_id=ctx.session_id, query=inp.query, scopes=scopes, limit=inp.limit
+        stores_of(ctx), ctx.tenant, agent=ctx.agent, session_id=ctx.session_id, query=inp.query, scopes=scopes, limit=inp.limit
     )
     return hits or "no matching memories"
 
@@ -106,7 +107,7 @@ def _recall(ctx: ToolContext, inp: RecallInput) -> Any:
 _RECALL = re.compile(r"^\s*(?:what do you (?:remember|know) about|recall)\s+(?!me\b)(.{2,}?)\s*\??$", re.I)
 
 
-def _recall_intent(text: str) -> dict[str, Any] | None:
+def _recall_intent(text: str) -> dict[str, object] | None:
     match = _RECALL.match(text)
     return {"query": match.group(1)} if match else None
 
@@ -118,8 +119,8 @@ class ForgetMemoryInput(BaseModel):
     scope: Scope = "agent"
 
 
-def _forget_memory(ctx: ToolContext, inp: ForgetMemoryInput) -> Any:
-    deps, t, agent = ctx.deps, ctx.tenant, ctx.agent
+def _forget_memory(ctx: ToolContext, inp: ForgetMemoryInput) -> object:
+    deps, t, agent = stores_of(ctx), ctx.tenant, ctx.agent
     if inp.scope == "user":
         if not inp.fact_id:
             return ToolOutcome("fact_id is required for scope user", is_error=True)
@@ -148,10 +149,10 @@ class RememberInput(BaseModel):
     confidence: Literal["asserted", "inferred"] = Field("inferred", description="asserted when the user said it outright.")
 
 
-def _remember(ctx: ToolContext, inp: RememberInput) -> Any:
+def _remember(ctx: ToolContext, inp: RememberInput) -> object:
     refuse_secrets_of_the_turn(ctx, "fact", inp.fact)
     fact, created = facts.add_fact(
-        ctx.deps, ctx.tenant, inp.fact, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
+        stores_of(ctx), ctx.tenant, inp.fact, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
     )
     return {"factId": fact.id, "created": created}
 
@@ -159,7 +160,7 @@ def _remember(ctx: ToolContext, inp: RememberInput) -> Any:
 _REMEMBER = re.compile(r"^\s*(?:please\s+)?remember(?!\s+for the (?:workspace|team))(?:\s+that)?[:,]?\s+(.{3,})$", re.I | re.S)
 
 
-def _remember_intent(text: str) -> dict[str, Any] | None:
+def _remember_intent(text: str) -> dict[str, object] | None:
     match = _REMEMBER.match(text)
     return {"fact": match.group(1).strip().rstrip("."), "confidence": "asserted"} if match else None
 
@@ -170,8 +171,8 @@ class ForgetInput(BaseModel):
     reason: Literal["agent_forget", "user_corrected"] = "agent_forget"
 
 
-def _forget(ctx: ToolContext, inp: ForgetInput) -> Any:
-    deps, t = ctx.deps, ctx.tenant
+def _forget(ctx: ToolContext, inp: ForgetInput) -> object:
+    deps, t = stores_of(ctx), ctx.tenant
     fact_id = inp.fact_id
     if not fact_id and inp.fact:
         wanted = memory_service._terms(inp.fact)
@@ -190,7 +191,7 @@ def _forget(ctx: ToolContext, inp: ForgetInput) -> Any:
 _FORGET = re.compile(r"^\s*(?:please\s+)?forget(?:\s+that)?\s+(.{3,}?)\.?$", re.I | re.S)
 
 
-def _forget_intent(text: str) -> dict[str, Any] | None:
+def _forget_intent(text: str) -> dict[str, object] | None:
     match = _FORGET.match(text)
     return {"fact": match.group(1)} if match else None
 

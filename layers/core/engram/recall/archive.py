@@ -28,7 +28,7 @@ next incremental read.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
 from engram.aws import keys
@@ -42,7 +42,7 @@ KIND_MESSAGE = "msg"
 KIND_TOMBSTONE = "session_deleted"
 
 
-def message_text(message: dict[str, Any]) -> str:
+def message_text(message: Mapping[str, object]) -> str:
     """The text blocks of a message, joined (tool_use / tool_result / images are left out)."""
     content = message.get("content")
     if isinstance(content, str):
@@ -55,7 +55,7 @@ def message_text(message: dict[str, Any]) -> str:
     return "\n".join(t.strip() for t in texts if t.strip())
 
 
-def _tool_names(message: dict[str, Any]) -> list[str]:
+def _tool_names(message: Mapping[str, object]) -> list[str]:
     content = message.get("content")
     if not isinstance(content, list):
         return []
@@ -90,7 +90,7 @@ def on_session_deleted(hook: Callable[[str, str, str], None]) -> None:
     _session_deleted_hooks.append(hook)
 
 
-class ArchiveStore:
+class ArchiveRepository:
     def __init__(self, table: Table):
         self.table = table
 
@@ -106,12 +106,12 @@ class ArchiveStore:
         agent_id: str,
         session_id: str,
         run_id: str,
-        messages: list[dict[str, Any]],
+        messages: Sequence[Mapping[str, object]],
         created_at: str,
         *,
         speakers: dict[str, str] | None = None,
         archived_at: str | None = None,
-    ) -> list[dict[str, Any]]:
+    ) -> list[dict[str, object]]:
         """Plain attribute dicts (keys included) for the text messages of one turn, ready for ``serialize``.
 
         ``speakers`` maps a role to a label (e.g. a person's name); ``archived_at`` (default
@@ -159,7 +159,7 @@ class ArchiveStore:
                 seq += 1
         return items
 
-    def put_many(self, t: str, agent_id: str, items: list[dict[str, Any]]) -> int:
+    def put_many(self, t: str, agent_id: str, items: Sequence[Mapping[str, object]]) -> int:
         """BatchWriteItem in batches of 25, retrying unprocessed items with backoff. Returns the count."""
         pk = keys.agent_pk(t, agent_id)
         for item in items:
@@ -169,7 +169,7 @@ class ArchiveStore:
         return len(items)
 
     # --- reading ------------------------------------------------------------------------------
-    def load_since(self, t: str, agent_id: str, after: str | None, *, limit: int | None = None) -> list[dict[str, Any]]:
+    def load_since(self, t: str, agent_id: str, after: str | None, *, limit: int | None = None) -> list[dict[str, object]]:
         """Archive items (and tombstones) whose GSI1SK sorts after ``after``, oldest first.
 
         ``after`` is an archivedAt prefix (e.g. an ISO timestamp); None reads everything.
@@ -182,7 +182,7 @@ class ArchiveStore:
         newest = self.table.query_all(gsi_pk, index="GSI1", sk_after=after, newest_first=True, max_items=limit)
         return newest[::-1]
 
-    def agent_items(self, t: str, agent_id: str, *, page_size: int = 500) -> Iterator[dict[str, Any]]:
+    def agent_items(self, t: str, agent_id: str, *, page_size: int = 500) -> Iterator[dict[str, object]]:
         """Every archived message of an agent (all its sessions), session by session in time order,
         one page in memory at a time (account export); tombstones are not messages."""
         token: str | None = None
@@ -194,7 +194,7 @@ class ArchiveStore:
             if not token:
                 return
 
-    def session_items(self, t: str, agent_id: str, session_id: str) -> list[dict[str, Any]]:
+    def session_items(self, t: str, agent_id: str, session_id: str) -> list[dict[str, object]]:
         """A session's archive in time order (strongly consistent: it reads the base table)."""
         return self.table.query_all(
             keys.agent_pk(t, agent_id), sk_prefix=keys.archive_session_prefix(session_id), consistent=True

@@ -34,15 +34,19 @@ from __future__ import annotations
 import threading
 import time
 from collections import OrderedDict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram.kernel.ids import check_id
 from engram.recall.archive import KIND_MESSAGE, KIND_TOMBSTONE, on_session_deleted
 from engram.recall.params import Params
 from engram.recall.ports import Archive
 from engram.recall.search import SearchIndex
+
+if TYPE_CHECKING:
+    from engram.wiring.stores import Stores
 
 MAX_AGENTS = 32
 MAX_TURNS_PER_AGENT = 5000
@@ -55,10 +59,9 @@ TOOL_TEXT_CHARS = 600  # text of one hit as the tool shows it to the model
 PARAMS = Params()
 
 
-def archive_of(deps: Any) -> Archive:
+def archive_of(deps: Stores) -> Archive:
     """The archive store (a seam the recall-cache tests replace)."""
-    archive: Archive = deps.archive
-    return archive
+    return deps.archive
 
 
 def _iso(ts: float) -> str:
@@ -84,7 +87,7 @@ class _Entry:
 _INTERNAL = ("SK", "archivedAt", "kind")
 
 
-def _public(item: dict[str, Any]) -> dict[str, Any]:
+def _public(item: Mapping[str, object]) -> dict[str, object]:
     """What the cache holds of an item: the hit fields plus what it needs itself (``_INTERNAL``)."""
     out = {
         "kind": item.get("kind"),
@@ -127,7 +130,7 @@ class RecallCache:
 
     def search(
         self, archive: Archive, tenant: str, agent_id: str, query: str, *, limit: int, session_id: str | None
-    ) -> list[dict[str, Any]]:
+    ) -> list[dict[str, object]]:
         key = (archive.name, tenant, agent_id)
         with self._lock:
             entry = self._entries.get(key)
@@ -197,7 +200,7 @@ class RecallCache:
         entry.seen.add(public["SK"])
         entry.chars += len(public["text"])
 
-    def _rebuild(self, entry: _Entry, held: list[dict[str, Any]]) -> None:
+    def _rebuild(self, entry: _Entry, held: list[dict[str, object]]) -> None:
         entry.index, entry.items, entry.seen, entry.chars = SearchIndex(PARAMS), [], set(), 0
         for public in held:
             self._hold(entry, public)
@@ -223,7 +226,7 @@ on_session_deleted(_cache.forget)
 
 
 def conversation_search(
-    deps: Any, tenant: str, agent_id: str, query: str, *, limit: int = 10, session_id: str | None = None
+    deps: Stores, tenant: str, agent_id: str, query: str, *, limit: int = 10, session_id: str | None = None
 ) -> list[dict[str, Any]]:
     """Earlier messages of this agent with this tenant, best first, from every session (or one).
 

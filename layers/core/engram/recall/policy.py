@@ -3,8 +3,6 @@ turn's own commit transaction (no extra AWS call), so trimming the history never
 
 from __future__ import annotations
 
-from typing import Any
-
 from engram.engine.tools import ToolContext
 from engram.engine.turn import TurnPolicy
 from engram.recall.ports import Archive
@@ -14,7 +12,7 @@ class ArchivePolicy(TurnPolicy):
     def __init__(self, archive: Archive):
         self.archive = archive
 
-    def commit_items(self, ctx: ToolContext, messages: list[dict[str, Any]], at: str) -> list[dict[str, Any]]:
+    def commit_items(self, ctx: ToolContext, messages: list[dict[str, object]], at: str) -> list[dict[str, object]]:
         # The assistant's turns carry the agent's name as their speaker (a query naming the agent
         # finds its turns through the speaker field); the product knows no name for the user.
         speakers = {"assistant": ctx.agent.name}

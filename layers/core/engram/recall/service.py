@@ -4,7 +4,6 @@ gives the model, so a person finds what was said before the history cap cut it."
 from __future__ import annotations
 
 import hashlib
-from typing import Any
 
 from engram.agents.service import get_agent
 from engram.kernel.errors import BadRequest
@@ -15,7 +14,7 @@ SEARCH_HITS = 100  # the best hits of a query, paged by `limit`
 QUERY_MAX_CHARS = 500
 
 
-def search_archive(deps: Stores, t: str, agent_id: str, q: str | None, *, limit: int, token: str | None) -> dict[str, Any]:
+def search_archive(deps: Stores, t: str, agent_id: str, q: str | None, *, limit: int, token: str | None) -> dict[str, object]:
     """`GET /api/agents/{agentId}/archive/search?q=`: the agent's archived messages (every
     session) best first, each with its session, role, text, time and score; paged over the best
     SEARCH_HITS (a token is only good for the query that issued it)."""

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
 from engram.engine.tools import Tool, ToolContext, ToolRegistry
 from engram.kernel.ids import ID_PATTERN
 from engram.recall.index import TOOL_TEXT_CHARS, conversation_search
+from engram.wiring.stores import stores_of
 
 
 class ConversationSearchInput(BaseModel):
@@ -40,8 +40,8 @@ def _ago(created_at: str | None, now: datetime) -> str:
     return f"{delta.days} d ago"
 
 
-def _tool(ctx: ToolContext, args: ConversationSearchInput) -> Any:
-    hits = conversation_search(ctx.deps, ctx.tenant, ctx.agent.id, args.query, limit=args.limit, session_id=args.session_id)
+def _tool(ctx: ToolContext, args: ConversationSearchInput) -> object:
+    hits = conversation_search(stores_of(ctx), ctx.tenant, ctx.agent.id, args.query, limit=args.limit, session_id=args.session_id)
     if not hits:
         where = f"session {args.session_id}" if args.session_id else "any session"
         return f'No matches: nothing said earlier in {where} matches "{args.query}".'
@@ -73,7 +73,7 @@ _INTENTS = [
 ]
 
 
-def _intent(text: str) -> dict[str, Any] | None:
+def _intent(text: str) -> dict[str, object] | None:
     for rx in _INTENTS:
         m = rx.search(text)
         if m:

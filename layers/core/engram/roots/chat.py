@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+import functools
+from typing import Unpack
 
 from engram.cards.tools import register_tools as card_tools
 from engram.connections.tools import McpToolSource
@@ -11,8 +12,9 @@ from engram.kernel.settings import Settings
 from engram.memory.section import memory_sections
 from engram.memory.tools import register_tools as memory_tools
 from engram.recall.tools import register_tools as recall_tools
+from engram.streaming.sink import watchers
 from engram.wiring.model import ModelDeps
-from engram.wiring.stores import clients
+from engram.wiring.stores import ClientsGiven, clients
 
 
 def chat_tools() -> ToolRegistry:
@@ -24,7 +26,7 @@ def chat_tools() -> ToolRegistry:
     return registry
 
 
-def build(settings: Settings, registry: ToolRegistry | None = None, **given: Any) -> ModelDeps:
+def build(settings: Settings, registry: ToolRegistry | None = None, **given: Unpack[ClientsGiven]) -> ModelDeps:
     deps = ModelDeps(
         **clients(settings, **given),
         registry=registry or chat_tools(),
@@ -35,4 +37,5 @@ def build(settings: Settings, registry: ToolRegistry | None = None, **given: Any
         ),
     )
     deps.tool_sources.append(McpToolSource(deps))  # the agent's MCP connections (TL2)
+    deps.watch = functools.partial(watchers, deps)  # the sockets watching a turn's session (ST2)
     return deps

@@ -3,13 +3,14 @@ tools plus run memory and director learnings."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Unpack
 
 from engram.engine.tools import ToolRegistry
 from engram.kernel.settings import Settings
 from engram.roots import chat
 from engram.run_memory.tools import register_tools as run_memory_tools
 from engram.wiring.model import ModelDeps
+from engram.wiring.stores import ClientsGiven
 
 
 def run_tools() -> ToolRegistry:
@@ -18,5 +19,5 @@ def run_tools() -> ToolRegistry:
     return registry
 
 
-def build(settings: Settings, **given: Any) -> ModelDeps:
+def build(settings: Settings, **given: Unpack[ClientsGiven]) -> ModelDeps:
     return chat.build(settings, registry=run_tools(), **given)

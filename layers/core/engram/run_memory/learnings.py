@@ -11,8 +11,7 @@ section. Archived learnings drop out of the index.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from engram.kernel.fencing import fence, quote
 from engram.kernel.validation import check_text, refuse_secrets
@@ -21,7 +20,7 @@ from engram.run_memory.store import iso_micro, next_instant
 from engram.wiring.stores import Stores
 
 
-def store_learning(deps: Stores, t: str, lead_agent_id: str, text: str, *, origin: dict[str, Any] | None) -> Memory:
+def store_learning(deps: Stores, t: str, lead_agent_id: str, text: str, *, origin: Mapping[str, object] | None) -> Memory:
     """Stores one learning on the lead; secrets and overlong text are refused (BadRequest /
     PayloadTooLarge)."""
     text = check_text("learning", text, 1, deps.settings.memory_value_max_chars)
@@ -45,7 +44,7 @@ def store_learning(deps: Stores, t: str, lead_agent_id: str, text: str, *, origi
     return row
 
 
-def _gather(deps: Stores, fn: Any, args: list[Any]) -> list[Any]:
+def _gather[A, R](deps: Stores, fn: Callable[[A], R], args: Sequence[A]) -> list[R]:
     """fn(arg) for every arg, in parallel on the shared executor. The first runs on this thread,
     and any that no worker has started yet are taken back and run here too, so a caller that is
     itself on the executor (a prompt section load) can never deadlock it."""

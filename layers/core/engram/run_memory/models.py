@@ -25,9 +25,9 @@ class RunMemoryEntry(BaseModel):
     updated_at: str
     value_bytes: int = 0
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, object]:
         return self.model_dump(by_alias=True, mode="json")
 
-    def meta(self) -> dict[str, Any]:
+    def meta(self) -> dict[str, object]:
         """What memory_list shows: everything but the value."""
         return self.model_dump(by_alias=True, mode="json", exclude={"value"})

@@ -22,7 +22,7 @@ from engram.run_memory.models import RunMemoryEntry
 _OPTIONAL = ("source", "title", "description")
 
 
-def _item_fields(entry: RunMemoryEntry, run_id: str) -> dict[str, Any]:
+def _item_fields(entry: RunMemoryEntry, run_id: str) -> dict[str, object]:
     return {
         "runId": run_id,
         "key": entry.key,
@@ -38,7 +38,7 @@ def _entry(item: dict[str, Any]) -> RunMemoryEntry:
     return RunMemoryEntry.model_validate({**item, "value": json.loads(item.get("valueJson", "null"))})
 
 
-class RunMemoryStore:
+class RunMemoryRepository:
     def __init__(self, table: Table):
         self.table = table
 

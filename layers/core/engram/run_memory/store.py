@@ -1,6 +1,6 @@
 """Run memory (RM1): the namespaced scratch store of one run.
 
-Every heartbeat, manual, re-examination and council run gets one `RunMemory`. Entries live under
+Every heartbeat, manual, re-examination and council run gets one `RunScratchpad`. Entries live under
 four namespaces, each owned by whoever writes it:
 
     input:<name>   caller-supplied inputs, seeded at run start        kind input
@@ -19,17 +19,19 @@ from __future__ import annotations
 import json
 import re
 import threading
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any
 
 from engram.aws.keys import RUN_MEMORY_KEY_PATTERN
 from engram.kernel.errors import BadRequest, Conflict, PayloadTooLarge, QuotaExceeded
 from engram.kernel.settings import RUN_MEMORY_PAGE_MAX_BYTES
+from engram.kernel.state import StateKey
 from engram.kernel.validation import refuse_secret_value, refuse_secrets
 from engram.run_memory.models import RunMemoryEntry
 
 if TYPE_CHECKING:
+    from engram.engine.tools import ToolContext
     from engram.kernel.settings import Settings
     from engram.wiring.stores import Stores
 
@@ -95,7 +97,7 @@ def shared_key(name: str) -> str:
     return check_key(f"shared:{name}")
 
 
-def encode_value(value: Any, limit: int) -> tuple[str, int]:
+def encode_value(value: object, limit: int) -> tuple[str, int]:
     """The compact JSON text of a value and its UTF-8 size; refuses non-JSON and oversize values."""
     try:
         text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
@@ -132,7 +134,7 @@ def _ordered(entries: Iterable[RunMemoryEntry]) -> list[RunMemoryEntry]:
 
 
 # --- the store of one run ---------------------------------------------------------------------
-class RunMemory:
+class RunScratchpad:
     """The scratch store of ONE run. `store` is a `run_memory.ports.RunMemories` (or None for
     memory that is never persisted); every write reaches it before it is visible here."""
 
@@ -154,7 +156,7 @@ class RunMemory:
         self._entries: dict[str, RunMemoryEntry] = {e.key: e for e in _ordered(entries or [])}
 
     @classmethod
-    def load(cls, store: Any, tenant: str, agent_id: str, run_id: str, settings: Settings) -> RunMemory:
+    def load(cls, store: Any, tenant: str, agent_id: str, run_id: str, settings: Settings) -> RunScratchpad:
         """The memory of a persisted run (e.g. to continue it, or to inspect it afterwards)."""
         return cls(store, tenant, agent_id, run_id, settings, entries=store.load(tenant, agent_id, run_id))
 
@@ -168,7 +170,7 @@ class RunMemory:
 
     # --- writing ----------------------------------------------------------------------------
     def _entry(
-        self, key: str, kind: str, value: Any, source: str | None, title: str | None, description: str | None, now: str
+        self, key: str, kind: str, value: object, source: str | None, title: str | None, description: str | None, now: str
     ) -> RunMemoryEntry:
         """A validated entry for `key` (not yet stored); the caller holds the lock."""
         check_key(key)
@@ -222,7 +224,7 @@ class RunMemory:
         self,
         key: str,
         kind: str,
-        value: Any,
+        value: object,
         *,
         source: str | None = None,
         title: str | None = None,
@@ -239,7 +241,7 @@ class RunMemory:
             self._entries[key] = entry
             return entry
 
-    def seed_inputs(self, inputs: dict[str, Any], *, source: str | None = None) -> list[RunMemoryEntry]:
+    def seed_inputs(self, inputs: Mapping[str, object], *, source: str | None = None) -> list[RunMemoryEntry]:
         """Writes the caller's inputs as `input:<name>` entries (title = name) in one batch;
         None values are skipped. All are validated before anything is written."""
         with self._lock:
@@ -282,7 +284,7 @@ class RunMemory:
 # --- the API's view of a finished (or running) run ---------------------------------------------
 def run_memory_listing(
     deps: Stores, t: str, agent_id: str, run_id: str, *, limit: int, token: str | None
-) -> tuple[list[dict[str, Any]], str | None]:
+) -> tuple[list[dict[str, object]], str | None]:
     """One page of a run's entries, with values, in key order (GET /api/runs/{runId}/memory),
     bounded in count and in value bytes. `agent_id` is the agent the run memory belongs to (the
     lead of a council run)."""
@@ -291,7 +293,7 @@ def run_memory_listing(
 
 
 # --- a run's memory in a turn ----------------------------------------------------------------------
-RUN_MEMORY = "run_memory"  # the turn plan's tool_state key
+RUN_MEMORY = StateKey[RunScratchpad]("run_memory")  # the turn plan's tool_state key
 
 # The system block of every turn that has a run memory.
 RUN_MEMORY_GUIDE = (
@@ -303,8 +305,7 @@ RUN_MEMORY_GUIDE = (
 )
 
 
-def run_memory_of(ctx: Any) -> RunMemory | None:
+def run_memory_of(ctx: ToolContext) -> RunScratchpad | None:
     """The run memory a turn's plan handed to its tools (heartbeat, manual, re-examination and
     council runs); None in chat turns."""
-    memory = ctx.state.get(RUN_MEMORY)
-    return memory if isinstance(memory, RunMemory) else None
+    return RUN_MEMORY.get(ctx.state)

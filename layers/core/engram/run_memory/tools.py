@@ -17,7 +17,8 @@ from pydantic import BaseModel, Field, StringConstraints
 from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry, refuse_secrets_of_the_turn
 from engram.run_memory.learnings import store_learning
 from engram.run_memory.models import Kind
-from engram.run_memory.store import RunMemory, run_memory_of
+from engram.run_memory.store import RunScratchpad, run_memory_of
+from engram.wiring.stores import stores_of
 
 MEMORY_LIST = "memory_list"
 MEMORY_READ = "memory_read"
@@ -28,7 +29,7 @@ READ_MAX_KEYS = 50
 _NAMESPACED = re.compile(r"^[^:\s]+:")
 
 
-def _memory(ctx: ToolContext) -> RunMemory:
+def _memory(ctx: ToolContext) -> RunScratchpad:
     memory = run_memory_of(ctx)
     assert memory is not None  # the tools are only offered with a run memory
     return memory
@@ -55,8 +56,8 @@ class ListInput(BaseModel):
     )
 
 
-def _list(ctx: ToolContext, inp: ListInput) -> Any:
-    cap = ctx.deps.settings.run_memory_list_cap
+def _list(ctx: ToolContext, inp: ListInput) -> object:
+    cap = ctx.settings.run_memory_list_cap
     found = _memory(ctx).list(kind=inp.kind, key_prefix=inp.key_prefix, sources=inp.sources)
     shown = found[-cap:]  # the newest `cap`, still in createdAt order
     return {
@@ -74,7 +75,7 @@ class ReadInput(BaseModel):
     )
 
 
-def _read(ctx: ToolContext, inp: ReadInput) -> Any:
+def _read(ctx: ToolContext, inp: ReadInput) -> object:
     entries: dict[str, Any] = {}
     missing: list[str] = []
     for key in dict.fromkeys(inp.keys):
@@ -90,7 +91,7 @@ _READ_HEADER = re.compile(r"memory_read")
 _LISTED_KEY = re.compile(r"^\s*[-*]\s+((?:task|shared|input|step):[A-Za-z0-9_.:-]{1,120})(?:\s+[—–-]\s+.*)?\s*$")
 
 
-def _read_intent(text: str) -> dict[str, Any] | None:
+def _read_intent(text: str) -> dict[str, object] | None:
     """The keys listed under a line that mentions memory_read (the lead's upstream hint)."""
     keys: list[str] = []
     listing = False
@@ -121,7 +122,7 @@ class WriteInput(BaseModel):
     )
 
 
-def _write(ctx: ToolContext, inp: WriteInput) -> Any:
+def _write(ctx: ToolContext, inp: WriteInput) -> object:
     key = inp.key.strip()
     if not key.startswith("shared:"):
         if _NAMESPACED.match(key):
@@ -146,17 +147,17 @@ class LearningInput(BaseModel):
     )
 
 
-def _store_learning(ctx: ToolContext, inp: LearningInput) -> Any:
+def _store_learning(ctx: ToolContext, inp: LearningInput) -> object:
     refuse_secrets_of_the_turn(ctx, "learning", inp.learning)
     origin = {"runId": ctx.run_id, "agentId": ctx.agent.id, "sessionId": ctx.session_id or None}
-    row = store_learning(ctx.deps, ctx.tenant, ctx.agent.id, inp.learning, origin=origin)
+    row = store_learning(stores_of(ctx), ctx.tenant, ctx.agent.id, inp.learning, origin=origin)
     return {"stored": True, "key": row.key}
 
 
 _LEARNING_LINE = re.compile(r"^\s*Learning:\s*(\S.*?)\s*$", re.M)
 
 
-def _learning_intent(text: str) -> dict[str, Any] | None:
+def _learning_intent(text: str) -> dict[str, object] | None:
     match = _LEARNING_LINE.search(text)
     return {"learning": match.group(1)} if match else None
 

@@ -10,9 +10,8 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from engram.conversations.models import DASHBOARD
 from engram.kernel.errors import NotFound
-from engram.kernel.ids import check_id
+from engram.kernel.ids import DASHBOARD, check_id
 from engram.runs.models import ActiveMemoryStatus
 from engram.wiring.stores import Stores
 

@@ -7,14 +7,16 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 from engram.agents.models import Agent
-from engram.conversations.chat import turn_policies
-from engram.engine.turn import TurnPlan, run_turn
-from engram.extraction.enqueue import ExtractionPolicy
+from engram.cards.policy import CardPolicy
+from engram.engine.turn import TurnPlan, TurnPolicy, run_turn
 from engram.kernel.errors import NotFound, TurnFailed, error_of
 from engram.kernel.fencing import fence, inline, quote, token
 from engram.kernel.observability import logger
-from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunMemory, task_key
+from engram.recall.policy import ArchivePolicy
+from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunScratchpad, task_key
 from engram.runs.models import Run
+from engram.summaries.policy import SummaryPolicy
+from engram.wiring.model import ModelDeps
 
 _ROSTER_PERSONA_CHARS = 120
 
@@ -31,7 +33,9 @@ def team_roster(members: list[tuple[str, str, str | None]]) -> str:
     return "\n".join(lines) + "\n" + fence("team", [f"- {token(key)}: {quote(title)}" for key, title, _ in members])
 
 
-def run_council(deps: Any, t: str, lead_run: Run, lead: Agent, memory: RunMemory, task: str) -> list[tuple[str, str, str | None]]:
+def run_council(
+    deps: ModelDeps, t: str, lead_run: Run, lead: Agent, memory: RunScratchpad, task: str
+) -> list[tuple[str, str, str | None]]:
     """Runs the specialists in parallel (RM3); each result lands under task:<agentId>, a failed one
     as failed. Returns (key, title, reply) per member, in team order."""
     with ThreadPoolExecutor(max_workers=max(1, len(lead.team)), thread_name_prefix="engram-council") as pool:
@@ -47,7 +51,7 @@ def _member_message(lead: Agent, task: str) -> str:
 
 
 def _run_member(
-    deps: Any, t: str, lead_run: Run, lead: Agent, member_id: str, memory: RunMemory, task: str
+    deps: ModelDeps, t: str, lead_run: Run, lead: Agent, member_id: str, memory: RunScratchpad, task: str
 ) -> tuple[str, str, str | None]:
     key = task_key(member_id)
     member = None
@@ -60,7 +64,7 @@ def _run_member(
         # Blind: no prior decisions (reviewDecisions off for this run), no shared session.
         blind = member.model_copy(update={"review_decisions": False})
         # The chain is extracted once, after the lead's turn: no extraction of a member on its own.
-        policies = [p for p in turn_policies(deps) if not isinstance(p, ExtractionPolicy)]
+        policies: list[TurnPolicy] = [CardPolicy(deps), ArchivePolicy(deps.archive), SummaryPolicy(deps.queues)]
         plan = TurnPlan(
             session_id=None,
             budget_s=deps.settings.run_budget_s,

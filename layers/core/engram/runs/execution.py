@@ -19,29 +19,28 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
 from engram.agents.models import Agent
 from engram.cards.policy import CardPolicy
 from engram.cards.service import find_card_type, reexamination_card_type
-from engram.conversations.models import DASHBOARD
 from engram.engine.cache import FIVE_MINUTES, CachePolicy, heartbeat_ttl
 from engram.engine.turn import TurnPlan, TurnPolicy, run_turn
 from engram.extraction.enqueue import ExtractionPolicy
 from engram.kernel.errors import BadRequest, NotFound, SessionBusy, TurnFailed, domain_error, error_of
 from engram.kernel.fencing import inline, quote, token
-from engram.kernel.ids import check_id, time_ordered_id
+from engram.kernel.ids import DASHBOARD, check_id, time_ordered_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.recall.policy import ArchivePolicy
 from engram.run_memory.learnings import recent_learnings, render_learnings
-from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunMemory, input_key
+from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunScratchpad, input_key
 from engram.runs.council import run_council, team_roster
 from engram.runs.expressions import shortest_interval
 from engram.runs.models import Run
 from engram.runs.service import FALLBACK_PROMPT, queued
-from engram.streaming.sink import watchers
 from engram.summaries.policy import SummaryPolicy
 from engram.wiring.model import ModelDeps
 
@@ -57,7 +56,7 @@ def firing_run_id(agent_id: str, scheduled_time: str) -> str:
     return time_ordered_id("run", int(when.timestamp() * 1000), digest)
 
 
-def _scheduled_time(value: Any) -> str | None:
+def _scheduled_time(value: object) -> str | None:
     if not isinstance(value, str) or "<aws.scheduler" in value:
         return None
     try:
@@ -67,7 +66,7 @@ def _scheduled_time(value: Any) -> str | None:
     return when.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
-def _firing_of(event: Any) -> tuple[str, str, str]:
+def _firing_of(event: object) -> tuple[str, str, str]:
     """(tenant, agent id, scheduled time) of a schedule's Input as Scheduler delivers it; BadRequest
     when it is not one."""
     if not isinstance(event, dict):
@@ -80,7 +79,7 @@ def _firing_of(event: Any) -> tuple[str, str, str]:
     return tenant, agent_id, scheduled
 
 
-def process_schedule_event(deps: ModelDeps, event: dict[str, Any]) -> dict[str, Any]:
+def process_schedule_event(deps: ModelDeps, event: Mapping[str, object]) -> dict[str, object]:
     """One EventBridge Scheduler firing (delivered at least once): the agent runs once per
     scheduled time, with its scheduled prompt (AM4)."""
     try:
@@ -102,13 +101,13 @@ def process_schedule_event(deps: ModelDeps, event: dict[str, Any]) -> dict[str, 
     return {"runId": run_id, "scheduledTime": scheduled, **outcome}
 
 
-def is_failed_invocation(record: Any) -> bool:
+def is_failed_invocation(record: object) -> bool:
     """A record of Lambda's on-failure destination: an asynchronous invocation (a scheduler firing)
     that failed after its retries, or grew too old to run."""
     return isinstance(record, dict) and isinstance(record.get("requestContext"), dict) and "requestPayload" in record
 
 
-def process_failed_firing(deps: ModelDeps, record: dict[str, Any]) -> dict[str, Any]:
+def process_failed_firing(deps: ModelDeps, record: dict[str, object]) -> dict[str, object]:
     """A firing whose invocations all failed shows as its run, failed (`firing_failed`), under the
     run id the firing gets. A run that finished is left as it is, so a redelivered record changes
     nothing; a firing of an agent deleted meanwhile is dropped."""
@@ -164,11 +163,11 @@ def firing_error(record: dict[str, Any]) -> dict[str, str]:
 SWEEP_SOURCE = "engram.sweep"  # the sweeper's scheduled event: {"source": "engram.sweep"}
 
 
-def is_sweep(event: Any) -> bool:
+def is_sweep(event: object) -> bool:
     return isinstance(event, dict) and event.get("source") == SWEEP_SOURCE
 
 
-def sweep_stale_runs(deps: ModelDeps, *, now: int | None = None) -> dict[str, Any]:
+def sweep_stale_runs(deps: ModelDeps, *, now: int | None = None) -> dict[str, object]:
     """No run stays queued or running past its budget and RUN_STALE_GRACE_SECONDS: whatever kept
     it there (a worker that crashed, a job parked in a dead-letter queue, a failure that could not
     be recorded), the sweeper marks it failed (`stale`). A run that finished, was claimed or given
@@ -205,8 +204,8 @@ def process_run_job(deps: ModelDeps, job: dict[str, Any]) -> None:
 
 
 def execute_run(
-    deps: ModelDeps, t: str, run_id: str, *, agent: Agent | None = None, inputs: dict[str, Any] | None = None
-) -> dict[str, Any]:
+    deps: ModelDeps, t: str, run_id: str, *, agent: Agent | None = None, inputs: dict[str, object] | None = None
+) -> dict[str, object]:
     """Claims the run (or returns at once if it finished or another worker has it) and executes it."""
     budget = deps.settings.run_budget_s
     run = deps.runs.start(t, run_id, claim_s=2 * budget + _CLAIM_MARGIN_S)
@@ -239,7 +238,7 @@ def _record_failure(deps: ModelDeps, t: str, run: Run, err: Exception) -> None:
     deps.runs.put(t, run.model_copy(update={"status": "failed", "updated_at": at, "finished_at": at, "error": error_of(err)}))
 
 
-def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, Any] | None) -> str:
+def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: Mapping[str, object] | None) -> str:
     settings = deps.settings
     card_type = None
     if run.kind == "reexamination":  # checked first: a council is not run for a parent that is gone
@@ -248,7 +247,7 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, 
         if parent is None or parent_type is None:
             raise NotFound("the run being re-examined no longer exists", field="parentRunId")
         card_type = reexamination_card_type(parent_type)
-    memory = RunMemory(deps.run_memory, t, agent.id, run.id, settings)
+    memory = RunScratchpad(deps.run_memory, t, agent.id, run.id, settings)
     if inputs:
         memory.seed_inputs(inputs)
     declared = [(input_key(name), f"caller input {name}") for name, value in (inputs or {}).items() if value is not None]
@@ -294,7 +293,7 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: dict[str, 
         policies=policies,
         run_fields={"kind": run.kind, "trigger": run.trigger, "created_at": run.created_at, "parent_run_id": run.parent_run_id},
         cache=run_cache_policy(agent, run, shared=shared),
-        events=watchers(deps, t, agent.id, DASHBOARD, run.id) if shared else None,  # sockets on the shared session (ST2)
+        events=deps.watchers(t, agent.id, DASHBOARD, run.id) if shared else None,  # sockets on the shared session (ST2)
     )
     result = run_turn(deps, t, message, plan)
     if run.kind == "reexamination" and run.parent_run_id:
@@ -325,7 +324,7 @@ def upstream_hint(declared: list[tuple[str, str]]) -> str:
     )
 
 
-def _best_effort(load: Any) -> Any:
+def _best_effort[R](load: Callable[[], R]) -> R | None:
     try:
         return load()
     except Exception:

@@ -63,7 +63,7 @@ class RunCreate(Body):
 MAX_INPUT_DEPTH = 8
 
 
-def _unstorable(value: Any, *, depth: int) -> str | None:
+def _unstorable(value: object, *, depth: int) -> str | None:
     """Why a JSON value cannot be stored as run memory (None when it can): object keys must be
     1-100 characters, nesting at most MAX_INPUT_DEPTH levels."""
     if depth > MAX_INPUT_DEPTH:
@@ -104,5 +104,5 @@ class ActiveMemoryStatus(BaseModel):
     session_revision: int
     warning: str | None = None
 
-    def public(self) -> dict[str, Any]:
+    def public(self) -> dict[str, object]:
         return self.model_dump(by_alias=True, mode="json")

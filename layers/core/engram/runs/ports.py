@@ -2,16 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from collections.abc import Mapping
+from typing import Protocol
 
 from engram.runs.models import Run
 from engram.usage.models import UsageRow
 
 
+class SessionCommits(Protocol):
+    """What the end-of-turn commit needs of the sessions (conversations.repository provides it):
+    the session's side of the turn's one transaction."""
+
+    def commit_op(
+        self, t: str, agent_id: str, session_id: str, owner: str, changes: Mapping[str, object] | None, now: str
+    ) -> dict[str, object]: ...
+
+
 class Runs(Protocol):
     """Run records of a tenant, claims on queued runs, re-examinations, and the end-of-turn commit."""
 
-    def item(self, t: str, run: Run) -> dict[str, Any]: ...
+    def item(self, t: str, run: Run) -> dict[str, object]: ...
 
     def create(self, t: str, run: Run) -> bool:
         """Records a queued run; False if a run with this id already exists (a redelivered firing)."""
@@ -75,8 +85,8 @@ class Runs(Protocol):
         *,
         run: Run,
         usage_rows: list[UsageRow],
-        session_changes: dict[str, Any] | None,
-        extra_items: list[dict[str, Any]] | None = None,
+        session_changes: dict[str, object] | None,
+        extra_items: list[dict[str, object]] | None = None,
     ) -> None:
         """Ends a turn in one transaction: the run record, its usage, and the session's lease.
 
@@ -102,6 +112,6 @@ class Schedules(Protocol):
         """Remove the agent's schedule; False when there was none."""
         ...
 
-    def get(self, agent_id: str) -> dict[str, Any] | None:
+    def get(self, agent_id: str) -> dict[str, object] | None:
         """The GetSchedule response, or None when the agent has no schedule."""
         ...

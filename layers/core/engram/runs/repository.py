@@ -5,16 +5,17 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
 from engram.aws import keys
 from engram.aws.table import ConditionFailed, IdempotencyMismatch, Table, deserialize, encode_token, serialize
-from engram.conversations.repository import SessionRepository
 from engram.kernel.errors import Conflict, NotFound, SessionBusy, aws_unavailable
 from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
 from engram.runs.models import Run
+from engram.runs.ports import SessionCommits
 from engram.usage.models import UsageRow
 from engram.usage.repository import UsageRepository
 
@@ -55,7 +56,7 @@ class RunRepository:
     def __init__(
         self,
         table: Table,
-        sessions: SessionRepository | None = None,
+        sessions: SessionCommits,
         usage: UsageRepository | None = None,
         *,
         retention_days: int = 0,
@@ -66,10 +67,10 @@ class RunRepository:
         # How long a queued or running record may stay so before the sweeper fails it: a chat
         # turn's, and any other run's (its budget, a council's two rounds, and a grace for queues).
         self.stale_after_s = stale_after_s
-        self.sessions = sessions or SessionRepository(table)
+        self.sessions = sessions
         self.usage = usage or UsageRepository(table)
 
-    def item(self, t: str, run: Run) -> dict[str, Any]:
+    def item(self, t: str, run: Run) -> dict[str, object]:
         item = {
             "PK": keys.tenant_pk(t),
             "SK": keys.run_sk(run.id),
@@ -122,7 +123,7 @@ class RunRepository:
         return True
 
     def _mark_failed(
-        self, t: str, run_id: str, error: Any, at: str, *, also: str = "", values: dict[str, Any] | None = None
+        self, t: str, run_id: str, error: object, at: str, *, also: str = "", values: Mapping[str, object] | None = None
     ) -> None:
         """A queued or running record becomes failed with `error` (and leaves the open-run index);
         ConditionFailed when it is not unfinished (or `also`, a further condition, fails)."""
@@ -295,8 +296,8 @@ class RunRepository:
         *,
         run: Run,
         usage_rows: list[UsageRow],
-        session_changes: dict[str, Any] | None,
-        extra_items: list[dict[str, Any]] | None = None,
+        session_changes: Mapping[str, object] | None,
+        extra_items: Sequence[Mapping[str, object]] | None = None,
     ) -> None:
         """Ends a turn in one transaction: the run record, its usage, and the session's lease.
 

@@ -17,6 +17,7 @@ from botocore.exceptions import ClientError
 from engram.aws.clients import make_client
 from engram.kernel.errors import BadRequest
 from engram.kernel.ids import check_id
+from engram.kernel.settings import Settings
 from engram.runs import expressions
 
 # Replaced by EventBridge Scheduler when the schedule invokes its target.
@@ -48,8 +49,8 @@ def _error_code(err: ClientError) -> str:
     return str(err.response.get("Error", {}).get("Code", ""))
 
 
-class ScheduleStore:
-    def __init__(self, settings: Any, client: Any = None):
+class ScheduleRepository:
+    def __init__(self, settings: Settings, client: object = None):
         self.settings = settings
         self._client = client
 
@@ -114,7 +115,7 @@ class ScheduleStore:
             raise
         return True
 
-    def get(self, agent_id: str) -> dict[str, Any] | None:
+    def get(self, agent_id: str) -> dict[str, object] | None:
         """The GetSchedule response, or None when the agent has no schedule."""
         check_id("agentId", agent_id)
         try:

@@ -5,9 +5,11 @@ the run queue; they execute in the heartbeat function, runs.execution)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from engram.agents.service import get_agent
+from engram.cards.models import CardType
 from engram.cards.service import find_card_type
 from engram.kernel.errors import BadRequest, Conflict, NotFound, QueueUnavailable
 from engram.kernel.ids import check_id, new_id
@@ -26,7 +28,7 @@ def get_run(deps: Stores, t: str, run_id: str) -> Run:
     return run
 
 
-def get_tool_result(deps: Stores, t: str, run_id: str, tool_use_id: str) -> dict[str, Any]:
+def get_tool_result(deps: Stores, t: str, run_id: str, tool_use_id: str) -> dict[str, object]:
     """The full result of one of the run's tool calls, where it was cut before the model saw it
     (the run record and the transcript hold what the model saw)."""
     run = get_run(deps, t, check_id("runId", run_id))
@@ -43,7 +45,7 @@ def get_tool_result(deps: Stores, t: str, run_id: str, tool_use_id: str) -> dict
     }
 
 
-def list_runs(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_runs(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, object]:
     get_agent(deps, t, agent_id)
     return page(*deps.runs.page(t, agent_id, limit=limit, token=token))
 
@@ -57,13 +59,13 @@ def update_run(deps: Stores, t: str, run_id: str, body: RunUpdate) -> Run:
     return deps.runs.set_resolution(t, run_id, body.resolution_status)
 
 
-def list_reexaminations(deps: Stores, t: str, run_id: str, limit: int, token: str | None) -> dict[str, Any]:
+def list_reexaminations(deps: Stores, t: str, run_id: str, limit: int, token: str | None) -> dict[str, object]:
     """GET /api/runs/{runId}/re-examinations: the parent's conviction history, oldest first."""
     get_run(deps, t, check_id("runId", run_id))
     return page(*deps.runs.list_reexaminations(t, run_id, limit=limit, token=token))
 
 
-def run_memory(deps: Stores, t: str, run_id: str, limit: int, token: str | None) -> dict[str, Any]:
+def run_memory(deps: Stores, t: str, run_id: str, limit: int, token: str | None) -> dict[str, object]:
     """GET /api/runs/{runId}/memory: the run's scratch store as it was left (RM1, persisted)."""
     run = get_run(deps, t, check_id("runId", run_id))
     owner = run.agent_id
@@ -144,7 +146,7 @@ def start_reexamination(deps: Stores, t: str, parent_run_id: str) -> Run:
     return run
 
 
-def _enqueue(deps: Stores, t: str, run: Run, *, inputs: dict[str, Any] | None = None) -> None:
+def _enqueue(deps: Stores, t: str, run: Run, *, inputs: Mapping[str, object] | None = None) -> None:
     deps.runs.create(t, run)
     job: dict[str, Any] = {"tenant": t, "runId": run.id, "agentId": run.agent_id, "kind": run.kind}
     if inputs:
@@ -167,7 +169,7 @@ def unqueued(deps: Stores, t: str, run: Run) -> QueueUnavailable:
     return QueueUnavailable("the run could not be queued; nothing ran, start it again", run_id=run.id)
 
 
-def reexamination_prompt(parent: Run, card: dict[str, Any], card_type: Any) -> str:
+def reexamination_prompt(parent: Run, card: Mapping[str, object], card_type: CardType) -> str:
     """Self-contained and authoritative: it overrides the agent's usual output format, so any agent
     can be re-examined. Card values are quoted as data."""
     actions = list(card_type.re_examine_actions)

@@ -18,7 +18,7 @@ def is_socket_event(event: dict[str, Any]) -> bool:
     return (event.get("requestContext") or {}).get("eventType") in ("CONNECT", "DISCONNECT", "MESSAGE")
 
 
-def handle(deps: ModelDeps, event: dict[str, Any]) -> dict[str, Any]:
+def handle(deps: ModelDeps, event: dict[str, Any]) -> dict[str, object]:
     context = event["requestContext"]
     kind, connection_id = context["eventType"], context["connectionId"]
     if kind == "CONNECT":

@@ -7,10 +7,10 @@ from typing import Protocol
 
 from engram.aws.sockets import Gone
 
-__all__ = ["Gone", "Pusher", "StreamStore"]
+__all__ = ["Gone", "Pusher", "Streams"]
 
 
-class StreamStore(Protocol):
+class Streams(Protocol):
     def put_ticket(self, t: str, ticket: str, ttl_s: int) -> int: ...
     def take_ticket(self, ticket: str) -> str | None: ...
     def open(self, t: str, connection_id: str, *, ttl_s: int, limit: int) -> None: ...

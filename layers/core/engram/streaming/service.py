@@ -61,7 +61,7 @@ def _parsed(raw: str) -> TurnMessage | SubscribeMessage:
         raise BadRequest(f"{field}: {first['msg']}", field=field, code="validation_error") from None
 
 
-def on_message(deps: ModelDeps, connection_id: str, raw: str) -> dict[str, Any]:
+def on_message(deps: ModelDeps, connection_id: str, raw: str) -> dict[str, object]:
     """A client's frame; the answer is the frame sent back (an error names what was wrong)."""
     reference = _reference(raw)
     try:
@@ -90,7 +90,7 @@ def on_message(deps: ModelDeps, connection_id: str, raw: str) -> dict[str, Any]:
         return {"type": "error", **reference, "error": error_of(err)}
 
 
-def _reference(raw: str) -> dict[str, Any]:
+def _reference(raw: str) -> dict[str, object]:
     """The frame's clientTurnId, when it has one, so that even its error names the turn."""
     try:
         ref = json.loads(raw).get("clientTurnId") if len(raw) <= MAX_FRAME_BYTES else None
@@ -99,7 +99,7 @@ def _reference(raw: str) -> dict[str, Any]:
     return {"clientTurnId": ref} if isinstance(ref, str) and len(ref) <= 64 else {}
 
 
-def _turn(deps: ModelDeps, t: str, connection_id: str, msg: TurnMessage, watching: set[str]) -> dict[str, Any]:
+def _turn(deps: ModelDeps, t: str, connection_id: str, msg: TurnMessage, watching: set[str]) -> dict[str, object]:
     """Watches the session first (so no event is missed; the subscription checks the session
     exists), then queues the turn once per clientTurnId."""
     if f"{msg.agent_id}/{msg.session_id}" not in watching:

@@ -11,11 +11,12 @@ from __future__ import annotations
 import json
 import queue
 import threading
+from collections.abc import Mapping
 from typing import Any, Protocol
 
 from engram.engine.events import TurnEvents
 from engram.kernel.observability import MetricUnit, logger, metrics
-from engram.streaming.ports import Gone, Pusher, StreamStore
+from engram.streaming.ports import Gone, Pusher, Streams
 
 CLOSE_WAIT_S = 2.0
 _END = object()
@@ -23,13 +24,13 @@ _END = object()
 
 class _Deps(Protocol):
     @property
-    def streams(self) -> StreamStore: ...
+    def streams(self) -> Streams: ...
     @property
     def pusher(self) -> Pusher: ...
 
 
 class SocketSink:
-    def __init__(self, pusher: Pusher, connections: list[str], streams: StreamStore):
+    def __init__(self, pusher: Pusher, connections: list[str], streams: Streams):
         self.pusher = pusher
         self.live = list(dict.fromkeys(connections))
         self.streams = streams
@@ -38,7 +39,7 @@ class SocketSink:
         self._thread = threading.Thread(target=self._send_all, name="engram-stream", daemon=True)
         self._thread.start()
 
-    def emit(self, event: dict[str, Any]) -> None:
+    def emit(self, event: Mapping[str, object]) -> None:
         self._queue.put(event)
 
     def close(self) -> None:

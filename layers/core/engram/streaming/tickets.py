@@ -4,12 +4,11 @@ call, and the socket's URL carries only a random one-time ticket that lives a mi
 from __future__ import annotations
 
 import secrets
-from typing import Any
 
 from engram.wiring.stores import Stores
 
 
-def issue_ticket(deps: Stores, t: str) -> dict[str, Any]:
+def issue_ticket(deps: Stores, t: str) -> dict[str, object]:
     """A ticket that opens one socket as `t` within STREAM_TICKET_TTL_SECONDS, and where to open it."""
     ticket = secrets.token_urlsafe(24)
     expires = deps.streams.put_ticket(t, ticket, deps.settings.stream_ticket_ttl_s)

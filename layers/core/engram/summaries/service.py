@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -100,7 +101,7 @@ class SummaryOutcome:
     usage: list[Usage] = field(default_factory=list)
 
 
-def tool_spec() -> dict[str, Any]:
+def tool_spec() -> dict[str, object]:
     return {
         "name": SUMMARY_TOOL,
         "description": "Record the summary.",
@@ -127,11 +128,12 @@ def condense_request(text: str) -> tuple[str, list[dict[str, Any]]]:
     return CONDENSE_SYSTEM, [{"role": "user", "content": [{"type": "text", "text": user}]}]
 
 
-def parse_summary(content: list[dict[str, Any]]) -> str | None:
+def parse_summary(content: Sequence[Mapping[str, object]]) -> str | None:
     calls = [b for b in content if b.get("type") == "tool_use" and b.get("name") == SUMMARY_TOOL]
-    if len(calls) != 1 or not isinstance(calls[0].get("input"), dict):
+    given = calls[0].get("input") if len(calls) == 1 else None
+    if not isinstance(given, dict):
         return None
-    text = calls[0]["input"].get("summary")
+    text = given.get("summary")
     if not isinstance(text, str):
         return None
     lines = [" ".join(line.split()) for line in text.splitlines()]
@@ -150,11 +152,11 @@ def drop_oldest(text: str, tokens: int) -> str:
     return "\n".join([*head, *kept])
 
 
-def _count(name: str, value: float = 1, unit: Any = MetricUnit.Count) -> None:
+def _count(name: str, value: float = 1, unit: MetricUnit = MetricUnit.Count) -> None:
     metrics.add_metric(name=name, unit=unit, value=value)
 
 
-def process_summary_job(deps: ModelDeps, raw: Any, *, remaining_s: float | None = None) -> SummaryOutcome:
+def process_summary_job(deps: ModelDeps, raw: object, *, remaining_s: float | None = None) -> SummaryOutcome:
     """One summary job (see the module doc). Raises only when SQS should deliver it again."""
     try:
         job = SummaryJob.model_validate(raw)
@@ -220,7 +222,7 @@ def _call(
     job: SummaryJob,
     model: str,
     system: str,
-    messages: list[dict[str, Any]],
+    messages: list[dict[str, object]],
     budget: float,
     remaining_s: float | None,
     started: float,
@@ -272,8 +274,8 @@ def _call(
 def _store(
     deps: ModelDeps,
     job: SummaryJob,
-    session: dict[str, Any],
-    was: dict[str, Any] | None,
+    session: Mapping[str, object],
+    was: dict[str, object] | None,
     text: str,
     parts: list[int],
     outcome: SummaryOutcome,

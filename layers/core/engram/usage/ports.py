@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Protocol
 
 from engram.usage.models import UsageRow
 
@@ -10,7 +10,7 @@ from engram.usage.models import UsageRow
 class UsageLedger(Protocol):
     """One row per model call that cost something: by tenant, by agent and session."""
 
-    def item(self, t: str, row: UsageRow) -> dict[str, Any]: ...
+    def item(self, t: str, row: UsageRow) -> dict[str, object]: ...
 
     def put(self, t: str, row: UsageRow) -> None: ...
 
@@ -18,7 +18,7 @@ class UsageLedger(Protocol):
         self, t: str, *, agent_id: str | None, session_key: str | None, limit: int, token: str | None
     ) -> tuple[list[UsageRow], str | None]: ...
 
-    def all_rows(self, t: str) -> list[dict[str, Any]]:
+    def all_rows(self, t: str) -> list[dict[str, object]]:
         """Every usage row of the tenant, as stored minus its keys (account export)."""
         ...
 

@@ -41,7 +41,7 @@ class UsageRepository:
             items, nxt = self.table.query(keys.usage_pk(t), limit=limit, token=token, newest_first=True)
         return [UsageRow.model_validate(i) for i in items], nxt
 
-    def all_rows(self, t: str) -> list[dict[str, Any]]:
+    def all_rows(self, t: str) -> list[dict[str, object]]:
         """Every usage row of the tenant, as stored minus its keys (account export)."""
         rows = self.table.query_all(keys.usage_pk(t))
         return [{k: v for k, v in row.items() if not k.startswith(("PK", "SK", "GSI"))} for row in rows]

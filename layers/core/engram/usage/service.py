@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from engram.kernel.errors import BadRequest
 from engram.kernel.ids import check_id
 from engram.kernel.model import page
@@ -12,7 +10,7 @@ from engram.wiring.stores import Stores
 
 def list_usage(
     deps: Stores, t: str, agent_id: str | None, session_id: str | None, limit: int, token: str | None
-) -> dict[str, Any]:
+) -> dict[str, object]:
     if session_id and not agent_id:
         raise BadRequest("sessionId filters need agentId (session ids are per agent)", field="agentId", code="missing_filter")
     if agent_id:

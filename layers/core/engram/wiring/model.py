@@ -3,8 +3,10 @@ sections and the provider (created on first use, so importing the SDK waits for 
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engram.engine.events import TurnEvents
 from engram.engine.prompt import PromptSection
 from engram.engine.providers import make_provider
 from engram.engine.providers.base import ModelProvider
@@ -19,7 +21,14 @@ class ModelDeps(Stores):
     # Tools beyond the registry an agent may have (its MCP connections), found per turn.
     tool_sources: list[ToolSource] = field(default_factory=list)
     provider_override: ModelProvider | None = None  # tests and benchmarks swap the model here
+    # The events of a turn for whoever watches its session, (tenant, agent id, session id, run id)
+    # -> events or None: the sockets of the WebSocket API (streaming.sink.watchers), set by the roots
+    # that run turns; None here: no turn is watched.
+    watch: Callable[[str, str, str, str], TurnEvents | None] | None = None
     _provider: ModelProvider | None = field(default=None, init=False, repr=False)
+
+    def watchers(self, tenant: str, agent_id: str, session_id: str, run_id: str) -> TurnEvents | None:
+        return None if self.watch is None else self.watch(tenant, agent_id, session_id, run_id)
 
     @property
     def provider(self) -> ModelProvider:

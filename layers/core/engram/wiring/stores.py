@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, TypedDict
 
-from engram.account.objects import ExportObjectStore
+from engram.account.objects import ExportObjectRepository
 from engram.account.ports import ExportJobs, ExportObjects
 from engram.account.repository import ExportJobRepository
 from engram.agents.ports import Agents, Workspaces
@@ -24,26 +24,29 @@ from engram.connections.ports import Connections, SecretBox
 from engram.connections.repository import ConnectionRepository
 from engram.conversations.ports import Sessions, Transcripts
 from engram.conversations.repository import SessionRepository
-from engram.conversations.transcripts import HistoryStore
+from engram.conversations.transcripts import HistoryRepository
 from engram.extraction.ports import ExtractionClaims
-from engram.extraction.repository import ExtractionStore
+from engram.extraction.repository import ExtractionRepository
 from engram.facts.ports import Facts
 from engram.facts.repository import FactRepository
 from engram.kernel.ports import JobQueues
 from engram.kernel.settings import Settings
 from engram.memory.ports import Memories
 from engram.memory.repository import MemoryRepository
-from engram.recall.archive import ArchiveStore
+from engram.recall.archive import ArchiveRepository
 from engram.recall.ports import Archive
 from engram.run_memory.ports import RunMemories
-from engram.run_memory.repository import RunMemoryStore
+from engram.run_memory.repository import RunMemoryRepository
 from engram.runs.ports import Runs, Schedules
 from engram.runs.repository import RunRepository
-from engram.runs.schedules import ScheduleStore
-from engram.streaming.ports import Pusher, StreamStore
+from engram.runs.schedules import ScheduleRepository
+from engram.streaming.ports import Pusher, Streams
 from engram.streaming.repository import StreamRepository
 from engram.usage.ports import UsageLedger
 from engram.usage.repository import UsageRepository
+
+if TYPE_CHECKING:  # the api function loads no engine module
+    from engram.engine.tools import ToolContext
 
 
 @dataclass
@@ -71,10 +74,10 @@ class Stores:
     export_objects: ExportObjects = field(init=False)
     connections: Connections = field(init=False)
     api_keys: ApiKeys = field(init=False)
-    streams: StreamStore = field(init=False)
+    streams: Streams = field(init=False)
     _pusher: SocketPusher | None = field(default=None, init=False, repr=False)
     _secret_box: SecretBox | None = field(default=None, init=False, repr=False)
-    _schedules: ScheduleStore | None = field(default=None, init=False, repr=False)
+    _schedules: ScheduleRepository | None = field(default=None, init=False, repr=False)
     _executor: ThreadPoolExecutor | None = field(default=None, init=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -103,13 +106,13 @@ class Stores:
                 2 * settings.run_budget_s + 60 + settings.run_stale_grace_s,
             ),
         )
-        self.extraction = ExtractionStore(self.table, memories, usage)
+        self.extraction = ExtractionRepository(self.table, memories, usage)
         self.card_types = CardTypeRepository(self.table)
         self.facts = FactRepository(self.table)
-        self.archive = ArchiveStore(self.table)
-        self.run_memory = RunMemoryStore(self.table)
+        self.archive = ArchiveRepository(self.table)
+        self.run_memory = RunMemoryRepository(self.table)
         self.exports = ExportJobRepository(self.table)
-        self.export_objects = ExportObjectStore(self.settings.bucket_name)
+        self.export_objects = ExportObjectRepository(self.settings.bucket_name)
         self.connections = ConnectionRepository(self.table)
         self.api_keys = ApiKeyRepository(self.table)
         self.streams = StreamRepository(self.table)
@@ -138,7 +141,7 @@ class Stores:
         if self.schedules_override is not None:
             return self.schedules_override
         if self._schedules is None:
-            self._schedules = ScheduleStore(self.settings)
+            self._schedules = ScheduleRepository(self.settings)
         return self._schedules
 
     @property
@@ -149,13 +152,39 @@ class Stores:
         return self._executor
 
 
+class ClientsGiven(TypedDict, total=False):
+    """The clients a caller may give instead of those `settings` names (tests, the local stack)."""
+
+    table: Table | None
+    history: HistoryRepository | None
+    queues: Queues | None
+
+
+class Clients(TypedDict):
+    """What every Stores is built over: `Stores(**clients(settings))`."""
+
+    settings: Settings
+    table: Table
+    history: Transcripts
+    queues: JobQueues
+
+
 def clients(
-    settings: Settings, *, table: Table | None = None, history: HistoryStore | None = None, queues: Queues | None = None
-) -> dict[str, Any]:
+    settings: Settings, *, table: Table | None = None, history: HistoryRepository | None = None, queues: Queues | None = None
+) -> Clients:
     """The table, bucket and queues of `settings` (or the ones given: tests, the local stack)."""
     return {
         "settings": settings,
         "table": table or Table(settings.table_name),
-        "history": history or HistoryStore(settings.bucket_name),
+        "history": history or HistoryRepository(settings.bucket_name),
         "queues": queues or Queues(settings.turn_queue_url, settings.extract_queue_url, run_queue_url=settings.run_queue_url),
     }
+
+
+def stores_of(ctx: ToolContext) -> Stores:
+    """The stores a tool or prompt section reaches through its turn's context (the engine types
+    `ctx.deps` as ToolDeps only: it knows no feature's store)."""
+    deps = ctx.deps
+    if not isinstance(deps, Stores):
+        raise TypeError(f"a tool's context carries {type(deps).__name__}, not the function's Stores")
+    return deps

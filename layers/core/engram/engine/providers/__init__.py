@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from engram.engine.providers.base import ModelResponse
 from engram.kernel.errors import ModelNotConfigured
@@ -45,5 +45,5 @@ class Unconfigured:
 
     name = "unconfigured"
 
-    def complete(self, **_: Any) -> ModelResponse:
+    def complete(self, **_: object) -> ModelResponse:
         raise ModelNotConfigured(PROVIDER_NOT_SET)

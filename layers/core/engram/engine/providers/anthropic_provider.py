@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 import anthropic
@@ -18,7 +18,7 @@ from engram.kernel.settings import Settings
 class AnthropicProvider:
     name = "anthropic"
 
-    def __init__(self, settings: Settings, client: Any = None, http_client: Any = None):
+    def __init__(self, settings: Settings, client: object = None, http_client: object = None):
         self.settings = settings
         self._client = client
         self._injected = client is not None
@@ -39,7 +39,7 @@ class AnthropicProvider:
     def _key(self) -> str:
         return api_key(self.settings)
 
-    def _make_client(self, key: str) -> Any:
+    def _make_client(self, key: str) -> object:
         kwargs: dict[str, Any] = {
             "max_retries": self.settings.model_max_retries,  # the SDK backs off on 408/409/429/5xx/529
             "timeout": self.settings.model_timeout_s,
@@ -58,7 +58,7 @@ class AnthropicProvider:
         return model
 
     def cache_markers(
-        self, model: str, system: list[dict[str, Any]], messages: list[dict[str, Any]]
+        self, model: str, system: list[dict[str, object]], messages: list[dict[str, object]]
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """The markers as the API takes them: the Anthropic API takes the 1-hour TTL as it is
         (generally available: no beta header with this SDK)."""
@@ -68,12 +68,12 @@ class AnthropicProvider:
         self,
         *,
         model: str,
-        system: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        messages: list[dict[str, Any]],
+        system: list[dict[str, object]],
+        tools: Sequence[Mapping[str, object]],
+        messages: list[dict[str, object]],
         max_tokens: int,
         timeout: float,
-        tool_choice: dict[str, Any] | None = None,
+        tool_choice: Mapping[str, object] | None = None,
         on_text: Callable[[str], None] | None = None,
     ) -> ModelResponse:
         system, messages = self.cache_markers(model, system, messages)
@@ -132,7 +132,7 @@ class BedrockProvider(AnthropicProvider):
             f"{region}, and check BEDROCK_MODEL_PREFIX (template parameter BedrockModelPrefix)"
         )
 
-    def _make_client(self, key: str) -> Any:
+    def _make_client(self, key: str) -> object:
         kwargs: dict[str, Any] = {"max_retries": self.settings.model_max_retries, "timeout": self.settings.model_timeout_s}
         if self._http_client is not None:
             kwargs["http_client"] = self._http_client
@@ -140,7 +140,7 @@ class BedrockProvider(AnthropicProvider):
         return anthropic.AnthropicBedrock(aws_region=region, **kwargs)
 
     def cache_markers(
-        self, model: str, system: list[dict[str, Any]], messages: list[dict[str, Any]]
+        self, model: str, system: list[dict[str, object]], messages: list[dict[str, Any]]
     ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
         """Bedrock takes the same markers; the 1-hour TTL only for some models: for the others the
         `ttl` is dropped, so the marker stays a 5-minute one rather than failing the request."""
@@ -157,7 +157,7 @@ class BedrockProvider(AnthropicProvider):
         return f"{self.settings.bedrock_model_prefix}{model}-v1:0"
 
 
-def _streamed(client: Any, kwargs: dict[str, Any], on_text: Callable[[str], None]) -> Any:
+def _streamed(client: Any, kwargs: Mapping[str, object], on_text: Callable[[str], None]) -> Any:
     """The SDK's streaming (server-sent events from the Anthropic API, the event stream of Bedrock's
     InvokeModelWithResponseStream): text to `on_text` as it comes, the whole message at the end."""
     texts = 0
@@ -172,7 +172,7 @@ def _streamed(client: Any, kwargs: dict[str, Any], on_text: Callable[[str], None
         return stream.get_final_message()
 
 
-def _five_minutes(block: dict[str, Any]) -> dict[str, Any]:
+def _five_minutes(block: dict[str, object]) -> dict[str, object]:
     marker = block.get("cache_control")
     if not isinstance(marker, dict) or "ttl" not in marker:
         return block

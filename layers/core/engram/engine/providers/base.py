@@ -32,12 +32,12 @@ class ModelProvider(Protocol):
         self,
         *,
         model: str,
-        system: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        messages: list[dict[str, Any]],
+        system: list[dict[str, object]],
+        tools: list[dict[str, object]],
+        messages: list[dict[str, object]],
         max_tokens: int,
         timeout: float,
-        tool_choice: dict[str, Any] | None = None,
+        tool_choice: dict[str, object] | None = None,
         on_text: Callable[[str], None] | None = None,
     ) -> ModelResponse:
         """The model's answer. With `on_text` the provider streams: each piece of text is handed

@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from engram.engine.prompt import DELTA_HEADING
@@ -28,7 +28,7 @@ def _text_of(message: dict[str, Any]) -> str:
     )
 
 
-def _is_tool_result(message: dict[str, Any]) -> bool:
+def _is_tool_result(message: Mapping[str, object]) -> bool:
     content = message.get("content")
     return isinstance(content, list) and any(b.get("type") == "tool_result" for b in content)
 
@@ -36,7 +36,7 @@ def _is_tool_result(message: dict[str, Any]) -> bool:
 _ABOUT_ME = re.compile(r"what do you (?:know|remember) about me", re.I)
 
 
-def _fenced(system: list[dict[str, Any]], scope: str, newest: dict[str, Any] | None = None) -> list[str]:
+def _fenced(system: Sequence[Mapping[str, object]], scope: str, newest: dict[str, Any] | None = None) -> list[str]:
     """The entries of the memory fences of a scope in the system prompt and in the newest
     message (memory stored since the session's snapshot): how the offline model 'reads' memory."""
     blocks = [*system, *(newest or {}).get("content", [])] if isinstance((newest or {}).get("content"), list) else system
@@ -49,7 +49,7 @@ def _fenced(system: list[dict[str, Any]], scope: str, newest: dict[str, Any] | N
     return lines
 
 
-def _estimate_tokens(payload: Any) -> int:
+def _estimate_tokens(payload: object) -> int:
     return max(1, len(json.dumps(payload, ensure_ascii=False)) // 4)
 
 
@@ -63,12 +63,12 @@ class OfflineProvider:
         self,
         *,
         model: str,
-        system: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        messages: list[dict[str, Any]],
+        system: list[dict[str, object]],
+        tools: list[dict[str, object]],
+        messages: list[dict[str, object]],
         max_tokens: int,
         timeout: float,
-        tool_choice: dict[str, Any] | None = None,
+        tool_choice: dict[str, object] | None = None,
         on_text: Callable[[str], None] | None = None,
     ) -> ModelResponse:
         response = self._answer(system=system, tools=tools, messages=messages, tool_choice=tool_choice)
@@ -79,10 +79,10 @@ class OfflineProvider:
     def _answer(
         self,
         *,
-        system: list[dict[str, Any]],
-        tools: list[dict[str, Any]],
-        messages: list[dict[str, Any]],
-        tool_choice: dict[str, Any] | None,
+        system: list[dict[str, object]],
+        tools: list[dict[str, object]],
+        messages: list[dict[str, object]],
+        tool_choice: Mapping[str, object] | None,
     ) -> ModelResponse:
         forced = (tool_choice or {}).get("name") if (tool_choice or {}).get("type") == "tool" else None
         if forced in (EXTRACTION_TOOL, SUMMARY_TOOL):
@@ -165,7 +165,7 @@ class OfflineProvider:
         return "(offline model) Done. " + " ".join(parts)
 
     @staticmethod
-    def _reply(text: str, messages: list[dict[str, Any]], system: list[dict[str, Any]]) -> str:
+    def _reply(text: str, messages: list[dict[str, object]], system: Sequence[Mapping[str, object]]) -> str:
         if _ABOUT_ME.search(text):
             facts = _fenced(system, "user", messages[-1] if messages else None)
             if not facts:
@@ -214,7 +214,7 @@ def _named_tool_calls(text: str, tools: list[dict[str, Any]]) -> list[tuple[str,
     return calls
 
 
-def _as_type(text: str, kind: Any) -> Any:
+def _as_type(text: str, kind: object) -> object:
     """The user's words as the schema's type: a number where it wants one, else the text."""
     try:
         if kind == "integer":
@@ -232,7 +232,7 @@ GET_MY_DECISIONS = "get_my_decisions"
 SUBMIT_RESULT = "submit_result"
 
 
-def _this_turn(messages: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+def _this_turn(messages: list[dict[str, object]]) -> tuple[str, list[dict[str, Any]]]:
     """The user's message that opened this turn and everything after it."""
     for i in range(len(messages) - 1, -1, -1):
         m = messages[i]
@@ -258,7 +258,7 @@ def _calls_in(turn: list[dict[str, Any]], name: str) -> tuple[int, bool]:
     return len(ids), ok
 
 
-def _decision_calls(tools: list[dict[str, Any]], messages: list[dict[str, Any]]) -> tuple[Any, Any]:
+def _decision_calls(tools: list[dict[str, Any]], messages: list[dict[str, object]]) -> tuple[Any, Any]:
     """(call to make before anything else, call to make before answering) for this turn."""
     names = {t["name"]: t for t in tools}
     text, turn = _this_turn(messages)
@@ -279,7 +279,7 @@ def _only_decision_tools(turn: list[dict[str, Any]]) -> bool:
     return bool(names) and names <= {GET_MY_DECISIONS, SUBMIT_RESULT}
 
 
-def offline_card(schema: dict[str, Any], text: str) -> dict[str, Any]:
+def offline_card(schema: dict[str, Any], text: str) -> dict[str, object]:
     """A deterministic card that satisfies a submit_result schema: the first enum value, the
     midpoint of numeric bounds, and short strings taken from the user's message."""
     words = re.findall(r"[A-Za-z0-9]+", text) or ["offline"]
@@ -362,7 +362,7 @@ def _user_chunks(transcript: str) -> list[str]:
     return ["\n".join(c) for c in chunks]
 
 
-def extract_offline(prompt: str, tools: list[dict[str, Any]]) -> dict[str, Any]:
+def extract_offline(prompt: str, tools: list[dict[str, Any]]) -> dict[str, object]:
     """Deterministic facts from "I prefer ...", "we use ...", "our ... is/are ...", "my ... is ..."
     in the user's own lines; a fact whose key already holds a different value supersedes it."""
     existing: dict[str, str] = {}
