@@ -14,28 +14,28 @@ class ExportJobRepository:
     def __init__(self, table: Table):
         self.table = table
 
-    def create(self, t: str, job: ExportJob) -> None:
+    def create(self, tenant: str, job: ExportJob) -> None:
         item = {
-            "PK": keys.tenant_pk(t),
+            "PK": keys.tenant_pk(tenant),
             "SK": keys.export_sk(job.id),
             **job.model_dump(by_alias=True, mode="json", exclude_none=True),
             "expiresAt": job.expires_at,
         }
         self.table.put(item, condition="attribute_not_exists(PK)")
 
-    def get(self, t: str, export_id: str) -> ExportJob | None:
-        item = self.table.get(keys.tenant_pk(t), keys.export_sk(export_id))
+    def get(self, tenant: str, export_id: str) -> ExportJob | None:
+        item = self.table.get(keys.tenant_pk(tenant), keys.export_sk(export_id))
         return ExportJob.model_validate(item) if item else None
 
-    def all(self, t: str) -> list[ExportJob]:
+    def all(self, tenant: str) -> list[ExportJob]:
         """The tenant's export jobs (a few: each expires after EXPORT_RETENTION_DAYS)."""
-        return [ExportJob.model_validate(i) for i in self.table.query_all(keys.tenant_pk(t), sk_prefix="EXPORT#")]
+        return [ExportJob.model_validate(i) for i in self.table.query_all(keys.tenant_pk(tenant), sk_prefix="EXPORT#")]
 
-    def claim(self, t: str, export_id: str, *, claim_s: int) -> ExportJob | None:
+    def claim(self, tenant: str, export_id: str, *, claim_s: int) -> ExportJob | None:
         now = int(time.time())
         try:
             item = self.table.update(
-                keys.tenant_pk(t),
+                keys.tenant_pk(tenant),
                 keys.export_sk(export_id),
                 "SET #s = :running, claimedUntil = :until, updatedAt = :at",
                 condition="attribute_exists(PK) AND (#s = :queued OR (#s = :running AND claimedUntil < :now))",
@@ -46,10 +46,10 @@ class ExportJobRepository:
             return None
         return ExportJob.model_validate(item)
 
-    def progress(self, t: str, export_id: str, *, counts: dict[str, int], size: int, parts: int) -> None:
+    def progress(self, tenant: str, export_id: str, *, counts: dict[str, int], size: int, parts: int) -> None:
         try:
             self.table.update(
-                keys.tenant_pk(t),
+                keys.tenant_pk(tenant),
                 keys.export_sk(export_id),
                 "SET counts = :counts, #b = :bytes, parts = :parts, updatedAt = :at",
                 condition="#s = :running",
@@ -59,7 +59,7 @@ class ExportJobRepository:
         except ConditionFailed:
             pass  # deleted meanwhile: finish() tells the worker
 
-    def finish(self, t: str, job: ExportJob) -> bool:
+    def finish(self, tenant: str, job: ExportJob) -> bool:
         changes = {
             "status": job.status,
             "counts": job.counts,
@@ -71,10 +71,10 @@ class ExportJobRepository:
             "claimedUntil": None,
         }
         try:
-            self.table.set_fields(keys.tenant_pk(t), keys.export_sk(job.id), changes)
+            self.table.set_fields(keys.tenant_pk(tenant), keys.export_sk(job.id), changes)
         except ConditionFailed:
             return False
         return True
 
-    def delete_all(self, t: str) -> int:
-        return self.table.delete_all(keys.tenant_pk(t), sk_prefix="EXPORT#")
+    def delete_all(self, tenant: str) -> int:
+        return self.table.delete_all(keys.tenant_pk(tenant), sk_prefix="EXPORT#")

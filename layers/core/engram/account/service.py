@@ -48,15 +48,15 @@ def _pages[T](fetch: Callable[..., tuple[list[T], str | None]], size: int = 100)
             return
 
 
-def _all_agents(deps: Stores, t: str) -> Iterator[Agent]:
-    return _pages(lambda **page: deps.agents.page(t, **page))
+def _all_agents(deps: Stores, tenant: str) -> Iterator[Agent]:
+    return _pages(lambda **page: deps.agents.page(tenant, **page))
 
 
-def _all_workspaces(deps: Stores, t: str) -> Iterator[Workspace]:
-    return _pages(lambda **page: deps.workspaces.page(t, **page))
+def _all_workspaces(deps: Stores, tenant: str) -> Iterator[Workspace]:
+    return _pages(lambda **page: deps.workspaces.page(tenant, **page))
 
 
-def records(deps: Stores, t: str) -> Iterator[Record]:
+def records(deps: Stores, tenant: str) -> Iterator[Record]:
     """Everything stored for the caller (webhook secrets excluded), one typed record at a time:
     each agent followed by its sessions (each with its running summary, followed by its
     messages), its conversation archive (every message said, the ones the history cap cut
@@ -65,42 +65,42 @@ def records(deps: Stores, t: str) -> Iterator[Record]:
     their hashes); an agent's kept full
     tool results follow its runs. tests/integration/test_export_complete.py compares it with
     every item and object stored for the caller."""
-    for agent in _all_agents(deps, t):
+    for agent in _all_agents(deps, tenant):
         yield "agent", agent.public()
-        for session in _pages(lambda agent_id=agent.id, **page: deps.sessions.page(t, agent_id, **page)):
+        for session in _pages(lambda agent_id=agent.id, **page: deps.sessions.page(tenant, agent_id, **page)):
             yield "session", {**session.public(), "summary": summary_public(session.summary)}
-            history = deps.history.load(t, agent.id, session.id, committed_run=session.last_run_id)
+            history = deps.history.load(tenant, agent.id, session.id, committed_run=session.last_run_id)
             for index, message in enumerate(history.messages):
                 yield "message", {"agentId": agent.id, "sessionId": session.id, "index": index, "message": message}
-        for item in deps.archive.agent_items(t, agent.id):
+        for item in deps.archive.agent_items(tenant, agent.id):
             yield "archive", {"agentId": agent.id, **{k: v for k, v in item.items() if k in ARCHIVE_FIELDS}}
-        for memory in deps.memories.all(t, "agent", agent.id):
+        for memory in deps.memories.all(tenant, "agent", agent.id):
             yield "memory", {**memory.public(), "ownerId": agent.id}
-        for run_id, entry in deps.run_memory.agent_entries(t, agent.id):
+        for run_id, entry in deps.run_memory.agent_entries(tenant, agent.id):
             yield "runMemory", {"agentId": agent.id, "runId": run_id, **entry.public()}
         # Run records are the big rows (prompt, result, tool calls: up to 400 KB each): small pages.
-        for run in _pages(lambda agent_id=agent.id, **page: deps.runs.page(t, agent_id, **page), RUN_PAGE):
+        for run in _pages(lambda agent_id=agent.id, **page: deps.runs.page(tenant, agent_id, **page), RUN_PAGE):
             yield "run", run.public()
-        for run_id, tool_use_id, result in deps.history.tool_results(t, agent.id):
+        for run_id, tool_use_id, result in deps.history.tool_results(tenant, agent.id):
             yield "toolResult", {"agentId": agent.id, "runId": run_id, "toolUseId": tool_use_id, "result": result}
-    for ws in _all_workspaces(deps, t):
+    for ws in _all_workspaces(deps, tenant):
         yield "workspace", ws.public()
-        for memory in deps.memories.all(t, "workspace", ws.id):
+        for memory in deps.memories.all(tenant, "workspace", ws.id):
             yield "memory", {**memory.public(), "ownerId": ws.id}
-    yield from _account_rows(deps, t)
+    yield from _account_rows(deps, tenant)
 
 
-def _account_rows(deps: Stores, t: str) -> Iterator[Record]:
+def _account_rows(deps: Stores, tenant: str) -> Iterator[Record]:
     """The rows of the account itself: facts, usage, card types, connections, API keys."""
-    for fact in deps.facts.all(t):
+    for fact in deps.facts.all(tenant):
         yield "fact", fact.public()
-    for row in _pages(lambda **page: deps.usage.page(t, agent_id=None, session_key=None, **page)):
+    for row in _pages(lambda **page: deps.usage.page(tenant, agent_id=None, session_key=None, **page)):
         yield "usage", row.public()
-    for card_type in deps.card_types.all(t):
+    for card_type in deps.card_types.all(tenant):
         yield "cardType", card_type.public()
-    for connection in deps.connections.all(t):
+    for connection in deps.connections.all(tenant):
         yield "connection", connection.public()  # never its auth value: the model does not hold it
-    for api_key in deps.api_keys.all(t):
+    for api_key in deps.api_keys.all(tenant):
         yield "apiKey", api_key.public()  # never the key's hash: the model does not hold it
 
 
@@ -113,21 +113,21 @@ def _in_progress(job: ExportJob) -> bool:
     return job.status in ("queued", "running") and datetime.now(UTC) - _parse(job.updated_at) < STALE_AFTER
 
 
-def start_export(deps: Stores, t: str) -> ExportJob:
+def start_export(deps: Stores, tenant: str) -> ExportJob:
     """POST /api/me/export: a new job, or the one already in progress (one at a time)."""
-    for job in deps.exports.all(t):
+    for job in deps.exports.all(tenant):
         if _in_progress(job):
             return job
     now = now_iso()
     retention_s = deps.settings.export_retention_days * 86400
     job = ExportJob(id=new_id("exp"), created_at=now, updated_at=now, expires_at=int(time.time()) + retention_s)
-    deps.exports.create(t, job)
+    deps.exports.create(tenant, job)
     try:
-        deps.queues.enqueue_run({"kind": "export", "tenant": t, "exportId": job.id})
+        deps.queues.enqueue_run({"kind": "export", "tenant": tenant, "exportId": job.id})
     except Exception:
         logger.exception("could not queue an export job", extra={"export_id": job.id})
         failed = _ended(job, "failed", error={"code": "queue_unavailable", "message": "the export could not be queued"})
-        deps.exports.finish(t, failed)
+        deps.exports.finish(tenant, failed)
         raise QueueUnavailable("the export could not be queued; nothing was written, start it again") from None
     return job
 
@@ -169,16 +169,16 @@ def process_export_job(deps: Stores, message: Mapping[str, object]) -> None:
         deps.export_objects.delete(key)
 
 
-def export_status(deps: Stores, t: str, export_id: str) -> dict[str, object]:
+def export_status(deps: Stores, tenant: str, export_id: str) -> dict[str, object]:
     """GET /api/me/export/{exportId}: the job, its progress, and when done a presigned URL."""
-    job = deps.exports.get(t, check_id("exportId", export_id))
+    job = deps.exports.get(tenant, check_id("exportId", export_id))
     if job is None:
         raise NotFound("export not found", field="exportId")
     out = {**job.public(), "availableUntil": _iso(job.expires_at)}
     if job.status == "succeeded":
         ttl = deps.settings.export_url_ttl_s
         out["downloadUrl"] = deps.export_objects.download_url(
-            keys.export_object(t, job.id), filename=f"engram-export-{job.id}.jsonl", expires_s=ttl
+            keys.export_object(tenant, job.id), filename=f"engram-export-{job.id}.jsonl", expires_s=ttl
         )
         out["downloadUrlExpiresAt"] = _iso(int(time.time()) + ttl)
     return out
@@ -189,7 +189,7 @@ def _iso(epoch: int) -> str:
 
 
 # --- the deprecated one-response export -------------------------------------------------------------
-def inline_export(deps: Stores, t: str) -> dict[str, object]:
+def inline_export(deps: Stores, tenant: str) -> dict[str, object]:
     """GET /api/me/export: the whole account in one JSON document, as before the export jobs;
     413 `export_too_large` once it passes INLINE_EXPORT_MAX_BYTES (measured as JSON Lines), so
     this route never holds more than that in memory."""
@@ -199,7 +199,7 @@ def inline_export(deps: Stores, t: str) -> dict[str, object]:
     owners: dict[str, dict[str, Any]] = {}
     sessions: dict[tuple[str, str], dict[str, Any]] = {}
     size = 0
-    for kind, record in records(deps, t):
+    for kind, record in records(deps, tenant):
         size += len(json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)) + 1
         if size > budget:
             raise PayloadTooLarge(
@@ -239,7 +239,7 @@ def inline_export(deps: Stores, t: str) -> dict[str, object]:
     return out
 
 
-def delete_everything(deps: Stores, t: str) -> dict[str, int]:
+def delete_everything(deps: Stores, tenant: str) -> dict[str, int]:
     """Removes every row and object of the caller: agents (sessions, transcripts, memories, runs),
     workspaces and their memory, facts, usage rows, export jobs and their files, API keys."""
     counts = {
@@ -253,26 +253,26 @@ def delete_everything(deps: Stores, t: str) -> dict[str, int]:
         "apiKeys": 0,
     }
     # The API keys first: nothing of the account is reachable with one while the rest goes.
-    counts["apiKeys"] = deps.api_keys.delete_all(t)
-    for agent in list(_all_agents(deps, t)):
+    counts["apiKeys"] = deps.api_keys.delete_all(tenant)
+    for agent in list(_all_agents(deps, tenant)):
         if agent.schedule:
             deps.schedules.delete(agent.id)
-        counts["transcripts"] += deps.history.delete_agent(t, agent.id)
-        deps.agents.delete_cascade(t, agent.id)
+        counts["transcripts"] += deps.history.delete_agent(tenant, agent.id)
+        deps.agents.delete_cascade(tenant, agent.id)
         counts["agents"] += 1
-    for ws in list(_all_workspaces(deps, t)):
-        deps.memories.delete_owner(t, "workspace", ws.id)
-        deps.workspaces.delete(t, ws.id)
+    for ws in list(_all_workspaces(deps, tenant)):
+        deps.memories.delete_owner(tenant, "workspace", ws.id)
+        deps.workspaces.delete(tenant, ws.id)
         counts["workspaces"] += 1
-    counts["facts"] = deps.facts.delete_all(t)
-    counts["usageRows"] = deps.usage.delete_all(t)
+    counts["facts"] = deps.facts.delete_all(tenant)
+    counts["usageRows"] = deps.usage.delete_all(tenant)
     # Rows first: an export finishing after this finds its row gone and deletes its own object.
-    deps.exports.delete_all(t)
-    counts["exports"] = deps.export_objects.delete_prefix(keys.export_prefix(t))
+    deps.exports.delete_all(tenant)
+    counts["exports"] = deps.export_objects.delete_prefix(keys.export_prefix(tenant))
     # What is left in the tenant partition: custom card types, runs whose agent row was already gone.
-    deps.card_types.delete_all(t)
-    counts["connections"] = deps.connections.delete_all(t)
-    deps.streams.delete_all(t)  # open sockets and the turns they sent (ST2)
-    deps.runs.delete_all(t)
-    deps.agents.forget_quotas(t)
+    deps.card_types.delete_all(tenant)
+    counts["connections"] = deps.connections.delete_all(tenant)
+    deps.streams.delete_all(tenant)  # open sockets and the turns they sent (ST2)
+    deps.runs.delete_all(tenant)
+    deps.agents.forget_quotas(tenant)
     return counts

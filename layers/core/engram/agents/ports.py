@@ -21,17 +21,17 @@ class WebhookCredentials(NamedTuple):
 class Workspaces(Protocol):
     """A tenant's workspaces."""
 
-    def put(self, t: str, ws: Workspace) -> None: ...
+    def put(self, tenant: str, ws: Workspace) -> None: ...
 
-    def get(self, t: str, workspace_id: str) -> Workspace | None: ...
+    def get(self, tenant: str, workspace_id: str) -> Workspace | None: ...
 
-    def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[Workspace], str | None]: ...
+    def page(self, tenant: str, *, limit: int, token: str | None) -> tuple[list[Workspace], str | None]: ...
 
-    def update(self, t: str, workspace_id: str, changes: dict[str, object]) -> Workspace: ...
+    def update(self, tenant: str, workspace_id: str, changes: dict[str, object]) -> Workspace: ...
 
-    def delete(self, t: str, workspace_id: str) -> None: ...
+    def delete(self, tenant: str, workspace_id: str) -> None: ...
 
-    def exists_op(self, t: str, workspace_id: str) -> dict[str, object]:
+    def exists_op(self, tenant: str, workspace_id: str) -> dict[str, object]:
         """A transaction's check that the workspace exists (an agent joining it)."""
         ...
 
@@ -41,7 +41,7 @@ class Agents(Protocol):
 
     def create(
         self,
-        t: str,
+        tenant: str,
         agent: Agent,
         *,
         webhook_secret: str,
@@ -53,38 +53,38 @@ class Agents(Protocol):
         or not at all."""
         ...
 
-    def get(self, t: str, agent_id: str) -> Agent | None: ...
+    def get(self, tenant: str, agent_id: str) -> Agent | None: ...
 
     def webhook_credentials(self, agent_id: str) -> WebhookCredentials | None:
         """The tenant and webhook secrets of an agent id, in one lookup; None for an unknown agent."""
         ...
 
-    def rotate_webhook_secret(self, t: str, agent_id: str, secret: str, *, previous_until: int) -> None:
+    def rotate_webhook_secret(self, tenant: str, agent_id: str, secret: str, *, previous_until: int) -> None:
         """`secret` becomes the agent's webhook secret; the one it replaces stays valid until
         `previous_until` (an older previous one is dropped). NotFound for an unknown agent."""
         ...
 
-    def first_delivery(self, t: str, agent_id: str, digest: str, *, expires_at: int) -> bool:
+    def first_delivery(self, tenant: str, agent_id: str, digest: str, *, expires_at: int) -> bool:
         """Records a signed webhook request; False when it was seen before (a replay)."""
         ...
 
-    def forget_delivery(self, t: str, agent_id: str, digest: str) -> None:
+    def forget_delivery(self, tenant: str, agent_id: str, digest: str) -> None:
         """Removes the record of a signed webhook request whose turn was not queued."""
         ...
 
-    def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[Agent], str | None]: ...
+    def page(self, tenant: str, *, limit: int, token: str | None) -> tuple[list[Agent], str | None]: ...
 
-    def in_workspace(self, t: str, workspace_id: str) -> list[str]: ...
+    def in_workspace(self, tenant: str, workspace_id: str) -> list[str]: ...
 
     def update(
-        self, t: str, agent_id: str, changes: dict[str, object], *, scheduling: int = 0, max_scheduled: int = 0
+        self, tenant: str, agent_id: str, changes: dict[str, object], *, scheduling: int = 0, max_scheduled: int = 0
     ) -> Agent: ...
 
-    def forget_quotas(self, t: str) -> None:
+    def forget_quotas(self, tenant: str) -> None:
         """The account is gone: so are its agent counters."""
         ...
 
-    def delete_cascade(self, t: str, agent_id: str) -> list[str]:
+    def delete_cascade(self, tenant: str, agent_id: str) -> list[str]:
         """Deletes the agent's runs, everything in its partition (sessions, memories, archive, run
         memory, markers) and, last, the agent row; returns the session ids. Children go first, so
         a retry after a partial failure finishes the job."""

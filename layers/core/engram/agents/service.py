@@ -18,35 +18,35 @@ from engram.wiring.stores import Stores
 _NULLABLE_AGENT_FIELDS = {"workspaceId", "schedule", "cardType", "model"}
 
 
-def create_workspace(deps: Stores, t: str, body: WorkspaceCreate) -> Workspace:
+def create_workspace(deps: Stores, tenant: str, body: WorkspaceCreate) -> Workspace:
     now = now_iso()
     ws = Workspace(id=new_id("ws"), created_at=now, updated_at=now, **body.model_dump())
-    deps.workspaces.put(t, ws)
+    deps.workspaces.put(tenant, ws)
     return ws
 
 
-def get_workspace(deps: Stores, t: str, workspace_id: str) -> Workspace:
-    ws = deps.workspaces.get(t, workspace_id)
+def get_workspace(deps: Stores, tenant: str, workspace_id: str) -> Workspace:
+    ws = deps.workspaces.get(tenant, workspace_id)
     if ws is None:
         raise NotFound("workspace not found", field="workspaceId")
     return ws
 
 
-def list_workspaces(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, object]:
-    return page(*deps.workspaces.page(t, limit=limit, token=token))
+def list_workspaces(deps: Stores, tenant: str, limit: int, token: str | None) -> dict[str, object]:
+    return page(*deps.workspaces.page(tenant, limit=limit, token=token))
 
 
-def update_workspace(deps: Stores, t: str, workspace_id: str, body: WorkspaceUpdate) -> Workspace:
+def update_workspace(deps: Stores, tenant: str, workspace_id: str, body: WorkspaceUpdate) -> Workspace:
     changes = changes_of(body, nullable=set())
     changes["updatedAt"] = now_iso()
-    return deps.workspaces.update(t, check_id("workspaceId", workspace_id), changes)
+    return deps.workspaces.update(tenant, check_id("workspaceId", workspace_id), changes)
 
 
-def delete_workspace(deps: Stores, t: str, workspace_id: str) -> None:
-    get_workspace(deps, t, workspace_id)
-    members = deps.agents.in_workspace(t, workspace_id)
+def delete_workspace(deps: Stores, tenant: str, workspace_id: str) -> None:
+    get_workspace(deps, tenant, workspace_id)
+    members = deps.agents.in_workspace(tenant, workspace_id)
     if members:
-        agents = [deps.agents.get(t, member) for member in members[:5]]
+        agents = [deps.agents.get(tenant, member) for member in members[:5]]
         names = ", ".join(f"“{a.name}”" if a is not None else member for a, member in zip(agents, members[:5], strict=True))
         more = f" and {len(members) - 5} more" if len(members) > 5 else ""
         count = "1 agent" if len(members) == 1 else f"{len(members)} agents"
@@ -55,8 +55,8 @@ def delete_workspace(deps: Stores, t: str, workspace_id: str) -> None:
             field="workspaceId",
             code="workspace_in_use",
         )
-    deps.memories.delete_owner(t, "workspace", workspace_id)
-    deps.workspaces.delete(t, workspace_id)
+    deps.memories.delete_owner(tenant, "workspace", workspace_id)
+    deps.workspaces.delete(tenant, workspace_id)
 
 
 def _check_schedule(schedule: str | None, default_prompt: str | None) -> None:
@@ -68,7 +68,7 @@ def _check_schedule(schedule: str | None, default_prompt: str | None) -> None:
         )
 
 
-def _check_team(deps: Stores, t: str, agent_id: str | None, team: list[str] | None) -> None:
+def _check_team(deps: Stores, tenant: str, agent_id: str | None, team: list[str] | None) -> None:
     """A lead's specialists are the caller's own agents, named once, and not the lead itself."""
     if not team:
         return
@@ -76,19 +76,19 @@ def _check_team(deps: Stores, t: str, agent_id: str | None, team: list[str] | No
         raise BadRequest("team names an agent twice", field="team")
     if agent_id in team:
         raise BadRequest("an agent cannot be on its own team", field="team")
-    futures = [deps.executor.submit(deps.agents.get, t, member) for member in team]
+    futures = [deps.executor.submit(deps.agents.get, tenant, member) for member in team]
     for member, future in zip(team, futures, strict=False):
         if future.result() is None:
             raise NotFound(f"team member {member} not found", field="team", code="team_member_not_found")
 
 
-def _check_tools(deps: Stores, t: str, grants: list[ToolGrant] | None, server_tools: Sequence[str] | None) -> None:
+def _check_tools(deps: Stores, tenant: str, grants: list[ToolGrant] | None, server_tools: Sequence[str] | None) -> None:
     """`tools` name the caller's own connections, each once (TL1); `serverTools` need the Anthropic API (TL6)."""
     if grants:
         ids = [grant.connection_id for grant in grants]
         if len(set(ids)) != len(ids):
             raise BadRequest("tools names a connection twice", field="tools")
-        found = deps.connections.get_many_with_secrets(t, ids)
+        found = deps.connections.get_many_with_secrets(tenant, ids)
         for connection_id in ids:
             if connection_id not in found:
                 raise NotFound(f"connection {connection_id} not found", field="tools", code="connection_not_found")
@@ -100,24 +100,24 @@ def _check_tools(deps: Stores, t: str, grants: list[ToolGrant] | None, server_to
         )
 
 
-def create_agent(deps: Stores, t: str, body: AgentCreate) -> dict[str, object]:
-    require_card_type(deps, t, body.card_type)
+def create_agent(deps: Stores, tenant: str, body: AgentCreate) -> dict[str, object]:
+    require_card_type(deps, tenant, body.card_type)
     _check_schedule(body.schedule, body.default_prompt)
-    _check_team(deps, t, None, body.team)
-    _check_tools(deps, t, body.tools, body.server_tools)
+    _check_team(deps, tenant, None, body.team)
+    _check_tools(deps, tenant, body.tools, body.server_tools)
     now = now_iso()
     fields = body.model_dump()
     fields["model"] = fields["model"] or deps.settings.chat_model
     agent = Agent(id=new_id("ag"), created_at=now, updated_at=now, **fields)
     secret = secrets.token_urlsafe(32)
     if agent.schedule:
-        deps.schedules.put(t, agent.id, agent.schedule)  # first: an invalid expression stores nothing
+        deps.schedules.put(tenant, agent.id, agent.schedule)  # first: an invalid expression stores nothing
     try:
         deps.agents.create(
-            t,
+            tenant,
             agent,
             webhook_secret=secret,
-            with_items=[deps.sessions.dashboard_item(t, agent.id, now)],
+            with_items=[deps.sessions.dashboard_item(tenant, agent.id, now)],
             max_agents=deps.settings.max_agents,
             max_scheduled=deps.settings.max_scheduled_agents,
         )
@@ -129,14 +129,14 @@ def create_agent(deps: Stores, t: str, body: AgentCreate) -> dict[str, object]:
     return {**agent.public(), "webhookSecret": secret}
 
 
-def rotate_webhook_secret(deps: Stores, t: str, agent_id: str) -> dict[str, object]:
+def rotate_webhook_secret(deps: Stores, tenant: str, agent_id: str) -> dict[str, object]:
     """A new webhook secret, shown once (here); the replaced one keeps working for
     WEBHOOK_SECRET_GRACE_SECONDS so senders can switch over without a failed delivery."""
     check_id("agentId", agent_id)
     secret = secrets.token_urlsafe(32)
     grace = deps.settings.webhook_secret_grace_s
     until = int(time.time()) + grace if grace else 0
-    deps.agents.rotate_webhook_secret(t, agent_id, secret, previous_until=until)
+    deps.agents.rotate_webhook_secret(tenant, agent_id, secret, previous_until=until)
     return {
         "agentId": agent_id,
         "webhookSecret": secret,
@@ -144,57 +144,59 @@ def rotate_webhook_secret(deps: Stores, t: str, agent_id: str) -> dict[str, obje
     }
 
 
-def get_agent(deps: Stores, t: str, agent_id: str) -> Agent:
-    agent = deps.agents.get(t, agent_id)
+def get_agent(deps: Stores, tenant: str, agent_id: str) -> Agent:
+    agent = deps.agents.get(tenant, agent_id)
     if agent is None:
         raise NotFound("agent not found", field="agentId")
     return agent
 
 
-def list_agents(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, object]:
-    return page(*deps.agents.page(t, limit=limit, token=token))
+def list_agents(deps: Stores, tenant: str, limit: int, token: str | None) -> dict[str, object]:
+    return page(*deps.agents.page(tenant, limit=limit, token=token))
 
 
-def update_agent(deps: Stores, t: str, agent_id: str, body: AgentUpdate) -> Agent:
+def update_agent(deps: Stores, tenant: str, agent_id: str, body: AgentUpdate) -> Agent:
     """Changing, adding or clearing `schedule` updates, creates or deletes the agent's schedule;
     turning activeMemory on is a reset (AM2): the shared session starts fresh."""
     changes = changes_of(body, nullable=_NULLABLE_AGENT_FIELDS)
-    require_card_type(deps, t, changes.get("cardType"))
-    before = get_agent(deps, t, check_id("agentId", agent_id))
+    require_card_type(deps, tenant, changes.get("cardType"))
+    before = get_agent(deps, tenant, check_id("agentId", agent_id))
     _check_schedule(changes.get("schedule", before.schedule), changes.get("defaultPrompt", before.default_prompt))
-    _check_team(deps, t, agent_id, changes.get("team"))
-    _check_tools(deps, t, body.tools if "tools" in changes else None, changes.get("serverTools"))
+    _check_team(deps, tenant, agent_id, changes.get("team"))
+    _check_tools(deps, tenant, body.tools if "tools" in changes else None, changes.get("serverTools"))
     if "model" in changes and changes["model"] is None:
         changes["model"] = deps.settings.chat_model  # null means "back to the default model"
     changes["updatedAt"] = now_iso()
     if changes.get("activeMemory") is True and not before.active_memory:
         # Enabling Active Memory is a reset; done first, so a busy session changes nothing.
-        deps.sessions.reset_context(t, agent_id, DASHBOARD, wait_s=deps.settings.session_wait_s)
+        deps.sessions.reset_context(tenant, agent_id, DASHBOARD, wait_s=deps.settings.session_wait_s)
     schedule_changed = "schedule" in changes and changes["schedule"] != before.schedule
     if schedule_changed:
-        _sync_schedule(deps, t, agent_id, changes["schedule"])
+        _sync_schedule(deps, tenant, agent_id, changes["schedule"])
     try:
         scheduling = int(bool(changes.get("schedule", before.schedule))) - int(bool(before.schedule))
-        agent = deps.agents.update(t, agent_id, changes, scheduling=scheduling, max_scheduled=deps.settings.max_scheduled_agents)
+        agent = deps.agents.update(
+            tenant, agent_id, changes, scheduling=scheduling, max_scheduled=deps.settings.max_scheduled_agents
+        )
     except Exception:
         if schedule_changed:  # put the schedule back as it was: nothing half-written
-            _sync_schedule(deps, t, agent_id, before.schedule)
+            _sync_schedule(deps, tenant, agent_id, before.schedule)
         raise
     return agent
 
 
-def _sync_schedule(deps: Stores, t: str, agent_id: str, schedule: str | None) -> None:
+def _sync_schedule(deps: Stores, tenant: str, agent_id: str, schedule: str | None) -> None:
     if schedule:
-        deps.schedules.put(t, agent_id, schedule)
+        deps.schedules.put(tenant, agent_id, schedule)
     else:
         deps.schedules.delete(agent_id)
 
 
-def delete_agent(deps: Stores, t: str, agent_id: str) -> dict[str, object]:
+def delete_agent(deps: Stores, tenant: str, agent_id: str) -> dict[str, object]:
     """Removes the agent and everything derived from it: sessions, transcripts and runs."""
-    agent = get_agent(deps, t, agent_id)
+    agent = get_agent(deps, tenant, agent_id)
     if agent.schedule:
         deps.schedules.delete(agent_id)  # first, so no heartbeat fires into a half-deleted agent
-    objects = deps.history.delete_agent(t, agent_id)
-    sessions = deps.agents.delete_cascade(t, agent_id)
+    objects = deps.history.delete_agent(tenant, agent_id)
+    sessions = deps.agents.delete_cascade(tenant, agent_id)
     return {"id": agent_id, "deleted": True, "sessionsDeleted": len(sessions), "transcriptsDeleted": objects}

@@ -31,8 +31,8 @@ class ApiKeyRepository:
     def __init__(self, table: Table):
         self.table = table
 
-    def create(self, t: str, key: ApiKey, grant: KeyGrant, digest: str, *, limit: int) -> None:
-        owner = {"PK": keys.tenant_pk(t), "SK": keys.api_key_sk(key.id), **key.model_dump(by_alias=True), _HASH: digest}
+    def create(self, tenant: str, key: ApiKey, grant: KeyGrant, digest: str, *, limit: int) -> None:
+        owner = {"PK": keys.tenant_pk(tenant), "SK": keys.api_key_sk(key.id), **key.model_dump(by_alias=True), _HASH: digest}
         owner.pop("lastUsedAt", None)
         lookup: dict[str, Any] = {
             "PK": keys.api_key_lookup_pk(digest),
@@ -49,7 +49,7 @@ class ApiKeyRepository:
                 self.table.put_op(owner, condition="attribute_not_exists(PK)"),
                 self.table.put_op(lookup, condition="attribute_not_exists(PK)"),
             ],
-            quotas.api_keys(t, limit),
+            quotas.api_keys(tenant, limit),
         )
 
     def _with_last_use(self, items: Sequence[Mapping[str, object]]) -> list[ApiKey]:
@@ -62,22 +62,22 @@ class ApiKeyRepository:
             out.append(ApiKey.model_validate({**item, "lastUsedAt": _iso(int(last)) if last is not None else None}))
         return out
 
-    def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[ApiKey], str | None]:
-        items, nxt = self.table.query(keys.tenant_pk(t), sk_prefix="APIKEY#", limit=limit, token=token)
+    def page(self, tenant: str, *, limit: int, token: str | None) -> tuple[list[ApiKey], str | None]:
+        items, nxt = self.table.query(keys.tenant_pk(tenant), sk_prefix="APIKEY#", limit=limit, token=token)
         return self._with_last_use(items), nxt
 
-    def all(self, t: str) -> list[ApiKey]:
-        return self._with_last_use(self.table.query_all(keys.tenant_pk(t), sk_prefix="APIKEY#"))
+    def all(self, tenant: str) -> list[ApiKey]:
+        return self._with_last_use(self.table.query_all(keys.tenant_pk(tenant), sk_prefix="APIKEY#"))
 
-    def delete(self, t: str, key_id: str) -> None:
-        pk, sk = keys.tenant_pk(t), keys.api_key_sk(key_id)
+    def delete(self, tenant: str, key_id: str) -> None:
+        pk, sk = keys.tenant_pk(tenant), keys.api_key_sk(key_id)
         item = self.table.get(pk, sk)
         if item is None:
             raise NotFound(_NOT_FOUND, field="keyId")
         try:
             quotas.delete_releasing(
                 self.table,
-                quotas.api_keys(t),
+                quotas.api_keys(tenant),
                 [
                     self.table.delete_op(pk, sk, condition="attribute_exists(PK)"),
                     self.table.delete_op(keys.api_key_lookup_pk(str(item[_HASH])), keys.API_KEY_LOOKUP_SK),
@@ -86,13 +86,13 @@ class ApiKeyRepository:
         except ConditionFailed:
             raise NotFound(_NOT_FOUND, field="keyId") from None
 
-    def delete_all(self, t: str) -> int:
-        pk = keys.tenant_pk(t)
+    def delete_all(self, tenant: str) -> int:
+        pk = keys.tenant_pk(tenant)
         items = self.table.query_all(pk, sk_prefix="APIKEY#")
         # The lookup rows first: a key must stop working even if the rest fails half-way.
         self.table.batch_write(deletes=[(keys.api_key_lookup_pk(str(i[_HASH])), keys.API_KEY_LOOKUP_SK) for i in items])
         self.table.batch_write(deletes=[(pk, str(i["SK"])) for i in items])
-        quotas.forget(self.table, quotas.api_keys(t))
+        quotas.forget(self.table, quotas.api_keys(tenant))
         return len(items)
 
     # --- the authorizer's side ------------------------------------------------------------------

@@ -9,7 +9,7 @@ from engram.kernel.model import now_iso, page
 from engram.wiring.stores import Stores
 
 
-def create_key(deps: Stores, t: str, sub: str, body: ApiKeyCreate) -> dict[str, object]:
+def create_key(deps: Stores, tenant: str, sub: str, body: ApiKeyCreate) -> dict[str, object]:
     """The new key's resource and, once only, the key itself (`key`)."""
     secret = new_key()
     now = now_iso()
@@ -24,14 +24,14 @@ def create_key(deps: Stores, t: str, sub: str, body: ApiKeyCreate) -> dict[str, 
         expires_at=expires.isoformat(timespec="seconds").replace("+00:00", "Z") if expires else None,
     )
     grant = KeyGrant(sub=sub, key_id=key.id, scopes=tuple(body.scopes), expires_at=int(expires.timestamp()) if expires else None)
-    deps.api_keys.create(t, key, grant, key_hash(secret), limit=deps.settings.max_api_keys)
+    deps.api_keys.create(tenant, key, grant, key_hash(secret), limit=deps.settings.max_api_keys)
     return {**key.public(), "key": secret}
 
 
-def list_keys(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, object]:
-    return page(*deps.api_keys.page(t, limit=limit, token=token))
+def list_keys(deps: Stores, tenant: str, limit: int, token: str | None) -> dict[str, object]:
+    return page(*deps.api_keys.page(tenant, limit=limit, token=token))
 
 
-def delete_key(deps: Stores, t: str, key_id: str) -> dict[str, object]:
-    deps.api_keys.delete(t, check_id("keyId", key_id))
+def delete_key(deps: Stores, tenant: str, key_id: str) -> dict[str, object]:
+    deps.api_keys.delete(tenant, check_id("keyId", key_id))
     return {"id": key_id, "deleted": True}

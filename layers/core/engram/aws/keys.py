@@ -18,8 +18,8 @@ from engram.kernel.errors import BadRequest
 from engram.kernel.ids import check_id
 
 
-def tenant_pk(t: str) -> str:
-    return t
+def tenant_pk(tenant: str) -> str:
+    return tenant
 
 
 def workspace_sk(workspace_id: str) -> str:
@@ -34,9 +34,9 @@ def agent_lookup(agent_id: str) -> str:
     return f"AGENTID#{check_id('agentId', agent_id)}"
 
 
-def agent_pk(t: str, agent_id: str) -> str:
+def agent_pk(tenant: str, agent_id: str) -> str:
     """The partition holding everything of one agent: sessions, memories, archive, run memory, markers."""
-    return f"{t}#A#{check_id('agentId', agent_id)}"
+    return f"{tenant}#A#{check_id('agentId', agent_id)}"
 
 
 def webhook_delivery_sk(digest: str) -> str:
@@ -67,35 +67,35 @@ def open_runs_shards() -> list[str]:
     return [f"OPENRUNS#{i}" for i in range(OPEN_RUN_SHARDS)]
 
 
-def runs_by_agent(t: str, agent_id: str) -> str:
-    return f"{t}#A#{check_id('agentId', agent_id)}#RUNS"
+def runs_by_agent(tenant: str, agent_id: str) -> str:
+    return f"{tenant}#A#{check_id('agentId', agent_id)}#RUNS"
 
 
-def usage_pk(t: str) -> str:
-    return f"{t}#USAGE"
+def usage_pk(tenant: str) -> str:
+    return f"{tenant}#USAGE"
 
 
-def usage_by_agent(t: str, agent_id: str) -> str:
-    return f"{t}#USAGE#A#{check_id('agentId', agent_id)}"
+def usage_by_agent(tenant: str, agent_id: str) -> str:
+    return f"{tenant}#USAGE#A#{check_id('agentId', agent_id)}"
 
 
-def session_object(t: str, agent_id: str, session_id: str) -> str:
-    return f"{session_prefix(t, agent_id)}{check_id('sessionId', session_id)}.json"
+def session_object(tenant: str, agent_id: str, session_id: str) -> str:
+    return f"{session_prefix(tenant, agent_id)}{check_id('sessionId', session_id)}.json"
 
 
-def session_prefix(t: str, agent_id: str) -> str:
-    return f"state/sessions/{t}/{check_id('agentId', agent_id)}/"
+def session_prefix(tenant: str, agent_id: str) -> str:
+    return f"state/sessions/{tenant}/{check_id('agentId', agent_id)}/"
 
 
 # --- long-term memory and user facts ----------------------------------------------------------
-def workspace_pk(t: str, workspace_id: str) -> str:
+def workspace_pk(tenant: str, workspace_id: str) -> str:
     """The partition holding a workspace's shared memory."""
-    return f"{t}#W#{check_id('workspaceId', workspace_id)}"
+    return f"{tenant}#W#{check_id('workspaceId', workspace_id)}"
 
 
-def user_pk(t: str) -> str:
+def user_pk(tenant: str) -> str:
     """The partition holding the principal's own facts."""
-    return f"{t}#U"
+    return f"{tenant}#U"
 
 
 def memory_sk(memory_id: str) -> str:
@@ -124,8 +124,8 @@ def memory_rank_pk(owner_pk: str) -> str:
     return f"{owner_pk}#MEMRANK"
 
 
-def fact_rank_pk(t: str) -> str:
-    return f"{t}#U#FACTRANK"
+def fact_rank_pk(tenant: str) -> str:
+    return f"{tenant}#U#FACTRANK"
 
 
 # --- conversation archive (recall/archive.py) ---------------------------------------------------
@@ -159,8 +159,8 @@ def archive_sk(session_id: str, created_at: str, run_id: str, seq: int) -> str:
     )
 
 
-def archive_by_agent(t: str, agent_id: str) -> str:
-    return f"{t}#A#{check_id('agentId', agent_id)}#ARCH"
+def archive_by_agent(tenant: str, agent_id: str) -> str:
+    return f"{tenant}#A#{check_id('agentId', agent_id)}#ARCH"
 
 
 def archive_gsi_sk(archived_at: str, session_id: str, run_id: str, seq: int) -> str:
@@ -190,9 +190,9 @@ def card_type_sk(name: str) -> str:
 
 
 # --- runs: re-examinations, run memory, director learnings (runs/, run_memory/repository.py) ---
-def reexaminations_of(t: str, parent_run_id: str) -> str:
+def reexaminations_of(tenant: str, parent_run_id: str) -> str:
     """GSI2 partition listing the re-examinations of one run (sparse: only those runs carry it)."""
-    return f"{t}#RUN#{check_id('runId', parent_run_id)}#REEXAM"
+    return f"{tenant}#RUN#{check_id('runId', parent_run_id)}#REEXAM"
 
 
 RUN_MEMORY_KEY_PATTERN = r"^(input|step|task|shared):[A-Za-z0-9_.:-]{1,120}$"
@@ -212,9 +212,9 @@ def run_memory_sk(run_id: str, key: str) -> str:
     return f"{run_memory_prefix(run_id)}{key}"
 
 
-def learnings_by_agent(t: str, agent_id: str) -> str:
+def learnings_by_agent(tenant: str, agent_id: str) -> str:
     """GSI1 partition of an agent's director learnings, newest last by createdAt."""
-    return f"{t}#A#{check_id('agentId', agent_id)}#LEARN"
+    return f"{tenant}#A#{check_id('agentId', agent_id)}#LEARN"
 
 
 # --- account exports (account/) ---------------------------------------------------------------
@@ -223,13 +223,13 @@ def export_sk(export_id: str) -> str:
     return f"EXPORT#{check_id('exportId', export_id)}"
 
 
-def export_prefix(t: str) -> str:
+def export_prefix(tenant: str) -> str:
     """Every export object of a tenant: the bucket's lifecycle rule expires `exports/`."""
-    return f"exports/{t}/"
+    return f"exports/{tenant}/"
 
 
-def export_object(t: str, export_id: str) -> str:
-    return f"{export_prefix(t)}{check_id('exportId', export_id)}.jsonl"
+def export_object(tenant: str, export_id: str) -> str:
+    return f"{export_prefix(tenant)}{check_id('exportId', export_id)}.jsonl"
 
 
 # --- MCP tool connections (connections/) --------------------------------------------------------
@@ -243,10 +243,10 @@ def connection_tools_sk(connection_id: str) -> str:
     return f"CONNTOOLS#{check_id('connectionId', connection_id)}"
 
 
-def tool_result_object(t: str, agent_id: str, run_id: str, tool_use_id: str) -> str:
+def tool_result_object(tenant: str, agent_id: str, run_id: str, tool_use_id: str) -> str:
     """The full result of a tool call that was cut before it reached the model, beside the agent's
     transcripts (deleting the agent deletes it)."""
-    return f"{session_prefix(t, agent_id)}tool-results/{check_id('runId', run_id)}/{check_id('toolUseId', tool_use_id)}.json"
+    return f"{session_prefix(tenant, agent_id)}tool-results/{check_id('runId', run_id)}/{check_id('toolUseId', tool_use_id)}.json"
 
 
 # --- personal API keys (apikeys/) ---------------------------------------------------------------

@@ -141,23 +141,23 @@ def forget(table: Table, quota: Quota) -> None:
 
 
 # --- the counted kinds (a limit of 0: a Quota only released, never claimed) --------------------
-def agents(t: str, limit: int = 0) -> Quota:
-    return Quota("agents", keys.tenant_pk(t), "AGENT#", limit, setting="MAX_AGENTS")
+def agents(tenant: str, limit: int = 0) -> Quota:
+    return Quota("agents", keys.tenant_pk(tenant), "AGENT#", limit, setting="MAX_AGENTS")
 
 
-def scheduled_agents(t: str, limit: int = 0) -> Quota:
+def scheduled_agents(tenant: str, limit: int = 0) -> Quota:
     return Quota(
-        "scheduledAgents", keys.tenant_pk(t), "AGENT#", limit, setting="MAX_SCHEDULED_AGENTS", counted_if=("schedule", True)
+        "scheduledAgents", keys.tenant_pk(tenant), "AGENT#", limit, setting="MAX_SCHEDULED_AGENTS", counted_if=("schedule", True)
     )
 
 
-def card_types(t: str, limit: int = 0) -> Quota:
-    return Quota("cardTypes", keys.tenant_pk(t), "CARDTYPE#", limit, setting="MAX_CARD_TYPES")
+def card_types(tenant: str, limit: int = 0) -> Quota:
+    return Quota("cardTypes", keys.tenant_pk(tenant), "CARDTYPE#", limit, setting="MAX_CARD_TYPES")
 
 
-def facts(t: str, limit: int = 0) -> Quota:
+def facts(tenant: str, limit: int = 0) -> Quota:
     """Active facts: archiving one (the API's delete) frees room."""
-    return Quota("facts", keys.user_pk(t), "FACT#", limit, setting="MAX_FACTS", counted_if=("archivedAt", False))
+    return Quota("facts", keys.user_pk(tenant), "FACT#", limit, setting="MAX_FACTS", counted_if=("archivedAt", False))
 
 
 def memories(owner_pk: str, scope: str, limit: int = 0) -> Quota:
@@ -165,13 +165,13 @@ def memories(owner_pk: str, scope: str, limit: int = 0) -> Quota:
     return Quota("memories", owner_pk, "MEM#", limit, per=scope, setting="MAX_MEMORIES_PER_SCOPE")
 
 
-def sessions(t: str, agent_id: str, limit: int = 0) -> Quota:
-    return Quota("sessions", keys.agent_pk(t, agent_id), "SESSION#", limit, per="agent", setting="MAX_SESSIONS_PER_AGENT")
+def sessions(tenant: str, agent_id: str, limit: int = 0) -> Quota:
+    return Quota("sessions", keys.agent_pk(tenant, agent_id), "SESSION#", limit, per="agent", setting="MAX_SESSIONS_PER_AGENT")
 
 
-def connections(t: str, limit: int = 0) -> Quota:
-    return Quota("connections", keys.tenant_pk(t), "CONN#", limit, setting="MAX_CONNECTIONS")
+def connections(tenant: str, limit: int = 0) -> Quota:
+    return Quota("connections", keys.tenant_pk(tenant), "CONN#", limit, setting="MAX_CONNECTIONS")
 
 
-def api_keys(t: str, limit: int = 0) -> Quota:
-    return Quota("apiKeys", keys.tenant_pk(t), "APIKEY#", limit, setting="MAX_API_KEYS")
+def api_keys(tenant: str, limit: int = 0) -> Quota:
+    return Quota("apiKeys", keys.tenant_pk(tenant), "APIKEY#", limit, setting="MAX_API_KEYS")

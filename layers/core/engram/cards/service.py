@@ -158,14 +158,14 @@ def check_definition(body: CardTypeBody) -> dict[str, dict[str, Any]]:
     return out
 
 
-def put_card_type(deps: Stores, t: str, name: str, body: CardTypeBody) -> tuple[CardType, bool]:
+def put_card_type(deps: Stores, tenant: str, name: str, body: CardTypeBody) -> tuple[CardType, bool]:
     check_id("name", name)
     if name in BUILT_IN_CARD_TYPES:
         raise Conflict(
             f"{name} is a built-in card type and cannot be changed; use another name", field="name", code="built_in_card_type"
         )
     fields = check_definition(body)
-    existing = deps.card_types.get(t, name)
+    existing = deps.card_types.get(tenant, name)
     now = now_iso()
     card_type = CardType(
         id=name,
@@ -179,42 +179,42 @@ def put_card_type(deps: Stores, t: str, name: str, body: CardTypeBody) -> tuple[
         summary_fields=body.summary_fields,
     )
     if existing is None:
-        deps.card_types.create(t, card_type, limit=deps.settings.max_card_types)
+        deps.card_types.create(tenant, card_type, limit=deps.settings.max_card_types)
     else:
-        deps.card_types.put(t, card_type)
+        deps.card_types.put(tenant, card_type)
     return card_type, existing is None
 
 
-def find_card_type(deps: Stores, t: str, name: str) -> CardType | None:
+def find_card_type(deps: Stores, tenant: str, name: str) -> CardType | None:
     if not name:
         return None
     if name in BUILT_IN_CARD_TYPES:
         return _built_in(name)
-    found: CardType | None = deps.card_types.get(t, check_id("cardType", name))
+    found: CardType | None = deps.card_types.get(tenant, check_id("cardType", name))
     return found
 
 
-def get_card_type(deps: Stores, t: str, name: str) -> CardType:
+def get_card_type(deps: Stores, tenant: str, name: str) -> CardType:
     check_id("name", name)
-    found = find_card_type(deps, t, name)
+    found = find_card_type(deps, tenant, name)
     if found is None:
         raise NotFound("card type not found", field="name")
     return found
 
 
-def list_card_types(deps: Stores, t: str, limit: int, token: str | None) -> dict[str, object]:
+def list_card_types(deps: Stores, tenant: str, limit: int, token: str | None) -> dict[str, object]:
     """Built-ins first, then the caller's own types by name; `limit` items a page, built-ins
     counted. The caller's types are read whole (at most MAX_CARD_TYPES rows) and paged by rank."""
     built_in = {f"0#{i:04d}": _built_in(n) for i, n in enumerate(BUILT_IN_CARD_TYPES)}
-    custom = {f"1#{c.name}": c for c in deps.card_types.all(t)}
+    custom = {f"1#{c.name}": c for c in deps.card_types.all(tenant)}
     ranked = {**built_in, **custom}
     rank = {id(c): r for r, c in ranked.items()}
     return page_ranked(list(ranked.values()), lambda c: rank[id(c)], list_id="card-types", limit=limit, token=token)
 
 
-def require_card_type(deps: Stores, t: str, name: str | None) -> None:
+def require_card_type(deps: Stores, tenant: str, name: str | None) -> None:
     """Agent create/PATCH: a named card type must exist for the caller."""
-    if name and find_card_type(deps, t, name) is None:
+    if name and find_card_type(deps, tenant, name) is None:
         raise NotFound(f"card type {name!r} not found", field="cardType", code="card_type_not_found")
 
 
@@ -351,12 +351,12 @@ def decision_of(run: CardedRun, card_type: CardType | None, now: datetime) -> De
     )
 
 
-def recent_decisions(deps: Stores, t: str, agent_id: str, limit: int = 5) -> list[Decision]:
+def recent_decisions(deps: Stores, tenant: str, agent_id: str, limit: int = 5) -> list[Decision]:
     """The agent's last `limit` result cards, newest first, from one bounded Query of its runs."""
-    return _decisions(deps, t, deps.runs.recent_with_cards(t, agent_id, limit=limit))
+    return _decisions(deps, tenant, deps.runs.recent_with_cards(tenant, agent_id, limit=limit))
 
 
-def _decisions(deps: Stores, t: str, runs: Sequence[CardedRun]) -> list[Decision]:
+def _decisions(deps: Stores, tenant: str, runs: Sequence[CardedRun]) -> list[Decision]:
     now = datetime.now(UTC)
     types: dict[str, CardType | None] = {}
     out = []
@@ -364,17 +364,17 @@ def _decisions(deps: Stores, t: str, runs: Sequence[CardedRun]) -> list[Decision
         name = run.result.get("cardType")
         if name not in types:
             try:
-                types[name] = find_card_type(deps, t, name) if name else None
+                types[name] = find_card_type(deps, tenant, name) if name else None
             except Exception:  # a renamed or odd type only costs the entry its summary fields
                 types[name] = None
         out.append(decision_of(run, types[name], now))
     return out
 
 
-def list_decisions(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, object]:
+def list_decisions(deps: Stores, tenant: str, agent_id: str, limit: int, token: str | None) -> dict[str, object]:
     """The agent's result cards, newest first, as get_my_decisions shows them (plus the cards),
     one page at a time (a page may be short: each reads a bounded number of runs)."""
-    if deps.agents.get(t, check_id("agentId", agent_id)) is None:
+    if deps.agents.get(tenant, check_id("agentId", agent_id)) is None:
         raise NotFound("agent not found", field="agentId")
-    runs, nxt = deps.runs.with_cards_page(t, agent_id, limit=limit, token=token)
-    return page(_decisions(deps, t, runs), nxt)
+    runs, nxt = deps.runs.with_cards_page(tenant, agent_id, limit=limit, token=token)
+    return page(_decisions(deps, tenant, runs), nxt)

@@ -29,9 +29,9 @@ RESERVED_HEADERS = frozenset(
 URL_MAX_CHARS = 2048
 
 
-def secret_context(t: str, connection_id: str) -> dict[str, str]:
+def secret_context(tenant: str, connection_id: str) -> dict[str, str]:
     """The KMS encryption context of a connection's auth value: its tenant and its connection."""
-    return {"tenant": t, "connectionId": connection_id}
+    return {"tenant": tenant, "connectionId": connection_id}
 
 
 def check_url(value: str) -> str:

@@ -10,18 +10,18 @@ from engram.kernel.errors import NotFound
 from engram.kernel.ids import check_id
 
 
-def test_connection(deps: McpToolDeps, t: str, connection_id: str) -> dict[str, object]:
+def test_connection(deps: McpToolDeps, tenant: str, connection_id: str) -> dict[str, object]:
     """`{ok: true, tools, durationMs}`, or `{ok: false, error: {code, message}}` naming the problem
     (unreachable, unauthorized, tls_error, not_mcp, timeout, invalid_tool_schema, egress_refused, ...)."""
     from engram.connections.mcp_client import McpFailure, failure_of
 
-    found = deps.connections.get_with_secret(t, check_id("connectionId", connection_id))
+    found = deps.connections.get_with_secret(tenant, check_id("connectionId", connection_id))
     if found is None:
         raise NotFound("connection not found", field="connectionId")
     connection, sealed = found
     started = time.monotonic()
     try:
-        listed = refresh_tools(deps, t, connection, sealed)
+        listed = refresh_tools(deps, tenant, connection, sealed)
     except SealedValueUnreadable:
         problem = McpFailure("unauthorized", "the stored auth value could not be read; set it again")
         return {"ok": False, "error": {"code": problem.code, "message": problem.message}, "durationMs": _ms(started)}

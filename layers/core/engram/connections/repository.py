@@ -24,8 +24,8 @@ class ConnectionRepository:
     def __init__(self, table: Table):
         self.table = table
 
-    def _item(self, t: str, connection: Connection, sealed_auth: str | None) -> dict[str, object]:
-        item = {"PK": keys.tenant_pk(t), "SK": keys.connection_sk(connection.id), **connection.model_dump(by_alias=True)}
+    def _item(self, tenant: str, connection: Connection, sealed_auth: str | None) -> dict[str, object]:
+        item = {"PK": keys.tenant_pk(tenant), "SK": keys.connection_sk(connection.id), **connection.model_dump(by_alias=True)}
         if sealed_auth:
             item[_SEALED] = sealed_auth
         return item
@@ -34,66 +34,66 @@ class ConnectionRepository:
     def _parse(item: dict[str, Any]) -> tuple[Connection, str | None]:
         return Connection.model_validate(item), item.get(_SEALED)
 
-    def create(self, t: str, connection: Connection, sealed_auth: str | None, *, limit: int) -> None:
+    def create(self, tenant: str, connection: Connection, sealed_auth: str | None, *, limit: int) -> None:
         quotas.create_within(
             self.table,
-            [self.table.put_op(self._item(t, connection, sealed_auth), condition="attribute_not_exists(PK)")],
-            quotas.connections(t, limit),
+            [self.table.put_op(self._item(tenant, connection, sealed_auth), condition="attribute_not_exists(PK)")],
+            quotas.connections(tenant, limit),
         )
 
-    def get(self, t: str, connection_id: str) -> Connection | None:
-        found = self.get_with_secret(t, connection_id)
+    def get(self, tenant: str, connection_id: str) -> Connection | None:
+        found = self.get_with_secret(tenant, connection_id)
         return found[0] if found else None
 
-    def get_with_secret(self, t: str, connection_id: str) -> tuple[Connection, str | None] | None:
-        item = self.table.get(keys.tenant_pk(t), keys.connection_sk(connection_id))
+    def get_with_secret(self, tenant: str, connection_id: str) -> tuple[Connection, str | None] | None:
+        item = self.table.get(keys.tenant_pk(tenant), keys.connection_sk(connection_id))
         return self._parse(item) if item else None
 
-    def get_many_with_secrets(self, t: str, connection_ids: list[str]) -> dict[str, tuple[Connection, str | None]]:
-        pairs = [(keys.tenant_pk(t), keys.connection_sk(c)) for c in dict.fromkeys(connection_ids)]
+    def get_many_with_secrets(self, tenant: str, connection_ids: list[str]) -> dict[str, tuple[Connection, str | None]]:
+        pairs = [(keys.tenant_pk(tenant), keys.connection_sk(c)) for c in dict.fromkeys(connection_ids)]
         found = [self._parse(item) for item in self.table.get_many(pairs)]
         return {connection.id: (connection, sealed) for connection, sealed in found}
 
-    def page(self, t: str, *, limit: int, token: str | None) -> tuple[list[Connection], str | None]:
-        items, nxt = self.table.query(keys.tenant_pk(t), sk_prefix="CONN#", limit=limit, token=token)
+    def page(self, tenant: str, *, limit: int, token: str | None) -> tuple[list[Connection], str | None]:
+        items, nxt = self.table.query(keys.tenant_pk(tenant), sk_prefix="CONN#", limit=limit, token=token)
         return [Connection.model_validate(i) for i in items], nxt
 
-    def all(self, t: str) -> list[Connection]:
-        return [Connection.model_validate(i) for i in self.table.query_all(keys.tenant_pk(t), sk_prefix="CONN#")]
+    def all(self, tenant: str) -> list[Connection]:
+        return [Connection.model_validate(i) for i in self.table.query_all(keys.tenant_pk(tenant), sk_prefix="CONN#")]
 
-    def name_taken(self, t: str, name: str, *, other_than: str | None = None) -> bool:
-        return any(c.name == name and c.id != other_than for c in self.all(t))
+    def name_taken(self, tenant: str, name: str, *, other_than: str | None = None) -> bool:
+        return any(c.name == name and c.id != other_than for c in self.all(tenant))
 
-    def update(self, t: str, connection_id: str, changes: Mapping[str, object]) -> Connection:
+    def update(self, tenant: str, connection_id: str, changes: Mapping[str, object]) -> Connection:
         """`changes` in the row's attribute names; `sealedAuth` None removes the stored value."""
         try:
-            item = self.table.set_fields(keys.tenant_pk(t), keys.connection_sk(connection_id), changes)
+            item = self.table.set_fields(keys.tenant_pk(tenant), keys.connection_sk(connection_id), changes)
         except ConditionFailed:
             raise NotFound(_NOT_FOUND, field="connectionId") from None
         return Connection.model_validate(item)
 
-    def delete(self, t: str, connection_id: str) -> None:
-        pk = keys.tenant_pk(t)
+    def delete(self, tenant: str, connection_id: str) -> None:
+        pk = keys.tenant_pk(tenant)
         try:
             quotas.delete_releasing(
                 self.table,
-                quotas.connections(t),
+                quotas.connections(tenant),
                 [self.table.delete_op(pk, keys.connection_sk(connection_id), condition="attribute_exists(PK)")],
             )
         except ConditionFailed:
             raise NotFound(_NOT_FOUND, field="connectionId") from None
         self.table.delete(pk, keys.connection_tools_sk(connection_id))
 
-    def delete_all(self, t: str) -> int:
-        pk = keys.tenant_pk(t)
+    def delete_all(self, tenant: str) -> int:
+        pk = keys.tenant_pk(tenant)
         deleted = self.table.delete_all(pk, sk_prefix="CONN#")
         self.table.delete_all(pk, sk_prefix="CONNTOOLS#")
-        quotas.forget(self.table, quotas.connections(t))
+        quotas.forget(self.table, quotas.connections(tenant))
         return deleted
 
     # --- the cached tool lists ------------------------------------------------------------------
-    def tools(self, t: str, connection_ids: list[str]) -> dict[str, ToolList]:
-        pairs = [(keys.tenant_pk(t), keys.connection_tools_sk(c)) for c in dict.fromkeys(connection_ids)]
+    def tools(self, tenant: str, connection_ids: list[str]) -> dict[str, ToolList]:
+        pairs = [(keys.tenant_pk(tenant), keys.connection_tools_sk(c)) for c in dict.fromkeys(connection_ids)]
         out: dict[str, ToolList] = {}
         for item in self.table.get_many(pairs):
             connection_id = str(item["SK"]).removeprefix("CONNTOOLS#")
@@ -104,11 +104,11 @@ class ConnectionRepository:
             )
         return out
 
-    def put_tools(self, t: str, connection_id: str, tools: ToolList) -> None:
+    def put_tools(self, tenant: str, connection_id: str, tools: ToolList) -> None:
         text = json.dumps([tool.model_dump() for tool in tools.tools], ensure_ascii=False, separators=(",", ":"))
         self.table.put(
             {
-                "PK": keys.tenant_pk(t),
+                "PK": keys.tenant_pk(tenant),
                 "SK": keys.connection_tools_sk(connection_id),
                 "tools": text,
                 "listedAt": tools.listed_at,

@@ -60,14 +60,14 @@ class _OpenedSecrets:
         self._lock = threading.Lock()
         self._values: dict[tuple[str, str, str], tuple[float, str]] = {}
 
-    def get(self, box: SecretBox, t: str, connection_id: str, sealed: str) -> str:
-        key = (t, connection_id, sealed)
+    def get(self, box: SecretBox, tenant: str, connection_id: str, sealed: str) -> str:
+        key = (tenant, connection_id, sealed)
         now = time.monotonic()
         with self._lock:
             hit = self._values.get(key)
             if hit and hit[0] > now:
                 return hit[1]
-        value = box.open(sealed, secret_context(t, connection_id))
+        value = box.open(sealed, secret_context(tenant, connection_id))
         with self._lock:
             self._values = {k: v for k, v in self._values.items() if v[0] > now}
             self._values[key] = (now + _SECRET_TTL_S, value)
@@ -170,13 +170,13 @@ class McpToolSet:
             return False
 
 
-def endpoint_of(deps: McpToolDeps, t: str, connection: Connection, sealed: str | None) -> Endpoint:
+def endpoint_of(deps: McpToolDeps, tenant: str, connection: Connection, sealed: str | None) -> Endpoint:
     """Where and how to reach a connection's server: its URL, timeout and (opened) auth header."""
     from engram.connections.mcp_client import Endpoint
 
     headers: tuple[tuple[str, str], ...] = ()
     if sealed and connection.auth_header_name:
-        headers = ((connection.auth_header_name, OPENED.get(deps.secret_box, t, connection.id, sealed)),)
+        headers = ((connection.auth_header_name, OPENED.get(deps.secret_box, tenant, connection.id, sealed)),)
     return Endpoint(url=connection.url, headers=headers, timeout_s=float(connection.timeout_seconds))
 
 
@@ -274,7 +274,7 @@ class McpToolSource:
 
 def refresh_tools(
     deps: McpToolDeps,
-    t: str,
+    tenant: str,
     connection: Connection,
     sealed: str | None,
     *,
@@ -285,12 +285,12 @@ def refresh_tools(
 
     settings = deps.settings
     tools = (list_tools or sdk_list_tools)(
-        endpoint_of(deps, t, connection, sealed),
+        endpoint_of(deps, tenant, connection, sealed),
         policy_of(settings),
         max_tools=settings.tool_list_max_tools,
         max_schema_bytes=settings.tool_schema_max_bytes,
         max_bytes=settings.tool_response_max_bytes,
     )
     listed = ToolList(tools=tools, listed_at=now_iso(), expires_at=int(time.time()) + settings.tool_list_ttl_s)
-    deps.connections.put_tools(t, connection.id, listed)
+    deps.connections.put_tools(tenant, connection.id, listed)
     return listed

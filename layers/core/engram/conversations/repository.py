@@ -25,23 +25,27 @@ class SessionRepository:
     def __init__(self, table: Table):
         self.table = table
 
-    def item(self, t: str, session: Session) -> dict[str, object]:
-        return {"PK": keys.agent_pk(t, session.agent_id), "SK": keys.session_sk(session.id), **session.model_dump(by_alias=True)}
+    def item(self, tenant: str, session: Session) -> dict[str, object]:
+        return {
+            "PK": keys.agent_pk(tenant, session.agent_id),
+            "SK": keys.session_sk(session.id),
+            **session.model_dump(by_alias=True),
+        }
 
-    def dashboard_item(self, t: str, agent_id: str, now: str) -> dict[str, Any]:
-        return self.item(t, Session(id=DASHBOARD, agent_id=agent_id, created_at=now, updated_at=now, title="Dashboard"))
+    def dashboard_item(self, tenant: str, agent_id: str, now: str) -> dict[str, Any]:
+        return self.item(tenant, Session(id=DASHBOARD, agent_id=agent_id, created_at=now, updated_at=now, title="Dashboard"))
 
-    def create(self, t: str, session: Session, *, limit: int, if_absent_ok: bool = False) -> bool:
+    def create(self, tenant: str, session: Session, *, limit: int, if_absent_ok: bool = False) -> bool:
         """Creates a session of an existing agent, within the agent's `limit` of sessions; False
         when it already existed and if_absent_ok."""
         try:
             quotas.create_within(
                 self.table,
                 [
-                    self.table.put_op(self.item(t, session), condition="attribute_not_exists(PK)"),
-                    self.table.check_op(keys.tenant_pk(t), keys.agent_sk(session.agent_id)),
+                    self.table.put_op(self.item(tenant, session), condition="attribute_not_exists(PK)"),
+                    self.table.check_op(keys.tenant_pk(tenant), keys.agent_sk(session.agent_id)),
                 ],
-                quotas.sessions(t, session.agent_id, limit),
+                quotas.sessions(tenant, session.agent_id, limit),
             )
         except ConditionFailed as err:
             if err.failed_at(1):
@@ -51,32 +55,32 @@ class SessionRepository:
             raise Conflict(f"session {session.id} already exists", field="id", code="session_exists") from None
         return True
 
-    def get(self, t: str, agent_id: str, session_id: str) -> dict[str, object] | None:
-        return self.table.get(keys.agent_pk(t, agent_id), keys.session_sk(session_id))
+    def get(self, tenant: str, agent_id: str, session_id: str) -> dict[str, object] | None:
+        return self.table.get(keys.agent_pk(tenant, agent_id), keys.session_sk(session_id))
 
-    def page(self, t: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Session], str | None]:
-        items, nxt = self.table.query(keys.agent_pk(t, agent_id), sk_prefix="SESSION#", limit=limit, token=token)
+    def page(self, tenant: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Session], str | None]:
+        items, nxt = self.table.query(keys.agent_pk(tenant, agent_id), sk_prefix="SESSION#", limit=limit, token=token)
         return [Session.model_validate(i) for i in items], nxt
 
-    def delete(self, t: str, agent_id: str, session_id: str) -> None:
+    def delete(self, tenant: str, agent_id: str, session_id: str) -> None:
         """Refused while a turn holds the session, so a running turn cannot resurrect it."""
         delete = self.table.delete_op(
-            keys.agent_pk(t, agent_id), keys.session_sk(session_id), condition=_FREE, values={":now": _now()}
+            keys.agent_pk(tenant, agent_id), keys.session_sk(session_id), condition=_FREE, values={":now": _now()}
         )
         try:
-            quotas.delete_releasing(self.table, quotas.sessions(t, agent_id), [delete])
+            quotas.delete_releasing(self.table, quotas.sessions(tenant, agent_id), [delete])
         except ConditionFailed:
-            if self.get(t, agent_id, session_id):
+            if self.get(tenant, agent_id, session_id):
                 raise SessionBusy("a turn is running on this session; try again when it ends", field="sessionId") from None
             raise NotFound("session not found", field="sessionId") from None
 
     # --- the lease ------------------------------------------------------------------------------
-    def acquire_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> dict[str, object]:
+    def acquire_lease(self, tenant: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> dict[str, object]:
         """Takes the session for one turn (or run, or reset); returns the session item."""
         now = _now()
         try:
             return self.table.update(
-                keys.agent_pk(t, agent_id),
+                keys.agent_pk(tenant, agent_id),
                 keys.session_sk(session_id),
                 "SET leaseOwner = :run, leaseUntil = :until",
                 condition=_FREE,
@@ -89,7 +93,7 @@ class SessionRepository:
             raise NotFound("session not found", field="sessionId") from None
 
     def wait_for_lease(
-        self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float, wait_s: float, busy_message: str
+        self, tenant: str, agent_id: str, session_id: str, owner: str, ttl_s: float, wait_s: float, busy_message: str
     ) -> dict[str, object]:
         """acquire_lease, waiting up to `wait_s` (with backoff) while another turn, run or reset
         holds the session; then SessionBusy with `busy_message`."""
@@ -97,27 +101,27 @@ class SessionRepository:
         pauses = backoff(0.05, 0.5)
         while True:
             try:
-                return self.acquire_lease(t, agent_id, session_id, owner, ttl_s)
+                return self.acquire_lease(tenant, agent_id, session_id, owner, ttl_s)
             except SessionBusy:
                 pause = next(pauses)
                 if time.monotonic() + pause > give_up:
                     raise SessionBusy(busy_message, field="sessionId") from None
                 time.sleep(pause)
 
-    def renew_lease(self, t: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> bool:
+    def renew_lease(self, tenant: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> bool:
         """Extends a lease this owner holds to `ttl_s` from now; False when it is not held any more."""
-        return self._as_owner(t, agent_id, session_id, owner, "SET leaseUntil = :until", {":until": _now() + int(ttl_s) + 1})
+        return self._as_owner(tenant, agent_id, session_id, owner, "SET leaseUntil = :until", {":until": _now() + int(ttl_s) + 1})
 
-    def release_lease(self, t: str, agent_id: str, session_id: str, owner: str) -> None:
-        self._as_owner(t, agent_id, session_id, owner, "REMOVE leaseOwner, leaseUntil")  # not ours: nothing to release
+    def release_lease(self, tenant: str, agent_id: str, session_id: str, owner: str) -> None:
+        self._as_owner(tenant, agent_id, session_id, owner, "REMOVE leaseOwner, leaseUntil")  # not ours: nothing to release
 
     def _as_owner(
-        self, t: str, agent_id: str, session_id: str, owner: str, expression: str, values: Mapping[str, object] | None = None
+        self, tenant: str, agent_id: str, session_id: str, owner: str, expression: str, values: Mapping[str, object] | None = None
     ) -> bool:
         """An update of the session's lease, applied only while `owner` holds it (False otherwise)."""
         try:
             self.table.update(
-                keys.agent_pk(t, agent_id),
+                keys.agent_pk(tenant, agent_id),
                 keys.session_sk(session_id),
                 expression,
                 condition="leaseOwner = :run",
@@ -128,7 +132,7 @@ class SessionRepository:
         return True
 
     def commit_op(
-        self, t: str, agent_id: str, session_id: str, owner: str, changes: Mapping[str, object] | None, now: str
+        self, tenant: str, agent_id: str, session_id: str, owner: str, changes: Mapping[str, object] | None, now: str
     ) -> dict[str, object]:
         """A turn's commit, as one operation of its transaction: the counters it changes (a
         successful turn) and the release of its lease, conditional on still holding it."""
@@ -143,12 +147,12 @@ class SessionRepository:
                 values[f":s{i}"] = value
         expression = ("SET " + ", ".join(sets) + " " if sets else "") + "REMOVE leaseOwner, leaseUntil"
         return self.table.update_op(
-            keys.agent_pk(t, agent_id), keys.session_sk(session_id), expression, condition="leaseOwner = :run", values=values
+            keys.agent_pk(tenant, agent_id), keys.session_sk(session_id), expression, condition="leaseOwner = :run", values=values
         )
 
     def store_summary(
         self,
-        t: str,
+        tenant: str,
         agent_id: str,
         session_id: str,
         summary: Mapping[str, object],
@@ -173,7 +177,7 @@ class SessionRepository:
             values[":reset"] = reset_at
         try:
             self.table.update(
-                keys.agent_pk(t, agent_id),
+                keys.agent_pk(tenant, agent_id),
                 keys.session_sk(session_id),
                 "SET summary = :summary",
                 condition=" AND ".join(conditions),
@@ -183,14 +187,14 @@ class SessionRepository:
             return False
         return True
 
-    def reset_context(self, t: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, object]:
+    def reset_context(self, tenant: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, object]:
         """Active Memory reset: the model's context starts after the messages the session holds now
         (they stay in the transcript); the run counter restarts; the running summary is dropped
         and nothing cut before the reset is summarised again (`summaryFrom`). Taken under the session's lease,
         waiting for a turn or run that holds it, so a reset is never lost under a finishing run."""
         owner = new_id("reset")
         self.wait_for_lease(
-            t,
+            tenant,
             agent_id,
             session_id,
             owner,
@@ -200,7 +204,7 @@ class SessionRepository:
         )
         try:
             return self.table.update(
-                keys.agent_pk(t, agent_id),
+                keys.agent_pk(tenant, agent_id),
                 keys.session_sk(session_id),
                 "SET contextFrom = if_not_exists(messageCount, :zero), revisionAtReset = if_not_exists(revision, :zero), "
                 "runsSinceReset = :zero, lastResetAt = :now, summaryFrom = if_not_exists(trimmedCount, :zero) "

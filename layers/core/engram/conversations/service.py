@@ -16,49 +16,49 @@ def _session_public(item: Mapping[str, object]) -> dict[str, object]:
     return Session.model_validate(item).public()
 
 
-def create_session(deps: Stores, t: str, agent_id: str, body: SessionCreate) -> Session:
+def create_session(deps: Stores, tenant: str, agent_id: str, body: SessionCreate) -> Session:
     refuse_secrets("title", body.title)  # a title is listed everywhere; the model bounds its length
     now = now_iso()
     session = Session(
         id=body.id or new_id("s"), agent_id=check_id("agentId", agent_id), created_at=now, updated_at=now, title=body.title
     )
-    deps.sessions.create(t, session, limit=deps.settings.max_sessions_per_agent)
+    deps.sessions.create(tenant, session, limit=deps.settings.max_sessions_per_agent)
     return session
 
 
-def list_sessions(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, object]:
-    items, nxt = deps.sessions.page(t, agent_id, limit=limit, token=token)
+def list_sessions(deps: Stores, tenant: str, agent_id: str, limit: int, token: str | None) -> dict[str, object]:
+    items, nxt = deps.sessions.page(tenant, agent_id, limit=limit, token=token)
     # An empty list and an unknown agent are different answers.
-    if not items and not token and deps.agents.get(t, agent_id) is None:
+    if not items and not token and deps.agents.get(tenant, agent_id) is None:
         raise NotFound("agent not found", field="agentId")
     return page(items, nxt)
 
 
-def get_session(deps: Stores, t: str, agent_id: str, session_id: str) -> dict[str, object]:
-    item = deps.sessions.get(t, agent_id, session_id)
+def get_session(deps: Stores, tenant: str, agent_id: str, session_id: str) -> dict[str, object]:
+    item = deps.sessions.get(tenant, agent_id, session_id)
     if item is None:
-        if deps.agents.get(t, agent_id) is None:
+        if deps.agents.get(tenant, agent_id) is None:
             raise NotFound("agent not found", field="agentId")
         raise NotFound("session not found", field="sessionId")
-    history = deps.history.load(t, agent_id, session_id, committed_run=item.get("lastRunId"))
+    history = deps.history.load(tenant, agent_id, session_id, committed_run=item.get("lastRunId"))
     return {**_session_public(item), "summary": summary_public(item.get("summary")), "messages": history.messages}
 
 
-def delete_session(deps: Stores, t: str, agent_id: str, session_id: str) -> dict[str, object]:
+def delete_session(deps: Stores, tenant: str, agent_id: str, session_id: str) -> dict[str, object]:
     """Deletes the history (never long-term memory). `dashboard` always exists: it is emptied."""
-    item = deps.sessions.get(t, agent_id, session_id)
+    item = deps.sessions.get(tenant, agent_id, session_id)
     if item is None:
-        if deps.agents.get(t, agent_id) is None:
+        if deps.agents.get(tenant, agent_id) is None:
             raise NotFound("agent not found", field="agentId")
         raise NotFound("session not found", field="sessionId")
-    deps.sessions.delete(t, agent_id, session_id)  # refused while a turn holds it
-    deps.history.delete(t, agent_id, session_id)
-    deps.archive.delete_session(t, agent_id, session_id)  # before dashboard is re-created
-    deps.memories.delete_session_memories(t, agent_id, session_id)
+    deps.sessions.delete(tenant, agent_id, session_id)  # refused while a turn holds it
+    deps.history.delete(tenant, agent_id, session_id)
+    deps.archive.delete_session(tenant, agent_id, session_id)  # before dashboard is re-created
+    deps.memories.delete_session_memories(tenant, agent_id, session_id)
     if session_id == DASHBOARD:
         now = now_iso()
         deps.sessions.create(
-            t,
+            tenant,
             Session(id=DASHBOARD, agent_id=agent_id, created_at=now, updated_at=now, title="Dashboard"),
             limit=deps.settings.max_sessions_per_agent,
             if_absent_ok=True,

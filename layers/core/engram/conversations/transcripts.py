@@ -53,10 +53,10 @@ def committed_view(doc: dict[str, Any], etag: str | None, committed_run: str | N
 
 
 class HistoryRepository(Bucket):
-    def load(self, t: str, agent_id: str, session_id: str, *, committed_run: str | None) -> History:
+    def load(self, tenant: str, agent_id: str, session_id: str, *, committed_run: str | None) -> History:
         """The transcript as of the session's committed run (`lastRunId` of the session row)."""
         try:
-            out = self.client.get_object(Bucket=self.bucket, Key=keys.session_object(t, agent_id, session_id))
+            out = self.client.get_object(Bucket=self.bucket, Key=keys.session_object(tenant, agent_id, session_id))
         except ClientError as err:
             if err.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
                 return History(messages=[], etag=None)
@@ -65,7 +65,7 @@ class HistoryRepository(Bucket):
 
     def save(
         self,
-        t: str,
+        tenant: str,
         agent_id: str,
         session_id: str,
         messages: Sequence[Mapping[str, object]],
@@ -84,7 +84,7 @@ class HistoryRepository(Bucket):
         if cut:
             doc["cut"] = {"from": cut_from, "messages": cut}
         body = json.dumps(doc, ensure_ascii=False, separators=(",", ":")).encode()
-        key = keys.session_object(t, agent_id, session_id)
+        key = keys.session_object(tenant, agent_id, session_id)
         condition = {"IfMatch": previous.etag} if previous.etag else {"IfNoneMatch": "*"}
         try:
             out = self.client.put_object(
@@ -107,35 +107,35 @@ class HistoryRepository(Bucket):
             return None
         return str(head["ETag"]) if head.get("Metadata", {}).get("run-id") == run_id else None
 
-    def delete(self, t: str, agent_id: str, session_id: str) -> None:
-        self.client.delete_object(Bucket=self.bucket, Key=keys.session_object(t, agent_id, session_id))
+    def delete(self, tenant: str, agent_id: str, session_id: str) -> None:
+        self.client.delete_object(Bucket=self.bucket, Key=keys.session_object(tenant, agent_id, session_id))
 
-    def delete_agent(self, t: str, agent_id: str) -> int:
+    def delete_agent(self, tenant: str, agent_id: str) -> int:
         """Removes every transcript of an agent (all its sessions, and its kept tool results); returns how many."""
-        return self.delete_prefix(keys.session_prefix(t, agent_id))
+        return self.delete_prefix(keys.session_prefix(tenant, agent_id))
 
-    def put_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str, result: Mapping[str, object]) -> None:
+    def put_tool_result(self, tenant: str, agent_id: str, run_id: str, tool_use_id: str, result: Mapping[str, object]) -> None:
         body = json.dumps(result, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
         self.client.put_object(
             Bucket=self.bucket,
-            Key=keys.tool_result_object(t, agent_id, run_id, tool_use_id),
+            Key=keys.tool_result_object(tenant, agent_id, run_id, tool_use_id),
             Body=body,
             ContentType="application/json",
         )
 
-    def tool_results(self, t: str, agent_id: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    def tool_results(self, tenant: str, agent_id: str) -> Iterator[tuple[str, str, dict[str, Any]]]:
         """Every kept full tool result of an agent: (run id, tool_use id, result)."""
-        prefix = f"{keys.session_prefix(t, agent_id)}tool-results/"
+        prefix = f"{keys.session_prefix(tenant, agent_id)}tool-results/"
         for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=prefix):
             for obj in page.get("Contents", []):
                 run_id, _, name = obj["Key"][len(prefix) :].partition("/")
-                found = self.get_tool_result(t, agent_id, run_id, name.removesuffix(".json"))
+                found = self.get_tool_result(tenant, agent_id, run_id, name.removesuffix(".json"))
                 if found is not None:
                     yield run_id, name.removesuffix(".json"), found
 
-    def get_tool_result(self, t: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, object] | None:
+    def get_tool_result(self, tenant: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, object] | None:
         try:
-            obj = self.client.get_object(Bucket=self.bucket, Key=keys.tool_result_object(t, agent_id, run_id, tool_use_id))
+            obj = self.client.get_object(Bucket=self.bucket, Key=keys.tool_result_object(tenant, agent_id, run_id, tool_use_id))
         except ClientError as err:
             if err.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
                 return None

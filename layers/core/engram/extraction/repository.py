@@ -32,11 +32,11 @@ class ExtractionRepository:
         self.usage = usage or UsageRepository(table)
 
     # --- the marker -----------------------------------------------------------------------------
-    def claim(self, t: str, agent_id: str, run_id: str, *, attempt_id: str, lease_s: float) -> Claim:
+    def claim(self, tenant: str, agent_id: str, run_id: str, *, attempt_id: str, lease_s: float) -> Claim:
         now = int(time.time())
         try:
             item = self.table.update(
-                keys.agent_pk(t, agent_id),
+                keys.agent_pk(tenant, agent_id),
                 keys.extract_marker_sk(run_id),
                 "SET #st = :running, attemptId = :attempt, leaseUntil = :until, runId = :run, "
                 "updatedAt = :iso, expiresAt = :exp ADD attempts :one",
@@ -60,11 +60,11 @@ class ExtractionRepository:
             raise ExtractionBusy("another delivery of this job is running") from None
         return Claim(attempt_id=attempt_id, attempt=int(item.get("attempts", 1)))
 
-    def release(self, t: str, agent_id: str, run_id: str, claim: Claim) -> None:
+    def release(self, tenant: str, agent_id: str, run_id: str, claim: Claim) -> None:
         """After a failure: the next delivery may claim at once instead of waiting out the lease."""
         try:
             self.table.update(
-                keys.agent_pk(t, agent_id),
+                keys.agent_pk(tenant, agent_id),
                 keys.extract_marker_sk(run_id),
                 "SET leaseUntil = :zero",
                 condition="attemptId = :attempt AND #st = :running",
@@ -75,18 +75,18 @@ class ExtractionRepository:
             pass  # another attempt holds it now
 
     # --- reads ----------------------------------------------------------------------------------
-    def live_rows(self, t: str, scope: str, owner_id: str, *, limit: int, session_id: str) -> list[Memory]:
+    def live_rows(self, tenant: str, scope: str, owner_id: str, *, limit: int, session_id: str) -> list[Memory]:
         """The owner's live rows, best first (pinned > importance > recent): one bounded Query."""
-        return self.memories.top(t, scope, owner_id, limit=limit, session_id=session_id)
+        return self.memories.top(tenant, scope, owner_id, limit=limit, session_id=session_id)
 
-    def get_rows(self, t: str, wanted: list[tuple[str, str, str]]) -> dict[str, Memory]:
+    def get_rows(self, tenant: str, wanted: list[tuple[str, str, str]]) -> dict[str, Memory]:
         """(scope, owner, memoryId) -> the stored row (archived ones too), by id; one BatchGetItem."""
-        return self.memories.get_many(t, wanted) if wanted else {}
+        return self.memories.get_many(tenant, wanted) if wanted else {}
 
     # --- the commit -----------------------------------------------------------------------------
     def commit(
         self,
-        t: str,
+        tenant: str,
         agent_id: str,
         run_id: str,
         claim: Claim,
@@ -103,17 +103,17 @@ class ExtractionRepository:
         left_out: list[RowWrite] = []
         for _ in range(3):
             marker = {**outcome, "leftOut": len(left_out)} if left_out else outcome
-            ops = [self._marker_op(t, agent_id, run_id, claim, marker)]
+            ops = [self._marker_op(tenant, agent_id, run_id, claim, marker)]
             if usage is not None:
-                ops.append(self.table.put_op(self.usage.item(t, usage)))
-            ops += [self._row_op(t, row) for row in rows]
+                ops.append(self.table.put_op(self.usage.item(tenant, usage)))
+            ops += [self._row_op(tenant, row) for row in rows]
             new_rows: dict[tuple[str, str], int] = {}
             for row in rows:
                 if row.expect_updated_at is None:
                     of: tuple[str, str] = (row.memory.scope, row.owner_id)
                     new_rows[of] = new_rows.get(of, 0) + 1
             owners = list(new_rows)
-            counted = [self.memories.quota(t, scope, owner_id, memory_limit) for scope, owner_id in owners]
+            counted = [self.memories.quota(tenant, scope, owner_id, memory_limit) for scope, owner_id in owners]
             try:
                 self.table.transact(
                     [*ops, *(quotas.claim_op(self.table, q, new_rows[o]) for q, o in zip(counted, owners, strict=True))]
@@ -140,9 +140,11 @@ class ExtractionRepository:
                 rows = fitting
         raise RowsChanged("the memory quota kept changing while the extraction committed", code="memory_changed")
 
-    def _marker_op(self, t: str, agent_id: str, run_id: str, claim: Claim, outcome: Mapping[str, object]) -> dict[str, object]:
+    def _marker_op(
+        self, tenant: str, agent_id: str, run_id: str, claim: Claim, outcome: Mapping[str, object]
+    ) -> dict[str, object]:
         return self.table.update_op(
-            keys.agent_pk(t, agent_id),
+            keys.agent_pk(tenant, agent_id),
             keys.extract_marker_sk(run_id),
             "SET #st = :done, outcome = :outcome, updatedAt = :iso REMOVE leaseUntil",
             condition="attemptId = :attempt AND #st = :running",
@@ -150,12 +152,12 @@ class ExtractionRepository:
             values={":done": "done", ":outcome": outcome, ":iso": now_iso(), ":attempt": claim.attempt_id, ":running": "running"},
         )
 
-    def _row_op(self, t: str, row: RowWrite) -> dict[str, object]:
-        item = self.memories.item(t, row.memory, row.owner_id)
+    def _row_op(self, tenant: str, row: RowWrite) -> dict[str, object]:
+        item = self.memories.item(tenant, row.memory, row.owner_id)
         if row.expect_updated_at is None:
             return self.table.put_op(item, condition="attribute_not_exists(PK)")
         return self.table.put_op(item, condition="updatedAt = :seen", values={":seen": row.expect_updated_at})
 
-    def put_usage(self, t: str, usage: UsageRow) -> None:
+    def put_usage(self, tenant: str, usage: UsageRow) -> None:
         """A model call whose results could not be committed still cost money: record it alone."""
-        self.usage.put(t, usage)
+        self.usage.put(tenant, usage)

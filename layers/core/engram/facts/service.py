@@ -16,7 +16,7 @@ from engram.wiring.stores import Stores
 
 def add_fact(
     deps: Stores,
-    t: str,
+    tenant: str,
     text: str,
     *,
     source: str,
@@ -32,17 +32,17 @@ def add_fact(
     refuse_secrets("fact", text)
     for _ in range(3):  # a concurrent add of the same text wins the claim: look again
         now = now_iso()
-        existing, holder, indexed = deps.facts.by_text(t, text)
+        existing, holder, indexed = deps.facts.by_text(tenant, text)
         if not indexed:
-            deps.facts.index_texts(t)
-            existing, holder, _ = deps.facts.by_text(t, text)
+            deps.facts.index_texts(tenant)
+            existing, holder, _ = deps.facts.by_text(tenant, text)
         if existing is not None and existing.archived_at is None and normalised(existing.fact) == normalised(text):
             refreshed = existing.model_copy(
                 update={"last_referenced_at": now, "updated_at": now, "topic": topic or existing.topic}
             )
             if confidence == "asserted":
                 refreshed = refreshed.model_copy(update={"confidence": "asserted"})
-            deps.facts.put(t, refreshed, expect_updated_at=existing.updated_at)
+            deps.facts.put(tenant, refreshed, expect_updated_at=existing.updated_at)
             return refreshed, False
         fact = Fact(
             id=new_id("f"),
@@ -56,7 +56,7 @@ def add_fact(
             origin=origin,
         )
         try:
-            deps.facts.create(t, fact, limit=s.max_facts, replacing=holder)
+            deps.facts.create(tenant, fact, limit=s.max_facts, replacing=holder)
         except DuplicateText:
             continue
         return fact, True
@@ -68,23 +68,23 @@ def _list_rank(f: Fact) -> str:
     return f"{1 if f.archived_at else 0}#{inverse_recency(f.last_referenced_at or f.created_at):013d}#{f.id}"
 
 
-def list_facts(deps: Stores, t: str, *, include_archived: bool = False, limit: int, token: str | None) -> dict[str, object]:
+def list_facts(deps: Stores, tenant: str, *, include_archived: bool = False, limit: int, token: str | None) -> dict[str, object]:
     """One page of the caller's facts in `_list_rank` order, after the token's rank (the order
     mixes active and archived facts, which no index holds together, so the facts are read and
     ordered: the response is bounded by `limit`, the read by the caller's facts)."""
-    rows = [f for f in deps.facts.all(t) if include_archived or f.archived_at is None]
+    rows = [f for f in deps.facts.all(tenant) if include_archived or f.archived_at is None]
     return page_ranked(rows, _list_rank, list_id="facts", limit=limit, token=token)
 
 
-def get_fact(deps: Stores, t: str, fact_id: str) -> Fact:
-    fact = deps.facts.get(t, check_id("factId", fact_id))
+def get_fact(deps: Stores, tenant: str, fact_id: str) -> Fact:
+    fact = deps.facts.get(tenant, check_id("factId", fact_id))
     if fact is None:
         raise NotFound("fact not found", field="factId")
     return fact
 
 
-def update_fact(deps: Stores, t: str, fact_id: str, body: FactUpdate) -> Fact:
-    fact = get_fact(deps, t, fact_id)
+def update_fact(deps: Stores, tenant: str, fact_id: str, body: FactUpdate) -> Fact:
+    fact = get_fact(deps, tenant, fact_id)
     changes = body.model_dump(exclude_unset=True)
     if not changes:
         raise BadRequest("the body names no field to change", field="body", code="empty_update")
@@ -108,17 +108,17 @@ def update_fact(deps: Stores, t: str, fact_id: str, body: FactUpdate) -> Fact:
     active_before, limit = fact.archived_at is None, deps.settings.max_facts
     if updated.archived_at is None and (fact.archived_at is not None or normalised(updated.fact) != normalised(fact.fact)):
         # The duplicate check must find this fact under its (new) text from now on.
-        deps.facts.put_reindexed(t, updated, expect_updated_at=fact.updated_at, was_active=active_before, limit=limit)
+        deps.facts.put_reindexed(tenant, updated, expect_updated_at=fact.updated_at, was_active=active_before, limit=limit)
     else:
-        deps.facts.put(t, updated, expect_updated_at=fact.updated_at, was_active=active_before, limit=limit)
+        deps.facts.put(tenant, updated, expect_updated_at=fact.updated_at, was_active=active_before, limit=limit)
     return updated
 
 
-def archive_fact(deps: Stores, t: str, fact_id: str, reason: str) -> Fact:
-    fact = get_fact(deps, t, fact_id)
+def archive_fact(deps: Stores, tenant: str, fact_id: str, reason: str) -> Fact:
+    fact = get_fact(deps, tenant, fact_id)
     if fact.archived_at:
         return fact
     now = now_iso()
     archived = fact.model_copy(update={"archived_at": now, "archived_reason": reason, "updated_at": now})
-    deps.facts.put(t, archived, expect_updated_at=fact.updated_at, was_active=True)
+    deps.facts.put(tenant, archived, expect_updated_at=fact.updated_at, was_active=True)
     return archived

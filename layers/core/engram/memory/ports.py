@@ -10,38 +10,38 @@ from engram.memory.models import Memory
 class Memories(Protocol):
     """Memories of one owner (user, workspace, agent), ranked for the prompt."""
 
-    def item(self, t: str, m: Memory, owner_id: str) -> dict[str, object]: ...
+    def item(self, tenant: str, m: Memory, owner_id: str) -> dict[str, object]: ...
 
-    def put(self, t: str, m: Memory, owner_id: str, *, expect_updated_at: str | None = None) -> None:
+    def put(self, tenant: str, m: Memory, owner_id: str, *, expect_updated_at: str | None = None) -> None:
         """With `expect_updated_at` (read-modify-write), refused if the row changed since it was read."""
         ...
 
-    def get(self, t: str, scope: str, owner_id: str, mid: str) -> Memory | None: ...
+    def get(self, tenant: str, scope: str, owner_id: str, mid: str) -> Memory | None: ...
 
-    def get_many(self, t: str, wanted: list[tuple[str, str, str]]) -> dict[str, Memory]:
+    def get_many(self, tenant: str, wanted: list[tuple[str, str, str]]) -> dict[str, Memory]:
         """(scope, owner, memoryId) -> the stored row (archived ones too), by id; one BatchGetItem."""
         ...
 
-    def create(self, t: str, m: Memory, owner_id: str, *, limit: int) -> None:
+    def create(self, tenant: str, m: Memory, owner_id: str, *, limit: int) -> None:
         """A new row, within the owner's `limit` of rows (QuotaExceeded)."""
         ...
 
-    def all(self, t: str, scope: str, owner_id: str) -> list[Memory]: ...
+    def all(self, tenant: str, scope: str, owner_id: str) -> list[Memory]: ...
 
-    def top(self, t: str, scope: str, owner_id: str, *, limit: int, session_id: str | None, page: int = 50) -> list[Memory]:
+    def top(self, tenant: str, scope: str, owner_id: str, *, limit: int, session_id: str | None, page: int = 50) -> list[Memory]:
         """The owner's live rows in injection order (pinned > importance > recent), at most `limit`."""
         ...
 
-    def recent_learnings(self, t: str, agent_id: str, *, limit: int) -> list[Memory]:
+    def recent_learnings(self, tenant: str, agent_id: str, *, limit: int) -> list[Memory]:
         """An agent's `limit` newest active director learnings, newest first (one bounded Query)."""
         ...
 
-    def delete(self, t: str, scope: str, owner_id: str, mid: str) -> None: ...
+    def delete(self, tenant: str, scope: str, owner_id: str, mid: str) -> None: ...
 
-    def delete_owner(self, t: str, scope: str, owner_id: str) -> int:
+    def delete_owner(self, tenant: str, scope: str, owner_id: str) -> int:
         """Removes every memory row of an agent or workspace (the agent cascade covers agents)."""
         ...
 
-    def delete_session_memories(self, t: str, agent_id: str, session_id: str) -> int:
+    def delete_session_memories(self, tenant: str, agent_id: str, session_id: str) -> int:
         """Conversation-category rows are bound to their session and go with it."""
         ...

@@ -18,8 +18,8 @@ from engram.memory.models import Memory, is_director_learning, is_live
 _CHANGED = "the memory changed while it was being updated; retry"
 
 
-def owner_pk(t: str, scope: str, owner_id: str) -> str:
-    return keys.agent_pk(t, owner_id) if scope == "agent" else keys.workspace_pk(t, owner_id)
+def owner_pk(tenant: str, scope: str, owner_id: str) -> str:
+    return keys.agent_pk(tenant, owner_id) if scope == "agent" else keys.workspace_pk(tenant, owner_id)
 
 
 def memory_rank(m: Memory) -> str:
@@ -31,12 +31,12 @@ class MemoryRepository:
     def __init__(self, table: Table):
         self.table = table
 
-    def item(self, t: str, m: Memory, owner_id: str) -> dict[str, object]:
-        pk = owner_pk(t, m.scope, owner_id)
+    def item(self, tenant: str, m: Memory, owner_id: str) -> dict[str, object]:
+        pk = owner_pk(tenant, m.scope, owner_id)
         item = {"PK": pk, "SK": keys.memory_sk(m.id), "ownerId": owner_id, **m.model_dump(by_alias=True, mode="json")}
         if m.archived_at is None and is_director_learning(m):
             # Shown in their own prompt section (run_memory.learnings), newest first; not in the rank index.
-            item["GSI1PK"] = keys.learnings_by_agent(t, owner_id)
+            item["GSI1PK"] = keys.learnings_by_agent(tenant, owner_id)
             item["GSI1SK"] = f"{m.created_at}#{m.id}"
         elif m.archived_at is None:
             item["GSI2PK"] = keys.memory_rank_pk(pk)
@@ -45,51 +45,53 @@ class MemoryRepository:
             item["expiresAt"] = m.expires_at
         return item
 
-    def put(self, t: str, m: Memory, owner_id: str, *, expect_updated_at: str | None = None) -> None:
+    def put(self, tenant: str, m: Memory, owner_id: str, *, expect_updated_at: str | None = None) -> None:
         """With `expect_updated_at` (read-modify-write), refused if the row changed since it was read."""
         try:
             if expect_updated_at is None:
-                self.table.put(self.item(t, m, owner_id))
+                self.table.put(self.item(tenant, m, owner_id))
             else:
-                self.table.put(self.item(t, m, owner_id), condition="updatedAt = :seen", values={":seen": expect_updated_at})
+                self.table.put(self.item(tenant, m, owner_id), condition="updatedAt = :seen", values={":seen": expect_updated_at})
         except ConditionFailed:
             raise Conflict(_CHANGED, field="memoryId", code="memory_changed") from None
 
-    def create(self, t: str, m: Memory, owner_id: str, *, limit: int) -> None:
+    def create(self, tenant: str, m: Memory, owner_id: str, *, limit: int) -> None:
         """A new row, within the owner's `limit` of rows (QuotaExceeded); a 409 if the same key was
         stored meanwhile."""
-        pk = owner_pk(t, m.scope, owner_id)
+        pk = owner_pk(tenant, m.scope, owner_id)
         try:
             quotas.create_within(
                 self.table,
-                [self.table.put_op(self.item(t, m, owner_id), condition="attribute_not_exists(PK)")],
+                [self.table.put_op(self.item(tenant, m, owner_id), condition="attribute_not_exists(PK)")],
                 quotas.memories(pk, m.scope, limit),
             )
         except ConditionFailed:
             raise Conflict(_CHANGED, field="memoryId", code="memory_changed") from None
 
-    def quota(self, t: str, scope: str, owner_id: str, limit: int) -> quotas.Quota:
-        return quotas.memories(owner_pk(t, scope, owner_id), scope, limit)
+    def quota(self, tenant: str, scope: str, owner_id: str, limit: int) -> quotas.Quota:
+        return quotas.memories(owner_pk(tenant, scope, owner_id), scope, limit)
 
-    def get(self, t: str, scope: str, owner_id: str, mid: str) -> Memory | None:
-        item = self.table.get(owner_pk(t, scope, owner_id), keys.memory_sk(mid))
+    def get(self, tenant: str, scope: str, owner_id: str, mid: str) -> Memory | None:
+        item = self.table.get(owner_pk(tenant, scope, owner_id), keys.memory_sk(mid))
         return Memory.model_validate(item) if item else None
 
-    def get_many(self, t: str, wanted: list[tuple[str, str, str]]) -> dict[str, Memory]:
+    def get_many(self, tenant: str, wanted: list[tuple[str, str, str]]) -> dict[str, Memory]:
         """(scope, owner, memoryId) -> the stored row (archived ones too), by id; one BatchGetItem."""
         unique = {mid: (scope, owner) for scope, owner, mid in wanted}
-        items = self.table.get_many([(owner_pk(t, scope, owner), keys.memory_sk(mid)) for mid, (scope, owner) in unique.items()])
+        items = self.table.get_many(
+            [(owner_pk(tenant, scope, owner), keys.memory_sk(mid)) for mid, (scope, owner) in unique.items()]
+        )
         return {m.id: m for m in (Memory.model_validate(i) for i in items)}
 
-    def all(self, t: str, scope: str, owner_id: str) -> list[Memory]:
-        items = self.table.query_all(owner_pk(t, scope, owner_id), sk_prefix="MEM#")
+    def all(self, tenant: str, scope: str, owner_id: str) -> list[Memory]:
+        items = self.table.query_all(owner_pk(tenant, scope, owner_id), sk_prefix="MEM#")
         return [Memory.model_validate(i) for i in items]
 
-    def top(self, t: str, scope: str, owner_id: str, *, limit: int, session_id: str | None, page: int = 50) -> list[Memory]:
+    def top(self, tenant: str, scope: str, owner_id: str, *, limit: int, session_id: str | None, page: int = 50) -> list[Memory]:
         """The owner's live rows in injection order (pinned > importance > recent), at most `limit`."""
         if limit <= 0:
             return []
-        pk = keys.memory_rank_pk(owner_pk(t, scope, owner_id))
+        pk = keys.memory_rank_pk(owner_pk(tenant, scope, owner_id))
         out: list[Memory] = []
         token = None
         now = time.time()
@@ -106,30 +108,30 @@ class MemoryRepository:
                 break
         return out
 
-    def recent_learnings(self, t: str, agent_id: str, *, limit: int) -> list[Memory]:
+    def recent_learnings(self, tenant: str, agent_id: str, *, limit: int) -> list[Memory]:
         """An agent's `limit` newest active director learnings, newest first (one bounded Query)."""
         if limit <= 0:
             return []
-        items, _ = self.table.query(keys.learnings_by_agent(t, agent_id), index="GSI1", limit=limit, newest_first=True)
+        items, _ = self.table.query(keys.learnings_by_agent(tenant, agent_id), index="GSI1", limit=limit, newest_first=True)
         return [Memory.model_validate(i) for i in items]
 
-    def delete(self, t: str, scope: str, owner_id: str, mid: str) -> None:
-        pk = owner_pk(t, scope, owner_id)
+    def delete(self, tenant: str, scope: str, owner_id: str, mid: str) -> None:
+        pk = owner_pk(tenant, scope, owner_id)
         try:
             delete = self.table.delete_op(pk, keys.memory_sk(mid), condition="attribute_exists(PK)")
             quotas.delete_releasing(self.table, quotas.memories(pk, scope), [delete])
         except ConditionFailed:
             raise NotFound("memory not found", field="memoryId") from None
 
-    def delete_owner(self, t: str, scope: str, owner_id: str) -> int:
+    def delete_owner(self, tenant: str, scope: str, owner_id: str) -> int:
         """Removes every memory row of an agent or workspace (the agent cascade covers agents)."""
-        deleted = self.table.delete_all(owner_pk(t, scope, owner_id), sk_prefix="MEM#")
-        quotas.forget(self.table, self.quota(t, scope, owner_id, 0))
+        deleted = self.table.delete_all(owner_pk(tenant, scope, owner_id), sk_prefix="MEM#")
+        quotas.forget(self.table, self.quota(tenant, scope, owner_id, 0))
         return deleted
 
-    def delete_session_memories(self, t: str, agent_id: str, session_id: str) -> int:
+    def delete_session_memories(self, tenant: str, agent_id: str, session_id: str) -> int:
         """Conversation-category rows are bound to their session and go with it."""
-        rows = [m for m in self.all(t, "agent", agent_id) if m.category == "conversation" and m.session_id == session_id]
-        self.table.batch_write(deletes=[(keys.agent_pk(t, agent_id), keys.memory_sk(m.id)) for m in rows])
-        quotas.released(self.table, self.quota(t, "agent", agent_id, 0), len(rows))
+        rows = [m for m in self.all(tenant, "agent", agent_id) if m.category == "conversation" and m.session_id == session_id]
+        self.table.batch_write(deletes=[(keys.agent_pk(tenant, agent_id), keys.memory_sk(m.id)) for m in rows])
+        quotas.released(self.table, self.quota(tenant, "agent", agent_id, 0), len(rows))
         return len(rows)

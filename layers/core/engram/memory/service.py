@@ -65,17 +65,17 @@ _STOP = frozenset(
 )
 
 
-def _owner_exists(deps: Stores, t: str, scope: str, owner_id: str) -> None:
+def _owner_exists(deps: Stores, tenant: str, scope: str, owner_id: str) -> None:
     if scope == "agent":
-        if deps.agents.get(t, owner_id) is None:
+        if deps.agents.get(tenant, owner_id) is None:
             raise NotFound("agent not found", field="agentId")
-    elif deps.workspaces.get(t, owner_id) is None:
+    elif deps.workspaces.get(tenant, owner_id) is None:
         raise NotFound("workspace not found", field="workspaceId")
 
 
 def upsert_memory(
     deps: Stores,
-    t: str,
+    tenant: str,
     *,
     scope: str,
     owner_id: str,
@@ -94,9 +94,9 @@ def upsert_memory(
     refuse_secrets("value", key, value)
     fields = dict(fields or {})
     if not owner_checked:
-        _owner_exists(deps, t, scope, owner_id)
+        _owner_exists(deps, tenant, scope, owner_id)
     mid = memory_id(scope, owner_id, key)
-    existing = deps.memories.get(t, scope, owner_id, mid)
+    existing = deps.memories.get(tenant, scope, owner_id, mid)
     now = now_iso()
     category = fields.get("category") or (existing.category if existing else "core")
     if category == "conversation" and not session_id:
@@ -117,9 +117,9 @@ def upsert_memory(
     )
     memory = Memory.model_validate(base)
     if existing is None:
-        deps.memories.create(t, memory, owner_id, limit=s.max_memories_per_scope)
+        deps.memories.create(tenant, memory, owner_id, limit=s.max_memories_per_scope)
     else:
-        deps.memories.put(t, memory, owner_id, expect_updated_at=existing.updated_at)
+        deps.memories.put(tenant, memory, owner_id, expect_updated_at=existing.updated_at)
     return memory, existing is None
 
 
@@ -133,27 +133,27 @@ def _list_rank(m: Memory) -> str:
 
 
 def list_memories(
-    deps: Stores, t: str, scope: str, owner_id: str, *, include_archived: bool = False, limit: int, token: str | None
+    deps: Stores, tenant: str, scope: str, owner_id: str, *, include_archived: bool = False, limit: int, token: str | None
 ) -> dict[str, object]:
     """One page of the owner's memories in LT3's order. The order is no index's (archived rows and
     director learnings are in none), so the owner's rows are read and ordered, and the page is cut
     after the token's rank: the response is bounded by `limit`, the read by the owner's rows."""
-    _owner_exists(deps, t, scope, owner_id)
+    _owner_exists(deps, tenant, scope, owner_id)
     now = time.time()
-    rows = [m for m in deps.memories.all(t, scope, owner_id) if include_archived or is_live(m, now)]
+    rows = [m for m in deps.memories.all(tenant, scope, owner_id) if include_archived or is_live(m, now)]
     return page_ranked(rows, _list_rank, list_id=f"{scope}:{owner_id}", limit=limit, token=token)
 
 
-def _get(deps: Stores, t: str, scope: str, owner_id: str, mid: str) -> Memory:
-    _owner_exists(deps, t, scope, owner_id)
-    memory = deps.memories.get(t, scope, owner_id, check_id("memoryId", mid))
+def _get(deps: Stores, tenant: str, scope: str, owner_id: str, mid: str) -> Memory:
+    _owner_exists(deps, tenant, scope, owner_id)
+    memory = deps.memories.get(tenant, scope, owner_id, check_id("memoryId", mid))
     if memory is None:
         raise NotFound("memory not found", field="memoryId")
     return memory
 
 
-def update_memory(deps: Stores, t: str, scope: str, owner_id: str, mid: str, body: MemoryUpdate) -> Memory:
-    memory = _get(deps, t, scope, owner_id, mid)
+def update_memory(deps: Stores, tenant: str, scope: str, owner_id: str, mid: str, body: MemoryUpdate) -> Memory:
+    memory = _get(deps, tenant, scope, owner_id, mid)
     changes = body.model_dump(exclude_unset=True)
     if not changes:
         raise BadRequest("the body names no field to change", field="body", code="empty_update")
@@ -173,25 +173,25 @@ def update_memory(deps: Stores, t: str, scope: str, owner_id: str, mid: str, bod
         daily = changes["category"] == "daily"
         changes["expires_at"] = int(time.time()) + deps.settings.daily_memory_ttl_days * 86400 if daily else None
     updated = memory.model_copy(update={**changes, "updated_at": now_iso()})
-    deps.memories.put(t, updated, owner_id, expect_updated_at=memory.updated_at)
+    deps.memories.put(tenant, updated, owner_id, expect_updated_at=memory.updated_at)
     return updated
 
 
-def pin_memory(deps: Stores, t: str, scope: str, owner_id: str, mid: str, pinned: bool) -> Memory:
-    memory = _get(deps, t, scope, owner_id, mid)
+def pin_memory(deps: Stores, tenant: str, scope: str, owner_id: str, mid: str, pinned: bool) -> Memory:
+    memory = _get(deps, tenant, scope, owner_id, mid)
     updated = memory.model_copy(update={"pinned": pinned, "updated_at": now_iso()})
-    deps.memories.put(t, updated, owner_id, expect_updated_at=memory.updated_at)
+    deps.memories.put(tenant, updated, owner_id, expect_updated_at=memory.updated_at)
     return updated
 
 
-def delete_memory(deps: Stores, t: str, scope: str, owner_id: str, mid: str) -> None:
-    _owner_exists(deps, t, scope, owner_id)
-    deps.memories.delete(t, scope, owner_id, check_id("memoryId", mid))
+def delete_memory(deps: Stores, tenant: str, scope: str, owner_id: str, mid: str) -> None:
+    _owner_exists(deps, tenant, scope, owner_id)
+    deps.memories.delete(tenant, scope, owner_id, check_id("memoryId", mid))
 
 
-def archive_memory(deps: Stores, t: str, memory: Memory, owner_id: str, reason: str) -> Memory:
+def archive_memory(deps: Stores, tenant: str, memory: Memory, owner_id: str, reason: str) -> Memory:
     archived = memory.model_copy(update={"archived_at": now_iso(), "archived_reason": reason, "updated_at": now_iso()})
-    deps.memories.put(t, archived, owner_id, expect_updated_at=memory.updated_at)
+    deps.memories.put(tenant, archived, owner_id, expect_updated_at=memory.updated_at)
     return archived
 
 
@@ -200,18 +200,18 @@ def _terms(text: str) -> set[str]:
 
 
 def recall(
-    deps: Stores, t: str, *, agent: Agent, session_id: str, query: str, scopes: list[str], limit: int
+    deps: Stores, tenant: str, *, agent: Agent, session_id: str, query: str, scopes: list[str], limit: int
 ) -> list[dict[str, object]]:
     """Live memories of the given scopes that share words with the query, best first (an empty
     query lists the top rows). Reads only this tenant's partitions."""
     wanted = _terms(query)
     candidates: list[tuple[str, Any]] = []
     if "agent" in scopes:
-        candidates += [("agent", m) for m in deps.memories.all(t, "agent", agent.id)]
+        candidates += [("agent", m) for m in deps.memories.all(tenant, "agent", agent.id)]
     if "workspace" in scopes and agent.workspace_id:
-        candidates += [("workspace", m) for m in deps.memories.all(t, "workspace", agent.workspace_id)]
+        candidates += [("workspace", m) for m in deps.memories.all(tenant, "workspace", agent.workspace_id)]
     if "user" in scopes:
-        candidates += [("user", f) for f in deps.facts.all(t)]
+        candidates += [("user", f) for f in deps.facts.all(tenant)]
     now = time.time()
     scored = []
     for scope, row in candidates:

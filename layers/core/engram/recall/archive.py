@@ -102,7 +102,7 @@ class ArchiveRepository:
     # --- writing ------------------------------------------------------------------------------
     def items_for_turn(
         self,
-        t: str,
+        tenant: str,
         agent_id: str,
         session_id: str,
         run_id: str,
@@ -117,8 +117,8 @@ class ArchiveRepository:
         ``speakers`` maps a role to a label (e.g. a person's name); ``archived_at`` (default
         ``created_at``) orders GSI1 and should be the write time, so backfills pass "now".
         """
-        pk = keys.agent_pk(t, agent_id)
-        gsi_pk = keys.archive_by_agent(t, agent_id)
+        pk = keys.agent_pk(tenant, agent_id)
+        gsi_pk = keys.archive_by_agent(tenant, agent_id)
         archived_at = archived_at or created_at
         items: list[dict[str, Any]] = []
         seq = 0
@@ -159,9 +159,9 @@ class ArchiveRepository:
                 seq += 1
         return items
 
-    def put_many(self, t: str, agent_id: str, items: Sequence[Mapping[str, object]]) -> int:
+    def put_many(self, tenant: str, agent_id: str, items: Sequence[Mapping[str, object]]) -> int:
         """BatchWriteItem in batches of 25, retrying unprocessed items with backoff. Returns the count."""
-        pk = keys.agent_pk(t, agent_id)
+        pk = keys.agent_pk(tenant, agent_id)
         for item in items:
             if item.get("PK") != pk or not str(item.get("SK", "")).startswith(keys.archive_prefix()):
                 raise ValueError("put_many only writes archive items of this agent")
@@ -169,47 +169,47 @@ class ArchiveRepository:
         return len(items)
 
     # --- reading ------------------------------------------------------------------------------
-    def load_since(self, t: str, agent_id: str, after: str | None, *, limit: int | None = None) -> list[dict[str, object]]:
+    def load_since(self, tenant: str, agent_id: str, after: str | None, *, limit: int | None = None) -> list[dict[str, object]]:
         """Archive items (and tombstones) whose GSI1SK sorts after ``after``, oldest first.
 
         ``after`` is an archivedAt prefix (e.g. an ISO timestamp); None reads everything.
         ``limit`` keeps only the newest ``limit`` items (read newest first, returned oldest first).
         """
-        gsi_pk = keys.archive_by_agent(t, agent_id)
+        gsi_pk = keys.archive_by_agent(tenant, agent_id)
         after = keys.check_stamp("after", after) if after else None
         if limit is None:
             return self.table.query_all(gsi_pk, index="GSI1", sk_after=after)
         newest = self.table.query_all(gsi_pk, index="GSI1", sk_after=after, newest_first=True, max_items=limit)
         return newest[::-1]
 
-    def agent_items(self, t: str, agent_id: str, *, page_size: int = 500) -> Iterator[dict[str, object]]:
+    def agent_items(self, tenant: str, agent_id: str, *, page_size: int = 500) -> Iterator[dict[str, object]]:
         """Every archived message of an agent (all its sessions), session by session in time order,
         one page in memory at a time (account export); tombstones are not messages."""
         token: str | None = None
         while True:
             items, token = self.table.query(
-                keys.agent_pk(t, agent_id), sk_prefix=keys.archive_prefix(), limit=page_size, token=token
+                keys.agent_pk(tenant, agent_id), sk_prefix=keys.archive_prefix(), limit=page_size, token=token
             )
             yield from (i for i in items if i.get("kind") == KIND_MESSAGE)
             if not token:
                 return
 
-    def session_items(self, t: str, agent_id: str, session_id: str) -> list[dict[str, object]]:
+    def session_items(self, tenant: str, agent_id: str, session_id: str) -> list[dict[str, object]]:
         """A session's archive in time order (strongly consistent: it reads the base table)."""
         return self.table.query_all(
-            keys.agent_pk(t, agent_id), sk_prefix=keys.archive_session_prefix(session_id), consistent=True
+            keys.agent_pk(tenant, agent_id), sk_prefix=keys.archive_session_prefix(session_id), consistent=True
         )
 
     # --- deleting -----------------------------------------------------------------------------
-    def delete_session(self, t: str, agent_id: str, session_id: str) -> int:
+    def delete_session(self, tenant: str, agent_id: str, session_id: str) -> int:
         """Deletes one session's archive and leaves a tombstone for warm caches. Returns the count."""
-        pk = keys.agent_pk(t, agent_id)
+        pk = keys.agent_pk(tenant, agent_id)
         deleted = self.table.delete_all(pk, sk_prefix=keys.archive_session_prefix(session_id), consistent=True)
         now = now_iso()
         tombstone = {
             "PK": pk,
             "SK": keys.archive_tombstone_sk(session_id, now),
-            "GSI1PK": keys.archive_by_agent(t, agent_id),
+            "GSI1PK": keys.archive_by_agent(tenant, agent_id),
             "GSI1SK": keys.archive_tombstone_gsi_sk(now, session_id),
             "kind": KIND_TOMBSTONE,
             "sessionId": session_id,
@@ -218,5 +218,5 @@ class ArchiveRepository:
         }
         self.table.put(tombstone)
         for hook in _session_deleted_hooks:
-            hook(self.name, t, agent_id)
+            hook(self.name, tenant, agent_id)
         return deleted

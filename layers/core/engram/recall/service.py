@@ -14,7 +14,9 @@ SEARCH_HITS = 100  # the best hits of a query, paged by `limit`
 QUERY_MAX_CHARS = 500
 
 
-def search_archive(deps: Stores, t: str, agent_id: str, q: str | None, *, limit: int, token: str | None) -> dict[str, object]:
+def search_archive(
+    deps: Stores, tenant: str, agent_id: str, q: str | None, *, limit: int, token: str | None
+) -> dict[str, object]:
     """`GET /api/agents/{agentId}/archive/search?q=`: the agent's archived messages (every
     session) best first, each with its session, role, text, time and score; paged over the best
     SEARCH_HITS (a token is only good for the query that issued it)."""
@@ -23,11 +25,11 @@ def search_archive(deps: Stores, t: str, agent_id: str, q: str | None, *, limit:
         raise BadRequest("q is required: the words to look for", field="q", code="missing_query")
     if len(query) > QUERY_MAX_CHARS:
         raise BadRequest(f"q is longer than {QUERY_MAX_CHARS} characters", field="q")
-    get_agent(deps, t, agent_id)
+    get_agent(deps, tenant, agent_id)
     # The search index is loaded with the first search, not with the api function (cold start).
     from engram.recall.index import conversation_search
 
-    hits = conversation_search(deps, t, agent_id, query, limit=SEARCH_HITS)
+    hits = conversation_search(deps, tenant, agent_id, query, limit=SEARCH_HITS)
     ranked = [{**hit, "_rank": f"{i:04d}"} for i, hit in enumerate(hits)]
     digest = hashlib.sha256(query.encode()).hexdigest()[:16]
     out = page_ranked(ranked, lambda hit: str(hit["_rank"]), list_id=f"archive:{agent_id}:{digest}", limit=limit, token=token)

@@ -20,7 +20,7 @@ from engram.run_memory.store import iso_micro, next_instant
 from engram.wiring.stores import Stores
 
 
-def store_learning(deps: Stores, t: str, lead_agent_id: str, text: str, *, origin: Mapping[str, object] | None) -> Memory:
+def store_learning(deps: Stores, tenant: str, lead_agent_id: str, text: str, *, origin: Mapping[str, object] | None) -> Memory:
     """Stores one learning on the lead; secrets and overlong text are refused (BadRequest /
     PayloadTooLarge)."""
     text = check_text("learning", text, 1, deps.settings.memory_value_max_chars)
@@ -40,7 +40,7 @@ def store_learning(deps: Stores, t: str, lead_agent_id: str, text: str, *, origi
         confidence="inferred",
         origin=origin,
     )
-    deps.memories.create(t, row, lead_agent_id, limit=deps.settings.max_memories_per_scope)
+    deps.memories.create(tenant, row, lead_agent_id, limit=deps.settings.max_memories_per_scope)
     return row
 
 
@@ -57,12 +57,12 @@ def _gather[A, R](deps: Stores, fn: Callable[[A], R], args: Sequence[A]) -> list
     return results
 
 
-def recent_learnings(deps: Stores, t: str, agent_ids: Iterable[str], limit: int) -> list[Memory]:
+def recent_learnings(deps: Stores, tenant: str, agent_ids: Iterable[str], limit: int) -> list[Memory]:
     """The `limit` newest learnings across these agents (the lead and its team), newest first."""
     ids = list(dict.fromkeys(agent_ids))
     if limit <= 0 or not ids:
         return []
-    per_agent = _gather(deps, lambda agent_id: deps.memories.recent_learnings(t, agent_id, limit=limit), ids)
+    per_agent = _gather(deps, lambda agent_id: deps.memories.recent_learnings(tenant, agent_id, limit=limit), ids)
     rows = [m for found in per_agent for m in found if m.archived_at is None]
     rows.sort(key=lambda m: (m.created_at, m.id), reverse=True)
     return rows[:limit]

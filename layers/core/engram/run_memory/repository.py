@@ -42,7 +42,7 @@ class RunMemoryRepository:
     def __init__(self, table: Table):
         self.table = table
 
-    def put(self, t: str, agent_id: str, run_id: str, entry: RunMemoryEntry) -> RunMemoryEntry:
+    def put(self, tenant: str, agent_id: str, run_id: str, entry: RunMemoryEntry) -> RunMemoryEntry:
         """One UpdateItem: sets the entry's fields, keeps the createdAt of an earlier write of the
         same key; returns the entry as stored."""
         fields = _item_fields(entry, run_id)
@@ -50,7 +50,7 @@ class RunMemoryRepository:
         assignments = [f"#{attr} = :{attr}" for attr in present] + ["#createdAt = if_not_exists(#createdAt, :createdAt)"]
         absent = [f"#{attr}" for attr in fields if attr not in present]
         item = self.table.update(
-            keys.agent_pk(t, agent_id),
+            keys.agent_pk(tenant, agent_id),
             keys.run_memory_sk(run_id, entry.key),
             "SET " + ", ".join(assignments) + (" REMOVE " + ", ".join(absent) if absent else ""),
             names={f"#{attr}": attr for attr in [*fields, "createdAt"]},
@@ -58,27 +58,27 @@ class RunMemoryRepository:
         )
         return _entry(item)
 
-    def put_many(self, t: str, agent_id: str, run_id: str, entries: Iterable[RunMemoryEntry]) -> None:
+    def put_many(self, tenant: str, agent_id: str, run_id: str, entries: Iterable[RunMemoryEntry]) -> None:
         """BatchWriteItem of whole entries (the caller's inputs at run start), retrying unprocessed
         items with backoff. Entries are written as given, createdAt included."""
-        pk = keys.agent_pk(t, agent_id)
+        pk = keys.agent_pk(tenant, agent_id)
         items = [
             {"PK": pk, "SK": keys.run_memory_sk(run_id, e.key), **_item_fields(e, run_id), "createdAt": e.created_at}
             for e in entries
         ]
         self.table.batch_write(puts=items)
 
-    def load(self, t: str, agent_id: str, run_id: str) -> list[RunMemoryEntry]:
+    def load(self, tenant: str, agent_id: str, run_id: str) -> list[RunMemoryEntry]:
         """Every entry of the run (all pages), in createdAt order."""
-        items = self.table.query_all(keys.agent_pk(t, agent_id), sk_prefix=keys.run_memory_prefix(run_id))
+        items = self.table.query_all(keys.agent_pk(tenant, agent_id), sk_prefix=keys.run_memory_prefix(run_id))
         return sorted((_entry(i) for i in items), key=lambda e: (e.created_at, e.key))
 
     def page(
-        self, t: str, agent_id: str, run_id: str, *, limit: int, token: str | None, max_bytes: int
+        self, tenant: str, agent_id: str, run_id: str, *, limit: int, token: str | None, max_bytes: int
     ) -> tuple[list[RunMemoryEntry], str | None]:
         """One page of the run's entries in key order: at most `limit` entries and, past the
         first, at most `max_bytes` of values (an entry may hold 64 KB or more)."""
-        pk = keys.agent_pk(t, agent_id)
+        pk = keys.agent_pk(tenant, agent_id)
         items, nxt = self.table.query(pk, sk_prefix=keys.run_memory_prefix(run_id), limit=limit, token=token)
         entries: list[RunMemoryEntry] = []
         size = 0
@@ -91,7 +91,7 @@ class RunMemoryRepository:
             size += entry.value_bytes
         return entries, nxt
 
-    def agent_entries(self, t: str, agent_id: str) -> list[tuple[str, RunMemoryEntry]]:
+    def agent_entries(self, tenant: str, agent_id: str) -> list[tuple[str, RunMemoryEntry]]:
         """(runId, entry) of every run memory held in the agent's partition (account export)."""
-        items = self.table.query_all(keys.agent_pk(t, agent_id), sk_prefix="RUNMEM#")
+        items = self.table.query_all(keys.agent_pk(tenant, agent_id), sk_prefix="RUNMEM#")
         return [(str(i.get("runId", "")), _entry(i)) for i in items]

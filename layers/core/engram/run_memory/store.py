@@ -283,12 +283,12 @@ class RunScratchpad:
 
 # --- the API's view of a finished (or running) run ---------------------------------------------
 def run_memory_listing(
-    deps: Stores, t: str, agent_id: str, run_id: str, *, limit: int, token: str | None
+    deps: Stores, tenant: str, agent_id: str, run_id: str, *, limit: int, token: str | None
 ) -> tuple[list[dict[str, object]], str | None]:
     """One page of a run's entries, with values, in key order (GET /api/runs/{runId}/memory),
     bounded in count and in value bytes. `agent_id` is the agent the run memory belongs to (the
     lead of a council run)."""
-    entries, nxt = deps.run_memory.page(t, agent_id, run_id, limit=limit, token=token, max_bytes=RUN_MEMORY_PAGE_MAX_BYTES)
+    entries, nxt = deps.run_memory.page(tenant, agent_id, run_id, limit=limit, token=token, max_bytes=RUN_MEMORY_PAGE_MAX_BYTES)
     return [e.public() for e in entries], nxt
 
 

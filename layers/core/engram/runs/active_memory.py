@@ -26,10 +26,10 @@ def _age_seconds(stamp: str | None) -> int | None:
     return max(0, int((datetime.now(UTC) - then).total_seconds()))
 
 
-def status(deps: Stores, t: str, agent_id: str) -> ActiveMemoryStatus:
+def status(deps: Stores, tenant: str, agent_id: str) -> ActiveMemoryStatus:
     """GET /api/agents/{agentId}/active-memory: the panel's data (AM3)."""
-    agent_future = deps.executor.submit(deps.agents.get, t, check_id("agentId", agent_id))
-    session = deps.sessions.get(t, agent_id, DASHBOARD)
+    agent_future = deps.executor.submit(deps.agents.get, tenant, check_id("agentId", agent_id))
+    session = deps.sessions.get(tenant, agent_id, DASHBOARD)
     agent = agent_future.result()
     if agent is None:
         raise NotFound("agent not found", field="agentId")
@@ -61,11 +61,11 @@ def status(deps: Stores, t: str, agent_id: str) -> ActiveMemoryStatus:
     )
 
 
-def reset(deps: Stores, t: str, agent_id: str) -> ActiveMemoryStatus:
+def reset(deps: Stores, tenant: str, agent_id: str) -> ActiveMemoryStatus:
     """POST .../active-memory/reset, and what enabling the toggle does (AM2). Waits for a run that
     holds the session, like a chat turn would, so a reset is never lost under a finishing run."""
     check_id("agentId", agent_id)
-    if deps.agents.get(t, agent_id) is None:
+    if deps.agents.get(tenant, agent_id) is None:
         raise NotFound("agent not found", field="agentId")
-    deps.sessions.reset_context(t, agent_id, DASHBOARD, wait_s=deps.settings.session_wait_s)
-    return status(deps, t, agent_id)
+    deps.sessions.reset_context(tenant, agent_id, DASHBOARD, wait_s=deps.settings.session_wait_s)
+    return status(deps, tenant, agent_id)

@@ -34,12 +34,12 @@ def team_roster(members: list[tuple[str, str, str | None]]) -> str:
 
 
 def run_council(
-    deps: ModelDeps, t: str, lead_run: Run, lead: Agent, memory: RunScratchpad, task: str
+    deps: ModelDeps, tenant: str, lead_run: Run, lead: Agent, memory: RunScratchpad, task: str
 ) -> list[tuple[str, str, str | None]]:
     """Runs the specialists in parallel (RM3); each result lands under task:<agentId>, a failed one
     as failed. Returns (key, title, reply) per member, in team order."""
     with ThreadPoolExecutor(max_workers=max(1, len(lead.team)), thread_name_prefix="engram-council") as pool:
-        futures = [pool.submit(_run_member, deps, t, lead_run, lead, member_id, memory, task) for member_id in lead.team]
+        futures = [pool.submit(_run_member, deps, tenant, lead_run, lead, member_id, memory, task) for member_id in lead.team]
         return [f.result() for f in futures]
 
 
@@ -51,12 +51,12 @@ def _member_message(lead: Agent, task: str) -> str:
 
 
 def _run_member(
-    deps: ModelDeps, t: str, lead_run: Run, lead: Agent, member_id: str, memory: RunScratchpad, task: str
+    deps: ModelDeps, tenant: str, lead_run: Run, lead: Agent, member_id: str, memory: RunScratchpad, task: str
 ) -> tuple[str, str, str | None]:
     key = task_key(member_id)
     member = None
     try:
-        member = deps.agents.get(t, member_id)
+        member = deps.agents.get(tenant, member_id)
         if member is None:
             raise NotFound(f"team member {member_id} not found", field="team")
         persona = (member.persona or "").strip().splitlines()[0][:_ROSTER_PERSONA_CHARS] if member.persona else ""
@@ -74,7 +74,7 @@ def _run_member(
             policies=policies,
             run_fields={"kind": "council_member", "trigger": "council", "council_run_id": lead_run.id},
         )
-        result = run_turn(deps, t, _member_message(lead, task), plan)
+        result = run_turn(deps, tenant, _member_message(lead, task), plan)
         value: dict[str, Any] = {"status": "succeeded", "runId": result.run.id, "reply": result.reply}
         if isinstance(result.run.result, dict) and result.run.result.get("card") is not None:
             value["card"] = result.run.result["card"]

@@ -204,50 +204,52 @@ def process_run_job(deps: ModelDeps, job: dict[str, Any]) -> None:
 
 
 def execute_run(
-    deps: ModelDeps, t: str, run_id: str, *, agent: Agent | None = None, inputs: dict[str, object] | None = None
+    deps: ModelDeps, tenant: str, run_id: str, *, agent: Agent | None = None, inputs: dict[str, object] | None = None
 ) -> dict[str, object]:
     """Claims the run (or returns at once if it finished or another worker has it) and executes it."""
     budget = deps.settings.run_budget_s
-    run = deps.runs.start(t, run_id, claim_s=2 * budget + _CLAIM_MARGIN_S)
+    run = deps.runs.start(tenant, run_id, claim_s=2 * budget + _CLAIM_MARGIN_S)
     if run is None:
         logger.info("run already finished or running elsewhere; delivery ignored", extra={"run_id": run_id})
         return {"status": "duplicate"}
     started = time.monotonic()
-    agent = agent if agent is not None and agent.id == run.agent_id else deps.agents.get(t, run.agent_id)
+    agent = agent if agent is not None and agent.id == run.agent_id else deps.agents.get(tenant, run.agent_id)
     if agent is None:
-        _record_failure(deps, t, run, NotFound("agent not found", field="agentId"))
+        _record_failure(deps, tenant, run, NotFound("agent not found", field="agentId"))
         return {"status": "failed"}
     try:
-        status = _execute(deps, t, run, agent, inputs)
+        status = _execute(deps, tenant, run, agent, inputs)
     except SessionBusy:
-        deps.runs.requeue(t, run.id)  # the retry claims it again
+        deps.runs.requeue(tenant, run.id)  # the retry claims it again
         raise
     except TurnFailed:
         status = "failed"  # recorded by run_turn
     except Exception as err:  # anything before the agent's own turn: recorded, never half-done
         logger.exception("run failed", extra={"run_id": run.id})
-        _record_failure(deps, t, run, err)
+        _record_failure(deps, tenant, run, err)
         status = "failed"
     metrics.add_metric(name="RunSucceeded" if status == "succeeded" else "RunFailed", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="RunLatency", unit=MetricUnit.Milliseconds, value=(time.monotonic() - started) * 1000)
     return {"status": status}
 
 
-def _record_failure(deps: ModelDeps, t: str, run: Run, err: Exception) -> None:
+def _record_failure(deps: ModelDeps, tenant: str, run: Run, err: Exception) -> None:
     at = now_iso()
-    deps.runs.put(t, run.model_copy(update={"status": "failed", "updated_at": at, "finished_at": at, "error": error_of(err)}))
+    deps.runs.put(
+        tenant, run.model_copy(update={"status": "failed", "updated_at": at, "finished_at": at, "error": error_of(err)})
+    )
 
 
-def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: Mapping[str, object] | None) -> str:
+def _execute(deps: ModelDeps, tenant: str, run: Run, agent: Agent, inputs: Mapping[str, object] | None) -> str:
     settings = deps.settings
     card_type = None
     if run.kind == "reexamination":  # checked first: a council is not run for a parent that is gone
-        parent = deps.runs.get(t, run.parent_run_id or "")
-        parent_type = find_card_type(deps, t, (parent.result or {}).get("cardType") or "") if parent else None
+        parent = deps.runs.get(tenant, run.parent_run_id or "")
+        parent_type = find_card_type(deps, tenant, (parent.result or {}).get("cardType") or "") if parent else None
         if parent is None or parent_type is None:
             raise NotFound("the run being re-examined no longer exists", field="parentRunId")
         card_type = reexamination_card_type(parent_type)
-    memory = RunScratchpad(deps.run_memory, t, agent.id, run.id, settings)
+    memory = RunScratchpad(deps.run_memory, tenant, agent.id, run.id, settings)
     if inputs:
         memory.seed_inputs(inputs)
     declared = [(input_key(name), f"caller input {name}") for name, value in (inputs or {}).items() if value is not None]
@@ -257,7 +259,7 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: Mapping[st
         # Blind specialists: a re-examination's council works on the lead's usual task, never the
         # parent decision; nobody but the lead sees prior decisions.
         task = (agent.default_prompt or FALLBACK_PROMPT) if run.kind == "reexamination" else run.prompt
-        members = run_council(deps, t, run, agent, memory, task)
+        members = run_council(deps, tenant, run, agent, memory, task)
         declared += [(key, title) for key, title, _ in members]
         extra.append(team_roster(members))
         chain = [
@@ -265,7 +267,9 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: Mapping[st
             for _, title, reply in members
             if reply
         ]
-        learnings = _best_effort(lambda: recent_learnings(deps, t, [agent.id, *agent.team], settings.director_learnings_shown))
+        learnings = _best_effort(
+            lambda: recent_learnings(deps, tenant, [agent.id, *agent.team], settings.director_learnings_shown)
+        )
         rendered = render_learnings(learnings) if learnings else None
         if rendered:
             extra.append(rendered)
@@ -293,13 +297,13 @@ def _execute(deps: ModelDeps, t: str, run: Run, agent: Agent, inputs: Mapping[st
         policies=policies,
         run_fields={"kind": run.kind, "trigger": run.trigger, "created_at": run.created_at, "parent_run_id": run.parent_run_id},
         cache=run_cache_policy(agent, run, shared=shared),
-        events=deps.watchers(t, agent.id, DASHBOARD, run.id) if shared else None,  # sockets on the shared session (ST2)
+        events=deps.watchers(tenant, agent.id, DASHBOARD, run.id) if shared else None,  # sockets on the shared session (ST2)
     )
-    result = run_turn(deps, t, message, plan)
+    result = run_turn(deps, tenant, message, plan)
     if run.kind == "reexamination" and run.parent_run_id:
         card = (result.run.result or {}).get("card") or {}
         deps.runs.set_latest_conviction(
-            t, run.parent_run_id, score=int(card["conviction_score"]), child_run_id=run.id, child_created_at=run.created_at
+            tenant, run.parent_run_id, score=int(card["conviction_score"]), child_run_id=run.id, child_created_at=run.created_at
         )
     return result.run.status
 

@@ -14,40 +14,40 @@ class SessionCommits(Protocol):
     the session's side of the turn's one transaction."""
 
     def commit_op(
-        self, t: str, agent_id: str, session_id: str, owner: str, changes: Mapping[str, object] | None, now: str
+        self, tenant: str, agent_id: str, session_id: str, owner: str, changes: Mapping[str, object] | None, now: str
     ) -> dict[str, object]: ...
 
 
 class Runs(Protocol):
     """Run records of a tenant, claims on queued runs, re-examinations, and the end-of-turn commit."""
 
-    def item(self, t: str, run: Run) -> dict[str, object]: ...
+    def item(self, tenant: str, run: Run) -> dict[str, object]: ...
 
-    def create(self, t: str, run: Run) -> bool:
+    def create(self, tenant: str, run: Run) -> bool:
         """Records a queued run; False if a run with this id already exists (a redelivered firing)."""
         ...
 
-    def fail_unfinished(self, t: str, run: Run) -> bool:
+    def fail_unfinished(self, tenant: str, run: Run) -> bool:
         """Records `run` (failed) unless its record says it finished: a queued or running record is
         marked failed with its error, a missing one is created. False: finished, nothing changed."""
         ...
 
-    def put(self, t: str, run: Run, *, only_if_new: bool = False) -> None: ...
+    def put(self, tenant: str, run: Run, *, only_if_new: bool = False) -> None: ...
 
-    def get(self, t: str, run_id: str) -> Run | None: ...
+    def get(self, tenant: str, run_id: str) -> Run | None: ...
 
-    def page(self, t: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Run], str | None]: ...
+    def page(self, tenant: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Run], str | None]: ...
 
-    def delete_all(self, t: str) -> int:
+    def delete_all(self, tenant: str) -> int:
         """Every run row of the tenant (an account deletion; agent deletion removes its own)."""
         ...
 
-    def start(self, t: str, run_id: str, *, claim_s: float) -> Run | None:
+    def start(self, tenant: str, run_id: str, *, claim_s: float) -> Run | None:
         """Claims a queued run for one worker (status running, a claim that expires after `claim_s`,
         so a crashed worker's run can be taken again). None: finished, or another worker has it."""
         ...
 
-    def requeue(self, t: str, run_id: str) -> None:
+    def requeue(self, tenant: str, run_id: str) -> None:
         """Gives a claimed run back (its session was busy): the retry claims it again."""
         ...
 
@@ -55,33 +55,35 @@ class Runs(Protocol):
         """Unfinished runs past their stale time, across tenants: (tenant, run id, stale key)."""
         ...
 
-    def fail_stale(self, t: str, run_id: str, seen: str) -> bool:
+    def fail_stale(self, tenant: str, run_id: str, seen: str) -> bool:
         """Marks a stale run failed (`stale`) unless it finished or moved on since it was seen."""
         ...
 
-    def set_resolution(self, t: str, run_id: str, status: str) -> Run: ...
+    def set_resolution(self, tenant: str, run_id: str, status: str) -> Run: ...
 
-    def set_latest_conviction(self, t: str, parent_run_id: str, *, score: int, child_run_id: str, child_created_at: str) -> None:
+    def set_latest_conviction(
+        self, tenant: str, parent_run_id: str, *, score: int, child_run_id: str, child_created_at: str
+    ) -> None:
         """The parent run shows its newest re-examination's conviction; its result never changes.
         An older re-examination finishing late does not overwrite a newer one."""
         ...
 
     def list_reexaminations(
-        self, t: str, parent_run_id: str, *, limit: int, token: str | None
+        self, tenant: str, parent_run_id: str, *, limit: int, token: str | None
     ) -> tuple[list[Run], str | None]: ...
 
-    def recent_with_cards(self, t: str, agent_id: str, *, limit: int, page: int = 25, max_pages: int = 4) -> list[Run]:
+    def recent_with_cards(self, tenant: str, agent_id: str, *, limit: int, page: int = 25, max_pages: int = 4) -> list[Run]:
         """The agent's newest runs whose result holds a card: its runs through GSI1 newest first,
         a bounded number of small pages (at most `page * max_pages` runs are read)."""
         ...
 
     def with_cards_page(
-        self, t: str, agent_id: str, *, limit: int, token: str | None, page: int = 25, max_pages: int = 4
+        self, tenant: str, agent_id: str, *, limit: int, token: str | None, page: int = 25, max_pages: int = 4
     ) -> tuple[list[Run], str | None]: ...
 
     def finish_turn(
         self,
-        t: str,
+        tenant: str,
         *,
         run: Run,
         usage_rows: list[UsageRow],

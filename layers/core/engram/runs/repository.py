@@ -70,11 +70,11 @@ class RunRepository:
         self.sessions = sessions
         self.usage = usage or UsageRepository(table)
 
-    def item(self, t: str, run: Run) -> dict[str, object]:
+    def item(self, tenant: str, run: Run) -> dict[str, object]:
         item = {
-            "PK": keys.tenant_pk(t),
+            "PK": keys.tenant_pk(tenant),
             "SK": keys.run_sk(run.id),
-            "GSI1PK": keys.runs_by_agent(t, run.agent_id),
+            "GSI1PK": keys.runs_by_agent(tenant, run.agent_id),
             "GSI1SK": run.id,
             **run.model_dump(by_alias=True, mode="json", exclude={"latest_conviction", "resolution_status"}),
         }
@@ -90,7 +90,7 @@ class RunRepository:
             item.update(self._open(run.id, _epoch(run.updated_at) + self._stale_after(run.kind)))
         if run.kind == "reexamination" and run.parent_run_id:
             # Sparse: GET /api/runs/{parent}/re-examinations is one Query, in creation order.
-            item["GSI2PK"] = keys.reexaminations_of(t, run.parent_run_id)
+            item["GSI2PK"] = keys.reexaminations_of(tenant, run.parent_run_id)
             item["GSI2SK"] = f"{run.created_at}#{run.id}"
         return item
 
@@ -104,31 +104,31 @@ class RunRepository:
         A finished run's record is written without them (or they are removed)."""
         return {"GSI3PK": keys.open_runs(run_id), "GSI3SK": f"{stale_at:012d}#{run_id}"}
 
-    def create(self, t: str, run: Run) -> bool:
+    def create(self, tenant: str, run: Run) -> bool:
         """Records a queued run; False if a run with this id already exists (a redelivered firing)."""
         try:
-            self.table.put(self.item(t, run), condition="attribute_not_exists(PK)")
+            self.table.put(self.item(tenant, run), condition="attribute_not_exists(PK)")
         except ConditionFailed:
             return False
         return True
 
-    def fail_unfinished(self, t: str, run: Run) -> bool:
+    def fail_unfinished(self, tenant: str, run: Run) -> bool:
         """Records `run` (failed, with its error) unless its record says it finished: a queued or
         running record is marked failed, a missing one is created as `run`. False: it had finished
         (succeeded, or failed with its own error), so nothing changed."""
         try:
-            self._mark_failed(t, run.id, run.error, run.updated_at)
+            self._mark_failed(tenant, run.id, run.error, run.updated_at)
         except ConditionFailed:
-            return self.create(t, run)  # no record yet (the firing failed before it wrote one), or finished
+            return self.create(tenant, run)  # no record yet (the firing failed before it wrote one), or finished
         return True
 
     def _mark_failed(
-        self, t: str, run_id: str, error: object, at: str, *, also: str = "", values: Mapping[str, object] | None = None
+        self, tenant: str, run_id: str, error: object, at: str, *, also: str = "", values: Mapping[str, object] | None = None
     ) -> None:
         """A queued or running record becomes failed with `error` (and leaves the open-run index);
         ConditionFailed when it is not unfinished (or `also`, a further condition, fails)."""
         self.table.update(
-            keys.tenant_pk(t),
+            keys.tenant_pk(tenant),
             keys.run_sk(run_id),
             "SET #s = :failed, #e = :error, updatedAt = :at, finishedAt = :at REMOVE claimedUntil, GSI3PK, GSI3SK",
             condition="#s IN (:queued, :running)" + (f" AND {also}" if also else ""),
@@ -143,25 +143,27 @@ class RunRepository:
             },
         )
 
-    def put(self, t: str, run: Run, *, only_if_new: bool = False) -> None:
+    def put(self, tenant: str, run: Run, *, only_if_new: bool = False) -> None:
         try:
-            self.table.put(self.item(t, run), condition="attribute_not_exists(PK)" if only_if_new else None)
+            self.table.put(self.item(tenant, run), condition="attribute_not_exists(PK)" if only_if_new else None)
         except ConditionFailed:
             pass  # only_if_new: it is there already
 
-    def get(self, t: str, run_id: str) -> Run | None:
-        item = self.table.get(keys.tenant_pk(t), keys.run_sk(run_id))
+    def get(self, tenant: str, run_id: str) -> Run | None:
+        item = self.table.get(keys.tenant_pk(tenant), keys.run_sk(run_id))
         return Run.model_validate(item) if item else None
 
-    def page(self, t: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Run], str | None]:
-        items, nxt = self.table.query(keys.runs_by_agent(t, agent_id), index="GSI1", limit=limit, token=token, newest_first=True)
+    def page(self, tenant: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Run], str | None]:
+        items, nxt = self.table.query(
+            keys.runs_by_agent(tenant, agent_id), index="GSI1", limit=limit, token=token, newest_first=True
+        )
         return [Run.model_validate(i) for i in items], nxt
 
-    def delete_all(self, t: str) -> int:
+    def delete_all(self, tenant: str) -> int:
         """Every run row of the tenant (an account deletion; agent deletion removes its own)."""
-        return self.table.delete_all(keys.tenant_pk(t), sk_prefix="RUN#")
+        return self.table.delete_all(keys.tenant_pk(tenant), sk_prefix="RUN#")
 
-    def start(self, t: str, run_id: str, *, claim_s: float) -> Run | None:
+    def start(self, tenant: str, run_id: str, *, claim_s: float) -> Run | None:
         """Claims a queued run for one worker (status running, a claim that expires after `claim_s`,
         so a crashed worker's run can be taken again). None: finished, or another worker has it."""
         now = _now()
@@ -169,7 +171,7 @@ class RunRepository:
         open_keys = self._open(run_id, max(until, now + self._stale_after("run")))
         try:
             item = self.table.update(
-                keys.tenant_pk(t),
+                keys.tenant_pk(tenant),
                 keys.run_sk(run_id),
                 "SET #s = :running, claimedUntil = :until, updatedAt = :at, GSI3PK = :open, GSI3SK = :stale",
                 condition="attribute_exists(PK) AND (#s = :queued OR (#s = :running AND claimedUntil < :now))",
@@ -188,11 +190,11 @@ class RunRepository:
             return None
         return Run.model_validate(item)
 
-    def requeue(self, t: str, run_id: str) -> None:
+    def requeue(self, tenant: str, run_id: str) -> None:
         """Gives a claimed run back (its session was busy): the retry claims it again."""
         try:
             self.table.update(
-                keys.tenant_pk(t),
+                keys.tenant_pk(tenant),
                 keys.run_sk(run_id),
                 "SET #s = :queued, GSI3SK = :stale REMOVE claimedUntil",
                 condition="#s = :running",
@@ -216,30 +218,32 @@ class RunRepository:
             found += [(i["PK"], i["SK"].removeprefix("RUN#"), i["GSI3SK"]) for i in items]
         return found
 
-    def fail_stale(self, t: str, run_id: str, seen: str) -> bool:
+    def fail_stale(self, tenant: str, run_id: str, seen: str) -> bool:
         """Marks one stale run failed (`stale`), unless it finished, or was claimed or given back
         since the sweeper saw it (its stale time moved). True when it was marked."""
         try:
-            self._mark_failed(t, run_id, STALE_ERROR, now_iso(), also="GSI3SK = :seen", values={":seen": seen})
+            self._mark_failed(tenant, run_id, STALE_ERROR, now_iso(), also="GSI3SK = :seen", values={":seen": seen})
         except ConditionFailed:
             return False
         return True
 
-    def set_resolution(self, t: str, run_id: str, status: str) -> Run:
+    def set_resolution(self, tenant: str, run_id: str, status: str) -> Run:
         try:
             item = self.table.set_fields(
-                keys.tenant_pk(t), keys.run_sk(run_id), {"resolutionStatus": status, "updatedAt": now_iso()}
+                keys.tenant_pk(tenant), keys.run_sk(run_id), {"resolutionStatus": status, "updatedAt": now_iso()}
             )
         except ConditionFailed:
             raise NotFound("run not found", field="runId") from None
         return Run.model_validate(item)
 
-    def set_latest_conviction(self, t: str, parent_run_id: str, *, score: int, child_run_id: str, child_created_at: str) -> None:
+    def set_latest_conviction(
+        self, tenant: str, parent_run_id: str, *, score: int, child_run_id: str, child_created_at: str
+    ) -> None:
         """The parent run shows its newest re-examination's conviction; its result never changes.
         An older re-examination finishing late does not overwrite a newer one."""
         try:
             self.table.update(
-                keys.tenant_pk(t),
+                keys.tenant_pk(tenant),
                 keys.run_sk(parent_run_id),
                 "SET latestConviction = :score, latestReexaminationId = :child, latestConvictionAt = :at",
                 condition="attribute_exists(PK) AND (attribute_not_exists(latestConvictionAt) OR latestConvictionAt <= :at)",
@@ -248,22 +252,24 @@ class RunRepository:
         except ConditionFailed:
             pass  # gone, or a newer re-examination already set it
 
-    def list_reexaminations(self, t: str, parent_run_id: str, *, limit: int, token: str | None) -> tuple[list[Run], str | None]:
-        items, nxt = self.table.query(keys.reexaminations_of(t, parent_run_id), index="GSI2", limit=limit, token=token)
+    def list_reexaminations(
+        self, tenant: str, parent_run_id: str, *, limit: int, token: str | None
+    ) -> tuple[list[Run], str | None]:
+        items, nxt = self.table.query(keys.reexaminations_of(tenant, parent_run_id), index="GSI2", limit=limit, token=token)
         return [Run.model_validate(i) for i in items], nxt
 
-    def recent_with_cards(self, t: str, agent_id: str, *, limit: int, page: int = 25, max_pages: int = 4) -> list[Run]:
+    def recent_with_cards(self, tenant: str, agent_id: str, *, limit: int, page: int = 25, max_pages: int = 4) -> list[Run]:
         """The agent's newest runs whose result holds a card: its runs through GSI1 newest first,
         a bounded number of small pages (at most `page * max_pages` runs are read)."""
-        return self.with_cards_page(t, agent_id, limit=limit, token=None, page=page, max_pages=max_pages)[0]
+        return self.with_cards_page(tenant, agent_id, limit=limit, token=None, page=page, max_pages=max_pages)[0]
 
     def with_cards_page(
-        self, t: str, agent_id: str, *, limit: int, token: str | None, page: int = 25, max_pages: int = 4
+        self, tenant: str, agent_id: str, *, limit: int, token: str | None, page: int = 25, max_pages: int = 4
     ) -> tuple[list[Run], str | None]:
         """One page of `recent_with_cards` and the token of the next: a page may be short (at
         most `page * max_pages` runs are read per call) while the token still continues."""
         found: list[dict[str, Any]] = []
-        pk = keys.runs_by_agent(t, agent_id)
+        pk = keys.runs_by_agent(tenant, agent_id)
         for _ in range(max_pages):
             items, token = self.table.query(pk, index="GSI1", limit=page, token=token, newest_first=True)
             for item in items:
@@ -277,14 +283,14 @@ class RunRepository:
                 break
         return [Run.model_validate(i) for i in found], token
 
-    def _committed(self, t: str, run: Run, usage_rows: list[UsageRow]) -> bool:
+    def _committed(self, tenant: str, run: Run, usage_rows: list[UsageRow]) -> bool:
         """Whether this very commit is already stored: the run record as we write it and every
         usage row (a retry after a lost response meets its own conditions, or DynamoDB answers
         its token as a different request's). An unreadable table counts as "no"."""
-        expected = deserialize(serialize(self.item(t, run)))
+        expected = deserialize(serialize(self.item(tenant, run)))
         try:
             stored = self.table.get(expected["PK"], expected["SK"])
-            rows = [self.usage.item(t, row) for row in usage_rows]
+            rows = [self.usage.item(tenant, row) for row in usage_rows]
             found = self.table.get_many([(r["PK"], r["SK"]) for r in rows])
         except Exception:
             return False
@@ -292,7 +298,7 @@ class RunRepository:
 
     def finish_turn(
         self,
-        t: str,
+        tenant: str,
         *,
         run: Run,
         usage_rows: list[UsageRow],
@@ -309,25 +315,25 @@ class RunRepository:
         """
         ops: list[dict[str, Any]] = []
         if run.session_id is not None:
-            ops.append(self.sessions.commit_op(t, run.agent_id, run.session_id, run.id, session_changes, run.updated_at))
+            ops.append(self.sessions.commit_op(tenant, run.agent_id, run.session_id, run.id, session_changes, run.updated_at))
         # A clean-slate run (no session) has no lease: the run record's own status guards it.
         run_index = len(ops)
         ops.append(
             self.table.put_op(
-                self.item(t, run),
+                self.item(tenant, run),
                 condition="attribute_not_exists(PK) OR #s IN (:queued, :running)",
                 names={"#s": "status"},
                 values={":queued": "queued", ":running": "running"},
             )
         )
-        ops += [self.table.put_op(self.usage.item(t, row)) for row in usage_rows]
+        ops += [self.table.put_op(self.usage.item(tenant, row)) for row in usage_rows]
         extra = list(extra_items or [])
         room = max(0, _TRANSACTION_ITEMS - len(ops))
         ops += [self.table.put_op(item) for item in extra[:room]]
         try:
             self.table.transact(ops, token=_commit_token(run))
         except ConditionFailed as err:
-            if not self._committed(t, run, usage_rows):
+            if not self._committed(tenant, run, usage_rows):
                 if run.session_id is not None and err.failed_at(0):
                     raise SessionBusy("the session lease was lost before the turn finished", field="sessionId") from None
                 if err.failed_at(run_index):
@@ -335,11 +341,11 @@ class RunRepository:
                 raise
         except IdempotencyMismatch:
             # The token was used by another finish of this run with other content.
-            if not self._committed(t, run, usage_rows):
+            if not self._committed(tenant, run, usage_rows):
                 raise Conflict("this run has already finished", field="runId", code="run_finished") from None
         except Exception as err:
             # No answer (a lost response, a timeout): the transaction may have been applied.
-            if not aws_unavailable(err) or not self._committed(t, run, usage_rows):
+            if not aws_unavailable(err) or not self._committed(tenant, run, usage_rows):
                 raise
         overflow = extra[room:]
         if overflow:

@@ -21,21 +21,21 @@ from engram.runs.models import Run, RunCreate, RunUpdate
 from engram.wiring.stores import Stores
 
 
-def get_run(deps: Stores, t: str, run_id: str) -> Run:
-    run = deps.runs.get(t, run_id)
+def get_run(deps: Stores, tenant: str, run_id: str) -> Run:
+    run = deps.runs.get(tenant, run_id)
     if run is None:
         raise NotFound("run not found", field="runId")
     return run
 
 
-def get_tool_result(deps: Stores, t: str, run_id: str, tool_use_id: str) -> dict[str, object]:
+def get_tool_result(deps: Stores, tenant: str, run_id: str, tool_use_id: str) -> dict[str, object]:
     """The full result of one of the run's tool calls, where it was cut before the model saw it
     (the run record and the transcript hold what the model saw)."""
-    run = get_run(deps, t, check_id("runId", run_id))
+    run = get_run(deps, tenant, check_id("runId", run_id))
     call = next((c for c in run.tool_calls if c.get("toolUseId") == check_id("toolUseId", tool_use_id)), None)
     if call is None:
         raise NotFound("the run has no tool call with this id", field="toolUseId")
-    full = deps.history.get_tool_result(t, run.agent_id, run.id, tool_use_id) if call.get("fullResultKept") else None
+    full = deps.history.get_tool_result(tenant, run.agent_id, run.id, tool_use_id) if call.get("fullResultKept") else None
     # Not cut (or not kept): the run record holds what there is.
     return {
         "toolUseId": tool_use_id,
@@ -45,35 +45,35 @@ def get_tool_result(deps: Stores, t: str, run_id: str, tool_use_id: str) -> dict
     }
 
 
-def list_runs(deps: Stores, t: str, agent_id: str, limit: int, token: str | None) -> dict[str, object]:
-    get_agent(deps, t, agent_id)
-    return page(*deps.runs.page(t, agent_id, limit=limit, token=token))
+def list_runs(deps: Stores, tenant: str, agent_id: str, limit: int, token: str | None) -> dict[str, object]:
+    get_agent(deps, tenant, agent_id)
+    return page(*deps.runs.page(tenant, agent_id, limit=limit, token=token))
 
 
-def update_run(deps: Stores, t: str, run_id: str, body: RunUpdate) -> Run:
+def update_run(deps: Stores, tenant: str, run_id: str, body: RunUpdate) -> Run:
     """PATCH /api/runs/{runId}: the decision's lifetime (open, resolved, expired); the result itself
     never changes."""
-    run = get_run(deps, t, check_id("runId", run_id))
+    run = get_run(deps, tenant, check_id("runId", run_id))
     if not (isinstance(run.result, dict) and isinstance(run.result.get("card"), dict)):
         raise Conflict("only a run with a result card has a resolution status", field="runId", code="no_card")
-    return deps.runs.set_resolution(t, run_id, body.resolution_status)
+    return deps.runs.set_resolution(tenant, run_id, body.resolution_status)
 
 
-def list_reexaminations(deps: Stores, t: str, run_id: str, limit: int, token: str | None) -> dict[str, object]:
+def list_reexaminations(deps: Stores, tenant: str, run_id: str, limit: int, token: str | None) -> dict[str, object]:
     """GET /api/runs/{runId}/re-examinations: the parent's conviction history, oldest first."""
-    get_run(deps, t, check_id("runId", run_id))
-    return page(*deps.runs.list_reexaminations(t, run_id, limit=limit, token=token))
+    get_run(deps, tenant, check_id("runId", run_id))
+    return page(*deps.runs.list_reexaminations(tenant, run_id, limit=limit, token=token))
 
 
-def run_memory(deps: Stores, t: str, run_id: str, limit: int, token: str | None) -> dict[str, object]:
+def run_memory(deps: Stores, tenant: str, run_id: str, limit: int, token: str | None) -> dict[str, object]:
     """GET /api/runs/{runId}/memory: the run's scratch store as it was left (RM1, persisted)."""
-    run = get_run(deps, t, check_id("runId", run_id))
+    run = get_run(deps, tenant, check_id("runId", run_id))
     owner = run.agent_id
     if run.kind == "council_member" and run.council_run_id:
-        lead_run = deps.runs.get(t, run.council_run_id)
+        lead_run = deps.runs.get(tenant, run.council_run_id)
         owner = lead_run.agent_id if lead_run else owner
         run_id = run.council_run_id  # a member worked in its lead's run memory
-    items, nxt = run_memory_listing(deps, t, owner, run_id, limit=limit, token=token)
+    items, nxt = run_memory_listing(deps, tenant, owner, run_id, limit=limit, token=token)
     return {"runId": run_id, "items": items, "nextToken": nxt}
 
 
@@ -96,9 +96,9 @@ def queued(agent_id: str, run_id: str, *, kind: str, trigger: str, prompt: str, 
     )
 
 
-def start_manual_run(deps: Stores, t: str, agent_id: str, body: RunCreate) -> Run:
+def start_manual_run(deps: Stores, tenant: str, agent_id: str, body: RunCreate) -> Run:
     """POST /api/agents/{agentId}/runs: runs the agent now, with its default prompt or an override (AM4)."""
-    agent = deps.agents.get(t, check_id("agentId", agent_id))
+    agent = deps.agents.get(tenant, check_id("agentId", agent_id))
     if agent is None:
         raise NotFound("agent not found", field="agentId")
     prompt = body.prompt or agent.default_prompt
@@ -111,14 +111,14 @@ def start_manual_run(deps: Stores, t: str, agent_id: str, body: RunCreate) -> Ru
     for name, value in body.inputs.items():  # sizes checked above; inputs land in run memory and exports
         refuse_secret_value(f"inputs.{name}", {name: value})
     run = queued(agent.id, new_id("run"), kind="manual", trigger="api", prompt=prompt)
-    _enqueue(deps, t, run, inputs=body.inputs)
+    _enqueue(deps, tenant, run, inputs=body.inputs)
     return run
 
 
-def start_reexamination(deps: Stores, t: str, parent_run_id: str) -> Run:
+def start_reexamination(deps: Stores, tenant: str, parent_run_id: str) -> Run:
     """POST /api/runs/{runId}/re-examine (AM6): a new full run of the same agent, anchored to the
     parent's card. The parent is never modified."""
-    parent = deps.runs.get(t, check_id("runId", parent_run_id))
+    parent = deps.runs.get(tenant, check_id("runId", parent_run_id))
     if parent is None:
         raise NotFound("run not found", field="runId")
     card = parent.result.get("card") if isinstance(parent.result, dict) else None
@@ -128,7 +128,7 @@ def start_reexamination(deps: Stores, t: str, parent_run_id: str) -> Run:
         raise Conflict(
             "a re-examination cannot itself be re-examined; re-examine the original run", field="runId", code="not_reexaminable"
         )
-    card_type = find_card_type(deps, t, parent.result.get("cardType") or "")
+    card_type = find_card_type(deps, tenant, parent.result.get("cardType") or "")
     if card_type is None or not card_type.re_examinable:
         raise Conflict("this run's card type is not re-examinable", field="runId", code="not_reexaminable")
     if card_type.re_examinable == "until_resolved" and parent.resolution_status in ("resolved", "expired"):
@@ -137,32 +137,32 @@ def start_reexamination(deps: Stores, t: str, parent_run_id: str) -> Run:
             field="runId",
             code="decision_resolved",
         )
-    agent = deps.agents.get(t, parent.agent_id)
+    agent = deps.agents.get(tenant, parent.agent_id)
     if agent is None:
         raise NotFound("the run's agent no longer exists", field="runId")
     prompt = reexamination_prompt(parent, card, card_type)
     run = queued(agent.id, new_id("run"), kind="reexamination", trigger="reexamine", prompt=prompt, parent_run_id=parent.id)
-    _enqueue(deps, t, run)
+    _enqueue(deps, tenant, run)
     return run
 
 
-def _enqueue(deps: Stores, t: str, run: Run, *, inputs: Mapping[str, object] | None = None) -> None:
-    deps.runs.create(t, run)
-    job: dict[str, Any] = {"tenant": t, "runId": run.id, "agentId": run.agent_id, "kind": run.kind}
+def _enqueue(deps: Stores, tenant: str, run: Run, *, inputs: Mapping[str, object] | None = None) -> None:
+    deps.runs.create(tenant, run)
+    job: dict[str, Any] = {"tenant": tenant, "runId": run.id, "agentId": run.agent_id, "kind": run.kind}
     if inputs:
         job["inputs"] = inputs
     try:
         deps.queues.enqueue_run(job)
     except Exception as err:
-        raise unqueued(deps, t, run) from err
+        raise unqueued(deps, tenant, run) from err
 
 
-def unqueued(deps: Stores, t: str, run: Run) -> QueueUnavailable:
+def unqueued(deps: Stores, tenant: str, run: Run) -> QueueUnavailable:
     """A queued run whose job could not be sent: recorded as failed (it would never start), so no
     run stays `queued` forever; the error names it only if that record could be written."""
     logger.exception("could not queue the run's job", extra={"run_id": run.id})
     try:
-        deps.runs.put(t, run.unqueued())
+        deps.runs.put(tenant, run.unqueued())
     except Exception:
         logger.exception("could not record the unqueued run as failed", extra={"run_id": run.id})
         return QueueUnavailable("the run could not be queued; nothing ran, start it again")

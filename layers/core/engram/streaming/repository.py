@@ -21,10 +21,10 @@ class StreamRepository:
         self.table = table
 
     # --- tickets ----------------------------------------------------------------------------------
-    def put_ticket(self, t: str, ticket: str, ttl_s: int) -> int:
+    def put_ticket(self, tenant: str, ticket: str, ttl_s: int) -> int:
         expires = int(time.time()) + ttl_s
         self.table.put(
-            {"PK": keys.stream_ticket_pk(ticket), "SK": keys.STREAM_TICKET_SK, "tenant": t, "expiresAt": expires},
+            {"PK": keys.stream_ticket_pk(ticket), "SK": keys.STREAM_TICKET_SK, "tenant": tenant, "expiresAt": expires},
             condition="attribute_not_exists(PK)",
         )
         return expires
@@ -45,10 +45,10 @@ class StreamRepository:
         return str(old["tenant"]) if old else None
 
     # --- connections ----------------------------------------------------------------------------
-    def open(self, t: str, connection_id: str, *, ttl_s: int, limit: int) -> None:
+    def open(self, tenant: str, connection_id: str, *, ttl_s: int, limit: int) -> None:
         """Records an open socket of `t`, within `limit` live sockets per user."""
         now = int(time.time())
-        rows = self.table.query_all(keys.tenant_pk(t), sk_prefix="STREAMCONN#")
+        rows = self.table.query_all(keys.tenant_pk(tenant), sk_prefix="STREAMCONN#")
         if sum(1 for r in rows if int(r.get("expiresAt", 0)) > now) >= limit:
             raise QuotaExceeded("stream connections", limit, setting="MAX_STREAM_CONNECTIONS", remedy="close one to make room")
         expires = now + ttl_s
@@ -58,12 +58,12 @@ class StreamRepository:
                     {
                         "PK": keys.stream_connection_pk(connection_id),
                         "SK": keys.STREAM_CONNECTION_SK,
-                        "tenant": t,
+                        "tenant": tenant,
                         "expiresAt": expires,
                     }
                 ),
                 self.table.put_op(
-                    {"PK": keys.tenant_pk(t), "SK": keys.stream_connection_sk(connection_id), "expiresAt": expires}
+                    {"PK": keys.tenant_pk(tenant), "SK": keys.stream_connection_sk(connection_id), "expiresAt": expires}
                 ),
             ]
         )
@@ -87,9 +87,9 @@ class StreamRepository:
             deletes.append((keys.agent_pk(t, agent_id), keys.stream_subscription_sk(session_id, connection_id)))
         self.table.batch_write(deletes=deletes)
 
-    def delete_all(self, t: str) -> None:
+    def delete_all(self, tenant: str) -> None:
         """A deleted account's sockets and sent turns (its subscriptions go with its agents)."""
-        pk = keys.tenant_pk(t)
+        pk = keys.tenant_pk(tenant)
         for row in self.table.query_all(pk, sk_prefix="STREAMCONN#"):
             connection_id = str(row["SK"]).removeprefix("STREAMCONN#")
             self.table.delete(keys.stream_connection_pk(connection_id), keys.STREAM_CONNECTION_SK)
@@ -97,7 +97,7 @@ class StreamRepository:
         self.table.delete_all(pk, sk_prefix="STREAMTURN#")
 
     # --- subscriptions --------------------------------------------------------------------------
-    def subscribe(self, t: str, connection_id: str, agent_id: str, session_id: str, ttl_s: int) -> None:
+    def subscribe(self, tenant: str, connection_id: str, agent_id: str, session_id: str, ttl_s: int) -> None:
         """The socket watches the session until it closes (or the row expires); an unknown agent
         or session is a 404, a socket watching too many sessions a 409."""
         now = int(time.time())
@@ -105,7 +105,7 @@ class StreamRepository:
         try:
             self.table.transact(
                 [
-                    self.table.check_op(keys.agent_pk(t, agent_id), keys.session_sk(session_id)),
+                    self.table.check_op(keys.agent_pk(tenant, agent_id), keys.session_sk(session_id)),
                     self.table.update_op(
                         keys.stream_connection_pk(connection_id),
                         keys.STREAM_CONNECTION_SK,
@@ -115,7 +115,7 @@ class StreamRepository:
                     ),
                     self.table.put_op(
                         {
-                            "PK": keys.agent_pk(t, agent_id),
+                            "PK": keys.agent_pk(tenant, agent_id),
                             "SK": keys.stream_subscription_sk(session_id, connection_id),
                             "connectionId": connection_id,
                             "expiresAt": now + ttl_s,
@@ -128,8 +128,8 @@ class StreamRepository:
                 raise NotFound("session not found", field="sessionId") from None
             raise QuotaExceeded("watched sessions", MAX_SUBSCRIPTIONS, per="connection", remedy="unsubscribe one") from None
 
-    def unsubscribe(self, t: str, connection_id: str, agent_id: str, session_id: str) -> None:
-        self.table.delete(keys.agent_pk(t, agent_id), keys.stream_subscription_sk(session_id, connection_id))
+    def unsubscribe(self, tenant: str, connection_id: str, agent_id: str, session_id: str) -> None:
+        self.table.delete(keys.agent_pk(tenant, agent_id), keys.stream_subscription_sk(session_id, connection_id))
         try:
             self.table.update(
                 keys.stream_connection_pk(connection_id),
@@ -141,19 +141,19 @@ class StreamRepository:
         except ConditionFailed:
             pass
 
-    def subscribers(self, t: str, agent_id: str, session_id: str) -> list[str]:
+    def subscribers(self, tenant: str, agent_id: str, session_id: str) -> list[str]:
         """The live sockets watching a session (one Query)."""
         now = time.time()
-        rows = self.table.query_all(keys.agent_pk(t, agent_id), sk_prefix=keys.stream_subscription_prefix(session_id))
+        rows = self.table.query_all(keys.agent_pk(tenant, agent_id), sk_prefix=keys.stream_subscription_prefix(session_id))
         return [str(r["connectionId"]) for r in rows if int(r.get("expiresAt", 0)) > now]
 
     # --- turns sent over a socket ---------------------------------------------------------------
-    def claim_client_turn(self, t: str, client_turn_id: str, run_id: str, ttl_s: int) -> str | None:
+    def claim_client_turn(self, tenant: str, client_turn_id: str, run_id: str, ttl_s: int) -> str | None:
         """Names `run_id` as the run of this clientTurnId; the run id of an earlier claim if there is one."""
         try:
             self.table.put(
                 {
-                    "PK": keys.tenant_pk(t),
+                    "PK": keys.tenant_pk(tenant),
                     "SK": keys.stream_client_turn_sk(client_turn_id),
                     "runId": run_id,
                     "expiresAt": int(time.time()) + ttl_s,
@@ -162,6 +162,6 @@ class StreamRepository:
                 values={":now": int(time.time())},
             )
         except ConditionFailed:
-            earlier = self.table.get(keys.tenant_pk(t), keys.stream_client_turn_sk(client_turn_id))
+            earlier = self.table.get(keys.tenant_pk(tenant), keys.stream_client_turn_sk(client_turn_id))
             return str(earlier["runId"]) if earlier else None
         return None

@@ -99,20 +99,20 @@ def _reference(raw: str) -> dict[str, object]:
     return {"clientTurnId": ref} if isinstance(ref, str) and len(ref) <= 64 else {}
 
 
-def _turn(deps: ModelDeps, t: str, connection_id: str, msg: TurnMessage, watching: set[str]) -> dict[str, object]:
+def _turn(deps: ModelDeps, tenant: str, connection_id: str, msg: TurnMessage, watching: set[str]) -> dict[str, object]:
     """Watches the session first (so no event is missed; the subscription checks the session
     exists), then queues the turn once per clientTurnId."""
     if f"{msg.agent_id}/{msg.session_id}" not in watching:
-        deps.streams.subscribe(t, connection_id, msg.agent_id, msg.session_id, deps.settings.stream_connection_ttl_s)
+        deps.streams.subscribe(tenant, connection_id, msg.agent_id, msg.session_id, deps.settings.stream_connection_ttl_s)
     reply = {"type": "turn.queued", "clientTurnId": msg.client_turn_id, "agentId": msg.agent_id, "sessionId": msg.session_id}
     run = chat.enqueue_turn(
         deps,
-        tenant=t,
+        tenant=tenant,
         agent_id=msg.agent_id,
         session_id=msg.session_id,
         message=msg.message,
         trigger="socket",
-        claim=lambda run_id: deps.streams.claim_client_turn(t, msg.client_turn_id, run_id, CLIENT_TURN_TTL_S),
+        claim=lambda run_id: deps.streams.claim_client_turn(tenant, msg.client_turn_id, run_id, CLIENT_TURN_TTL_S),
         session_checked=True,
         client_turn_id=msg.client_turn_id,
     )

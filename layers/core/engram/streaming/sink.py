@@ -67,11 +67,11 @@ class SocketSink:
             logger.warning("a stream message was not delivered", extra={"connection_id": connection_id, "error": repr(err)})
 
 
-def watchers(deps: _Deps, t: str, agent_id: str, session_id: str, run_id: str) -> TurnEvents | None:
+def watchers(deps: _Deps, tenant: str, agent_id: str, session_id: str, run_id: str) -> TurnEvents | None:
     """The events of a turn on a session, for the sockets watching it; None when nobody is (or
     the lookup fails: streaming is never a reason for a turn to fail)."""
     try:
-        connections = deps.streams.subscribers(t, agent_id, session_id)
+        connections = deps.streams.subscribers(tenant, agent_id, session_id)
     except Exception:
         logger.warning("could not read a session's watchers; the turn runs unwatched", extra={"run_id": run_id})
         return None

@@ -8,8 +8,8 @@ import secrets
 from engram.wiring.stores import Stores
 
 
-def issue_ticket(deps: Stores, t: str) -> dict[str, object]:
+def issue_ticket(deps: Stores, tenant: str) -> dict[str, object]:
     """A ticket that opens one socket as `t` within STREAM_TICKET_TTL_SECONDS, and where to open it."""
     ticket = secrets.token_urlsafe(24)
-    expires = deps.streams.put_ticket(t, ticket, deps.settings.stream_ticket_ttl_s)
+    expires = deps.streams.put_ticket(tenant, ticket, deps.settings.stream_ticket_ttl_s)
     return {"ticket": ticket, "expiresAt": expires, "url": deps.settings.stream_url}
