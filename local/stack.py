@@ -113,6 +113,9 @@ def function_environment(
 class _HttpHandler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "engram-local"
+    # The headers and the body go out in two writes: with Nagle's algorithm the body waited for the
+    # client's delayed ACK of the headers, ~40 ms on every kept-alive request (a turn's event pushes).
+    disable_nagle_algorithm = True
     functions: Functions  # set on the per-stack subclass
     sockets: LocalSockets | None = None
 

@@ -157,6 +157,8 @@ def run_chat_turn(
 def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
     """One queued turn. Raises only when it should be retried (the session is busy)."""
     tenant, run_id = job["tenant"], job["runId"]
+    # The sockets watching the session (ST2) are looked up beside the redelivery check.
+    watching = deps.executor.submit(deps.watchers, tenant, job["agentId"], job["sessionId"], run_id)
     existing = deps.runs.get(tenant, run_id)
     if existing is not None and existing.status in ("succeeded", "failed"):
         logger.info("turn already finished; redelivery ignored", extra={"run_id": run_id})
@@ -171,7 +173,7 @@ def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
         trigger=job.get("trigger", "async"),
         created_at=job.get("createdAt"),
     )
-    plan.events = deps.watchers(tenant, job["agentId"], job["sessionId"], run_id)  # the sockets watching (ST2)
+    plan.events = watching.result()
     if plan.events is not None and job.get("clientTurnId"):
         plan.events.started_with["clientTurnId"] = job["clientTurnId"]
     try:
