@@ -59,6 +59,7 @@ The profile that found (2), (3) and (4), and the figures before and after, are i
 from __future__ import annotations
 
 import base64
+import bisect
 import copy
 import functools
 import json
@@ -310,6 +311,9 @@ class _IndexMap:
         self.sort_keys: dict[Any, dict[tuple[str, ...], tuple[Any, ...]]] = {}  # item key -> attrs -> key
         # (attribute, value) -> sort attrs -> the bucket's items in that order, until the bucket changes
         self.sorted: dict[tuple[str, Any], dict[tuple[str, ...], list[Any]]] = {}
+        # table hash key -> the partition's items in range key order and their range keys, until one
+        # of them is written
+        self.partitions: dict[Any, tuple[list[Any], list[Any]]] = {}
         partitions = table.items.values()
         for stored in partitions if table.range_key_attr is None else (i for p in partitions for i in p.values()):
             self.file(_item_key(table, stored), stored)
@@ -322,6 +326,7 @@ class _IndexMap:
         return found
 
     def file(self, item_key: Any, stored: Any) -> None:
+        self.partitions.pop(item_key[0], None)
         places = []
         for name in self.attributes:
             value = stored.attrs.get(name)
@@ -339,6 +344,7 @@ class _IndexMap:
         return found
 
     def unfile(self, item_key: Any) -> None:
+        self.partitions.pop(item_key[0], None)
         self.sort_keys.pop(item_key, None)
         for name, value in self.filed.pop(item_key, []):
             self.sorted.pop((name, value), None)
@@ -362,7 +368,65 @@ class _IndexMap:
         found = orders.get(attrs)
         if found is None or len(found) != len(items):
             found = orders[attrs] = sorted(items, key=lambda item: self.sort_key(item, attrs))
+            orders.pop(("keys", *attrs), None)
         return list(found)  # moto may reverse it in place
+
+    def bucket_keys(self, bucket: tuple[str, Any], attrs: tuple[str, ...], position: int) -> list[Any] | None:
+        """The values at `position` of the sort keys of a bucket kept in the order of `attrs`."""
+        orders = self.sorted.get(bucket) or {}
+        found = orders.get(attrs)
+        if found is None:
+            return None
+        keys = orders.get(("keys", *attrs))
+        if keys is None:
+            keys = orders[("keys", *attrs)] = [self.sort_key(item, attrs)[position] for item in found]
+        return keys
+
+    def sorted_partition(self, table: Any, hash_key: Any, partition: dict[Any, Any]) -> tuple[list[Any], list[Any]]:
+        """A table partition's items in range key order and their range keys' cast values, sorted
+        once while the partition is unchanged (an item written drops it: `file`, `unfile`)."""
+        found = self.partitions.get(hash_key)
+        if found is None or len(found[0]) != len(partition):
+            attr = (table.range_key_attr,)
+            items = sorted(partition.values(), key=lambda item: self.sort_key(item, attr))
+            found = self.partitions[hash_key] = (items, [self.sort_key(item, attr)[0] for item in items])
+        return found
+
+
+_BISECTS = {"EQ": "EQ", "=": "EQ", "LT": "LT", "<": "LT", "LE": "LE", "<=": "LE", "GT": "GT", ">": "GT"}
+_BISECTS.update({"GE": "GE", ">=": "GE", "BETWEEN": "BETWEEN", "BEGINS_WITH": "BEGINS_WITH"})
+
+
+def _key_range(keys: list[Any], comparison: str | None, values: list[Any]) -> tuple[int, int]:
+    """The slice of `keys` (sorted strings) a range key condition can match, widened by one key on
+    each side: moto's Query loop looks at the item after its last result to decide whether the page
+    has more (LastEvaluatedKey), in either direction. The whole list for anything else."""
+    whole = 0, len(keys)
+    op = _BISECTS.get(comparison or "")
+    if op is None or not values or any(getattr(v, "type", None) != "S" for v in values):
+        return whole
+    if any(type(k) is not str for k in keys):
+        return whole
+    first = values[0].value
+    if op == "EQ":
+        lo, hi = bisect.bisect_left(keys, first), bisect.bisect_right(keys, first)
+    elif op == "LT":
+        lo, hi = 0, bisect.bisect_left(keys, first)
+    elif op == "LE":
+        lo, hi = 0, bisect.bisect_right(keys, first)
+    elif op == "GT":
+        lo, hi = bisect.bisect_right(keys, first), len(keys)
+    elif op == "GE":
+        lo, hi = bisect.bisect_left(keys, first), len(keys)
+    elif op == "BETWEEN" and len(values) == 2:
+        lo, hi = bisect.bisect_left(keys, first), bisect.bisect_right(keys, values[1].value)
+    elif op == "BEGINS_WITH":
+        lo = hi = bisect.bisect_left(keys, first)
+        while hi < len(keys) and keys[hi].startswith(first):
+            hi += 1
+    else:
+        return whole
+    return max(0, lo - 1), min(len(keys), max(lo, hi) + 1)
 
 
 def _index_signature(table: Any) -> tuple[Any, ...]:
@@ -420,6 +484,26 @@ def _refresh_index_maps(handler: Any) -> None:
             table.__dict__.pop("_engram_index_map", None)
 
 
+def _partition_slice(table: Any, index_map: _IndexMap, hash_key: Any, comparison: str | None, values: list[Any]) -> list[Any]:
+    """A table query's candidates: its partition in the range key's order (sorted once while the
+    partition is unchanged), so moto's sort by range key right after makes one pass instead of
+    sorting; and with a range condition only the slice it can match (an agent's memories are read
+    from a partition that also holds its whole archive)."""
+    partition = table.items.get(hash_key)
+    if partition is None:
+        return []
+    if table.range_key_attr is None:
+        return [partition]
+    for _ in range(2):
+        items, keys = index_map.sorted_partition(table, hash_key, partition)
+        lo, hi = _key_range(keys, comparison, values)
+        found = items[lo:hi]
+        if all(partition.get(item.range_key) is item for item in found):
+            break
+        index_map.partitions.pop(hash_key, None)  # written past the map: sorted again
+    return found
+
+
 def _partition_queries() -> None:
     from moto.dynamodb.models.table import Table
 
@@ -430,6 +514,8 @@ def _partition_queries() -> None:
     @functools.wraps(original)
     def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
         index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
+        comparison = args[0] if args else kwargs.get("range_comparison")
+        range_objs = (args[1] if len(args) > 1 else kwargs.get("range_objs")) or []
         if index_name:
             # The candidates are sorted by the index's keys then the table's (a total order) right
             # after, and moto keeps those whose index hash keys match: the items the index map
@@ -454,9 +540,20 @@ def _partition_queries() -> None:
                 # computed once while it is unchanged rather than at every comparison; when moto
                 # kept the whole bucket (one hash condition), its order is kept too.
                 attrs = tuple(self._generate_attr_to_sort_by(hash_attrs, range_attrs))
+                keys = None
                 if len(conditions) == 1 and whole_bucket and whole_bucket["size"] == len(found):
-                    return index_map.sorted_bucket(whole_bucket["key"], attrs, found)
-                found.sort(key=lambda item: index_map.sort_key(item, attrs))
+                    found = index_map.sorted_bucket(whole_bucket["key"], attrs, found)
+                    keys = index_map.bucket_keys(whole_bucket["key"], attrs, 1)
+                else:
+                    found.sort(key=lambda item: index_map.sort_key(item, attrs))
+                # Within one index hash key the order is the index range key's: a range condition
+                # on it keeps a slice, found by bisection, not the whole bucket.
+                ranges = kwargs.get("range_key_conditions") or []
+                if comparison and len(conditions) == 1 and len(ranges) == 1 and attrs[1:2] == (ranges[0][0],):
+                    if keys is None or len(keys) != len(found):
+                        keys = [index_map.sort_key(item, attrs)[1] for item in found]
+                    lo, hi = _key_range(keys, comparison, range_objs)
+                    found = found[lo:hi]
                 return found
 
             shadows = {"all_items": candidates, "sorted_items": sorted_items}
@@ -464,17 +561,9 @@ def _partition_queries() -> None:
             # The items of other partitions are filtered out right after, and the rest sorted by
             # the range key: the same list, from the one partition.
             index_map = _IndexMap.of(self)
-            range_attr = (self.range_key_attr,)
 
             def candidates() -> list[Any]:
-                partition = self.items.get(hash_key)
-                if partition is None:
-                    return []
-                if self.range_key_attr is None:
-                    return [partition]
-                # In the range key's order already (keys computed once per unchanged item), so
-                # moto's sort by range key right after makes one pass instead of sorting.
-                return sorted(partition.values(), key=lambda item: index_map.sort_key(item, range_attr))
+                return _partition_slice(self, index_map, hash_key, comparison, range_objs)
 
             shadows = {"all_items": candidates}
 
