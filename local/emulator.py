@@ -1,7 +1,8 @@
 """moto, made fit to stand in for AWS in a long-running local stack: `patch_moto()`.
 
-Four changes to moto's in-process backends, for the local stack and the tests (nothing here is
-used in AWS; none changes what a request answers, tests/unit/test_local_emulator.py compares):
+Seven changes to moto's in-process backends, for the local stack and the tests (nothing here is
+used in AWS; none changes what a request answers, tests/unit/test_local_emulator.py compares,
+but (7) for a receipt handle deleted long before):
 
 1. DynamoDB requests are serialised. moto's DynamoDB backend keeps items in plain dicts and takes
    no lock: a Query iterating a partition while another thread writes to it fails with
@@ -52,6 +53,13 @@ used in AWS; none changes what a request answers, tests/unit/test_local_emulator
    DynamoDB JSON), so it is dumped as it is, binary values base64-encoded as the serializer
    does; the same status, headers and body (tests/unit/test_local_emulator.py compares them).
 
+7. SQS forgets the receipt handles of deleted messages after a while. moto adds every receipt
+   handle of each message it deletes to its queue's `deleted_messages` set, so that deleting one
+   again succeeds, and never empties it: every message ever consumed left ~230 bytes behind (the
+   soak's own figure, `bench/soak.py`: `sqs_deleted_handles`). Here each queue keeps the handles of
+   its newest `DELETED_HANDLES_KEPT` deletions (a repeated delete of an older one is refused as an
+   invalid handle, as SQS refuses an expired one).
+
 The profile that found (2), (3) and (4), and the figures before and after, are in docs/ARCHITECTURE.md
 ("Local stack"); `bench/soak.py` (make bench) watches that memory and turn time stay flat.
 """
@@ -78,6 +86,7 @@ def patch_moto() -> None:
     _partition_queries()
     _quick_string_casts()
     _plain_json_item_answers()
+    _bounded_deleted_handles()
 
 
 # --------------------------------------------------------------------------- 1. one lock
@@ -612,3 +621,50 @@ def _plain_json_item_answers() -> None:
 
     serialized._engram_plain = True  # type: ignore[attr-defined]
     DynamoHandler.serialized = serialized  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------- 7. deleted handles
+DELETED_HANDLES_KEPT = 10_000
+
+
+class _RecentHandles:
+    """What moto uses of the set of deleted receipt handles (`in`, `update`), keeping the newest."""
+
+    def __init__(self, handles: Any = ()) -> None:
+        self._handles: dict[str, None] = {}
+        self.update(handles)
+
+    def update(self, handles: Any) -> None:
+        for handle in handles:
+            self._handles.pop(handle, None)
+            self._handles[handle] = None
+        while len(self._handles) > DELETED_HANDLES_KEPT:
+            del self._handles[next(iter(self._handles))]
+
+    def add(self, handle: str) -> None:
+        self.update([handle])
+
+    def __contains__(self, handle: object) -> bool:
+        return handle in self._handles
+
+    def __iter__(self) -> Any:
+        return iter(list(self._handles))
+
+    def __len__(self) -> int:
+        return len(self._handles)
+
+
+def _bounded_deleted_handles() -> None:
+    from moto.sqs.models import Queue
+
+    if getattr(Queue.__init__, "_engram_bounded", False):
+        return
+    original = Queue.__init__
+
+    @functools.wraps(original)
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.deleted_messages = _RecentHandles(self.deleted_messages)
+
+    init._engram_bounded = True  # type: ignore[attr-defined]
+    Queue.__init__ = init  # type: ignore[method-assign]

@@ -547,3 +547,29 @@ def test_item_answers_are_the_bytes_moto_would_write():
         assert headers["Content-Type"] == want_headers["Content-Type"]
         assert json.loads(body) == json.loads(want_body), action
     assert seen == {"Query", "Scan", "GetItem", "BatchGetItem"}
+
+
+def test_sqs_keeps_a_bounded_number_of_deleted_receipt_handles(monkeypatch):
+    """(7) moto kept every receipt handle of every deleted message for as long as the stack ran;
+    now each queue keeps its newest DELETED_HANDLES_KEPT, and deleting a recent one again still
+    succeeds as in SQS."""
+    from moto.sqs.models import sqs_backends
+
+    from local import emulator
+
+    monkeypatch.setattr(emulator, "DELETED_HANDLES_KEPT", 5)
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="q")["QueueUrl"]
+        handles = []
+        for i in range(12):
+            sqs.send_message(QueueUrl=url, MessageBody=f"m{i}")
+            (message,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)["Messages"]
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            handles.append(message["ReceiptHandle"])
+        queue = sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].queues["q"]
+        assert len(queue.deleted_messages) == 5
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=handles[-1])  # deleted again: fine
+        with pytest.raises(ClientError) as refused:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=handles[0])
+        assert refused.value.response["Error"]["Code"] == "ReceiptHandleIsInvalid"
