@@ -120,7 +120,7 @@ class Stack:
         self.log = tempfile.NamedTemporaryFile(prefix="engram-soak-", suffix=".log", delete=False)  # noqa: SIM115
         env = {k: v for k, v in os.environ.items() if k not in ("ANTHROPIC_API_KEY", "AWS_ENDPOINT_URL")}
         if trace:
-            env["PYTHONTRACEMALLOC"] = "6"  # frames per allocation: who called the allocating line
+            env["PYTHONTRACEMALLOC"] = "4"  # frames per allocation: who called the allocating line
         command = [sys.executable, "-m", "local.stack", "--port", str(self.port), "--moto-port", str(self.moto_port)]
         command += ["--stream-port", str(stream_port), "--sample-mcp-port", "0", "--stats"]
         self.process = subprocess.Popen(
@@ -307,10 +307,17 @@ def report(windows: list[dict[str, Any]]) -> None:
     """Bytes per stored item, the calls whose time per turn changed most, and tracemalloc's origins."""
     first, last = windows[0], windows[-1]
     print("stored data at the end (bytes each, as moto holds it):")
+    index = last["data"].get("emulator index") or {"count": 0, "bytes": 0}
     for kind, figures in sorted(last["data"].items(), key=lambda k: (" " in k[0], -k[1]["bytes"])):
+        if kind == "emulator index":
+            continue
         each = figures["bytes"] / figures["count"] if figures["count"] else 0.0
         expired = f" ({figures['expired']} past their TTL)" if figures.get("expired") else ""
         print(f"  {kind:<24} {figures['count']:>7} x {each:8.0f} B = {figures['bytes'] / 2**20:7.2f} MB{expired}")
+    print(
+        f"  not data: the emulator's index over {index['count']} items (local/emulator.py)"
+        f" {index['bytes'] / 2**20:.2f} MB, {index['bytes'] / max(1, index['count']):.0f} B an item"
+    )
     turns = len(windows) and sum(w["count"] for w in windows)
     growth = last["data_mb"] - first["data_mb"]
     other = last["other_mb"]
@@ -334,10 +341,10 @@ def report(windows: list[dict[str, Any]]) -> None:
         (n0, ms0), (n1, ms1) = per_turn(first, name), per_turn(last, name)
         return abs(n1 * ms1 - n0 * ms0)
 
-    print(f"  {'call':<58} {'per turn':>13} {'mean ms':>17} {'ms per turn':>17}")
+    print(f"  {'call':<80} {'per turn':>13} {'mean ms':>17} {'ms per turn':>17}")
     for name in sorted(names, key=change, reverse=True)[:12]:
         (n0, ms0), (n1, ms1) = per_turn(first, name), per_turn(last, name)
-        print(f"  {name[:58]:<58} {n0:5.2f} -> {n1:5.2f} {ms0:7.1f} -> {ms1:7.1f} {n0 * ms0:7.1f} -> {n1 * ms1:7.1f}")
+        print(f"  {name[:80]:<80} {n0:5.2f} -> {n1:5.2f} {ms0:7.1f} -> {ms1:7.1f} {n0 * ms0:7.1f} -> {n1 * ms1:7.1f}")
     if first["tracemalloc"] and last["tracemalloc"]:
         print("tracemalloc, traced MB by origin (first window -> last):")
         origins = first["tracemalloc"]["by_origin"] | last["tracemalloc"]["by_origin"]
@@ -348,6 +355,9 @@ def report(windows: list[dict[str, Any]]) -> None:
             "  largest lines at the end: "
             + ", ".join(f"{t['where']} {t['bytes'] / 2**20:.1f} MB" for t in last["tracemalloc"]["top_lines"][:8])
         )
+        print("  what grew most during the last window (KB, allocations, where: the allocating line first):")
+        for grown in last["tracemalloc"]["growth"][:15]:
+            print(f"    {grown['bytes'] / 1024:+9.1f} KB {grown['count']:+7d}  {grown['where']}")
 
 
 def verdict(windows: list[dict[str, Any]], stop_s: float) -> int:

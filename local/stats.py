@@ -4,15 +4,18 @@ With `--stats` the HTTP front also answers `GET /@local/stats` (loopback only, n
 routed to a function) with what a long run needs to tell stored data from growth that is not:
 
 - `rss_mb`: the process's resident memory;
-- `data`: what moto's backends hold, per service: DynamoDB items, S3 objects, SQS messages (count
-  and bytes: every object an item is made of, measured with `sys.getsizeof` and counted once; an
-  S3 object's body by its size), and moto's own bookkeeping that outlives the data (SQS's receipt
-  handles of deleted messages);
+- `data`: what moto's backends hold, per service: DynamoDB items (and by kind: the sort key's first
+  part), S3 objects, SQS messages (count and bytes: every object an item is made of, measured
+  with `sys.getsizeof`, one item at a time; an S3 object's body by its size), moto's own
+  bookkeeping that outlives the data (SQS's receipt handles of deleted messages), and the
+  emulator's index over the items (its containers only);
 - `calls`: count and total seconds per AWS operation as the handlers' SDK clients see them
   (`dynamodb.Query`, `s3.PutObject`...), per operation as moto serves it (`moto.dynamodb.Query`,
-  lock waits included), and per HTTP route of the front (`route.POST /api/...`);
-- `tracemalloc`: when the process was started with PYTHONTRACEMALLOC, the traced bytes by where
-  they were allocated (moto, botocore, the engram layer, the local stack, other).
+  lock waits included; a Query or Scan named by its index and key condition), per HTTP route of
+  the front (`route.POST /api/...`), and the cyclic garbage collector's pauses per generation;
+- `tracemalloc`: when the process was started with PYTHONTRACEMALLOC=N, the traced bytes by where
+  they were allocated (moto, botocore, the engram layer, the local stack, other), the largest
+  lines, and what grew most since the previous read (with N frames each).
 
 Cumulative since start: the caller takes differences between two reads. Nothing here is installed
 without `--stats`; the counters are one entry per operation name (a bounded set).
@@ -51,6 +54,18 @@ def calls() -> dict[str, dict[str, float]]:
         return {name: {"count": int(count), "seconds": seconds} for name, (count, seconds) in _calls.items()}
 
 
+_gc_started: list[float] = [0.0]
+
+
+def _gc_timer(phase: str, info: dict[str, Any]) -> None:
+    """The cyclic collector's pauses by generation: a full collection walks every object the stored
+    data is made of, so its pauses lengthen as the data grows."""
+    if phase == "start":
+        _gc_started[0] = time.perf_counter()
+    else:
+        record(f"python.gc generation {info.get('generation')}", time.perf_counter() - _gc_started[0])
+
+
 def install() -> None:
     """Time every SDK call of the process (botocore) and every request moto serves. Idempotent."""
     from botocore.client import BaseClient
@@ -69,6 +84,9 @@ def install() -> None:
 
         timed_call._engram_timed = True  # type: ignore[attr-defined]
         BaseClient._make_api_call = timed_call  # type: ignore[method-assign]
+
+    if _gc_timer not in gc.callbacks:
+        gc.callbacks.append(_gc_timer)
 
     if not getattr(BaseResponse._dispatch, "_engram_timed", False):
         serve = BaseResponse._dispatch
@@ -98,6 +116,13 @@ def _shape(action: str, handler: Any) -> str:
     shape = f" {body.get('IndexName') or 'table'}"
     if body.get("KeyConditionExpression"):
         shape += f": {body['KeyConditionExpression']}"
+        # the kind a sort key condition names (`:sk` = "MEM#..." -> MEM#), never an id
+        kinds = set()
+        for value in (body.get("ExpressionAttributeValues") or {}).values():
+            head = str((value or {}).get("S", "")).split("#", 1)
+            if len(head) == 2 and head[0].isalpha() and head[0].isupper():
+                kinds.add(f"{head[0]}#")
+        shape += f" [{', '.join(sorted(kinds))}]" if kinds else ""
     if body.get("FilterExpression"):
         shape += " (filtered)"
     return shape[:120]
@@ -147,6 +172,23 @@ def _each(objects: Iterable[Any]) -> int:
     return sum(deep_size([obj], set()) for obj in objects)
 
 
+def _containers(root: Any) -> int:
+    """Bytes of the dicts, lists, sets and tuples under `root`, not of what they hold: the emulator's
+    index (local/emulator.py `_IndexMap`) files the stored items and their own values, counted
+    as data already; what it adds is its containers."""
+    total, pending = 0, [root]
+    while pending:
+        obj = pending.pop()
+        if isinstance(obj, dict):
+            total += sys.getsizeof(obj)
+            pending.extend(v for v in obj.values() if isinstance(v, dict | list | tuple | set))
+            pending.extend(k for k in obj if isinstance(k, tuple))
+        elif isinstance(obj, list | tuple | set):
+            total += sys.getsizeof(obj)
+            pending.extend(v for v in obj if isinstance(v, dict | list | tuple | set))
+    return total
+
+
 def _kind(stored: Any) -> str:
     """An item's kind: its sort key's first part (RUN#..., ARCH#...), or for a time-ordered sort key
     the partition's kind (`<tenant>#USAGE` -> USAGE by time)."""
@@ -183,6 +225,13 @@ def stored_data() -> dict[str, dict[str, int]]:
                         expires = stored.attrs.get("expiresAt")
                         if expires is not None and expires.type == "N" and float(expires.value) <= now:
                             kind["expired"] += 1
+        index = out["emulator index"] = {"count": 0, "bytes": 0}
+        for backend in _backends(dynamodb_backends):
+            for table in list(backend.tables.values()):
+                index_map = table.__dict__.get("_engram_index_map")
+                if index_map is not None:
+                    index["count"] += len(index_map.filed)
+                    index["bytes"] += _containers(vars(index_map))
     objects = [
         key
         for backend in _backends(s3_backends)
