@@ -487,7 +487,9 @@ def _refresh_index_maps(handler: Any) -> None:
             partition = table.items.get(hash_key)
             stored = partition.get(range_key) if partition is not None and range_key is not None else partition
             if stored is not None:
-                index_map.file((hash_key, range_key), stored)
+                # Filed under the stored item's own key values (equal to the request's): the map
+                # keeps no second copy of every key it files.
+                index_map.file(_item_key(table, stored), stored)
     except Exception:  # never fail a request over the map; drop it, the next index query rebuilds it
         for table in list(getattr(getattr(handler, "dynamodb_backend", None), "tables", {}).values()):
             table.__dict__.pop("_engram_index_map", None)
