@@ -241,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
         )
         print(
             f"{'turns':>11} {'RSS MB':>8} {'data MB':>8} {'other +MB':>9} {'p50 ms':>8} {'p95 ms':>8} {'max ms':>8}"
-            f" {'errors':>6} {'items':>7}"
+            f" {'CPU ms':>7} {'load':>5} {'errors':>6} {'items':>7}"
         )
         windows: list[dict[str, Any]] = []
         latencies: list[float] = []
@@ -278,6 +278,10 @@ def main(argv: list[str] | None = None) -> int:
                     "errors": sum(errors.values()),
                     "codes": dict(errors),
                     "items": figures["data"]["dynamodb_items"]["count"],
+                    # the stack's CPU time per turn (its threads, the extraction worker's too): what
+                    # the stack itself spends, apart from waiting for a machine other work shares
+                    "cpu_ms": (figures["cpu_s"] - previous["cpu_s"]) * 1000 / len(latencies),
+                    "load": os.getloadavg()[0],
                 }
                 previous = stack.stats(data=False)  # the walk over the data is not a turn's time
                 first = windows[0] if windows else window
@@ -285,7 +289,8 @@ def main(argv: list[str] | None = None) -> int:
                 windows.append(window)
                 print(
                     f"{window['turns']:>11} {window['rss'] or 0:8.0f} {window['data_mb']:8.1f} {window['other_mb']:+9.1f}"
-                    f" {window['p50']:8.0f} {window['p95']:8.0f} {window['max']:8.0f} {window['errors']:>6}"
+                    f" {window['p50']:8.0f} {window['p95']:8.0f} {window['max']:8.0f} {window['cpu_ms']:7.0f}"
+                    f" {window['load']:5.1f} {window['errors']:>6}"
                     f" {window['items']:>7}",
                     flush=True,
                 )
@@ -332,6 +337,7 @@ def report(windows: list[dict[str, Any]]) -> None:
         " SQS long polls left out: they wait for messages):"
     )
     names = {name for name in set(first["calls"]) | set(last["calls"]) if not name.endswith("ReceiveMessage")}
+    ranked = [name for name in names if not name.startswith("python.gc")]
 
     def per_turn(window: dict[str, Any], name: str) -> tuple[float, float]:
         count, seconds = window["calls"].get(name, (0, 0.0))
@@ -342,7 +348,11 @@ def report(windows: list[dict[str, Any]]) -> None:
         return abs(n1 * ms1 - n0 * ms0)
 
     print(f"  {'call':<80} {'per turn':>13} {'mean ms':>17} {'ms per turn':>17}")
-    for name in sorted(names, key=change, reverse=True)[:12]:
+    for name in sorted(ranked, key=change, reverse=True)[:12]:
+        (n0, ms0), (n1, ms1) = per_turn(first, name), per_turn(last, name)
+        print(f"  {name[:80]:<80} {n0:5.2f} -> {n1:5.2f} {ms0:7.1f} -> {ms1:7.1f} {n0 * ms0:7.1f} -> {n1 * ms1:7.1f}")
+    collections = sorted(name for name in names if name.startswith("python.gc"))
+    for name in collections:
         (n0, ms0), (n1, ms1) = per_turn(first, name), per_turn(last, name)
         print(f"  {name[:80]:<80} {n0:5.2f} -> {n1:5.2f} {ms0:7.1f} -> {ms1:7.1f} {n0 * ms0:7.1f} -> {n1 * ms1:7.1f}")
     if first["tracemalloc"] and last["tracemalloc"]:

@@ -3,7 +3,7 @@
 With `--stats` the HTTP front also answers `GET /@local/stats` (loopback only, no auth, never
 routed to a function) with what a long run needs to tell stored data from growth that is not:
 
-- `rss_mb`: the process's resident memory;
+- `rss_mb`: the process's resident memory; `cpu_s`: the CPU time it has used (all its threads);
 - `data`: what moto's backends hold, per service: DynamoDB items (and by kind: the sort key's first
   part), S3 objects, SQS messages (count and bytes: every object an item is made of, measured
   with `sys.getsizeof`, one item at a time; an S3 object's body by its size), moto's own
@@ -303,7 +303,7 @@ def rss_mb() -> float | None:
 
 def snapshot(*, data: bool = True) -> dict[str, Any]:
     """What `GET /@local/stats` answers (`?data=0` leaves out the walk over the stored data)."""
-    answer: dict[str, Any] = {"rss_mb": rss_mb(), "calls": calls()}
+    answer: dict[str, Any] = {"rss_mb": rss_mb(), "cpu_s": time.process_time(), "calls": calls()}
     if data:
         answer["data"] = stored_data()
         answer["tracemalloc"] = traced_by_origin()
