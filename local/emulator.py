@@ -40,6 +40,11 @@ but (7) for a receipt handle deleted long before):
    they are). With 10,000 rows a scope, an index query reads its ~260 rows, not the table; and
    the order of a bucket of items is kept until one of them is written, so a query that keeps
    the whole bucket (one hash condition) does not sort 10,000 items each time.
+   A range condition on the sort key (=, <, <=, >, >=, BETWEEN, begins_with on strings) keeps
+   only the slice of the partition (or of the index bucket) it can match, found by bisection over
+   the order kept while the partition is unchanged, widened by one item at each end (moto looks
+   at the item after its last result to decide on LastEvaluatedKey): an agent's memories share
+   its partition with its whole archive, and a memory read walked that archive at every turn.
 
 5. A string's cast value is the string. moto compares, hashes and sorts attribute values through
    `DynamoType.cast_value`, which tests for a number, a set, a list, a map and null before it
