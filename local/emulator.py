@@ -1,7 +1,8 @@
 """moto, made fit to stand in for AWS in a long-running local stack: `patch_moto()`.
 
-Four changes to moto's in-process backends, for the local stack and the tests (nothing here is
-used in AWS; none changes what a request answers, tests/unit/test_local_emulator.py compares):
+Seven changes to moto's in-process backends, for the local stack and the tests (nothing here is
+used in AWS; none changes what a request answers, tests/unit/test_local_emulator.py compares,
+but (7) for a receipt handle deleted long before):
 
 1. DynamoDB requests are serialised. moto's DynamoDB backend keeps items in plain dicts and takes
    no lock: a Query iterating a partition while another thread writes to it fails with
@@ -39,6 +40,11 @@ used in AWS; none changes what a request answers, tests/unit/test_local_emulator
    they are). With 10,000 rows a scope, an index query reads its ~260 rows, not the table; and
    the order of a bucket of items is kept until one of them is written, so a query that keeps
    the whole bucket (one hash condition) does not sort 10,000 items each time.
+   A range condition on the sort key (=, <, <=, >, >=, BETWEEN, begins_with on strings) keeps
+   only the slice of the partition (or of the index bucket) it can match, found by bisection over
+   the order kept while the partition is unchanged, widened by one item at each end (moto looks
+   at the item after its last result to decide on LastEvaluatedKey): an agent's memories share
+   its partition with its whole archive, and a memory read walked that archive at every turn.
 
 5. A string's cast value is the string. moto compares, hashes and sorts attribute values through
    `DynamoType.cast_value`, which tests for a number, a set, a list, a map and null before it
@@ -52,6 +58,13 @@ used in AWS; none changes what a request answers, tests/unit/test_local_emulator
    DynamoDB JSON), so it is dumped as it is, binary values base64-encoded as the serializer
    does; the same status, headers and body (tests/unit/test_local_emulator.py compares them).
 
+7. SQS forgets the receipt handles of deleted messages after a while. moto adds every receipt
+   handle of each message it deletes to its queue's `deleted_messages` set, so that deleting one
+   again succeeds, and never empties it: every message ever consumed left ~230 bytes behind (the
+   soak's own figure, `bench/soak.py`: `sqs_deleted_handles`). Here each queue keeps the handles of
+   its newest `DELETED_HANDLES_KEPT` deletions (a repeated delete of an older one is refused as an
+   invalid handle, as SQS refuses an expired one).
+
 The profile that found (2), (3) and (4), and the figures before and after, are in docs/ARCHITECTURE.md
 ("Local stack"); `bench/soak.py` (make bench) watches that memory and turn time stay flat.
 """
@@ -59,6 +72,7 @@ The profile that found (2), (3) and (4), and the figures before and after, are i
 from __future__ import annotations
 
 import base64
+import bisect
 import copy
 import functools
 import json
@@ -77,6 +91,7 @@ def patch_moto() -> None:
     _partition_queries()
     _quick_string_casts()
     _plain_json_item_answers()
+    _bounded_deleted_handles()
 
 
 # --------------------------------------------------------------------------- 1. one lock
@@ -310,6 +325,9 @@ class _IndexMap:
         self.sort_keys: dict[Any, dict[tuple[str, ...], tuple[Any, ...]]] = {}  # item key -> attrs -> key
         # (attribute, value) -> sort attrs -> the bucket's items in that order, until the bucket changes
         self.sorted: dict[tuple[str, Any], dict[tuple[str, ...], list[Any]]] = {}
+        # table hash key -> the partition's items in range key order and their range keys, until one
+        # of them is written
+        self.partitions: dict[Any, tuple[list[Any], list[Any]]] = {}
         partitions = table.items.values()
         for stored in partitions if table.range_key_attr is None else (i for p in partitions for i in p.values()):
             self.file(_item_key(table, stored), stored)
@@ -322,6 +340,7 @@ class _IndexMap:
         return found
 
     def file(self, item_key: Any, stored: Any) -> None:
+        self.partitions.pop(item_key[0], None)
         places = []
         for name in self.attributes:
             value = stored.attrs.get(name)
@@ -339,6 +358,7 @@ class _IndexMap:
         return found
 
     def unfile(self, item_key: Any) -> None:
+        self.partitions.pop(item_key[0], None)
         self.sort_keys.pop(item_key, None)
         for name, value in self.filed.pop(item_key, []):
             self.sorted.pop((name, value), None)
@@ -362,7 +382,65 @@ class _IndexMap:
         found = orders.get(attrs)
         if found is None or len(found) != len(items):
             found = orders[attrs] = sorted(items, key=lambda item: self.sort_key(item, attrs))
+            orders.pop(("keys", *attrs), None)
         return list(found)  # moto may reverse it in place
+
+    def bucket_keys(self, bucket: tuple[str, Any], attrs: tuple[str, ...], position: int) -> list[Any] | None:
+        """The values at `position` of the sort keys of a bucket kept in the order of `attrs`."""
+        orders = self.sorted.get(bucket) or {}
+        found = orders.get(attrs)
+        if found is None:
+            return None
+        keys = orders.get(("keys", *attrs))
+        if keys is None:
+            keys = orders[("keys", *attrs)] = [self.sort_key(item, attrs)[position] for item in found]
+        return keys
+
+    def sorted_partition(self, table: Any, hash_key: Any, partition: dict[Any, Any]) -> tuple[list[Any], list[Any]]:
+        """A table partition's items in range key order and their range keys' cast values, sorted
+        once while the partition is unchanged (an item written drops it: `file`, `unfile`)."""
+        found = self.partitions.get(hash_key)
+        if found is None or len(found[0]) != len(partition):
+            attr = (table.range_key_attr,)
+            items = sorted(partition.values(), key=lambda item: self.sort_key(item, attr))
+            found = self.partitions[hash_key] = (items, [self.sort_key(item, attr)[0] for item in items])
+        return found
+
+
+_BISECTS = {"EQ": "EQ", "=": "EQ", "LT": "LT", "<": "LT", "LE": "LE", "<=": "LE", "GT": "GT", ">": "GT"}
+_BISECTS.update({"GE": "GE", ">=": "GE", "BETWEEN": "BETWEEN", "BEGINS_WITH": "BEGINS_WITH"})
+
+
+def _key_range(keys: list[Any], comparison: str | None, values: list[Any]) -> tuple[int, int]:
+    """The slice of `keys` (sorted strings) a range key condition can match, widened by one key on
+    each side: moto's Query loop looks at the item after its last result to decide whether the page
+    has more (LastEvaluatedKey), in either direction. The whole list for anything else."""
+    whole = 0, len(keys)
+    op = _BISECTS.get(comparison or "")
+    if op is None or not values or any(getattr(v, "type", None) != "S" for v in values):
+        return whole
+    if any(type(k) is not str for k in keys):
+        return whole
+    first = values[0].value
+    if op == "EQ":
+        lo, hi = bisect.bisect_left(keys, first), bisect.bisect_right(keys, first)
+    elif op == "LT":
+        lo, hi = 0, bisect.bisect_left(keys, first)
+    elif op == "LE":
+        lo, hi = 0, bisect.bisect_right(keys, first)
+    elif op == "GT":
+        lo, hi = bisect.bisect_right(keys, first), len(keys)
+    elif op == "GE":
+        lo, hi = bisect.bisect_left(keys, first), len(keys)
+    elif op == "BETWEEN" and len(values) == 2:
+        lo, hi = bisect.bisect_left(keys, first), bisect.bisect_right(keys, values[1].value)
+    elif op == "BEGINS_WITH":
+        lo = hi = bisect.bisect_left(keys, first)
+        while hi < len(keys) and keys[hi].startswith(first):
+            hi += 1
+    else:
+        return whole
+    return max(0, lo - 1), min(len(keys), max(lo, hi) + 1)
 
 
 def _index_signature(table: Any) -> tuple[Any, ...]:
@@ -414,10 +492,32 @@ def _refresh_index_maps(handler: Any) -> None:
             partition = table.items.get(hash_key)
             stored = partition.get(range_key) if partition is not None and range_key is not None else partition
             if stored is not None:
-                index_map.file((hash_key, range_key), stored)
+                # Filed under the stored item's own key values (equal to the request's): the map
+                # keeps no second copy of every key it files.
+                index_map.file(_item_key(table, stored), stored)
     except Exception:  # never fail a request over the map; drop it, the next index query rebuilds it
         for table in list(getattr(getattr(handler, "dynamodb_backend", None), "tables", {}).values()):
             table.__dict__.pop("_engram_index_map", None)
+
+
+def _partition_slice(table: Any, index_map: _IndexMap, hash_key: Any, comparison: str | None, values: list[Any]) -> list[Any]:
+    """A table query's candidates: its partition in the range key's order (sorted once while the
+    partition is unchanged), so moto's sort by range key right after makes one pass instead of
+    sorting; and with a range condition only the slice it can match (an agent's memories are read
+    from a partition that also holds its whole archive)."""
+    partition = table.items.get(hash_key)
+    if partition is None:
+        return []
+    if table.range_key_attr is None:
+        return [partition]
+    for _ in range(2):
+        items, keys = index_map.sorted_partition(table, hash_key, partition)
+        lo, hi = _key_range(keys, comparison, values)
+        found = items[lo:hi]
+        if all(partition.get(item.range_key) is item for item in found):
+            break
+        index_map.partitions.pop(hash_key, None)  # written past the map: sorted again
+    return found
 
 
 def _partition_queries() -> None:
@@ -430,6 +530,8 @@ def _partition_queries() -> None:
     @functools.wraps(original)
     def query(self: Any, hash_key: Any, *args: Any, **kwargs: Any) -> Any:
         index_name = args[6] if len(args) > 6 else kwargs.get("index_name")
+        comparison = args[0] if args else kwargs.get("range_comparison")
+        range_objs = (args[1] if len(args) > 1 else kwargs.get("range_objs")) or []
         if index_name:
             # The candidates are sorted by the index's keys then the table's (a total order) right
             # after, and moto keeps those whose index hash keys match: the items the index map
@@ -454,9 +556,20 @@ def _partition_queries() -> None:
                 # computed once while it is unchanged rather than at every comparison; when moto
                 # kept the whole bucket (one hash condition), its order is kept too.
                 attrs = tuple(self._generate_attr_to_sort_by(hash_attrs, range_attrs))
+                keys = None
                 if len(conditions) == 1 and whole_bucket and whole_bucket["size"] == len(found):
-                    return index_map.sorted_bucket(whole_bucket["key"], attrs, found)
-                found.sort(key=lambda item: index_map.sort_key(item, attrs))
+                    found = index_map.sorted_bucket(whole_bucket["key"], attrs, found)
+                    keys = index_map.bucket_keys(whole_bucket["key"], attrs, 1)
+                else:
+                    found.sort(key=lambda item: index_map.sort_key(item, attrs))
+                # Within one index hash key the order is the index range key's: a range condition
+                # on it keeps a slice, found by bisection, not the whole bucket.
+                ranges = kwargs.get("range_key_conditions") or []
+                if comparison and len(conditions) == 1 and len(ranges) == 1 and attrs[1:2] == (ranges[0][0],):
+                    if keys is None or len(keys) != len(found):
+                        keys = [index_map.sort_key(item, attrs)[1] for item in found]
+                    lo, hi = _key_range(keys, comparison, range_objs)
+                    found = found[lo:hi]
                 return found
 
             shadows = {"all_items": candidates, "sorted_items": sorted_items}
@@ -464,17 +577,9 @@ def _partition_queries() -> None:
             # The items of other partitions are filtered out right after, and the rest sorted by
             # the range key: the same list, from the one partition.
             index_map = _IndexMap.of(self)
-            range_attr = (self.range_key_attr,)
 
             def candidates() -> list[Any]:
-                partition = self.items.get(hash_key)
-                if partition is None:
-                    return []
-                if self.range_key_attr is None:
-                    return [partition]
-                # In the range key's order already (keys computed once per unchanged item), so
-                # moto's sort by range key right after makes one pass instead of sorting.
-                return sorted(partition.values(), key=lambda item: index_map.sort_key(item, range_attr))
+                return _partition_slice(self, index_map, hash_key, comparison, range_objs)
 
             shadows = {"all_items": candidates}
 
@@ -523,3 +628,50 @@ def _plain_json_item_answers() -> None:
 
     serialized._engram_plain = True  # type: ignore[attr-defined]
     DynamoHandler.serialized = serialized  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------- 7. deleted handles
+DELETED_HANDLES_KEPT = 10_000
+
+
+class _RecentHandles:
+    """What moto uses of the set of deleted receipt handles (`in`, `update`), keeping the newest."""
+
+    def __init__(self, handles: Any = ()) -> None:
+        self._handles: dict[str, None] = {}
+        self.update(handles)
+
+    def update(self, handles: Any) -> None:
+        for handle in handles:
+            self._handles.pop(handle, None)
+            self._handles[handle] = None
+        while len(self._handles) > DELETED_HANDLES_KEPT:
+            del self._handles[next(iter(self._handles))]
+
+    def add(self, handle: str) -> None:
+        self.update([handle])
+
+    def __contains__(self, handle: object) -> bool:
+        return handle in self._handles
+
+    def __iter__(self) -> Any:
+        return iter(list(self._handles))
+
+    def __len__(self) -> int:
+        return len(self._handles)
+
+
+def _bounded_deleted_handles() -> None:
+    from moto.sqs.models import Queue
+
+    if getattr(Queue.__init__, "_engram_bounded", False):
+        return
+    original = Queue.__init__
+
+    @functools.wraps(original)
+    def init(self: Any, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        self.deleted_messages = _RecentHandles(self.deleted_messages)
+
+    init._engram_bounded = True  # type: ignore[attr-defined]
+    Queue.__init__ = init  # type: ignore[method-assign]

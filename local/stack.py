@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import json
 import logging
 import os
 import signal
@@ -27,7 +28,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from types import ModuleType
 from typing import Any
+from urllib.parse import unquote, urlsplit
 
+from . import stats
 from .apigw import Functions, HttpRequest, HttpResponse, dispatch, load_functions
 from .resources import Resources, create_resources, references
 from .schedules import ScheduleLoop
@@ -118,6 +121,7 @@ class _HttpHandler(BaseHTTPRequestHandler):
     disable_nagle_algorithm = True
     functions: Functions  # set on the per-stack subclass
     sockets: LocalSockets | None = None
+    measure: bool = False  # GET /@local/stats and per-route timings (local/stats.py)
 
     def _read_body(self) -> bytes:
         if "chunked" in self.headers.get("transfer-encoding", "").lower():
@@ -141,8 +145,15 @@ class _HttpHandler(BaseHTTPRequestHandler):
             # The WebSocket API's management API, which the workers post a turn's events to.
             status, extra, body = self.sockets.manage(self.command, self.path, request.body)
             response = HttpResponse(status, list(extra.items()), body)
+        elif self.measure and self.path.split("?", 1)[0] == stats.STATS_PATH:
+            answer = stats.snapshot(data="data=0" not in self.path)
+            response = HttpResponse(200, [("content-type", "application/json")], json.dumps(answer).encode())
         else:
             response = dispatch(self.functions, request)
+            if self.measure:
+                matched = self.functions.match(self.command, unquote(urlsplit(self.path).path))
+                name = f"{matched[0].method} {matched[0].path}" if matched else "unrouted"
+                stats.record(f"route.{name}", time.monotonic() - started)
         self.send_response_only(response.status)
         for name, value in response.headers:
             if name.lower() not in ("content-length", "connection", "transfer-encoding"):
@@ -299,13 +310,15 @@ def start_stack(
     retry_delay: int = 2,
     preload: bool = True,
     stream_port: int = 0,
+    measure: bool = False,
 ) -> StackHandle:
     """Start moto, create the resources, load the handlers, start the queue workers, the schedule
         loop and the HTTP front. `port=0` (and `moto_port=0`) pick free ports; `handle.url` says where
         it listens. `model_provider`: offline | anthropic (default: anthropic when ANTHROPIC_API_KEY is
         set). `workers=False` leaves the queues to `handle.drain()` and the schedules to
         `handle.fire_schedules()`. The WebSocket API listens on `stream_port` (0: a free one;
-    `handle.stream_url`). Changes os.environ, sys.path and the layer modules in sys.modules
+    `handle.stream_url`). `measure=True` times every AWS call and route and answers
+        `GET /@local/stats` (local/stats.py). Changes os.environ, sys.path and the layer modules in sys.modules
         until `stop()`."""
     from moto.server import (
         ThreadedMotoServer,  # the server part of moto is only needed here
@@ -324,6 +337,8 @@ def start_stack(
     from .emulator import patch_moto
 
     patch_moto()  # one DynamoDB lock, bounded transactions, no instance registry (local/emulator.py)
+    if measure:
+        stats.install()
     moto = ThreadedMotoServer(ip_address="127.0.0.1", port=moto_port, verbose=False)
     moto.start()
     moto_url = f"http://127.0.0.1:{moto_port}"
@@ -372,7 +387,7 @@ def start_stack(
         sockets = LocalSockets(functions, socket_target, host, stream_port) if socket_target else None
         if sockets is not None:
             sockets.start()
-        handler = type("StackHttpHandler", (_HttpHandler,), {"functions": functions, "sockets": sockets})
+        handler = type("StackHttpHandler", (_HttpHandler,), {"functions": functions, "sockets": sockets, "measure": measure})
         server_cls = type("_HttpServer6", (_HttpServer,), {"address_family": socket.AF_INET6}) if ":" in host else _HttpServer
         try:
             server = server_cls((host, port), handler)
@@ -486,6 +501,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--sample-mcp-port", type=int, default=SAMPLE_MCP_PORT, help="the sample MCP server's port (0: do not start it)"
     )
+    parser.add_argument(
+        "--stats", action="store_true", help="time AWS calls and routes, answer GET /@local/stats (bench/soak.py)"
+    )
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s", datefmt="%H:%M:%S")
     for noisy in ("werkzeug", "botocore", "boto3", "urllib3"):
@@ -498,7 +516,12 @@ def main(argv: list[str] | None = None) -> int:
     moto_port = args.moto_port or (PREFERRED_MOTO_PORT if _port_is_free(PREFERRED_MOTO_PORT) else 0)
     try:
         handle = start_stack(
-            args.port, host=args.host, model_provider=args.model_provider, moto_port=moto_port, stream_port=args.stream_port
+            args.port,
+            host=args.host,
+            model_provider=args.model_provider,
+            moto_port=moto_port,
+            stream_port=args.stream_port,
+            measure=args.stats,
         )
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

@@ -292,6 +292,24 @@ QUERIES: list[dict[str, Any]] = [
         "Limit": 5,
     },
     {"KeyConditionExpression": "PK = :p", "ExpressionAttributeValues": {":p": s("nobody")}},
+    # Range conditions: the emulator bisects the sorted partition or index bucket to the slice they
+    # can match (with the item past each end, which moto looks at to decide on LastEvaluatedKey).
+    {"KeyConditionExpression": "PK = :p AND SK < :k", "ExpressionAttributeValues": {":p": s("P1"), ":k": s("0500")}, "Limit": 2},
+    {"KeyConditionExpression": "PK = :p AND SK <= :k", "ExpressionAttributeValues": {":p": s("P2"), ":k": s("0300")}},
+    {
+        "KeyConditionExpression": "PK = :p AND SK >= :k",
+        "ExpressionAttributeValues": {":p": s("P5"), ":k": s("0400")},
+        "ScanIndexForward": False,
+        "Limit": 3,
+    },
+    {"KeyConditionExpression": "PK = :p AND SK > :k", "ExpressionAttributeValues": {":p": s("P0"), ":k": s("9")}},
+    {"KeyConditionExpression": "PK = :p AND SK = :k", "ExpressionAttributeValues": {":p": s("P3"), ":k": s("nothing")}},
+    {
+        "KeyConditionExpression": "PK = :p AND begins_with(SK, :b)",
+        "ExpressionAttributeValues": {":p": s("P4"), ":b": s("05")},
+        "ScanIndexForward": False,
+        "Limit": 2,
+    },
     {"IndexName": "GSI1", "KeyConditionExpression": "GSI1PK = :g", "ExpressionAttributeValues": {":g": s("G0")}},
     {
         "IndexName": "GSI1",
@@ -305,6 +323,24 @@ QUERIES: list[dict[str, Any]] = [
         "KeyConditionExpression": "GSI1PK = :g AND GSI1SK > :k",
         "ExpressionAttributeValues": {":g": s("G2"), ":k": s("050")},
         "Limit": 4,
+    },
+    {
+        "IndexName": "GSI1",
+        "KeyConditionExpression": "GSI1PK = :g AND GSI1SK BETWEEN :a AND :b",
+        "ExpressionAttributeValues": {":g": s("G0"), ":a": s("020"), ":b": s("060")},
+        "ScanIndexForward": False,
+        "Limit": 3,
+    },
+    {
+        "IndexName": "GSI1",
+        "KeyConditionExpression": "GSI1PK = :g AND begins_with(GSI1SK, :b)",
+        "ExpressionAttributeValues": {":g": s("G1"), ":b": s("0")},
+        "Limit": 5,
+    },
+    {
+        "IndexName": "GSI1",
+        "KeyConditionExpression": "GSI1PK = :g AND GSI1SK <= :k",
+        "ExpressionAttributeValues": {":g": s("G2"), ":k": s("040")},
     },
     {
         "IndexName": "GSI1",
@@ -448,13 +484,17 @@ def _play(ddb: Any, steps: list[tuple[str, Any]]) -> list[Any]:
         for g in ("G0", "G1", "G2"):
             query = {"IndexName": "GSI1", "KeyConditionExpression": "GSI1PK = :g", "ExpressionAttributeValues": {":g": s(g)}}
             seen.append(all_pages(ddb, query))
+        for p in ("P0", "P1", "B1"):  # table queries with a range condition: the partition's kept order
+            query = {"KeyConditionExpression": "PK = :p AND SK >= :k", "ExpressionAttributeValues": {":p": s(p), ":k": s("010")}}
+            seen.append(all_pages(ddb, query))
     return seen
 
 
 def test_index_queries_stay_right_through_every_kind_of_write():
-    """The emulator's index map is brought up to date after each write request: puts, updates that
-    move an item to another index key or out of the index, deletes, batch writes, cancelled and
-    applied transactions, failed conditional writes. Every index query answers as moto's own."""
+    """The emulator's index map (and each partition's kept order) is brought up to date after each
+    write request: puts, updates that move an item to another index key or out of the index,
+    deletes, batch writes, cancelled and applied transactions, failed conditional writes. Every
+    index query and every table query with a range condition answers as moto's own."""
     steps = _write_steps(7)
     answers = {}
     for implementation in ("moto", "local"):
@@ -507,3 +547,29 @@ def test_item_answers_are_the_bytes_moto_would_write():
         assert headers["Content-Type"] == want_headers["Content-Type"]
         assert json.loads(body) == json.loads(want_body), action
     assert seen == {"Query", "Scan", "GetItem", "BatchGetItem"}
+
+
+def test_sqs_keeps_a_bounded_number_of_deleted_receipt_handles(monkeypatch):
+    """(7) moto kept every receipt handle of every deleted message for as long as the stack ran;
+    now each queue keeps its newest DELETED_HANDLES_KEPT, and deleting a recent one again still
+    succeeds as in SQS."""
+    from moto.sqs.models import sqs_backends
+
+    from local import emulator
+
+    monkeypatch.setattr(emulator, "DELETED_HANDLES_KEPT", 5)
+    with mock_aws():
+        sqs = boto3.client("sqs", region_name="us-east-1")
+        url = sqs.create_queue(QueueName="q")["QueueUrl"]
+        handles = []
+        for i in range(12):
+            sqs.send_message(QueueUrl=url, MessageBody=f"m{i}")
+            (message,) = sqs.receive_message(QueueUrl=url, MaxNumberOfMessages=1)["Messages"]
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=message["ReceiptHandle"])
+            handles.append(message["ReceiptHandle"])
+        queue = sqs_backends[DEFAULT_ACCOUNT_ID]["us-east-1"].queues["q"]
+        assert len(queue.deleted_messages) == 5
+        sqs.delete_message(QueueUrl=url, ReceiptHandle=handles[-1])  # deleted again: fine
+        with pytest.raises(ClientError) as refused:
+            sqs.delete_message(QueueUrl=url, ReceiptHandle=handles[0])
+        assert refused.value.response["Error"]["Code"] == "ReceiptHandleIsInvalid"
