@@ -140,31 +140,31 @@ def _ended(job: ExportJob, status: str, **changes: object) -> ExportJob:
 def process_export_job(deps: Stores, message: Mapping[str, object]) -> None:
     """One export job from the run queue: streams `records` to the job's object as JSON Lines.
     A failure is recorded on the job (the caller starts another), not retried."""
-    t, export_id = check_id("tenant", message.get("tenant")), check_id("exportId", message.get("exportId"))
-    job = deps.exports.claim(t, export_id, claim_s=CLAIM_S)
+    tenant, export_id = check_id("tenant", message.get("tenant")), check_id("exportId", message.get("exportId"))
+    job = deps.exports.claim(tenant, export_id, claim_s=CLAIM_S)
     if job is None:
         logger.info("export already finished or running elsewhere; delivery ignored", extra={"export_id": export_id})
         return
-    key = keys.export_object(t, export_id)
+    key = keys.export_object(tenant, export_id)
     writer = deps.export_objects.writer(key, part_bytes=deps.settings.export_part_bytes)
     counts: dict[str, int] = {}
     try:
         writer.write({"type": "export", "data": {"exportId": export_id, "version": FORMAT_VERSION, "exportedAt": now_iso()}})
-        for written, (kind, record) in enumerate(records(deps, t), 1):
+        for written, (kind, record) in enumerate(records(deps, tenant), 1):
             uploaded = writer.write({"type": kind, "data": record})
             counts[kind] = counts.get(kind, 0) + 1
             if uploaded or written % PROGRESS_EVERY == 0:
-                deps.exports.progress(t, export_id, counts=counts, size=writer.bytes, parts=writer.parts)
+                deps.exports.progress(tenant, export_id, counts=counts, size=writer.bytes, parts=writer.parts)
         # The last line says the file is whole (a truncated download lacks it).
         writer.write({"type": "end", "data": {"counts": counts}})
         writer.close()
     except Exception as err:
         logger.exception("export failed", extra={"export_id": export_id})
         writer.abort()
-        deps.exports.finish(t, _ended(job, "failed", counts=counts, bytes=writer.bytes, error=error_of(err)))
+        deps.exports.finish(tenant, _ended(job, "failed", counts=counts, bytes=writer.bytes, error=error_of(err)))
         return
     done = _ended(job, "succeeded", counts=counts, bytes=writer.bytes, parts=writer.parts)
-    if not deps.exports.finish(t, done):
+    if not deps.exports.finish(tenant, done):
         # The account was deleted while the export ran: its object must not outlive it.
         deps.export_objects.delete(key)
 

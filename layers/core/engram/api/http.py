@@ -194,7 +194,7 @@ def principal(router: Router | APIGatewayHttpResolver) -> Principal:
     return Principal(sub, "jwt", frozenset(granted))
 
 
-def tenant(router: Router | APIGatewayHttpResolver, *, writes: bool | None = None) -> str:
+def tenant_of(router: Router | APIGatewayHttpResolver, *, writes: bool | None = None) -> str:
     """The caller's tenant. A request that writes (by its method, or `writes`) with a key that
     lacks the `write` scope is a 403 `insufficient_scope`."""
     who = principal(router)

@@ -238,11 +238,11 @@ class McpToolSource:
         grants: list[AgentTool] = list(ctx.agent.tools)
         if not grants:
             return None
-        t = ctx.tenant
+        tenant = ctx.tenant
         ids = [grant.connection_id for grant in grants]
-        found = self.deps.connections.get_many_with_secrets(t, ids)
-        cached = self.deps.connections.tools(t, ids)
-        toolset = McpToolSet(self.deps, t)
+        found = self.deps.connections.get_many_with_secrets(tenant, ids)
+        cached = self.deps.connections.tools(tenant, ids)
+        toolset = McpToolSet(self.deps, tenant)
         now = int(time.time())
         for grant in grants:
             if grant.connection_id not in found:

@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from engram.api.http import Reply, deps_of, ok, request_clock, tenant
+from engram.api.http import Reply, deps_of, ok, request_clock, tenant_of
 from engram.conversations import chat, webhooks
 from engram.conversations.models import MessageIn
 from engram.kernel.ids import check_id
@@ -26,13 +26,15 @@ def model_deps_of(router: Router) -> ModelDeps:
 
 @router.post("/api/agents/<agentId>/sessions/<sessionId>/messages")
 def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotated[bool, Query(alias="async")] = False) -> Reply:
-    deps, t = model_deps_of(router), tenant(router)
+    deps, tenant = model_deps_of(router), tenant_of(router)
     check_id("agentId", agentId), check_id("sessionId", sessionId)
     if async_:
-        run = chat.enqueue_turn(deps, tenant=t, agent_id=agentId, session_id=sessionId, message=body.message, trigger="async")
+        run = chat.enqueue_turn(
+            deps, tenant=tenant, agent_id=agentId, session_id=sessionId, message=body.message, trigger="async"
+        )
         return ok({"runId": run.id, "sessionId": sessionId, "status": run.status}, 202)
     waited_s, remaining_s = request_clock(router)
-    outcome = chat.run_chat_turn(deps, t, agentId, sessionId, body.message, waited_s=waited_s, remaining_s=remaining_s)
+    outcome = chat.run_chat_turn(deps, tenant, agentId, sessionId, body.message, waited_s=waited_s, remaining_s=remaining_s)
     return ok(outcome.public())
 
 

@@ -64,7 +64,7 @@ class Caller:
     who: Principal
 
     @property
-    def t(self) -> str:
+    def tenant(self) -> str:
         return self.who.tenant
 
 
@@ -100,7 +100,7 @@ def _register_read_tools(server: MCPServer) -> None:
     async def list_agents(limit: Limit = LIST_LIMIT_DEFAULT, nextToken: NextToken = None) -> dict[str, Any]:
         """Your agents (id, name, persona, workspaceId, ...), a page at a time."""
         c = _caller()
-        return _checked(lambda: agents.list_agents(c.deps, c.t, limit, nextToken))
+        return _checked(lambda: agents.list_agents(c.deps, c.tenant, limit, nextToken))
 
     @server.tool()
     async def search_memory(
@@ -111,7 +111,7 @@ def _register_read_tools(server: MCPServer) -> None:
     ) -> dict[str, Any]:
         """Search everything said with an agent (all its sessions, what the history cap cut too), best first."""
         c = _caller()
-        return _checked(lambda: recall.search_archive(c.deps, c.t, agentId, query, limit=limit, token=nextToken))
+        return _checked(lambda: recall.search_archive(c.deps, c.tenant, agentId, query, limit=limit, token=nextToken))
 
     @server.tool()
     async def list_facts(
@@ -121,7 +121,9 @@ def _register_read_tools(server: MCPServer) -> None:
     ) -> dict[str, Any]:
         """What Engram knows about you (your facts), active ones first."""
         c = _caller()
-        return _checked(lambda: facts.list_facts(c.deps, c.t, include_archived=includeArchived, limit=limit, token=nextToken))
+        return _checked(
+            lambda: facts.list_facts(c.deps, c.tenant, include_archived=includeArchived, limit=limit, token=nextToken)
+        )
 
     @server.tool()
     async def recall_memory(
@@ -136,12 +138,12 @@ def _register_read_tools(server: MCPServer) -> None:
 
         def run() -> dict[str, object]:
             if not query.strip():
-                return memory.list_memories(c.deps, c.t, scope, ownerId, limit=limit, token=nextToken)
+                return memory.list_memories(c.deps, c.tenant, scope, ownerId, limit=limit, token=nextToken)
             if scope == "agent":
-                owner: Any = agents.get_agent(c.deps, c.t, ownerId)
+                owner: Any = agents.get_agent(c.deps, c.tenant, ownerId)
             else:
-                owner = SimpleNamespace(id="", workspace_id=agents.get_workspace(c.deps, c.t, ownerId).id)
-            hits = memory.recall(c.deps, c.t, agent=owner, session_id="", query=query, scopes=[scope], limit=limit)
+                owner = SimpleNamespace(id="", workspace_id=agents.get_workspace(c.deps, c.tenant, ownerId).id)
+            hits = memory.recall(c.deps, c.tenant, agent=owner, session_id="", query=query, scopes=[scope], limit=limit)
             return {"items": hits, "nextToken": None}
 
         return _checked(run)
@@ -154,7 +156,7 @@ def _register_read_tools(server: MCPServer) -> None:
     ) -> dict[str, Any]:
         """An agent's decisions (its result cards), newest first."""
         c = _caller()
-        return _checked(lambda: cards.list_decisions(c.deps, c.t, agentId, limit, nextToken))
+        return _checked(lambda: cards.list_decisions(c.deps, c.tenant, agentId, limit, nextToken))
 
 
 def _register_write_tools(server: MCPServer) -> None:
@@ -169,7 +171,9 @@ def _register_write_tools(server: MCPServer) -> None:
 
         def run() -> dict[str, object]:
             body = FactCreate.model_validate({"fact": fact, "topic": topic, "confidence": confidence})
-            row, created = facts.add_fact(c.deps, c.t, body.fact, source="profile", confidence=body.confidence, topic=body.topic)
+            row, created = facts.add_fact(
+                c.deps, c.tenant, body.fact, source="profile", confidence=body.confidence, topic=body.topic
+            )
             return {**row.public(), "created": created}
 
         return _checked(run)
@@ -178,7 +182,7 @@ def _register_write_tools(server: MCPServer) -> None:
     async def forget(factId: str) -> dict[str, Any]:
         """Forget one of your facts (archived, as the console's delete does)."""
         c = _caller(writes=True)
-        return _checked(lambda: facts.archive_fact(c.deps, c.t, factId, "user_deleted").public())
+        return _checked(lambda: facts.archive_fact(c.deps, c.tenant, factId, "user_deleted").public())
 
     @server.tool()
     async def store_memory(
@@ -196,7 +200,7 @@ def _register_write_tools(server: MCPServer) -> None:
             body = MemoryCreate.model_validate({"key": key, "value": value, "importance": importance, "pinned": pinned})
             fields = body.model_dump(exclude={"key", "value", "source"}, exclude_unset=True)
             row, created = memory.upsert_memory(
-                c.deps, c.t, scope=scope, owner_id=ownerId, key=body.key, value=body.value, source="manual", fields=fields
+                c.deps, c.tenant, scope=scope, owner_id=ownerId, key=body.key, value=body.value, source="manual", fields=fields
             )
             return {**row.public(), "created": created}
 
@@ -208,7 +212,7 @@ def _register_write_tools(server: MCPServer) -> None:
         c = _caller(writes=True)
 
         def run() -> dict[str, object]:
-            memory.delete_memory(c.deps, c.t, scope, ownerId, memoryId)
+            memory.delete_memory(c.deps, c.tenant, scope, ownerId, memoryId)
             return {"id": memoryId, "deleted": True}
 
         return _checked(run)

@@ -9,7 +9,7 @@ from typing import Any
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import PAGE, IncludeArchived, Limit, Reply, Token, deps_of, ok, tenant
+from engram.api.http import PAGE, IncludeArchived, Limit, Reply, Token, deps_of, ok, tenant_of
 from engram.kernel.ids import check_id
 from engram.memory import service as memory_service
 from engram.memory.models import MemoryCreate, MemoryUpdate, PinBody
@@ -26,7 +26,7 @@ def _list(
 ) -> Reply:
     return ok(
         memory_service.list_memories(
-            deps_of(router), tenant(router), scope, owner_id, include_archived=includeArchived, limit=limit, token=nextToken
+            deps_of(router), tenant_of(router), scope, owner_id, include_archived=includeArchived, limit=limit, token=nextToken
         )
     )
 
@@ -36,7 +36,7 @@ def _upsert(scope: str, owner_id: str, body: MemoryCreate) -> Reply:
     fields = body.model_dump(exclude={"key", "value", "source"}, exclude_unset=True)
     row, created = memory_service.upsert_memory(
         deps_of(router),
-        tenant(router),
+        tenant_of(router),
         scope=scope,
         owner_id=owner_id,
         key=body.key,
@@ -48,15 +48,15 @@ def _upsert(scope: str, owner_id: str, body: MemoryCreate) -> Reply:
 
 
 def _update(scope: str, owner_id: str, memoryId: str, body: MemoryUpdate) -> Reply:
-    return ok(memory_service.update_memory(deps_of(router), tenant(router), scope, owner_id, memoryId, body).public())
+    return ok(memory_service.update_memory(deps_of(router), tenant_of(router), scope, owner_id, memoryId, body).public())
 
 
 def _pin(scope: str, owner_id: str, memoryId: str, body: PinBody) -> Reply:
-    return ok(memory_service.pin_memory(deps_of(router), tenant(router), scope, owner_id, memoryId, body.pinned).public())
+    return ok(memory_service.pin_memory(deps_of(router), tenant_of(router), scope, owner_id, memoryId, body.pinned).public())
 
 
 def _delete(scope: str, owner_id: str, memoryId: str) -> Reply:
-    memory_service.delete_memory(deps_of(router), tenant(router), scope, owner_id, memoryId)
+    memory_service.delete_memory(deps_of(router), tenant_of(router), scope, owner_id, memoryId)
     return ok({"id": memoryId, "deleted": True})
 
 

@@ -46,11 +46,11 @@ class StoreInput(BaseModel):
 
 
 def _store(ctx: ToolContext, inp: StoreInput) -> object:
-    deps, t, agent = stores_of(ctx), ctx.tenant, ctx.agent
+    deps, tenant, agent = stores_of(ctx), ctx.tenant, ctx.agent
     refuse_secrets_of_the_turn(ctx, "value", inp.value, inp.key)
     if inp.scope == "user":
         fact, created = facts.add_fact(
-            deps, t, inp.value, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
+            deps, tenant, inp.value, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
         )
         return {"stored": "user fact", "factId": fact.id, "created": created}
     if inp.scope == "workspace" and not agent.workspace_id:
@@ -59,7 +59,7 @@ def _store(ctx: ToolContext, inp: StoreInput) -> object:
     key = inp.key or slug(inp.value)
     row, created = memory_service.upsert_memory(
         deps,
-        t,
+        tenant,
         scope=inp.scope,
         owner_id=owner,
         key=key,
@@ -120,21 +120,21 @@ class ForgetMemoryInput(BaseModel):
 
 
 def _forget_memory(ctx: ToolContext, inp: ForgetMemoryInput) -> object:
-    deps, t, agent = stores_of(ctx), ctx.tenant, ctx.agent
+    deps, tenant, agent = stores_of(ctx), ctx.tenant, ctx.agent
     if inp.scope == "user":
         if not inp.fact_id:
             return ToolOutcome("fact_id is required for scope user", is_error=True)
-        fact = facts.archive_fact(deps, t, inp.fact_id, "agent_forget")
+        fact = facts.archive_fact(deps, tenant, inp.fact_id, "agent_forget")
         return {"archived": fact.id}
     if not inp.key:
         return ToolOutcome("key is required for scope agent or workspace", is_error=True)
     owner = agent.workspace_id if inp.scope == "workspace" else agent.id
     if not owner:
         return ToolOutcome("this agent has no workspace", is_error=True)
-    row = deps.memories.get(t, inp.scope, owner, memory_id(inp.scope, owner, inp.key))
+    row = deps.memories.get(tenant, inp.scope, owner, memory_id(inp.scope, owner, inp.key))
     if row is None or row.archived_at:
         return ToolOutcome(f"no active {inp.scope} memory with key {inp.key!r}", is_error=True)
-    memory_service.archive_memory(deps, t, row, owner, "agent_forget")
+    memory_service.archive_memory(deps, tenant, row, owner, "agent_forget")
     return {"archived": row.key}
 
 
@@ -172,19 +172,19 @@ class ForgetInput(BaseModel):
 
 
 def _forget(ctx: ToolContext, inp: ForgetInput) -> object:
-    deps, t = stores_of(ctx), ctx.tenant
+    deps, tenant = stores_of(ctx), ctx.tenant
     fact_id = inp.fact_id
     if not fact_id and inp.fact:
         wanted = memory_service._terms(inp.fact)
         best = max(
-            ((len(wanted & memory_service._terms(f.fact)), f) for f in deps.facts.all(t) if f.archived_at is None),
+            ((len(wanted & memory_service._terms(f.fact)), f) for f in deps.facts.all(tenant) if f.archived_at is None),
             key=lambda pair: pair[0],
             default=(0, None),
         )
         fact_id = best[1].id if best[1] is not None and best[0] > 0 else None
     if not fact_id:
         return ToolOutcome("no matching fact: give fact_id or the fact's text", is_error=True)
-    archived = facts.archive_fact(deps, t, fact_id, inp.reason)
+    archived = facts.archive_fact(deps, tenant, fact_id, inp.reason)
     return {"archived": archived.id, "fact": archived.fact}
 
 

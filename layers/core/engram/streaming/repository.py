@@ -80,11 +80,11 @@ class StreamRepository:
         row = self.table.delete(keys.stream_connection_pk(connection_id), keys.STREAM_CONNECTION_SK, returning=True)
         if not row:
             return
-        t = str(row["tenant"])
-        deletes = [(keys.tenant_pk(t), keys.stream_connection_sk(connection_id))]
+        tenant = str(row["tenant"])
+        deletes = [(keys.tenant_pk(tenant), keys.stream_connection_sk(connection_id))]
         for watched in row.get("watching") or ():
             agent_id, _, session_id = str(watched).partition("/")
-            deletes.append((keys.agent_pk(t, agent_id), keys.stream_subscription_sk(session_id, connection_id)))
+            deletes.append((keys.agent_pk(tenant, agent_id), keys.stream_subscription_sk(session_id, connection_id)))
         self.table.batch_write(deletes=deletes)
 
     def delete_all(self, tenant: str) -> None:

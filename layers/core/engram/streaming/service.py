@@ -26,12 +26,14 @@ def connect(deps: Stores, connection_id: str, query: dict[str, str] | None) -> N
     if not ticket:
         raise Unauthorized("a ticket is required: POST /api/stream-tickets, then connect with ?ticket=", code="ticket_required")
     try:
-        t = deps.streams.take_ticket(ticket)
+        tenant = deps.streams.take_ticket(ticket)
     except BadRequest:
-        t = None
-    if t is None:
+        tenant = None
+    if tenant is None:
         raise Unauthorized("the ticket is unknown, used or expired; get a new one", code="ticket_refused")
-    deps.streams.open(t, connection_id, ttl_s=deps.settings.stream_connection_ttl_s, limit=deps.settings.max_stream_connections)
+    deps.streams.open(
+        tenant, connection_id, ttl_s=deps.settings.stream_connection_ttl_s, limit=deps.settings.max_stream_connections
+    )
 
 
 def disconnect(deps: Stores, connection_id: str) -> None:
@@ -68,15 +70,15 @@ def on_message(deps: ModelDeps, connection_id: str, raw: str) -> dict[str, objec
         connection = deps.streams.connection(connection_id)
         if connection is None:
             raise Unauthorized("this connection is closed; open a new one with a new ticket", code="connection_closed")
-        t, watching = connection
+        tenant, watching = connection
         msg = _parsed(raw)
         if isinstance(msg, TurnMessage):
-            return _turn(deps, t, connection_id, msg, watching)
+            return _turn(deps, tenant, connection_id, msg, watching)
         ttl = deps.settings.stream_connection_ttl_s
         if msg.action == "subscribe":
-            deps.streams.subscribe(t, connection_id, msg.agent_id, msg.session_id, ttl)
+            deps.streams.subscribe(tenant, connection_id, msg.agent_id, msg.session_id, ttl)
         else:
-            deps.streams.unsubscribe(t, connection_id, msg.agent_id, msg.session_id)
+            deps.streams.unsubscribe(tenant, connection_id, msg.agent_id, msg.session_id)
         return {"type": f"{msg.action}d", "agentId": msg.agent_id, "sessionId": msg.session_id}
     except EngramError as err:
         error: dict[str, Any] = {"code": err.code, "message": err.message}

@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from engram.api.http import Limit, Reply, Token, deps_of, ok, tenant
+from engram.api.http import Limit, Reply, Token, deps_of, ok, tenant_of
 from engram.usage import service as usage
 
 router = Router()
@@ -20,4 +20,4 @@ def list_usage(
     limit: Limit = 100,
     nextToken: Token = None,
 ) -> Reply:
-    return ok(usage.list_usage(deps_of(router), tenant(router), agentId, sessionId, limit, nextToken))
+    return ok(usage.list_usage(deps_of(router), tenant_of(router), agentId, sessionId, limit, nextToken))
