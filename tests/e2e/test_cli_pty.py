@@ -99,7 +99,7 @@ def test_chat_with_an_unknown_agent_says_so(live, person_env):
     env = {**person_env, "ENGRAM_URL": live.url.rstrip("/"), "ENGRAM_API_KEY": "dev-cli-nobody"}
     chat = Terminal(engram_command() + ["chat", "Nobody"], env)
     chat.expect("you> ")
-    chat.type("hello\n")
+    # Named at once, before the person has typed anything.
     assert "engram: no agent 'Nobody'" in chat.expect("(see `engram agents`)")
     assert chat.wait() == 1
 

@@ -247,9 +247,12 @@ class _Chat:
     """Connects in the background (client import, agent lookup, session, socket) while the person
     types their first line; each line is a turn on the socket, its text printed as it arrives."""
 
-    def __init__(self, args: argparse.Namespace, out: Callable[[str], None]) -> None:
+    def __init__(
+        self, args: argparse.Namespace, out: Callable[[str], None], on_failure: Callable[[], None] | None = None
+    ) -> None:
         self.args = args
         self.out = out
+        self.on_failure = on_failure  # the connection failed for good (no such agent, a refused key...)
         self.client: Client | None = None
         self.agent: Agent | None = None
         self.stream: Stream | None = None
@@ -268,6 +271,8 @@ class _Chat:
             self._open_stream()
         except BaseException as err:
             self.error = err
+            if self.on_failure is not None:
+                self.on_failure()
 
     def _open_stream(self) -> None:
         from .errors import EngramError
@@ -390,7 +395,20 @@ def cmd_chat(args: argparse.Namespace) -> int:
         except ImportError:
             pass
     print(f"Chat with {args.agent}, session {args.session}. /quit or Ctrl-D leaves.", flush=True)
-    chat = _Chat(args, out)
+
+    def stop_waiting() -> None:
+        # The prompt is already up: end the wait for a line, so a wrong agent or key is named at once
+        # (a real SIGINT to the main thread interrupts its read; interrupt_main alone would not).
+        import signal
+
+        if hasattr(signal, "pthread_kill"):
+            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+        else:  # Windows
+            import _thread
+
+            _thread.interrupt_main(signal.SIGINT)
+
+    chat = _Chat(args, out, on_failure=stop_waiting)
     try:
         while True:
             try:
@@ -400,6 +418,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 return 0
             except KeyboardInterrupt:
                 out("\n")
+                if chat.error is not None:
+                    raise chat.error from None
                 continue
             if line in ("/quit", "/exit"):
                 return 0
@@ -408,6 +428,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
             try:
                 chat.send(line)
             except KeyboardInterrupt:
+                if chat.error is not None:
+                    raise chat.error from None
                 out("\n(stopped watching; the turn goes on and is kept in the session)\n")
                 if chat.stream is not None:
                     chat.stream.close()
