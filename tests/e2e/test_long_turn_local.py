@@ -9,7 +9,6 @@ and the tool call is bounded by the connection's timeout and the turn's budget, 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -43,24 +42,17 @@ def test_a_three_minute_turn_completes_over_the_socket_while_the_sync_route_answ
         status, body = http(url, "POST", f"/api/agents/{agent_id}/sessions", body={"id": session})
         assert status == 201, body
 
-    # The sync route, beside it on another session: its budget ends long before the tool answers.
+    # The sync route first, on another session: its budget ends long before the tool answers.
     sync: dict[str, Any] = {}
-
-    def sync_turn() -> None:
-        path = f"/api/agents/{agent_id}/sessions/sync-try/messages"
-        sync["status"], sync["body"] = http(url, "POST", path, body={"message": message})
-
-    beside = threading.Thread(target=sync_turn)
-    beside.start()
+    path = f"/api/agents/{agent_id}/sessions/sync-try/messages"
+    sync["status"], sync["body"] = http(url, "POST", path, body={"message": message})
 
     with open_socket(url) as ws:
-        ws.send(
-            json.dumps({"action": "turn", "agentId": agent_id, "sessionId": "build", "message": message, "clientTurnId": "long"})
-        )
+        frame = {"action": "turn", "agentId": agent_id, "sessionId": "build", "message": message, "clientTurnId": "long"}
+        ws.send(json.dumps(frame))
         frames = []
         while not frames or frames[-1]["type"] not in ("turn.completed", "turn.failed"):
             frames.append(json.loads(ws.recv(timeout=TOOL_SECONDS + 60)))
-    beside.join(timeout=60)
 
     assert sync["status"] == 504 and sync["body"]["error"]["code"] == "turn_timeout", sync
     assert "?async=true" in sync["body"]["error"]["message"]

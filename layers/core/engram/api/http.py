@@ -25,7 +25,7 @@ from engram.kernel.validation import refuse_unstorable_numbers
 from engram.wiring.stores import Stores
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools.utilities.typing import LambdaContext
+    pass
 
 MAX_BODY_BYTES = 256 * 1024
 MAX_BODY_DEPTH = 32  # no request body of the API nests deeper than a few levels
@@ -316,24 +316,8 @@ def cors_of(origins: str) -> CORSConfig | None:
     )
 
 
-class _Resolver(APIGatewayHttpResolver):
-    """Routers are module singletons, and powertools points each at the resolver that included it
-    last. In Lambda a process holds one resolver per router and this changes nothing; the local
-    stack runs a function's execution environments side by side in one process, so each resolve
-    takes its routers back (the local stack resolves one HTTP event per function at a time)."""
-
-    def __init__(self, routers: tuple[Router, ...], cors: CORSConfig | None) -> None:
-        super().__init__(enable_validation=True, json_body_deserializer=parse_body, cors=cors)
-        self._own_routers = routers
-
-    def resolve(self, event: Mapping[str, object], context: LambdaContext) -> dict[str, object]:
-        for router in self._own_routers:
-            router.api_resolver = self
-        return super().resolve(event, context)
-
-
 def build_app(*routers: Router, cors: CORSConfig | None = None) -> APIGatewayHttpResolver:
-    app = _Resolver(routers, cors)
+    app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=parse_body, cors=cors)
     app.use(middlewares=[body_limit])
     _map_body_errors(app)
 
