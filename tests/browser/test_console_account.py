@@ -3,6 +3,8 @@ and the account deleted only after the typed confirmation."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from playwright.sync_api import expect
 
 
@@ -19,6 +21,55 @@ def test_a_queued_turn_is_shown_until_its_run_finishes(console):
     expect(c.page.locator(".message.assistant")).to_contain_text("hello from the queue")  # ...with its reply
     runs = c.api("GET", f"/api/agents/{agent['id']}/runs")["items"]
     assert [(r["trigger"], r["status"]) for r in runs] == [("async", "succeeded")]
+
+
+def test_a_queued_turn_is_shown_once_when_the_runs_listing_sees_it_before_the_post_answers(console):
+    """The page lists the session's queued runs when it opens and shows the one its own POST
+    queued: when the listing lands between the POST's commit and its answer, both name the same
+    run. Held here in that order (the race CI once hit), the run is still shown once."""
+    c = console("async-turn-race")
+    c.sign_in("jade")
+    agent = c.api("POST", "/api/agents", {"name": "Later"})
+    listings: list[Any] = []
+    posts: list[Any] = []
+    c.page.route("**/runs?limit=20", lambda route: listings.append(route))
+    c.page.route("**/messages?async=true", lambda route: posts.append(route))
+    c.page.goto(f"/#/agents/{agent['id']}/chat")
+    _wait_for(c, listings)
+    c.page.get_by_label("Queue it (async)").check()
+    c.page.get_by_label("Message").fill("hello from the queue")
+    c.page.get_by_label("Message").press("Enter")
+    _wait_for(c, posts)
+    posted = posts[0].fetch()  # the run is committed; its answer is held back
+    listing = listings[0].fetch()
+    page = listing.json()["data"]  # the API's envelope: {"success": true, "data": ...}
+    assert [r["id"] for r in page["items"]] == [posted.json()["data"]["runId"]]
+    # the listing as it was read while the run waited in the queue (the worker may be quicker here)
+    as_read = {"success": True, "data": {**page, "items": [{**page["items"][0], "status": "queued"}]}}
+    c.page.evaluate(COUNT_QUEUED_VIEWS)
+    listings[0].fulfill(response=listing, json=as_read)
+    posts[0].fulfill(response=posted)
+    expect(c.page.get_by_label("Message")).to_have_value("")  # the POST's answer was read
+    expect(c.page.locator(".message.assistant")).to_contain_text("hello from the queue")
+    expect(c.page.locator(".queued")).to_have_count(0)
+    assert c.page.evaluate("window.mostQueuedViews") == 1  # one view of the run, never two
+
+
+# Counts, at every change of the page, how many queued-run views it shows at once.
+COUNT_QUEUED_VIEWS = """() => {
+  window.mostQueuedViews = 0;
+  new MutationObserver(() => {
+    window.mostQueuedViews = Math.max(window.mostQueuedViews, document.querySelectorAll('.queued').length);
+  }).observe(document.body, { childList: true, subtree: true });
+}"""
+
+
+def _wait_for(c: Any, held: list[Any]) -> None:
+    for _ in range(400):
+        if held:
+            return
+        c.page.wait_for_timeout(50)
+    raise AssertionError("the page never sent the request the test holds")
 
 
 def test_long_lists_page_with_load_more(console):

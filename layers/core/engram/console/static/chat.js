@@ -142,8 +142,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
       if (asyncBox.checked) {
         const accepted = await post(path, { message }, { async: 'true' });
         box.value = '';
-        pending.append(queuedView(accepted.runId, 'queued'));
-        follow(accepted.runId, pending, reload);
+        track(accepted.runId, 'queued', pending, reload);
       } else {
         const turn = await post(path, { message });
         box.value = '';
@@ -436,6 +435,15 @@ function queuedView(runId, status) {
     h('a', { href: `#/runs/${id(runId)}`, text: runId }), ' ', badge(status, status));
 }
 
+// Shows a queued run once and follows it. The page's own POST and the listing of the session's
+// runs can both name the same run (the listing may land between the POST's commit and its
+// answer), so the check and the append happen together, with no await between them.
+function track(runId, status, pending, reload) {
+  if (pending.querySelector(`[data-run-id="${CSS.escape(runId)}"]`)) return;
+  pending.append(queuedView(runId, status));
+  follow(runId, pending, reload);
+}
+
 // Follows an async run until it finishes, then shows the transcript it wrote.
 async function follow(runId, pending, reload) {
   for (;;) {
@@ -467,11 +475,7 @@ async function watchQueued(agent, sessionId, pending, reload) {
   try {
     const page = await get(`/api/agents/${id(agent.id)}/runs`, { limit: 20 });
     for (const run of page.items) {
-      const shown = pending.querySelector(`[data-run-id="${CSS.escape(run.id)}"]`); // sent from this page already
-      if (run.sessionId === sessionId && (run.status === 'queued' || run.status === 'running') && !shown) {
-        pending.append(queuedView(run.id, run.status));
-        follow(run.id, pending, reload);
-      }
+      if (run.sessionId === sessionId && (run.status === 'queued' || run.status === 'running')) track(run.id, run.status, pending, reload);
     }
   } catch {
     // the transcript still shows; the runs page has the details
