@@ -35,6 +35,8 @@ cost are listed.
 `--late-summary`: each summary job waits one turn more (the next message came before the worker
 was done). `--other`: HISTORY_CAP 36 and 40 turns of another conversation (a row stored on two
 turns in three), no heartbeat: one the memory snapshot's rule was not designed with.
+`--held-out`: HISTORY_CAP 44 and 60 turns of a third (rows stored in bursts), no heartbeat: kept
+aside while the memory added at cuts and the snapshot's share of the budget were chosen.
 """
 
 from __future__ import annotations
@@ -271,6 +273,27 @@ def other_script(turns: int) -> list[str]:
     return lines
 
 
+def held_out_script(turns: int) -> list[str]:
+    """A conversation kept aside while the memory layout at cuts was chosen (`--held-out`, run
+    once at the end): rows stored in bursts (four turns in twelve, longer values), a user fact,
+    lookups, and long stretches of plain questions."""
+    lines = []
+    for i in range(turns):
+        phase = i % 12
+        if phase < 4:
+            lines.append(
+                f"Service ho{i}: the {['ingest', 'billing', 'search', 'auth'][phase]} worker for region {i % 5}, "
+                f"listening on port {9100 + i}, deployed from the release branch every Tuesday, owner team {i % 6}"
+            )
+        elif phase == 4:
+            lines.append(f"About me: I moved to the {['EU', 'US', 'APAC'][i % 3]} rota this month ({i})")
+        elif phase in (5, 9):
+            lines.append(f"Which port does ho{i - phase}?")
+        else:
+            lines.append(f"What should I check first if ho{i - phase} starts timing out?")
+    return lines
+
+
 def mcp_server(tools: int) -> Any:
     """A real MCP server (the SDK's MCPServer on loopback) with `tools` tools of realistic size."""
     from mcp.server.mcpserver import MCPServer
@@ -296,7 +319,7 @@ def mcp_server(tools: int) -> Any:
     return serve_app(server.streamable_http_app(json_response=True, stateless_http=True))
 
 
-def main(mcp_tools: int = 0, *, other: bool = False, late_summary: bool = False) -> int:
+def main(mcp_tools: int = 0, *, other: bool = False, late_summary: bool = False, held_out: bool = False) -> int:
     """`other`: HISTORY_CAP 36, 40 turns of `other_script`, no heartbeat; `late_summary`: each
     summary job waits one turn more (the next message came before the worker was done)."""
     import httpx2
@@ -329,7 +352,8 @@ def main(mcp_tools: int = 0, *, other: bool = False, late_summary: bool = False)
     tool_server = mcp_server(mcp_tools) if mcp_tools else None
     with mock_aws():
         resources = create_resources(load_template(ROOT / "template.yaml"))
-        env = {**resources.env(), **({"HISTORY_CAP": "36"} if other else {})}
+        cap = {"HISTORY_CAP": "36"} if other else {"HISTORY_CAP": "44"} if held_out else {}
+        env = {**resources.env(), **cap}
         settings = Settings.from_env(env).model_copy(update={"anthropic_api_key": "sk-bench"})
         provider = AnthropicProvider(settings, http_client=httpx2.Client(transport=httpx2.MockTransport(claude)))
         deps = chat.build(settings)
@@ -388,12 +412,13 @@ def main(mcp_tools: int = 0, *, other: bool = False, late_summary: bool = False)
         turns: list[tuple[str, list[dict[str, Any]]]] = []
         cuts: list[Any] = []
         held: list[dict[str, Any]] | None = [] if late_summary else None
-        for i, message in enumerate(other_script(40) if other else script(), start=1):
+        messages = other_script(40) if other else held_out_script(60) if held_out else script()
+        for i, message in enumerate(messages, start=1):
             start = len(claude.bodies)
             run_chat_turn(deps, t, agent.id, "dashboard", message)
             turns.append((f"chat {i}", claude.bodies[start:]))
             cuts += _worker(worker, settings, held)  # the extract function between turns (a person types slower)
-            if i == HEARTBEAT_AFTER and not other:
+            if i == HEARTBEAT_AFTER and not (other or held_out):
                 start = len(claude.bodies)
                 event = {"tenant": t, "agentId": agent.id, "scheduledTime": "2026-06-01T12:15:00Z"}
                 outcome = process_schedule_event(runs, event)
@@ -403,7 +428,9 @@ def main(mcp_tools: int = 0, *, other: bool = False, late_summary: bool = False)
     if tool_server is not None:
         tool_server.stop()
     offered = sum(1 for spec in turns[-1][1][0].get("tools", []) if str(spec.get("name", "")).startswith("mcp__"))
-    label = (f", the agent with {offered} MCP tools" if mcp_tools else "") + (", HISTORY_CAP 36" if other else "")
+    label = (f", the agent with {offered} MCP tools" if mcp_tools else "") + (
+        ", HISTORY_CAP 36" if other else ", HISTORY_CAP 44, the held-out conversation" if held_out else ""
+    )
     return report(turns, minimum, cuts, label + (", each summary one turn late" if late_summary else ""))
 
 
@@ -533,7 +560,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--other", action="store_true", help="HISTORY_CAP 36, 40 turns of another conversation")
     parser.add_argument("--late-summary", action="store_true", help="each summary job one turn late")
+    parser.add_argument("--held-out", action="store_true", help="HISTORY_CAP 44, 60 turns of a conversation kept aside")
     args = parser.parse_args()
     # Without tools, then with 20 MCP tools (issue 27: they lead the request, sorted, so reuse holds).
-    options = {"other": args.other, "late_summary": args.late_summary}
+    options = {"other": args.other, "late_summary": args.late_summary, "held_out": args.held_out}
     raise SystemExit(main(**options) | main(mcp_tools=20, **options))

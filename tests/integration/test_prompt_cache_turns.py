@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+from engram.engine.prompt import ADDED_HEADING
 from engram.kernel.ids import tenant_key
 from tests.fakes import claude
 
@@ -199,21 +200,29 @@ def test_a_cut_turn_reads_tools_persona_memory_and_the_earlier_summary_from_the_
         before, cut = turns[n - 1][-1], turns[n][0]
         assert cut["tools"] == before["tools"]
         # the system blocks sent before the cut (persona, memory, summary) open the cut turn's,
-        # byte for byte: the summary gained a block of its own after them
+        # byte for byte: the summary gained a block of its own after them, and the memory stored
+        # since the last cut (if any) one more after that
         kept = _clean(before["system"])
-        assert _clean(cut["system"])[: len(kept)] == kept and len(cut["system"]) == len(kept) + 1
-        assert "Earlier in this conversation" not in cut["system"][-1]["text"] and cut["system"][-1]["text"].startswith(
-            '<memory scope="summary">'
-        )
-        # the turn before marked the end of its summary, and the cut turn marks its new last block,
-        # one block on: the API's lookback (20 blocks) finds the entry written before the cut
+        assert _clean(cut["system"])[: len(kept)] == kept
+        new = cut["system"][len(kept) :]
+        assert new[0]["text"].startswith('<memory scope="summary">') and "Earlier in this conversation" not in new[0]["text"]
+        assert len(new) <= 2 and all(b["text"].startswith(ADDED_HEADING) for b in new[1:])
+        # the turn before marked the end of its system prompt, and the cut turn marks its new last
+        # block: the API's lookback (20 blocks) finds the entry written before the cut
         assert "cache_control" in before["system"][-1] and "cache_control" in cut["system"][-1]
         assert len([b for b in cut["system"] if "cache_control" in b]) >= 2  # the memory's marker too
     # the memory row stored mid-conversation did not take the memory block again at the cuts
     memory_blocks = {turn[0]["system"][1]["text"] for turn in turns}
     assert len(memory_blocks) == 1 and "5432" not in memory_blocks.pop()
-    # ...and it is shown on every later turn, after the user's words
-    assert all('"the db is on 5432"' in turn[0]["messages"][-1]["content"][-1]["text"] for turn in turns[7:])
+    # ...it is shown after the user's words until the next cut, then in a system block of its own
+    # after the summary's fold, on every later turn, and never in both places
+    row = '"the db is on 5432"'
+    joined = min(n for n in cuts if n > 7)
+    for n in range(7, len(turns)):
+        own = turns[n][0]["messages"][-1]["content"][-1]["text"]
+        system = [b["text"] for b in turns[n][0]["system"]]
+        in_system = any(row in text and text.startswith(ADDED_HEADING) for text in system)
+        assert (row in own, in_system) == ((False, True) if n >= joined else (True, False)), n
 
 
 def test_a_summary_that_lands_after_the_cut_turn_leaves_the_system_prompt_as_it_was_until_the_next_cut(stack):

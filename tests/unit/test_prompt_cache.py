@@ -16,7 +16,7 @@ from engram.engine.cache import (
     min_cacheable_tokens,
 )
 from engram.engine.pricing import cost_usd, usage_of
-from engram.engine.prompt import DELTA_HEADING, MemoryView, session_memory
+from engram.engine.prompt import ADDED_HEADING, DELTA_HEADING, MemoryView, session_context, session_memory
 from engram.engine.providers.anthropic_provider import BedrockProvider
 from engram.engine.trim import trim_in_steps
 from engram.kernel.settings import Settings
@@ -244,38 +244,69 @@ def _view(*entries: str) -> MemoryView:
 
 def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_not():
     old = _view('agent|- "a": "1"', 'user|- "tea" (fact f_1)')
-    _, _, snapshot = session_memory(old, None, "h1", budget_tokens=2_000)
+    snapshot = session_memory(old, None, "h1", budget_tokens=2_000).store
     assert snapshot is not None
     stored = snapshot.stored()
     # the session row holds digests and a template, none of the stored text
     assert '"1"' not in json.dumps(stored) and "tea" not in json.dumps(stored)
     # a row stored since: same system text, the row shown after it
     grown = _view('agent|- "a": "1"', 'agent|- "b": "2"', 'user|- "tea" (fact f_1)')
-    text, delta, again = session_memory(grown, stored, "h1", budget_tokens=2_000)
-    assert (text, again) == (snapshot.text, None)
-    assert delta.startswith(DELTA_HEADING) and '- "b": "2"' in delta and '"a"' not in delta
+    memory = session_memory(grown, stored, "h1", budget_tokens=2_000)
+    assert (memory.text, memory.added, memory.store) == (snapshot.text, [], None)
+    assert memory.delta.startswith(DELTA_HEADING) and '- "b": "2"' in memory.delta and '"a"' not in memory.delta
     # a section whose read failed (so its rows are not in the view) cannot rebuild them: taken again
-    text, _, again = session_memory(_view('agent|- "a": "1"'), stored, "h1", budget_tokens=2_000)
-    assert again is not None and "tea" not in text
+    memory = session_memory(_view('agent|- "a": "1"'), stored, "h1", budget_tokens=2_000)
+    assert memory.store is not None and "tea" not in memory.text
     # a snapshot stored as text (before digests) is taken again, and stored without its text
     legacy = {"text": snapshot.text, "lines": snapshot.lines, "head": "h1"}
-    _, _, again = session_memory(old, legacy, "h1", budget_tokens=2_000)
+    again = session_memory(old, legacy, "h1", budget_tokens=2_000).store
     assert again is not None and "tea" not in json.dumps(again.stored())
     # a forgotten row: taken again, without it
-    text, delta, again = session_memory(_view('agent|- "a": "1"'), stored, "h1", budget_tokens=2_000)
-    assert again is not None and "tea" not in text and delta == ""
-    # the history's head moved (a cut): rows stored since join the snapshot when, growing as they
-    # did since it was taken, they would pass their room before the next cut; else they stay beside it
-    fast = session_memory(grown, stored, "h2", budget_tokens=70, position=10, until_cut=100)[2]
-    assert fast is not None and fast.text == grown.text and fast.at == 10
-    text, delta, kept = session_memory(grown, stored, "h2", budget_tokens=70, position=10, until_cut=1)
-    assert (text, kept.text, kept.head, kept.at) == (snapshot.text, snapshot.text, "h2", 0) and '- "b": "2"' in delta
-    text, delta, kept = session_memory(grown, stored, "h2", budget_tokens=2_000)
-    assert (text, kept.text, kept.head) == (snapshot.text, snapshot.text, "h2") and '- "b": "2"' in delta
-    _, _, moved = session_memory(old, stored, "h2", budget_tokens=2_000)
-    assert moved is not None and moved.text == snapshot.text and moved.head == "h2"
+    memory = session_memory(_view('agent|- "a": "1"'), stored, "h1", budget_tokens=2_000)
+    assert memory.store is not None and "tea" not in memory.text and memory.delta == ""
+    # the history's head moved (a cut): the snapshot is taken again when the rows stored since,
+    # growing as they did since it was taken, would pass their room before the next cut
+    fast = session_memory(grown, stored, "h2", budget_tokens=70, position=10, until_cut=100).store
+    assert fast is not None and fast.text == grown.text and fast.at == 10 and fast.added == ()
+    # ...else they join the system prompt as a block after what is there; the snapshot stays
+    memory = session_memory(grown, stored, "h2", budget_tokens=70, position=10, until_cut=1, summary_parts=3)
+    assert memory.text == snapshot.text and memory.delta == ""
+    [(after, block)] = memory.added
+    assert after == 3 and block.startswith(ADDED_HEADING) and '- "b": "2"' in block and '"a"' not in block
+    kept = memory.store
+    assert kept is not None and (kept.text, kept.head, kept.at) == (snapshot.text, "h2", 0)
+    # a head that moved with nothing stored since: the same text, the new head stored
+    moved = session_memory(old, stored, "h2", budget_tokens=2_000)
+    assert moved.store is not None and moved.text == snapshot.text and moved.added == [] and moved.store.head == "h2"
     # more rows than the budget holds beside the snapshot: taken again
-    assert session_memory(grown, stored, "h1", budget_tokens=20)[2] is not None
+    assert session_memory(grown, stored, "h1", budget_tokens=20).store is not None
+
+
+def test_memory_added_at_cuts_stays_byte_identical_in_order_until_a_row_of_it_is_forgotten():
+    start = _view('agent|- "a": "1"')
+    stored = session_memory(start, None, "h1", budget_tokens=2_000).store.stored()
+    # cut 1 (two summary parts shown): "b" joins the system prompt
+    one = _view('agent|- "a": "1"', 'agent|- "b": "beta"')
+    first = session_memory(one, stored, "h2", budget_tokens=2_000, position=30, until_cut=20, summary_parts=2)
+    stored = first.store.stored()
+    assert "beta" not in json.dumps(stored)  # digests and a template only
+    # turns between cuts: the same blocks, byte for byte; a row stored since follows the user's words
+    two = _view('agent|- "a": "1"', 'agent|- "b": "beta"', 'user|- "tea" (fact f_1)')
+    between = session_memory(two, stored, "h2", budget_tokens=2_000, position=40, until_cut=20, summary_parts=2)
+    assert between.added == first.added and between.store is None and '"tea"' in between.delta
+    # cut 2 (a third part shown): "tea" gets a block of its own after the third part
+    second = session_memory(two, stored, "h3", budget_tokens=2_000, position=56, until_cut=20, summary_parts=3)
+    assert second.added[0] == first.added[0] and second.added[1][0] == 3 and '"tea"' in second.added[1][1]
+    assert second.delta == ""
+    blocks = session_context(["S0", "S1", "S2"], second.added)
+    assert blocks == ["S0", "S1", first.added[0][1], "S2", second.added[1][1]]
+    # the summary condensed since to one part: the blocks follow it, in the order they were added
+    assert session_context(["S"], second.added) == ["S", first.added[0][1], second.added[1][1]]
+    assert session_context([], second.added) == [first.added[0][1], second.added[1][1]]
+    # a row of an added block forgotten: the whole memory is taken again, nothing of it kept
+    forgot = _view('agent|- "a": "1"', 'user|- "tea" (fact f_1)')
+    retaken = session_memory(forgot, second.store.stored(), "h3", budget_tokens=2_000, position=57)
+    assert retaken.added == [] and retaken.store is not None and retaken.store.added == () and '"b"' not in retaken.text
 
 
 def test_a_fold_landing_after_the_cut_turn_waits_after_the_users_words_until_the_next_cut():

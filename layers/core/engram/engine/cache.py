@@ -10,11 +10,13 @@ default for ids it does not know). Candidates, in request order:
 
 1. the persona block (tools + persona: the same for every turn of the agent);
 2. the memory block (the session's memory snapshot, engine.prompt);
-3. the running summary's last block (CM8): the end of what a cut leaves in place. A cut changes
-   the history's first message; the summary gains a fold there, as a block of its own after the
-   earlier ones (engine.prompt.render_summary), and the API finds the entry this marker wrote
-   before the cut at the earlier blocks' end (it looks back up to 20 blocks from a marker), so
-   the cut turn reads tools, persona, memory and the earlier summary from the cache;
+3. the last of the session's blocks after the memory (the running summary's folds, CM8, and the
+   memory added at cuts; engine.prompt.session_context): the end of what a cut leaves in place. A
+   cut changes the history's first message; the summary gains a fold there and the memory stored
+   since a block, each a block of its own after the earlier ones, and the API finds the entry
+   this marker wrote before the cut at the earlier blocks' end (it looks back up to 20 blocks
+   from a marker), so the cut turn reads tools, persona, memory and the earlier summary from the
+   cache;
 4. the turn's own message, without the memory stored since the snapshot (it follows, uncached):
    the next turn's request holds this prefix unchanged, and finds it within the API's lookback
    of 20 blocks;
@@ -152,7 +154,8 @@ def mark(
     they went. `turn_start`: the index of the turn's own message; `stable_blocks`: how many of
     its leading blocks are the user's (the rest, memory stored since the snapshot, is left
     after the marker); `memory_index`: the system block of the memory sections, if any;
-    `summary_index`: the running summary's last system block, if any."""
+    `summary_index`: the last of the session's blocks after the memory (summary, memory added at
+    cuts), if any."""
     minimum = min_cacheable_tokens(model)
     out_system = [dict(b) for b in system]
     out_messages = list(messages)

@@ -27,14 +27,15 @@ from engram.engine.events import TurnEvents
 from engram.engine.lease import LeaseKeeper
 from engram.engine.loop import LoopResult, run_loop
 from engram.engine.prompt import (
-    SNAPSHOT_HEADROOM,
     MemorySnapshot,
     PromptSection,
     build_system,
     fit_sections,
     message_digest,
+    session_context,
     session_memory,
     session_summary,
+    snapshot_budget,
     start_sections,
 )
 from engram.engine.providers.base import ModelProvider
@@ -238,13 +239,14 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             )
         sent = _load_context(turn)
         summary, sent = _summary(turn, sent)
-        memory_text, sent = _memory(turn, sent)
+        memory_text, added, sent = _memory(turn, sent, summary_parts=len(summary))
+        context = session_context(summary, added)
         system = build_system(
             turn.ctx.agent,
             memory_text,
             persona_extra=[line for p in plan.policies for line in p.persona(turn.ctx)],
             extra="\n\n".join(plan.system_blocks) or None,
-            summary=summary,
+            session_blocks=context,
         )
         settings = deps.settings
         run_loop(
@@ -263,7 +265,7 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             cache=plan.cache,
             stable_blocks=len(user_message(turn.message)["content"]),
             memory_index=1 if memory_text else None,
-            summary_index=(1 if memory_text else 0) + len(summary) if summary else None,
+            summary_index=(1 if memory_text else 0) + len(context) if context else None,
             events=plan.events,
         )
         result: dict[str, Any] = {"reply": turn.loop.reply}
@@ -451,30 +453,41 @@ def _summary(turn: _Turn, sent: list[dict[str, Any]]) -> tuple[list[str], list[d
     return view.system, sent
 
 
-def _memory(turn: _Turn, sent: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
-    """The memory sections' text for the system prompt, and the messages to send. A session
-    turn keeps its session's snapshot (engine.prompt) and shows what was stored since after the
-    user's words in its own message (sent only, never stored); a clean slate shows them as they are."""
+def _memory(
+    turn: _Turn, sent: list[dict[str, Any]], *, summary_parts: int
+) -> tuple[str, list[tuple[int, str]], list[dict[str, Any]]]:
+    """The memory sections' text for the system prompt, the memory blocks added at cuts (after
+    how many summary parts each goes), and the messages to send. A session turn keeps its
+    session's snapshot and the blocks its cuts added (engine.prompt) and shows what was stored
+    since after the user's words in its own message (sent only, never stored); a clean slate
+    shows the sections as they are."""
     budget = turn.deps.settings.memory_sections_token_budget
     session = turn.history is not None and bool(sent)
-    # A session's snapshot leaves a fifth of the budget to the rows stored after it.
-    fitted = budget - budget // SNAPSHOT_HEADROOM if session else budget
+    # A session's snapshot leaves room for the rows stored after it (engine.prompt.snapshot_budget).
+    fitted = snapshot_budget(budget) if session else budget
     view = fit_sections(turn.deps.sections, turn.loaded, _section_failed, budget_tokens=fitted)
     if not session:
-        return view.text, sent
+        return view.text, [], sent
     session_row = turn.session or {}
     stored = session_row.get("memorySnapshot")
     # How many messages the session has had, and at most how many more until the next cut
     # (engine.trim.trim_in_steps): the snapshot is kept at a cut when its room lasts that long.
     position = int(session_row.get("trimmedCount", 0) or 0) + len(turn.history.messages)
     cap = turn.deps.settings.history_cap
-    text, delta, turn.snapshot = session_memory(
-        view, stored, message_digest(sent[0]), budget_tokens=budget, position=position, until_cut=cap - max(2, cap // 2)
+    memory = session_memory(
+        view,
+        stored,
+        message_digest(sent[0]),
+        budget_tokens=budget,
+        position=position,
+        until_cut=cap - max(2, cap // 2),
+        summary_parts=summary_parts,
     )
-    if delta:
+    turn.snapshot = memory.store
+    if memory.delta:
         own = sent[-1]
-        sent = [*sent[:-1], {**own, "content": [*own["content"], {"type": "text", "text": delta}]}]
-    return text, sent
+        sent = [*sent[:-1], {**own, "content": [*own["content"], {"type": "text", "text": memory.delta}]}]
+    return memory.text, memory.added, sent
 
 
 def _turn_messages(turn: _Turn) -> list[dict[str, object]]:
