@@ -201,12 +201,17 @@ class ScriptedClaude:
         )
 
     def _summary(self, body: dict[str, Any], request: Any) -> Any:
-        """A summary as a small model writes one: a line for each thing the user said, in its words."""
+        """A summary as a small model writes one: a line for each thing the user said, in its words;
+        asked to condense (past 800 tokens), the newer half of the summary's lines."""
         import httpx2
 
         prompt = body["messages"][-1]["content"][0]["text"]
-        said = [line.removeprefix("User: ") for line in prompt.splitlines() if line.startswith("User: ")]
-        lines = [f"The user said: {text[:90]}" for text in said] or ["Nothing new was said."]
+        if prompt.startswith("<condense>"):
+            summary = prompt.split("<summary>\n", 1)[1].rsplit("\n</summary>", 1)[0].splitlines()
+            lines = summary[len(summary) // 2 :] or ["Nothing was said."]
+        else:
+            said = [line.removeprefix("User: ") for line in prompt.splitlines() if line.startswith("User: ")]
+            lines = [f"The user said: {text[:90]}" for text in said] or ["Nothing new was said."]
         block = {"type": "tool_use", "id": f"toolu_s{len(self.summaries)}", "name": "record_summary"}
         content = [{**block, "input": {"summary": "\n".join(lines)}}]
         usage = {"input_tokens": tokens(len(request.content)), "output_tokens": tokens(len(json.dumps(content)))}
