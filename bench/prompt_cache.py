@@ -37,6 +37,8 @@ was done). `--other`: HISTORY_CAP 36 and 40 turns of another conversation (a row
 turns in three), no heartbeat: one the memory snapshot's rule was not designed with.
 `--held-out`: HISTORY_CAP 44 and 60 turns of a third (rows stored in bursts), no heartbeat: kept
 aside while the memory added at cuts and the snapshot's share of the budget were chosen.
+`--held-out-2`: HISTORY_CAP 40 and 56 turns of a fourth (user facts on one turn in three), no
+heartbeat: kept aside while the rule for rows that outgrow their room was chosen.
 """
 
 from __future__ import annotations
@@ -299,6 +301,29 @@ def held_out_script(turns: int) -> list[str]:
     return lines
 
 
+def second_held_out_script(turns: int) -> list[str]:
+    """A fourth conversation (`--held-out-2`), written before the rule for rows that outgrow their
+    room at a cut was changed and run only at the end: facts about the user on one turn in three,
+    a service on one in four, a note on one in seven, questions otherwise."""
+    lines = []
+    for i in range(turns):
+        if i % 3 == 0:
+            lines.append(
+                f"About me: on week {i} I am covering {['payments', 'search', 'storage'][i % 3]} and work from {['Lisbon', 'Oslo', 'Pune', 'Lima'][i % 4]}"
+            )
+        elif i % 4 == 1:
+            lines.append(
+                f"Service hb{i}: queue consumer for tenant exports, port {9400 + i}, owner team {i % 5}, alerts to the storage channel"
+            )
+        elif i % 7 == 2:
+            lines.append(f"Note to self: the exports backlog grew again on day {i}; check hb{i - 1} first")
+        else:
+            lines.append(
+                f"Which port does hb{i - (i % 4) + 1}?" if i % 2 else f"Who should I page for hb{i - (i % 4) + 1} tonight?"
+            )
+    return lines
+
+
 def mcp_server(tools: int) -> Any:
     """A real MCP server (the SDK's MCPServer on loopback) with `tools` tools of realistic size."""
     from mcp.server.mcpserver import MCPServer
@@ -324,7 +349,9 @@ def mcp_server(tools: int) -> Any:
     return serve_app(server.streamable_http_app(json_response=True, stateless_http=True))
 
 
-def main(mcp_tools: int = 0, *, other: bool = False, late_summary: bool = False, held_out: bool = False) -> int:
+def main(
+    mcp_tools: int = 0, *, other: bool = False, late_summary: bool = False, held_out: bool = False, held_out_2: bool = False
+) -> int:
     """`other`: HISTORY_CAP 36, 40 turns of `other_script`, no heartbeat; `late_summary`: each
     summary job waits one turn more (the next message came before the worker was done)."""
     import httpx2
@@ -357,7 +384,9 @@ def main(mcp_tools: int = 0, *, other: bool = False, late_summary: bool = False,
     tool_server = mcp_server(mcp_tools) if mcp_tools else None
     with mock_aws():
         resources = create_resources(load_template(ROOT / "template.yaml"))
-        cap = {"HISTORY_CAP": "36"} if other else {"HISTORY_CAP": "44"} if held_out else {}
+        cap = (
+            {"HISTORY_CAP": "36"} if other else {"HISTORY_CAP": "44"} if held_out else {"HISTORY_CAP": "40"} if held_out_2 else {}
+        )
         env = {**resources.env(), **cap}
         settings = Settings.from_env(env).model_copy(update={"anthropic_api_key": "sk-bench"})
         provider = AnthropicProvider(settings, http_client=httpx2.Client(transport=httpx2.MockTransport(claude)))
@@ -417,13 +446,18 @@ def main(mcp_tools: int = 0, *, other: bool = False, late_summary: bool = False,
         turns: list[tuple[str, list[dict[str, Any]]]] = []
         cuts: list[Any] = []
         held: list[dict[str, Any]] | None = [] if late_summary else None
-        messages = other_script(40) if other else held_out_script(60) if held_out else script()
+        if other:
+            messages = other_script(40)
+        elif held_out or held_out_2:
+            messages = held_out_script(60) if held_out else second_held_out_script(56)
+        else:
+            messages = script()
         for i, message in enumerate(messages, start=1):
             start = len(claude.bodies)
             run_chat_turn(deps, t, agent.id, "dashboard", message)
             turns.append((f"chat {i}", claude.bodies[start:]))
             cuts += _worker(worker, settings, held)  # the extract function between turns (a person types slower)
-            if i == HEARTBEAT_AFTER and not (other or held_out):
+            if i == HEARTBEAT_AFTER and not (other or held_out or held_out_2):
                 start = len(claude.bodies)
                 event = {"tenant": t, "agentId": agent.id, "scheduledTime": "2026-06-01T12:15:00Z"}
                 outcome = process_schedule_event(runs, event)
@@ -434,7 +468,13 @@ def main(mcp_tools: int = 0, *, other: bool = False, late_summary: bool = False,
         tool_server.stop()
     offered = sum(1 for spec in turns[-1][1][0].get("tools", []) if str(spec.get("name", "")).startswith("mcp__"))
     label = (f", the agent with {offered} MCP tools" if mcp_tools else "") + (
-        ", HISTORY_CAP 36" if other else ", HISTORY_CAP 44, the held-out conversation" if held_out else ""
+        ", HISTORY_CAP 36"
+        if other
+        else ", HISTORY_CAP 44, the held-out conversation"
+        if held_out
+        else ", HISTORY_CAP 40, the second held-out conversation"
+        if held_out_2
+        else ""
     )
     return report(turns, minimum, cuts, label + (", each summary one turn late" if late_summary else ""))
 
@@ -566,7 +606,8 @@ if __name__ == "__main__":
     parser.add_argument("--other", action="store_true", help="HISTORY_CAP 36, 40 turns of another conversation")
     parser.add_argument("--late-summary", action="store_true", help="each summary job one turn late")
     parser.add_argument("--held-out", action="store_true", help="HISTORY_CAP 44, 60 turns of a conversation kept aside")
+    parser.add_argument("--held-out-2", action="store_true", help="HISTORY_CAP 40, 56 turns of a second one kept aside")
     args = parser.parse_args()
     # Without tools, then with 20 MCP tools (issue 27: they lead the request, sorted, so reuse holds).
-    options = {"other": args.other, "late_summary": args.late_summary, "held_out": args.held_out}
+    options = {"other": args.other, "late_summary": args.late_summary, "held_out": args.held_out, "held_out_2": args.held_out_2}
     raise SystemExit(main(**options) | main(mcp_tools=20, **options))

@@ -88,6 +88,27 @@ def test_a_forgotten_memory_is_never_shown_again(stack):
     assert "the office door is painted blue" not in json.dumps(bodies[-1]["system"])  # the snapshot was taken again
 
 
+def test_after_an_hour_without_a_turn_the_memory_is_ranked_afresh(stack):
+    from engram.aws import keys
+
+    bodies: list[dict] = []
+    _claude(stack, bodies)
+    agent = stack.agent(persona=PERSONA, model=MODEL, agentMemory=True)
+    stack.call("POST", f"/api/agents/{agent['id']}/memories", body={"key": "api", "value": "the API runs on port 8080"})
+    stack.say(agent["id"], "hi")
+    stack.call("POST", f"/api/agents/{agent['id']}/memories", body={"key": "db", "value": "the db runs on port 5432"})
+    stack.say(agent["id"], "and the db?")
+    assert "5432" not in json.dumps(bodies[-1]["system"]) and "5432" in json.dumps(bodies[-1]["messages"][-1])
+    session = (keys.agent_pk(tenant_key("alice"), agent["id"]), keys.session_sk("dashboard"))
+    stack.deps.table.set_fields(*session, {"updatedAt": "2020-01-01T00:00:00.000Z"})  # two hours and more ago
+    stack.say(agent["id"], "back again")
+    # nothing of the session is cached after an hour: the memory is taken again, the row with it
+    system, own = json.dumps(bodies[-1]["system"]), json.dumps(bodies[-1]["messages"][-1])
+    assert "the db runs on port 5432" in system and "5432" not in own
+    stack.say(agent["id"], "and now?")  # ...and kept from then on
+    assert json.dumps(bodies[-1]["system"]) == system
+
+
 def test_a_heartbeat_every_15_minutes_caches_for_an_hour_and_chat_for_five_minutes(stack):
     bodies: list[dict] = []
     _claude(stack, bodies)

@@ -264,11 +264,8 @@ def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_n
     # a forgotten row: taken again, without it
     memory = session_memory(_view('agent|- "a": "1"'), stored, "h1", budget_tokens=2_000)
     assert memory.store is not None and "tea" not in memory.text and memory.delta == ""
-    # the history's head moved (a cut): the snapshot is taken again when the rows stored since,
-    # growing as they did since it was taken, would pass their room before the next cut
-    fast = session_memory(grown, stored, "h2", budget_tokens=70, position=10, until_cut=100).store
-    assert fast is not None and fast.text == grown.text and fast.at == 10 and fast.added == ()
-    # ...else they join the system prompt as a block after what is there; the snapshot stays
+    # the history's head moved (a cut), and the rows stored since fit beside the snapshot: they
+    # join the system prompt as a block after what is there; the snapshot stays
     memory = session_memory(grown, stored, "h2", budget_tokens=70, position=10, until_cut=1, summary_parts=3)
     assert memory.text == snapshot.text and memory.delta == ""
     [(after, block)] = memory.added
@@ -278,8 +275,14 @@ def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_n
     # a head that moved with nothing stored since: the same text, the new head stored
     moved = session_memory(old, stored, "h2", budget_tokens=2_000)
     assert moved.store is not None and moved.text == snapshot.text and moved.added == [] and moved.store.head == "h2"
-    # more rows than the budget holds beside the snapshot: taken again
-    assert session_memory(grown, stored, "h1", budget_tokens=20).store is not None
+    # more rows than the budget holds beside the snapshot: they wait (a search finds them), the
+    # snapshot and the cached prefix stay
+    tight = session_memory(grown, stored, "h1", budget_tokens=20)
+    assert (tight.text, tight.delta, tight.store) == (snapshot.text, "", None)
+    # an hour without a turn: nothing is cached any more, so the memory is ranked afresh
+    cold = session_memory(grown, stored, "h1", budget_tokens=2_000, idle_s=3_600)
+    assert cold.store is not None and cold.text == grown.text and cold.delta == ""
+    assert session_memory(grown, stored, "h1", budget_tokens=2_000, idle_s=3_599).store is None
 
 
 def test_memory_added_at_cuts_stays_byte_identical_in_order_until_a_row_of_it_is_forgotten():
@@ -307,6 +310,43 @@ def test_memory_added_at_cuts_stays_byte_identical_in_order_until_a_row_of_it_is
     forgot = _view('agent|- "a": "1"', 'user|- "tea" (fact f_1)')
     retaken = session_memory(forgot, second.store.stored(), "h3", budget_tokens=2_000, position=57)
     assert retaken.added == [] and retaken.store is not None and retaken.store.added == () and '"b"' not in retaken.text
+
+
+def test_rows_that_outgrow_their_room_compete_for_it_at_a_cut_and_the_snapshot_stays():
+    start = _view('agent|- "a": "1"')
+    budget = 200
+    stored = session_memory(start, None, "h1", budget_tokens=budget).store.stored()
+    # two cuts, each adding rows stored since
+    agent_rows = [f'agent|- "n{i}": "{"x" * 60}{i}"' for i in range(4)]
+    user_rows = [f'user|- "fact {i} {"y" * 60}" (fact f_{i})' for i in range(4)]
+    first = session_memory(
+        _view('agent|- "a": "1"', *agent_rows[:1], *user_rows[:1]),
+        stored,
+        "h2",
+        budget_tokens=budget,
+        position=20,
+        until_cut=1,
+        summary_parts=1,
+    )
+    assert len(first.added) == 1 and first.delta == ""
+    # between cuts, more than the room holds: the highest ranked of each section follow the user's
+    # words (a section's first rows are its best), the rest wait; nothing is taken again
+    view = _view('agent|- "a": "1"', *agent_rows, *user_rows)
+    between = session_memory(view, first.store.stored(), "h2", budget_tokens=budget, position=30, until_cut=1)
+    assert between.store is None and between.added == first.added
+    assert agent_rows[1].split("|")[1] in between.delta and user_rows[1].split("|")[1] in between.delta
+    assert agent_rows[3].split("|")[1] not in between.delta
+    # the next cut: they no longer fit beside the first block, so the session's rows compete for
+    # the room in one block after the summary's parts; the snapshot text is unchanged
+    cut = session_memory(view, first.store.stored(), "h3", budget_tokens=budget, position=40, until_cut=1, summary_parts=2)
+    assert cut.text == first.text and cut.store is not None and cut.store.text == first.store.text
+    [(after, block)] = cut.added
+    assert after == 2 and block.startswith(ADDED_HEADING)
+    assert agent_rows[0].split("|")[1] in block and user_rows[0].split("|")[1] in block  # the best of each section
+    assert len(block) // 4 + len(cut.text) // 4 <= budget
+    # what the block left out follows the user's words while the room lasts, never both
+    for entry in [*agent_rows, *user_rows]:
+        assert not (entry.split("|")[1] in block and entry.split("|")[1] in cut.delta)
 
 
 def test_a_fold_landing_after_the_cut_turn_waits_after_the_users_words_until_the_next_cut():

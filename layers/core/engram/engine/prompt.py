@@ -13,16 +13,21 @@ cached prefix, in the turn's own message (`memory_delta`), until the history's f
 changes (a cut by the cap, or an Active Memory reset: the history behind the system prompt is
 sent anew anyway); then it joins the system prompt as a block of its own after the blocks already
 there (`AddedMemory`, `ADDED_HEADING`), so the prefix in front of it stays cached: the system
-prompt only ever grows at a cut, by the summary's new fold and this block (`session_context`).
-The snapshot and its added blocks are taken again, as one fresh snapshot, when a row they show
-is gone or changed (a forgotten row is never shown again; the session row keeps digests and
-templates, never the text, so nothing forgotten stays there either), when the new rows would not
-fit the budget beside them, and at a cut if the rows stored since the snapshot, growing at
-their rate so far, would outgrow their room before the next cut: taken at the cut, where only
-tools and persona are lost with them, rather than between cuts, where the whole cached history
-would go too. The running summary (CM8) follows the memory: one system block for each fold,
-unchanged until the history's first message changes (`session_summary`; a fold that lands later
-waits after the user's words). Where the cache breakpoints go is engine.cache's business.
+prompt changes only at a cut, and there it grows by the summary's new fold and this block
+(`session_context`). Rows the room cannot hold wait (a search finds them, and the ones this
+conversation stored are in its history): between cuts the highest ranked of each section are
+shown, and at a cut where the rows stored during the session no longer fit beside the blocks
+added before, they compete for the room in one new block after the summary's parts, replacing
+those blocks and leaving room for the rows the session goes on storing until the next cut (at its
+rate so far), so the snapshot and what precedes the first replaced block stay cached.
+The snapshot and its added blocks are taken again, as one fresh snapshot, only when a row they
+show is gone or changed (a forgotten row is never shown again; the session row keeps digests and
+templates, never the text, so nothing forgotten stays there either) or its section could not be
+read, and after an hour without a turn (`COLD_AFTER_S`: nothing of the session is cached any more,
+so ranking the memory afresh costs nothing). The running summary (CM8) follows the memory: one
+system block for each fold, unchanged until the history's first message changes
+(`session_summary`; a fold that lands later waits after the user's words). Where the cache
+breakpoints go is engine.cache's business.
 """
 
 from __future__ import annotations
@@ -294,6 +299,9 @@ class SessionMemory:
     store: MemorySnapshot | None = None
 
 
+COLD_AFTER_S = 3600  # the longest cache TTL: a session idle this long has nothing cached left
+
+
 def session_memory(
     view: MemoryView,
     stored: object,
@@ -303,36 +311,78 @@ def session_memory(
     position: int = 0,
     until_cut: int = 0,
     summary_parts: int = 0,
+    idle_s: float | None = None,
 ) -> SessionMemory:
     """The memory of a session turn, `head` the digest of the history's first message, `position`
     how many messages the session has had (cut ones included), `until_cut` how many more it takes
     at most until the next cut, `summary_parts` how many parts of the running summary this turn's
-    system prompt shows. See the module doc for when a snapshot is kept, and what a cut adds."""
+    system prompt shows, `idle_s` how long ago the session's last turn was. See the module doc."""
     # Rebuilt from the rows this turn read: a row forgotten or changed since, or in a section whose
-    # read failed, is not there, and the snapshot is taken again from what is.
+    # read failed, is not there, and the snapshot is taken again from what is. So it is after an
+    # hour without a turn: nothing of the session is cached any more, so a fresh ranking is free.
     snapshot = MemorySnapshot.restore(stored, view)
-    if snapshot is not None:
-        rows = _new_rows(view, snapshot)
-        delta = _fenced_rows(DELTA_HEADING, rows)
-        room = budget_tokens - snapshot.tokens
-        grown = estimate_tokens(delta)
-        # At a cut the snapshot is kept unless the rows stored since it was taken, growing at their
-        # rate so far, would pass their room before the next cut: taken again then, not at a cut.
-        since = snapshot.tokens - estimate_tokens(snapshot.text) + grown
-        coming = since * until_cut // max(1, position - snapshot.at)
-        if grown <= room and (not delta or snapshot.head == head or grown + coming <= room):
-            added = snapshot.added
-            if snapshot.head != head and rows:
-                # A cut: the history behind the system prompt is sent anew anyway, so the rows
-                # stored since join it as a block after what is there (cached from now on).
-                text = _fenced_rows(ADDED_HEADING, rows)
-                lines = [f"{label}|{line}" for label, lines in rows.items() for line in lines]
-                added, delta = (*added, AddedMemory(text, lines, after=summary_parts)), ""
-            kept = MemorySnapshot(snapshot.text, snapshot.lines, head, snapshot.at, added)
-            shown = [(block.after, block.text) for block in added]
-            return SessionMemory(snapshot.text, shown, delta, kept if snapshot.head != head else None)
-    fresh = MemorySnapshot(text=view.text, lines=view.shown, head=head, at=position)
-    return SessionMemory(view.text, [], "", fresh)
+    if snapshot is None or (idle_s is not None and idle_s >= COLD_AFTER_S):
+        fresh = MemorySnapshot(text=view.text, lines=view.shown, head=head, at=position)
+        return SessionMemory(view.text, [], "", fresh)
+    rows = _new_rows(view, snapshot)
+    room = budget_tokens - snapshot.tokens
+    if snapshot.head == head:
+        # Between cuts: the rows stored since follow the user's words, as many as the room holds
+        # (the highest ranked of each section first); the rest wait for the next cut.
+        delta = _fenced_rows(DELTA_HEADING, _fit(rows, room, DELTA_HEADING))
+        return SessionMemory(snapshot.text, [(b.after, b.text) for b in snapshot.added], delta)
+    # A cut: the history behind the system prompt is sent anew anyway. The rows stored since join
+    # the system prompt as a block after what is there (cached from now on), leaving room for the
+    # rows the session goes on storing until the next cut (at its rate so far).
+    stored_since = snapshot.tokens - estimate_tokens(snapshot.text) + estimate_tokens(_fenced_rows(DELTA_HEADING, rows))
+    coming = stored_since * until_cut // max(1, position - snapshot.at)
+    added, delta = snapshot.added, ""
+    if rows and estimate_tokens(_fenced_rows(ADDED_HEADING, rows)) <= room:
+        added = (*added, _added_block(rows, summary_parts))
+    elif rows:
+        # They outgrew their room: the rows stored during the session compete for it, the highest
+        # ranked of each section first, in one block after the summary; the snapshot (and the
+        # cached prefix up to the first block it replaces) stays.
+        base = set(snapshot.lines)
+        during: dict[str, list[str]] = {}
+        for entry in view.shown:
+            if entry not in base:
+                label, line = entry.split("|", 1)
+                during.setdefault(label, []).append(line)
+        kept = _fit(during, budget_tokens - estimate_tokens(snapshot.text) - coming, ADDED_HEADING)
+        added = (_added_block(kept, summary_parts),) if kept else ()
+        # what the block left out follows the user's words while the room lasts, like between cuts
+        left = {label: [ln for ln in lines if ln not in kept.get(label, [])] for label, lines in rows.items()}
+        room = budget_tokens - estimate_tokens(snapshot.text) - sum(estimate_tokens(b.text) for b in added)
+        delta = _fenced_rows(DELTA_HEADING, _fit({k: v for k, v in left.items() if v}, room, DELTA_HEADING))
+    store = MemorySnapshot(snapshot.text, snapshot.lines, head, snapshot.at, added)
+    return SessionMemory(snapshot.text, [(b.after, b.text) for b in added], delta, store)
+
+
+def _added_block(rows: dict[str, list[str]], after: int) -> AddedMemory:
+    lines = [f"{label}|{line}" for label, lines in rows.items() for line in lines]
+    return AddedMemory(_fenced_rows(ADDED_HEADING, rows), lines, after=after)
+
+
+def _fit(rows: dict[str, list[str]], limit: int, heading: str) -> dict[str, list[str]]:
+    """The rows that fit `limit` tokens once fenced under `heading`: taken in turns from each
+    section, each section's in its rank order (the view's), so no section crowds out the
+    others' best rows; in each section's order."""
+    if estimate_tokens(_fenced_rows(heading, rows)) <= limit:
+        return rows
+    kept: dict[str, list[str]] = {}
+    queues = {label: list(lines) for label, lines in rows.items()}
+    while any(queues.values()):
+        for label in rows:
+            if not queues[label]:
+                continue
+            line = queues[label].pop(0)
+            trial = {**kept, label: [*kept.get(label, []), line]}
+            if estimate_tokens(_fenced_rows(heading, {k: trial[k] for k in rows if k in trial})) <= limit:
+                kept = trial
+            else:
+                queues[label] = []  # this section's next rows rank lower: it is full
+    return {label: kept[label] for label in rows if label in kept}
 
 
 SUMMARY_HEADING = "## Earlier in this conversation"

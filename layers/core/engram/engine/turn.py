@@ -16,6 +16,7 @@ import time
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 from engram.agents.models import Agent
@@ -482,12 +483,23 @@ def _memory(
         position=position,
         until_cut=cap - max(2, cap // 2),
         summary_parts=summary_parts,
+        idle_s=_idle_s(session_row.get("updatedAt")),
     )
     turn.snapshot = memory.store
     if memory.delta:
         own = sent[-1]
         sent = [*sent[:-1], {**own, "content": [*own["content"], {"type": "text", "text": memory.delta}]}]
     return memory.text, memory.added, sent
+
+
+def _idle_s(updated_at: object) -> float | None:
+    """Seconds since the session row was last written (its last turn), None when it does not say."""
+    if not isinstance(updated_at, str):
+        return None
+    try:
+        return (datetime.now(UTC) - datetime.fromisoformat(updated_at)).total_seconds()
+    except ValueError:
+        return None
 
 
 def _turn_messages(turn: _Turn) -> list[dict[str, object]]:
