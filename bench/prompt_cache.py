@@ -35,10 +35,12 @@ cost are listed.
 `--late-summary`: each summary job waits one turn more (the next message came before the worker
 was done). `--other`: HISTORY_CAP 36 and 40 turns of another conversation (a row stored on two
 turns in three), no heartbeat: one the memory snapshot's rule was not designed with.
-`--held-out`: HISTORY_CAP 44 and 60 turns of a third (rows stored in bursts), no heartbeat: kept
-aside while the memory added at cuts and the snapshot's share of the budget were chosen.
+`--held-out`: HISTORY_CAP 44 and 60 turns of a third (rows stored in bursts), no heartbeat:
+written after the memory added at cuts and the snapshot's share of the budget were chosen; its
+first run led to the rule that rows outgrowing their room compete for it.
 `--held-out-2`: HISTORY_CAP 40 and 56 turns of a fourth (user facts on one turn in three), no
-heartbeat: kept aside while the rule for rows that outgrow their room was chosen.
+heartbeat: written before that rule; its first run led to the sections' deeper page
+(docs/ARCHITECTURE.md has the figures of each run).
 """
 
 from __future__ import annotations
@@ -281,9 +283,8 @@ def other_script(turns: int) -> list[str]:
 
 
 def held_out_script(turns: int) -> list[str]:
-    """A conversation kept aside while the memory layout at cuts was chosen (`--held-out`, run
-    once at the end): rows stored in bursts (four turns in twelve, longer values), a user fact,
-    lookups, and long stretches of plain questions."""
+    """A third conversation (`--held-out`): rows stored in bursts (four turns in twelve, longer
+    values), a user fact, lookups, and long stretches of plain questions."""
     lines = []
     for i in range(turns):
         phase = i % 12
@@ -302,9 +303,8 @@ def held_out_script(turns: int) -> list[str]:
 
 
 def second_held_out_script(turns: int) -> list[str]:
-    """A fourth conversation (`--held-out-2`), written before the rule for rows that outgrow their
-    room at a cut was changed and run only at the end: facts about the user on one turn in three,
-    a service on one in four, a note on one in seven, questions otherwise."""
+    """A fourth conversation (`--held-out-2`): facts about the user on one turn in three, a
+    service on one in four, a note on one in seven, questions otherwise."""
     lines = []
     for i in range(turns):
         if i % 3 == 0:

@@ -88,6 +88,29 @@ def test_a_forgotten_memory_is_never_shown_again(stack):
     assert "the office door is painted blue" not in json.dumps(bodies[-1]["system"])  # the snapshot was taken again
 
 
+def test_rows_ranked_past_the_read_page_by_newer_ones_keep_the_snapshot(stack):
+    """The user's facts are read a page at a time (twice the rows shown). Facts stored since push
+    the snapshot's facts past that page: not forgotten, so a deeper page finds them and the
+    snapshot, and the cached prefix behind it, stay."""
+    bodies: list[dict] = []
+    _claude(stack, bodies)
+    agent = stack.agent(persona=PERSONA, model=MODEL)
+    made = [stack.call("POST", "/api/me/facts", body={"fact": f"I keep plant number {i} by the window"}).data for i in range(3)]
+    stack.say(agent["id"], "hi")
+    snapshot = bodies[-1]["system"][1]["text"]
+    assert "plant number 0" in snapshot
+    for i in range(25):
+        stack.call("POST", "/api/me/facts", body={"fact": f"I visited city number {i} this spring"})
+    stack.say(agent["id"], "what do you know?")
+    assert bodies[-1]["system"][1]["text"] == snapshot  # kept: its cached prefix survives
+    since = bodies[-1]["messages"][-1]["content"][-1]["text"]
+    assert since.startswith("## Memory stored since") and "city number 24" in since
+    # a fact of the snapshot forgotten: the deeper page does not have it either, so it is taken again
+    stack.call("DELETE", f"/api/me/facts/{made[0]['id']}")
+    stack.say(agent["id"], "and now?")
+    assert "plant number 0" not in json.dumps(bodies[-1]["system"])
+
+
 def test_after_an_hour_without_a_turn_the_memory_is_ranked_afresh(stack):
     from engram.aws import keys
 

@@ -22,8 +22,9 @@ those blocks and leaving room for the rows the session goes on storing until the
 rate so far), so the snapshot and what precedes the first replaced block stay cached.
 The snapshot and its added blocks are taken again, as one fresh snapshot, only when a row they
 show is gone or changed (a forgotten row is never shown again; the session row keeps digests and
-templates, never the text, so nothing forgotten stays there either) or its section could not be
-read, and after an hour without a turn (`COLD_AFTER_S`: nothing of the session is cached any more,
+templates, never the text, so nothing forgotten stays there either; a row only ranked past the
+page a section reads is found on a deeper one, `PromptSection.load_deep`) or its section could
+not be read, and after an hour without a turn (`COLD_AFTER_S`: nothing of the session is cached any more,
 so ranking the memory afresh costs nothing). The running summary (CM8) follows the memory: one
 system block for each fold, unchanged until the history's first message changes
 (`session_summary`; a fold that lands later waits after the user's words). Where the cache
@@ -69,6 +70,14 @@ class PromptSection:
     # Every entry line the loaded rows hold, shown or not (default: those of `render(rows, None)`):
     # a row of the session's snapshot missing from them was forgotten, changed or ranked far down.
     known: Callable[[Any], list[str]] | None = None
+    # A deeper page of the same rows, read only when a session's snapshot cannot be rebuilt from
+    # `load`'s: its rows may have been ranked past that page by rows stored since, not forgotten.
+    load_deep: Callable[[ToolContext], object] | None = None
+
+    def known_entries(self, rows: object) -> list[str]:
+        """Every entry line of `rows` as `fence|line`."""
+        lines = self.known(rows) if self.known is not None else _entries(self.render(rows, None))
+        return [f"{self.fence}|{line}" for line in lines]
 
 
 def start_sections(sections: list[PromptSection], ctx: ToolContext, executor: Executor) -> dict[str, Future[Any]]:
@@ -138,8 +147,7 @@ def fit_sections(
         left -= 1
     texts = []
     for section, rows, full in data:
-        known = section.known(rows) if section.known is not None else _entries(full)
-        view.known.update(f"{section.fence}|{line}" for line in known)
+        view.known.update(section.known_entries(rows))
         text = full if estimate_tokens(full) <= shares[section.name] else (section.render(rows, shares[section.name]) or "")
         if text.strip():
             texts.append(text.strip())
@@ -267,9 +275,8 @@ def message_digest(message: Mapping[str, object]) -> str:
     return digest(json.dumps(message, sort_keys=True, ensure_ascii=False))
 
 
-def _new_rows(view: MemoryView, snapshot: MemorySnapshot) -> dict[str, list[str]]:
-    """The entry lines `view` shows that `snapshot` does not, by section, in the view's order."""
-    seen = set(snapshot.every_line)
+def _new_rows(view: MemoryView, seen: set[str]) -> dict[str, list[str]]:
+    """The entry lines `view` shows that are not in `seen`, by section, in the view's order."""
     added: dict[str, list[str]] = {}
     for entry in view.shown:
         if entry not in seen:
@@ -284,7 +291,7 @@ def _fenced_rows(heading: str, rows: dict[str, list[str]]) -> str:
 
 def memory_delta(view: MemoryView, snapshot: MemorySnapshot) -> str:
     """The entries `view` shows that `snapshot` does not, fenced by section; '' when none."""
-    return _fenced_rows(DELTA_HEADING, _new_rows(view, snapshot))
+    return _fenced_rows(DELTA_HEADING, _new_rows(view, set(snapshot.every_line)))
 
 
 @dataclass(frozen=True)
@@ -324,7 +331,7 @@ def session_memory(
     if snapshot is None or (idle_s is not None and idle_s >= COLD_AFTER_S):
         fresh = MemorySnapshot(text=view.text, lines=view.shown, head=head, at=position)
         return SessionMemory(view.text, [], "", fresh)
-    rows = _new_rows(view, snapshot)
+    rows = _new_rows(view, set(snapshot.every_line))
     room = budget_tokens - snapshot.tokens
     if snapshot.head == head:
         # Between cuts: the rows stored since follow the user's words, as many as the room holds
@@ -343,12 +350,7 @@ def session_memory(
         # They outgrew their room: the rows stored during the session compete for it, the highest
         # ranked of each section first, in one block after the summary; the snapshot (and the
         # cached prefix up to the first block it replaces) stays.
-        base = set(snapshot.lines)
-        during: dict[str, list[str]] = {}
-        for entry in view.shown:
-            if entry not in base:
-                label, line = entry.split("|", 1)
-                during.setdefault(label, []).append(line)
+        during = _new_rows(view, set(snapshot.lines))
         kept = _fit(during, budget_tokens - estimate_tokens(snapshot.text) - coming, ADDED_HEADING)
         added = (_added_block(kept, summary_parts),) if kept else ()
         # what the block left out follows the user's words while the room lasts, like between cuts

@@ -471,6 +471,10 @@ def _memory(
         return view.text, [], sent
     session_row = turn.session or {}
     stored = session_row.get("memorySnapshot")
+    if isinstance(stored, dict) and MemorySnapshot.restore(stored, view) is None:
+        # A row of the snapshot is not in what the sections read: forgotten, changed, or ranked
+        # past their page by rows stored since. A deeper page tells the last apart.
+        view.known |= _deeper_known(turn)
     # How many messages the session has had, and at most how many more until the next cut
     # (engine.trim.trim_in_steps): the snapshot is kept at a cut when its room lasts that long.
     position = int(session_row.get("trimmedCount", 0) or 0) + len(turn.history.messages)
@@ -490,6 +494,20 @@ def _memory(
         own = sent[-1]
         sent = [*sent[:-1], {**own, "content": [*own["content"], {"type": "text", "text": memory.delta}]}]
     return memory.text, memory.added, sent
+
+
+def _deeper_known(turn: _Turn) -> set[str]:
+    """The entry lines of the sections' deeper pages (PromptSection.load_deep); a section whose
+    read fails adds none, so its rows are taken again as when its first read failed."""
+    known: set[str] = set()
+    for section in turn.deps.sections:
+        if section.load_deep is None:
+            continue
+        try:
+            known.update(section.known_entries(section.load_deep(turn.ctx)))
+        except Exception as err:
+            _section_failed(section.name, err)
+    return known
 
 
 def _idle_s(updated_at: object) -> float | None:

@@ -30,6 +30,8 @@ from engram.wiring.stores import stores_of
 _AGENT_ROWS_READ = 200
 # Workspace memory and user facts read this many times the rows they show (see the module doc).
 _WINDOW = 2
+# How much deeper the page read when a session's snapshot cannot be rebuilt from the first one.
+_DEEP_WINDOW = 8
 _NOTE_TOKENS = 16  # room kept for the "N more" sentence
 
 __all__ = ["estimate_tokens", "memory_sections"]
@@ -103,6 +105,17 @@ def load_workspace_memory(ctx: ToolContext) -> list[Memory]:
     return found
 
 
+def load_workspace_memory_deep(ctx: ToolContext) -> list[Memory]:
+    """A deeper page of the workspace's rows (engine.prompt.PromptSection.load_deep)."""
+    if not ctx.agent.workspace_id:
+        return []
+    limit = ctx.settings.workspace_memory_rows * _DEEP_WINDOW
+    found: list[Memory] = stores_of(ctx).memories.top(
+        ctx.tenant, "workspace", ctx.agent.workspace_id, limit=limit, session_id=ctx.session_id
+    )
+    return found
+
+
 def render_workspace_memory(rows: list[Memory], budget_tokens: int | None = None, *, shown: int = 30) -> str | None:
     """The `shown` first rows (pinned > importance > recent), as many as fit `budget_tokens`."""
     return _section(
@@ -122,6 +135,12 @@ def load_user_facts(ctx: ToolContext) -> list[Fact]:
     if facts[:shown]:
         # Injecting a fact is referencing it; the bump runs beside the turn, off its critical path.
         ctx.background.append(stores_of(ctx).executor.submit(_bump, ctx, facts[:shown]))
+    return facts
+
+
+def load_user_facts_deep(ctx: ToolContext) -> list[Fact]:
+    """A deeper page of the user's facts (engine.prompt.PromptSection.load_deep); not a reference."""
+    facts: list[Fact] = stores_of(ctx).facts.top(ctx.tenant, ctx.settings.user_fact_rows * _DEEP_WINDOW)
     return facts
 
 
@@ -194,6 +213,14 @@ def memory_sections(agent_budget_tokens: int, *, workspace_rows: int = 30, user_
 
     return [
         PromptSection("agent_memory", 10, load_agent_memory, agent, "agent", _all_lines(_memory_line)),
-        PromptSection("workspace_memory", 20, load_workspace_memory, workspace, "workspace", _all_lines(_memory_line)),
-        PromptSection("user_facts", 30, load_user_facts, user, "user", _all_lines(_fact_line)),
+        PromptSection(
+            "workspace_memory",
+            20,
+            load_workspace_memory,
+            workspace,
+            "workspace",
+            _all_lines(_memory_line),
+            load_deep=load_workspace_memory_deep,
+        ),
+        PromptSection("user_facts", 30, load_user_facts, user, "user", _all_lines(_fact_line), load_deep=load_user_facts_deep),
     ]
