@@ -47,6 +47,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Callable
+from dataclasses import dataclass
 from os.path import commonprefix
 from typing import Any
 
@@ -349,11 +351,31 @@ def mcp_server(tools: int) -> Any:
     return serve_app(server.streamable_http_app(json_response=True, stateless_http=True))
 
 
-def main(
-    mcp_tools: int = 0, *, other: bool = False, late_summary: bool = False, held_out: bool = False, held_out_2: bool = False
-) -> int:
-    """`other`: HISTORY_CAP 36, 40 turns of `other_script`, no heartbeat; `late_summary`: each
-    summary job waits one turn more (the next message came before the worker was done)."""
+@dataclass(frozen=True)
+class Conversation:
+    """A conversation the bench plays: its messages, the HISTORY_CAP it runs under (None: the
+    default), whether a heartbeat runs after HEARTBEAT_AFTER turns, and how the report names it."""
+
+    messages: Callable[[], list[str]]
+    cap: str | None = None
+    heartbeat: bool = False
+    label: str = ""
+
+
+CONVERSATIONS = {
+    "main": Conversation(script, heartbeat=True),
+    "other": Conversation(lambda: other_script(40), "36", label=", HISTORY_CAP 36"),
+    "held-out": Conversation(lambda: held_out_script(60), "44", label=", HISTORY_CAP 44, the held-out conversation"),
+    "held-out-2": Conversation(
+        lambda: second_held_out_script(56), "40", label=", HISTORY_CAP 40, the second held-out conversation"
+    ),
+}
+
+
+def main(mcp_tools: int = 0, *, conversation: str = "main", late_summary: bool = False) -> int:
+    """`conversation`: one of CONVERSATIONS; `late_summary`: each summary job waits one turn more
+    (the next message came before the worker was done)."""
+    played = CONVERSATIONS[conversation]
     import httpx2
     from moto import mock_aws
 
@@ -384,10 +406,7 @@ def main(
     tool_server = mcp_server(mcp_tools) if mcp_tools else None
     with mock_aws():
         resources = create_resources(load_template(ROOT / "template.yaml"))
-        cap = (
-            {"HISTORY_CAP": "36"} if other else {"HISTORY_CAP": "44"} if held_out else {"HISTORY_CAP": "40"} if held_out_2 else {}
-        )
-        env = {**resources.env(), **cap}
+        env = {**resources.env(), **({"HISTORY_CAP": played.cap} if played.cap else {})}
         settings = Settings.from_env(env).model_copy(update={"anthropic_api_key": "sk-bench"})
         provider = AnthropicProvider(settings, http_client=httpx2.Client(transport=httpx2.MockTransport(claude)))
         deps = chat.build(settings)
@@ -446,18 +465,12 @@ def main(
         turns: list[tuple[str, list[dict[str, Any]]]] = []
         cuts: list[Any] = []
         held: list[dict[str, Any]] | None = [] if late_summary else None
-        if other:
-            messages = other_script(40)
-        elif held_out or held_out_2:
-            messages = held_out_script(60) if held_out else second_held_out_script(56)
-        else:
-            messages = script()
-        for i, message in enumerate(messages, start=1):
+        for i, message in enumerate(played.messages(), start=1):
             start = len(claude.bodies)
             run_chat_turn(deps, t, agent.id, "dashboard", message)
             turns.append((f"chat {i}", claude.bodies[start:]))
             cuts += _worker(worker, settings, held)  # the extract function between turns (a person types slower)
-            if i == HEARTBEAT_AFTER and not (other or held_out or held_out_2):
+            if i == HEARTBEAT_AFTER and played.heartbeat:
                 start = len(claude.bodies)
                 event = {"tenant": t, "agentId": agent.id, "scheduledTime": "2026-06-01T12:15:00Z"}
                 outcome = process_schedule_event(runs, event)
@@ -467,15 +480,7 @@ def main(
     if tool_server is not None:
         tool_server.stop()
     offered = sum(1 for spec in turns[-1][1][0].get("tools", []) if str(spec.get("name", "")).startswith("mcp__"))
-    label = (f", the agent with {offered} MCP tools" if mcp_tools else "") + (
-        ", HISTORY_CAP 36"
-        if other
-        else ", HISTORY_CAP 44, the held-out conversation"
-        if held_out
-        else ", HISTORY_CAP 40, the second held-out conversation"
-        if held_out_2
-        else ""
-    )
+    label = (f", the agent with {offered} MCP tools" if mcp_tools else "") + played.label
     return report(turns, minimum, cuts, label + (", each summary one turn late" if late_summary else ""))
 
 
@@ -603,11 +608,13 @@ if __name__ == "__main__":
     import argparse
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--other", action="store_true", help="HISTORY_CAP 36, 40 turns of another conversation")
+    played = parser.add_mutually_exclusive_group()
+    played.add_argument("--other", action="store_true", help="HISTORY_CAP 36, 40 turns of another conversation")
+    played.add_argument("--held-out", action="store_true", help="HISTORY_CAP 44, 60 turns of a third")
+    played.add_argument("--held-out-2", action="store_true", help="HISTORY_CAP 40, 56 turns of a fourth")
     parser.add_argument("--late-summary", action="store_true", help="each summary job one turn late")
-    parser.add_argument("--held-out", action="store_true", help="HISTORY_CAP 44, 60 turns of a conversation kept aside")
-    parser.add_argument("--held-out-2", action="store_true", help="HISTORY_CAP 40, 56 turns of a second one kept aside")
     args = parser.parse_args()
+    chosen = next((name for name in ("other", "held-out", "held-out-2") if getattr(args, name.replace("-", "_"))), "main")
     # Without tools, then with 20 MCP tools (issue 27: they lead the request, sorted, so reuse holds).
-    options = {"other": args.other, "late_summary": args.late_summary, "held_out": args.held_out, "held_out_2": args.held_out_2}
+    options: dict[str, Any] = {"conversation": chosen, "late_summary": args.late_summary}
     raise SystemExit(main(**options) | main(mcp_tools=20, **options))

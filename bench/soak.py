@@ -41,6 +41,8 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from local.stats import rss_mb as proc_rss_mb
+
 ROOT = Path(__file__).resolve().parents[1]
 USER = "soak"
 RSS_AIM = 0.20  # resident memory within ±20% of the first window's
@@ -66,13 +68,9 @@ def _free_port() -> int:
 
 def rss_mb(pid: int) -> float | None:
     """Resident memory of a process in MB (Linux /proc, else psutil when installed, else None)."""
-    try:
-        with open(f"/proc/{pid}/status", encoding="ascii") as status:
-            for line in status:
-                if line.startswith("VmRSS:"):
-                    return int(line.split()[1]) / 1024
-    except OSError:
-        pass
+    found = proc_rss_mb(pid)
+    if found is not None:
+        return found
     try:
         import psutil  # type: ignore[import-untyped]
     except ImportError:

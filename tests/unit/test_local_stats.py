@@ -23,16 +23,22 @@ def test_deep_size_counts_what_an_object_holds_once():
     assert stats.deep_size([item, item], set()) == size
 
 
+def _table(name: str):
+    """A DynamoDB client and a PK/SK table `name` in moto (inside mock_aws)."""
+    ddb = boto3.client("dynamodb", region_name="us-east-1")
+    keys = [{"AttributeName": n, "AttributeType": "S"} for n in ("PK", "SK")]
+    ddb.create_table(
+        TableName=name,
+        AttributeDefinitions=keys,
+        KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
+        BillingMode="PAY_PER_REQUEST",
+    )
+    return ddb
+
+
 def test_stored_data_counts_items_by_kind_and_the_index_is_not_data():
     with mock_aws():
-        ddb = boto3.client("dynamodb", region_name="us-east-1")
-        keys = [{"AttributeName": n, "AttributeType": "S"} for n in ("PK", "SK")]
-        ddb.create_table(
-            TableName="t",
-            AttributeDefinitions=keys,
-            KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        ddb = _table("t")
         for i in range(3):
             ddb.put_item(TableName="t", Item={"PK": {"S": "u#A#a1"}, "SK": {"S": f"RUN#{i}"}, "text": {"S": "y" * 5000}})
         ddb.put_item(TableName="t", Item={"PK": {"S": "u#USAGE"}, "SK": {"S": "2026-01-01T00:00:00Z"}, "expiresAt": {"N": "1"}})
@@ -62,14 +68,7 @@ def test_calls_are_counted_per_operation_and_query_shape(monkeypatch):
     stats.install()
     before = stats.calls()
     with mock_aws():
-        ddb = boto3.client("dynamodb", region_name="us-east-1")
-        keys = [{"AttributeName": n, "AttributeType": "S"} for n in ("PK", "SK")]
-        ddb.create_table(
-            TableName="t",
-            AttributeDefinitions=keys,
-            KeySchema=[{"AttributeName": "PK", "KeyType": "HASH"}, {"AttributeName": "SK", "KeyType": "RANGE"}],
-            BillingMode="PAY_PER_REQUEST",
-        )
+        ddb = _table("t")
         for _ in range(2):
             ddb.query(
                 TableName="t",

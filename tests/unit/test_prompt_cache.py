@@ -252,7 +252,7 @@ def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_n
     # a row stored since: same system text, the row shown after it
     grown = _view('agent|- "a": "1"', 'agent|- "b": "2"', 'user|- "tea" (fact f_1)')
     memory = session_memory(grown, stored, "h1", budget_tokens=2_000)
-    assert (memory.text, memory.added, memory.store) == (snapshot.text, [], None)
+    assert (memory.text, memory.added, memory.store) == (snapshot.text, (), None)
     assert memory.delta.startswith(DELTA_HEADING) and '- "b": "2"' in memory.delta and '"a"' not in memory.delta
     # a section whose read failed (so its rows are not in the view) cannot rebuild them: taken again
     memory = session_memory(_view('agent|- "a": "1"'), stored, "h1", budget_tokens=2_000)
@@ -268,13 +268,13 @@ def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_n
     # join the system prompt as a block after what is there; the snapshot stays
     memory = session_memory(grown, stored, "h2", budget_tokens=70, position=10, until_cut=1, summary_parts=3)
     assert memory.text == snapshot.text and memory.delta == ""
-    [(after, block)] = memory.added
-    assert after == 3 and block.startswith(ADDED_HEADING) and '- "b": "2"' in block and '"a"' not in block
+    [block] = memory.added
+    assert block.after == 3 and block.text.startswith(ADDED_HEADING) and '- "b": "2"' in block.text and '"a"' not in block.text
     kept = memory.store
     assert kept is not None and (kept.text, kept.head, kept.at) == (snapshot.text, "h2", 0)
     # a head that moved with nothing stored since: the same text, the new head stored
     moved = session_memory(old, stored, "h2", budget_tokens=2_000)
-    assert moved.store is not None and moved.text == snapshot.text and moved.added == [] and moved.store.head == "h2"
+    assert moved.store is not None and moved.text == snapshot.text and moved.added == () and moved.store.head == "h2"
     # more rows than the budget holds beside the snapshot: they wait (a search finds them), the
     # snapshot and the cached prefix stay
     tight = session_memory(grown, stored, "h1", budget_tokens=20)
@@ -299,17 +299,17 @@ def test_memory_added_at_cuts_stays_byte_identical_in_order_until_a_row_of_it_is
     assert between.added == first.added and between.store is None and '"tea"' in between.delta
     # cut 2 (a third part shown): "tea" gets a block of its own after the third part
     second = session_memory(two, stored, "h3", budget_tokens=2_000, position=56, until_cut=20, summary_parts=3)
-    assert second.added[0] == first.added[0] and second.added[1][0] == 3 and '"tea"' in second.added[1][1]
+    assert second.added[0] == first.added[0] and second.added[1].after == 3 and '"tea"' in second.added[1].text
     assert second.delta == ""
     blocks = session_context(["S0", "S1", "S2"], second.added)
-    assert blocks == ["S0", "S1", first.added[0][1], "S2", second.added[1][1]]
+    assert blocks == ["S0", "S1", first.added[0].text, "S2", second.added[1].text]
     # the summary condensed since to one part: the blocks follow it, in the order they were added
-    assert session_context(["S"], second.added) == ["S", first.added[0][1], second.added[1][1]]
-    assert session_context([], second.added) == [first.added[0][1], second.added[1][1]]
+    assert session_context(["S"], second.added) == ["S", first.added[0].text, second.added[1].text]
+    assert session_context([], second.added) == [first.added[0].text, second.added[1].text]
     # a row of an added block forgotten: the whole memory is taken again, nothing of it kept
     forgot = _view('agent|- "a": "1"', 'user|- "tea" (fact f_1)')
     retaken = session_memory(forgot, second.store.stored(), "h3", budget_tokens=2_000, position=57)
-    assert retaken.added == [] and retaken.store is not None and retaken.store.added == () and '"b"' not in retaken.text
+    assert retaken.added == () and retaken.store is not None and retaken.store.added == () and '"b"' not in retaken.text
 
 
 def test_rows_that_outgrow_their_room_compete_for_it_at_a_cut_and_the_snapshot_stays():
@@ -340,8 +340,9 @@ def test_rows_that_outgrow_their_room_compete_for_it_at_a_cut_and_the_snapshot_s
     # the room in one block after the summary's parts; the snapshot text is unchanged
     cut = session_memory(view, first.store.stored(), "h3", budget_tokens=budget, position=40, until_cut=1, summary_parts=2)
     assert cut.text == first.text and cut.store is not None and cut.store.text == first.store.text
-    [(after, block)] = cut.added
-    assert after == 2 and block.startswith(ADDED_HEADING)
+    [added] = cut.added
+    block = added.text
+    assert added.after == 2 and block.startswith(ADDED_HEADING)
     assert agent_rows[0].split("|")[1] in block and user_rows[0].split("|")[1] in block  # the best of each section
     assert len(block) // 4 + len(cut.text) // 4 <= budget
     # what the block left out follows the user's words while the room lasts, never both

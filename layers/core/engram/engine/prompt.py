@@ -9,7 +9,7 @@ The memory sections share one token budget (`fit_sections`). In a session they a
 (`MemorySnapshot`): the text the session's context started with, fitted to 3/5 of the budget
 (`snapshot_budget`; the rest is room for the rows the session stores), kept byte for byte from
 turn to turn so the cached prefix behind it survives. What was stored since is shown after the
-cached prefix, in the turn's own message (`memory_delta`), until the history's first message
+cached prefix, in the turn's own message (`DELTA_HEADING`), until the history's first message
 changes (a cut by the cap, or an Active Memory reset: the history behind the system prompt is
 sent anew anyway); then it joins the system prompt as a block of its own after the blocks already
 there (`AddedMemory`, `ADDED_HEADING`), so the prefix in front of it stays cached: the system
@@ -35,9 +35,9 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Executor, Future
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from engram.agents.models import Agent
@@ -289,19 +289,14 @@ def _fenced_rows(heading: str, rows: dict[str, list[str]]) -> str:
     return heading + "\n" + "\n".join(fence(label, lines) for label, lines in rows.items()) if rows else ""
 
 
-def memory_delta(view: MemoryView, snapshot: MemorySnapshot) -> str:
-    """The entries `view` shows that `snapshot` does not, fenced by section; '' when none."""
-    return _fenced_rows(DELTA_HEADING, _new_rows(view, set(snapshot.every_line)))
-
-
 @dataclass(frozen=True)
 class SessionMemory:
     """A session turn's memory: the snapshot's text (the memory system block), the blocks added
-    at cuts as (summary parts before it, text), the rows stored since for the turn's own message,
-    and a snapshot to store on the session row (None: unchanged)."""
+    at cuts, the rows stored since for the turn's own message, and a snapshot to store on the
+    session row (None: unchanged)."""
 
     text: str
-    added: list[tuple[int, str]] = field(default_factory=list)
+    added: tuple[AddedMemory, ...] = ()
     delta: str = ""
     store: MemorySnapshot | None = None
 
@@ -319,25 +314,32 @@ def session_memory(
     until_cut: int = 0,
     summary_parts: int = 0,
     idle_s: float | None = None,
+    deeper: Callable[[], set[str]] | None = None,
 ) -> SessionMemory:
     """The memory of a session turn, `head` the digest of the history's first message, `position`
     how many messages the session has had (cut ones included), `until_cut` how many more it takes
     at most until the next cut, `summary_parts` how many parts of the running summary this turn's
-    system prompt shows, `idle_s` how long ago the session's last turn was. See the module doc."""
+    system prompt shows, `idle_s` how long ago the session's last turn was, `deeper` the entries of
+    the sections' deeper pages (read only when the snapshot cannot be rebuilt). See the module doc."""
     # Rebuilt from the rows this turn read: a row forgotten or changed since, or in a section whose
     # read failed, is not there, and the snapshot is taken again from what is. So it is after an
     # hour without a turn: nothing of the session is cached any more, so a fresh ranking is free.
-    snapshot = MemorySnapshot.restore(stored, view)
-    if snapshot is None or (idle_s is not None and idle_s >= COLD_AFTER_S):
+    cold = idle_s is not None and idle_s >= COLD_AFTER_S
+    snapshot = None if cold else MemorySnapshot.restore(stored, view)
+    if snapshot is None and deeper is not None and not cold and isinstance(stored, dict):
+        # A row of the snapshot not among those the sections read may only have been ranked past
+        # their page by rows stored since, not forgotten: a deeper page tells them apart.
+        snapshot = MemorySnapshot.restore(stored, replace(view, known=view.known | deeper()))
+    if snapshot is None:
         fresh = MemorySnapshot(text=view.text, lines=view.shown, head=head, at=position)
-        return SessionMemory(view.text, [], "", fresh)
+        return SessionMemory(view.text, (), "", fresh)
     rows = _new_rows(view, set(snapshot.every_line))
     room = budget_tokens - snapshot.tokens
     if snapshot.head == head:
         # Between cuts: the rows stored since follow the user's words, as many as the room holds
         # (the highest ranked of each section first); the rest wait for the next cut.
         delta = _fenced_rows(DELTA_HEADING, _fit(rows, room, DELTA_HEADING))
-        return SessionMemory(snapshot.text, [(b.after, b.text) for b in snapshot.added], delta)
+        return SessionMemory(snapshot.text, snapshot.added, delta)
     # A cut: the history behind the system prompt is sent anew anyway. The rows stored since join
     # the system prompt as a block after what is there (cached from now on), leaving room for the
     # rows the session goes on storing until the next cut (at its rate so far).
@@ -358,7 +360,7 @@ def session_memory(
         room = budget_tokens - estimate_tokens(snapshot.text) - sum(estimate_tokens(b.text) for b in added)
         delta = _fenced_rows(DELTA_HEADING, _fit({k: v for k, v in left.items() if v}, room, DELTA_HEADING))
     store = MemorySnapshot(snapshot.text, snapshot.lines, head, snapshot.at, added)
-    return SessionMemory(snapshot.text, [(b.after, b.text) for b in added], delta, store)
+    return SessionMemory(snapshot.text, added, delta, store)
 
 
 def _added_block(rows: dict[str, list[str]], after: int) -> AddedMemory:
@@ -469,18 +471,18 @@ def session_summary(summary: object, shown: object, head: str) -> SummaryView:
     return SummaryView(_summary_blocks(parts), "", None if shown == new else new)
 
 
-def session_context(summary: list[str], added: list[tuple[int, str]]) -> list[str]:
+def session_context(summary: list[str], added: Sequence[AddedMemory]) -> list[str]:
     """The system blocks after the memory snapshot, in the order they were added: the running
     summary's blocks (one per part) with the memory blocks added at cuts among them, each after
     the parts shown when it was added (fewer when the summary was condensed since)."""
     blocks: list[str] = []
-    pending = sorted(added, key=lambda block: block[0])  # stable: blocks added at one point keep their order
+    pending = sorted(added, key=lambda block: block.after)  # stable: blocks added at one point keep their order
     for i, part in enumerate([None, *summary]):
         if part is not None:
             blocks.append(part)
         last = i == len(summary)
-        while pending and (pending[0][0] <= i or last):
-            blocks.append(pending.pop(0)[1])
+        while pending and (pending[0].after <= i or last):
+            blocks.append(pending.pop(0).text)
     return blocks
 
 

@@ -28,6 +28,7 @@ from engram.engine.events import TurnEvents
 from engram.engine.lease import LeaseKeeper
 from engram.engine.loop import LoopResult, run_loop
 from engram.engine.prompt import (
+    AddedMemory,
     MemorySnapshot,
     PromptSection,
     build_system,
@@ -456,7 +457,7 @@ def _summary(turn: _Turn, sent: list[dict[str, Any]]) -> tuple[list[str], list[d
 
 def _memory(
     turn: _Turn, sent: list[dict[str, Any]], *, summary_parts: int
-) -> tuple[str, list[tuple[int, str]], list[dict[str, Any]]]:
+) -> tuple[str, tuple[AddedMemory, ...], list[dict[str, Any]]]:
     """The memory sections' text for the system prompt, the memory blocks added at cuts (after
     how many summary parts each goes), and the messages to send. A session turn keeps its
     session's snapshot and the blocks its cuts added (engine.prompt) and shows what was stored
@@ -468,13 +469,9 @@ def _memory(
     fitted = snapshot_budget(budget) if session else budget
     view = fit_sections(turn.deps.sections, turn.loaded, _section_failed, budget_tokens=fitted)
     if not session:
-        return view.text, [], sent
+        return view.text, (), sent
     session_row = turn.session or {}
     stored = session_row.get("memorySnapshot")
-    if isinstance(stored, dict) and MemorySnapshot.restore(stored, view) is None:
-        # A row of the snapshot is not in what the sections read: forgotten, changed, or ranked
-        # past their page by rows stored since. A deeper page tells the last apart.
-        view.known |= _deeper_known(turn)
     # How many messages the session has had, and at most how many more until the next cut
     # (engine.trim.trim_in_steps): the snapshot is kept at a cut when its room lasts that long.
     position = int(session_row.get("trimmedCount", 0) or 0) + len(turn.history.messages)
@@ -488,6 +485,7 @@ def _memory(
         until_cut=cap - max(2, cap // 2),
         summary_parts=summary_parts,
         idle_s=_idle_s(session_row.get("updatedAt")),
+        deeper=lambda: _deeper_known(turn),
     )
     turn.snapshot = memory.store
     if memory.delta:

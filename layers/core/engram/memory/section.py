@@ -16,6 +16,7 @@ cached prompt prefix survives from turn to turn.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from functools import partial
 
 from engram.engine.prompt import PromptSection, estimate_tokens
 from engram.engine.tools import ToolContext
@@ -95,21 +96,11 @@ def render_agent_memory(rows: list[Memory], budget_tokens: int) -> str | None:
 
 
 # --- workspace memory -----------------------------------------------------------------------
-def load_workspace_memory(ctx: ToolContext) -> list[Memory]:
+def load_workspace_memory(ctx: ToolContext, *, window: int = _WINDOW) -> list[Memory]:
+    """The workspace's first `window` times the rows shown (a deeper window: `load_deep`)."""
     if not ctx.agent.workspace_id:
         return []
-    rows = ctx.settings.workspace_memory_rows
-    found: list[Memory] = stores_of(ctx).memories.top(
-        ctx.tenant, "workspace", ctx.agent.workspace_id, limit=rows * _WINDOW, session_id=ctx.session_id
-    )
-    return found
-
-
-def load_workspace_memory_deep(ctx: ToolContext) -> list[Memory]:
-    """A deeper page of the workspace's rows (engine.prompt.PromptSection.load_deep)."""
-    if not ctx.agent.workspace_id:
-        return []
-    limit = ctx.settings.workspace_memory_rows * _DEEP_WINDOW
+    limit = ctx.settings.workspace_memory_rows * window
     found: list[Memory] = stores_of(ctx).memories.top(
         ctx.tenant, "workspace", ctx.agent.workspace_id, limit=limit, session_id=ctx.session_id
     )
@@ -129,18 +120,18 @@ def render_workspace_memory(rows: list[Memory], budget_tokens: int | None = None
 
 
 # --- user facts -----------------------------------------------------------------------------
-def load_user_facts(ctx: ToolContext) -> list[Fact]:
-    shown = ctx.settings.user_fact_rows
-    facts: list[Fact] = stores_of(ctx).facts.top(ctx.tenant, shown * _WINDOW)
-    if facts[:shown]:
-        # Injecting a fact is referencing it; the bump runs beside the turn, off its critical path.
-        ctx.background.append(stores_of(ctx).executor.submit(_bump, ctx, facts[:shown]))
+def top_user_facts(ctx: ToolContext, *, window: int = _WINDOW) -> list[Fact]:
+    """The user's first `window` times the facts shown, without referencing them (`load_deep`)."""
+    facts: list[Fact] = stores_of(ctx).facts.top(ctx.tenant, ctx.settings.user_fact_rows * window)
     return facts
 
 
-def load_user_facts_deep(ctx: ToolContext) -> list[Fact]:
-    """A deeper page of the user's facts (engine.prompt.PromptSection.load_deep); not a reference."""
-    facts: list[Fact] = stores_of(ctx).facts.top(ctx.tenant, ctx.settings.user_fact_rows * _DEEP_WINDOW)
+def load_user_facts(ctx: ToolContext) -> list[Fact]:
+    shown = ctx.settings.user_fact_rows
+    facts = top_user_facts(ctx)
+    if facts[:shown]:
+        # Injecting a fact is referencing it; the bump runs beside the turn, off its critical path.
+        ctx.background.append(stores_of(ctx).executor.submit(_bump, ctx, facts[:shown]))
     return facts
 
 
@@ -220,7 +211,15 @@ def memory_sections(agent_budget_tokens: int, *, workspace_rows: int = 30, user_
             workspace,
             "workspace",
             _all_lines(_memory_line),
-            load_deep=load_workspace_memory_deep,
+            load_deep=partial(load_workspace_memory, window=_DEEP_WINDOW),
         ),
-        PromptSection("user_facts", 30, load_user_facts, user, "user", _all_lines(_fact_line), load_deep=load_user_facts_deep),
+        PromptSection(
+            "user_facts",
+            30,
+            load_user_facts,
+            user,
+            "user",
+            _all_lines(_fact_line),
+            load_deep=partial(top_user_facts, window=_DEEP_WINDOW),
+        ),
     ]
