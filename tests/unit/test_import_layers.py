@@ -76,6 +76,7 @@ DEFERRED = {
         "engram.connections.mcp_client",
     ): "the MCP SDK and its HTTP stack only with a turn that lists or calls MCP tools",
     ("engram.connections.probe", "engram.connections.mcp_client"): "as connections.tools: only when a connection is tested",
+    ("engram.connections.mcp_client", "jsonschema"): "the schema checker only for a result whose tool has an output schema",
     (
         "engram.connections.egress",
         "httpcore2",

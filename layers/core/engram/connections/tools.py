@@ -27,7 +27,7 @@ from engram.kernel.observability import MetricUnit, logger, metric_by
 from engram.kernel.settings import Settings
 
 if TYPE_CHECKING:
-    from engram.connections.mcp_client import CallResult, Endpoint
+    from engram.connections.mcp_client import CallResult, Endpoint, Sessions
 
 PREFIX = "mcp__"
 _NAME_MAX = 64  # what every model provider accepts as a tool name
@@ -50,6 +50,20 @@ def tool_name(connection: str, tool: str) -> str:
     """`mcp__<connection>__<tool>`, the tool's part made safe and cut to fit the name limit."""
     safe = _UNSAFE.sub("_", tool)
     return f"{PREFIX}{connection}__{safe}"[:_NAME_MAX]
+
+
+def name_collisions(connection: str, tools: list[DiscoveredTool]) -> list[tuple[str, str, str]]:
+    """(first tool, second tool, the name both become) for tools whose names meet after sanitising
+    or the 64-character cut: neither may hide the other."""
+    seen: dict[str, str] = {}
+    found = []
+    for tool in tools:
+        name = tool_name(connection, tool.name)
+        if name in seen:
+            found.append((seen[name], tool.name, name))
+        else:
+            seen[name] = tool.name
+    return found
 
 
 class _OpenedSecrets:
@@ -92,6 +106,17 @@ class McpToolSet:
     tenant: str
     entries: dict[str, _Entry] = field(default_factory=dict)
     call_tools: Callable[..., list[CallResult]] | None = None  # tests may swap the transport here
+    lists: dict[str, ToolList] = field(default_factory=dict)  # connection id -> the list the entries came from
+    _sessions: Sessions | None = None  # the turn's MCP sessions, reused by its model rounds
+
+    def close(self) -> None:
+        """The end of the turn: its MCP sessions closed (HTTP DELETE on stateful servers)."""
+        sessions, self._sessions = self._sessions, None
+        if sessions is not None:
+            try:
+                sessions.close()
+            except Exception as err:  # the turn's answer never waits on a server that will not close
+                logger.warning("MCP sessions could not be closed", extra={"error": repr(err)})
 
     def specs(self) -> list[dict[str, object]]:
         return [
@@ -107,7 +132,7 @@ class McpToolSet:
         return name in self.entries
 
     def call_many(self, uses: list[dict[str, Any]], ctx: ToolContext, deadline: float) -> list[ToolOutcome]:
-        from engram.connections.mcp_client import Call, McpFailure, call_tools
+        from engram.connections.mcp_client import Call, McpFailure, Sessions, call_tools
 
         settings = self.deps.settings
         outcomes: list[ToolOutcome | None] = [None] * len(uses)
@@ -125,10 +150,14 @@ class McpToolSet:
                 continue
             calls.append(Call(endpoint, entry.tool.name, arguments, entry.tool.output_schema))
             placed.append(i)
-        runner = self.call_tools or call_tools
-        results = (
-            runner(calls, policy_of(settings), deadline=deadline, max_bytes=settings.tool_response_max_bytes) if calls else []
-        )
+        policy, limit = policy_of(settings), settings.tool_response_max_bytes
+        results: list[CallResult] = []
+        if calls and self.call_tools is not None:
+            results = self.call_tools(calls, policy, deadline=deadline, max_bytes=limit)
+        elif calls:
+            if self._sessions is None:
+                self._sessions = Sessions(policy, None, limit)
+            results = call_tools(calls, policy, deadline=deadline, max_bytes=limit, sessions=self._sessions)
         for i, result in zip(placed, results, strict=True):
             outcomes[i] = self._outcome(ctx, uses[i], self.entries[uses[i]["name"]], result)
         done = [o for o in outcomes if o is not None]
@@ -137,6 +166,8 @@ class McpToolSet:
 
     def _outcome(self, ctx: ToolContext, use: dict[str, object], entry: _Entry, result: CallResult) -> ToolOutcome:
         _count(entry.connection.name, result)
+        if result.schema_changed:
+            self._new_output_schema(str(use["name"]), entry, result.output_schema)
         if result.failure is not None:
             outcome = _failed(entry, result.failure)
             return ToolOutcome(
@@ -160,6 +191,21 @@ class McpToolSet:
             where = "kept with the run" if kept else "not kept (storage failed)"
             text = text[:limit] + f"\n[cut: {limit} of {len(text)} characters shown; the full result is {where}]"
         return ToolOutcome(text, is_error=result.is_error, record=record)
+
+    def _new_output_schema(self, name: str, entry: _Entry, schema: dict[str, object] | None) -> None:
+        """The server changed a tool's output schema: the cached list gets the new one (the next
+        calls, of this turn and later ones, check against it)."""
+        tool = entry.tool.model_copy(update={"output_schema": schema})
+        self.entries[name] = _Entry(entry.connection, tool, entry.sealed_auth)
+        listed = self.lists.get(entry.connection.id)
+        if listed is None:
+            return
+        tools = [tool if t.name == tool.name else t for t in listed.tools]
+        self.lists[entry.connection.id] = listed = listed.model_copy(update={"tools": tools})
+        try:
+            self.deps.connections.put_tools(self.tenant, entry.connection.id, listed)
+        except Exception:
+            logger.exception("could not cache a tool's new output schema", extra={"connection": entry.connection.id})
 
     def _keep_full(self, ctx: ToolContext, use: dict[str, Any], full: dict[str, object]) -> bool:
         try:
@@ -253,6 +299,7 @@ class McpToolSource:
                 listed = self._refresh(toolset, connection, sealed, stale=listed)
             if listed is None:
                 continue
+            toolset.lists[connection.id] = listed
             allowed = set(grant.allow) if grant.allow is not None else None
             for tool in listed.tools:
                 if allowed is None or tool.name in allowed:
@@ -284,6 +331,8 @@ def refresh_tools(
     from engram.connections.mcp_client import list_tools as sdk_list_tools
 
     settings = deps.settings
+    from engram.connections.mcp_client import McpFailure
+
     tools = (list_tools or sdk_list_tools)(
         endpoint_of(deps, tenant, connection, sealed),
         policy_of(settings),
@@ -291,6 +340,14 @@ def refresh_tools(
         max_schema_bytes=settings.tool_schema_max_bytes,
         max_bytes=settings.tool_response_max_bytes,
     )
+    collisions = name_collisions(connection.name, tools)
+    if collisions:
+        first, second, name = collisions[0]
+        raise McpFailure(
+            "tool_name_collision",
+            f"tools {first!r} and {second!r} would both be named {name!r} (names are made safe and cut to"
+            f" {_NAME_MAX} characters); rename one on the server or give the connection a shorter name",
+        )
     listed = ToolList(tools=tools, listed_at=now_iso(), expires_at=int(time.time()) + settings.tool_list_ttl_s)
     deps.connections.put_tools(tenant, connection.id, listed)
     return listed

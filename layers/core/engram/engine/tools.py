@@ -100,6 +100,10 @@ class ToolSet(Protocol):
         (time.monotonic()); every failure is an is_error outcome, never an exception."""
         ...
 
+    def close(self) -> None:
+        """The turn ended: what the tools held open for it (e.g. MCP sessions) is closed."""
+        ...
+
 
 class ToolSource(Protocol):
     """Finds the ToolSet of a turn (None when the agent has none); runs beside the transcript read."""

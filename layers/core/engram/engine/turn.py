@@ -219,6 +219,8 @@ def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnO
             try:
                 outcome = _run_started(turn)
             finally:
+                for toolset in turn.ctx.toolsets:
+                    toolset.close()  # e.g. the turn's MCP sessions (TL7)
                 if turn.lease is not None:
                     turn.lease.stop()
     except Exception as err:

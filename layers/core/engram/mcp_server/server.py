@@ -15,13 +15,10 @@ Read-only keys get a server without the write tools: they neither list nor call 
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import functools
 import json
 import logging
-import threading
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Callable, Mapping, MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -38,6 +35,7 @@ from engram.api.http import Principal
 from engram.cards import service as cards
 from engram.facts import service as facts
 from engram.facts.models import FactCreate
+from engram.kernel.aio import run_sync
 from engram.kernel.errors import EngramError, Forbidden
 from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from engram.memory import service as memory
@@ -232,29 +230,6 @@ def server_for(*, writes: bool) -> MCPServer:
 _NO_HOST_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
-def _run(main: Callable[[], Awaitable[None]]) -> None:
-    """`anyio.run(main)`; on a worker thread (with this context) when this thread already runs an
-    event loop (never in Lambda; an in-process test harness may have one)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        anyio.run(main)
-        return
-    errors: list[BaseException] = []
-
-    def run_here() -> None:
-        try:
-            anyio.run(main)
-        except BaseException as err:  # raised again on the caller's thread
-            errors.append(err)
-
-    thread = threading.Thread(target=contextvars.copy_context().run, args=(run_here,))
-    thread.start()
-    thread.join()
-    if errors:
-        raise errors[0]
-
-
 def handle(deps: Stores, who: Principal, headers: Mapping[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
     """One POST /mcp: (status, headers, body) as the SDK's transport answers it."""
     server = server_for(writes=who.may_write())
@@ -299,7 +274,7 @@ def handle(deps: Stores, who: Principal, headers: Mapping[str, str], body: bytes
 
     token = _CALLER.set(Caller(deps, who))
     try:
-        _run(main)
+        run_sync(main)
     finally:
         _CALLER.reset(token)
     out_headers.pop("content-length", None)
