@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test bench fuzz lint smoke clean install
+.PHONY: dev test bench fuzz lint smoke clean install matrix
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 13), "Python 3.13 is required"'
@@ -19,8 +19,13 @@ install: $(STAMP)
 dev: $(STAMP)
 	$(BIN)/python -m local.stack
 
-test: lint
+test: lint matrix
 	$(BIN)/python -m pytest
+
+# The MCP conformance matrix's servers (tests/mcp_matrix): the Python SDK 1.x in venvs of their own
+# under .cache/, the TypeScript SDK by `npm ci` from its lockfile (node and npm on the machine).
+matrix: $(STAMP)
+	$(BIN)/python -m tests.mcp_matrix
 
 bench: $(STAMP)
 	$(BIN)/python -m bench.run

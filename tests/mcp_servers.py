@@ -121,17 +121,22 @@ class McpServers:
             *(Mount(f"/{name}", app=app) for name, app in apps.items()),
         ]
 
-        from contextlib import AsyncExitStack, asynccontextmanager
-
-        @asynccontextmanager
-        async def lifespan(_app: Any) -> Any:
-            async with AsyncExitStack() as stack:
-                for app in apps.values():
-                    await stack.enter_async_context(app.router.lifespan_context(app))
-                yield
-
-        app = Starlette(routes=routes, lifespan=lifespan)
+        app = Starlette(routes=routes, lifespan=lifespans(apps))
         return cls(serve_app(app), sample, faulty)
+
+
+def lifespans(apps: dict[str, Any]) -> Any:
+    """One lifespan running those of the mounted MCP apps (their session managers)."""
+    from contextlib import AsyncExitStack, asynccontextmanager
+
+    @asynccontextmanager
+    async def lifespan(_app: Any) -> Any:
+        async with AsyncExitStack() as stack:
+            for app in apps.values():
+                await stack.enter_async_context(app.router.lifespan_context(app))
+            yield
+
+    return lifespan
 
 
 async def _forward(app: Any, request: Any) -> Any:
