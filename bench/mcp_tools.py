@@ -114,11 +114,13 @@ def main() -> int:
             ctx = ToolContext(tenant=t, agent=agent, session_id="dashboard", run_id="run_bench")
             use = {"type": "tool_use", "id": "toolu_bench", "name": "mcp__market__lookup_price", "input": {"symbol": "BTC"}}
             toolset.call_many([use], ctx, time.monotonic() + 30)  # warm: imports, the first connection
+            toolset.close()
             totals, overheads, requests = [], [], []
             for _ in range(CALLS):
                 before, _ = clock.mark()
                 started = time.perf_counter()
                 (outcome,) = toolset.call_many([use], ctx, time.monotonic() + 30)
+                toolset.close()  # the turn's end: its sessions closed, as after every turn
                 total = time.perf_counter() - started
                 assert not outcome.is_error, outcome.content
                 server = sum(clock.spent[before:])

@@ -91,7 +91,8 @@ http
       return res.end(JSON.stringify({ ...stats, open: Object.keys(transports).length }));
     }
     const started = performance.now();
-    res.on("finish", () => stats.spentMs.push(performance.now() - started));
+    // the GET stream lasts as long as its session: not work done
+    if (req.method !== "GET") res.on("finish", () => stats.spentMs.push(performance.now() - started));
     handle(req, res).catch((err) => {
       if (!res.headersSent) refuse(res, 500, String(err));
     });

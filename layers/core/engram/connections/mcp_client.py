@@ -28,7 +28,7 @@ import ssl
 import time
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
-from contextlib import AbstractContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -36,8 +36,7 @@ import anyio
 import httpcore2
 import httpx2
 import mcp_types as types
-from anyio.abc import TaskGroup, TaskStatus
-from anyio.from_thread import BlockingPortal, start_blocking_portal
+from anyio.abc import TaskStatus
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
@@ -46,7 +45,7 @@ from pydantic import ValidationError
 
 from engram.connections.egress import EgressPolicy, EgressRefused, Resolver, guarded_backend
 from engram.connections.models import DiscoveredTool
-from engram.kernel.aio import run_sync
+from engram.kernel.aio import background, run_sync
 
 # The SDK and its HTTP client log every request at INFO; a tool call is logged once, by Engram.
 for _name in ("httpx2", "httpcore2"):
@@ -464,30 +463,23 @@ class _Held:
 
 
 class Sessions:
-    """A turn's MCP sessions: a pool per server (endpoint), held on a thread with an event loop of
-    its own (started with the turn's first call), closed by `close()` when the turn ends."""
+    """A turn's MCP sessions: a pool per server (endpoint), held open on the process's background
+    loop (kernel.aio) between the turn's model rounds, closed by `close()` when the turn ends."""
 
     def __init__(self, policy: EgressPolicy, resolver: Resolver | None, max_bytes: int):
         self.policy, self.resolver, self.max_bytes = policy, resolver, max_bytes
-        self._portal_cm: AbstractContextManager[BlockingPortal] | None = None
-        self._portal: BlockingPortal | None = None
-        self._group_cm: AbstractContextManager[TaskGroup] | None = None
-        self._group: TaskGroup | None = None
         self._idle: dict[Endpoint, list[_Held]] = {}
         self._busy: list[_Held] = []
+        self._owners: list[anyio.Event] = []  # set when a session's owner task has closed it
 
     def run[T](self, main: Callable[[], Awaitable[T]]) -> T:
-        """`main()` on the sessions' event loop, from synchronous code."""
-        if self._portal is None:
-            self._portal_cm = start_blocking_portal()
-            self._portal = self._portal_cm.__enter__()
-            self._group_cm = self._portal.wrap_async_context_manager(self._portal.call(anyio.create_task_group))
-            self._group = self._group_cm.__enter__()
-        result: T = self._portal.call(main)
-        return result
+        """`main()` on the background loop, from synchronous code."""
+        return background().call(main)
 
     async def _hold(self, endpoint: Endpoint, trace: _Trace, *, task_status: TaskStatus[_Held | BaseException]) -> None:
         started = False
+        done = anyio.Event()
+        self._owners.append(done)
         scope = anyio.CancelScope()
         try:
             with scope:
@@ -500,6 +492,8 @@ class Sessions:
         except Exception as err:  # opening failed: the caller gets the error; closing failed: nothing to do
             if not started:
                 task_status.started(err)
+        finally:
+            done.set()
 
     async def checkout(self, endpoint: Endpoint) -> _Held:
         """An idle session with the server, or a new one."""
@@ -510,9 +504,10 @@ class Sessions:
                 self._busy.append(held)
                 return held
             held.release.set()
-        assert self._group is not None, "sessions are used through run()"
+        group = background().group
+        assert group is not None, "the background loop runs"
         trace = _Trace()
-        opened: _Held | BaseException = await self._group.start(self._hold, endpoint, trace)
+        opened: _Held | BaseException = await group.start(self._hold, endpoint, trace)
         if isinstance(opened, BaseException):
             raise _Opening(trace) from opened
         self._busy.append(opened)
@@ -528,22 +523,21 @@ class Sessions:
             held.release.set()
 
     def close(self) -> None:
-        """Closes every session (a DELETE each on a stateful server, at most ~2 s) and the loop."""
-        if self._portal is None or self._group_cm is None or self._portal_cm is None:
+        """Closes every session of the turn (a DELETE each on a stateful server, together, at most
+        ~2 s) and waits for them."""
+        if not self._owners:
             return
-        portal, group_cm, portal_cm = self._portal, self._group_cm, self._portal_cm
-        self._portal = self._group = self._group_cm = self._portal_cm = None
+        held = [h for pool in self._idle.values() for h in pool] + self._busy
+        owners, self._owners, self._idle, self._busy = self._owners, [], {}, []
 
-        async def release_all() -> None:
-            for held in [h for pool in self._idle.values() for h in pool] + self._busy:
-                held.release.set()
+        async def close_all() -> None:
+            for one in held:
+                one.release.set()
+            with anyio.move_on_after(_CLOSE_S + 1.0):
+                for done in owners:
+                    await done.wait()
 
-        try:
-            portal.call(release_all)
-            group_cm.__exit__(None, None, None)  # the owners' exits: the DELETEs, concurrently
-        finally:
-            self._idle, self._busy = {}, []
-            portal_cm.__exit__(None, None, None)
+        self.run(close_all)
 
 
 class _Opening(Exception):
