@@ -178,7 +178,8 @@ def test_a_normal_extraction_stores_auto_rows_and_records_its_cost(stack, team):
         "agent",
     ]
     prompt = prompt_of(request)
-    assert "User: We are setting up the new billing service." in prompt and "Assistant: Got it" in prompt
+    assert '{"role": "user", "text": "We are setting up the new billing service.' in prompt
+    assert '{"role": "assistant", "text": "Got it' in prompt
     assert '"value": "The code lives in github.com/acme/billing"' in prompt  # shown as "do not repeat these"
 
     ws_rows = auto_rows(stack, ws_path)
@@ -639,10 +640,9 @@ def test_a_long_transcript_is_capped_keeping_its_end(stack, team):
     transcript = prompt.split("<transcript>\n", 1)[1].rsplit("\n</transcript>", 1)[0]
     assert len(transcript) <= MAX_TRANSCRIPT_CHARS
     assert "Answer 39:" in transcript and "Question 0:" not in transcript
-    marker, first = transcript.split("\n")[:2]
-    assert marker == "[... the earlier part of the run is omitted ...]" and first.startswith(
-        ("User: Question", "Assistant: Answer")
-    )
+    marker, first, *_ = [json.loads(line) for line in transcript.split("\n")]
+    assert marker == {"omitted": "the earlier part of the run"}
+    assert first["text"].startswith(("Question", "Answer"))
 
 
 def test_max_tokens_follows_the_budget_for_a_pricier_model(stack, team):
