@@ -11,6 +11,7 @@ transcript); hostile_tool_outputs_heldout.json was written afterwards and only r
 
 from __future__ import annotations
 
+import functools
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -118,16 +119,19 @@ def serve_corpus(cases: list[dict[str, str]]) -> Any:
 Http = Callable[..., tuple[int, dict[str, Any]]]
 
 
-def over_http(http: Http, url: str, mcp_url: str, cases: list[dict[str, str]], drain: Callable[[], object]) -> list[Reached]:
+def over_http(
+    http: Http, url: str, mcp_url: str, cases: list[dict[str, str]], drain: Callable[[], object], user: str = "alice"
+) -> list[Reached]:
     """Each `tool_result` case in a session of its own, as a user meets it: the person asks for
     the page and states a fact; the agent (the offline model) calls the tool and quotes what it
     returned; the extraction runs (`drain`: the extraction queue); two more turns push the tool's
     turn past the history cap (the stack runs with a small HISTORY_CAP) and the summary folds it.
     Then the agent's and the workspace's memory rows, the user's facts and the session's summary
-    are searched for the marker."""
-    status, ws = http(url, "POST", "/api/workspaces", body={"name": "Hostile"})
+    are searched for the marker (`user`: whose account; a corpus each keeps their names apart)."""
+    call = functools.partial(http, url, user=user)
+    status, ws = call("POST", "/api/workspaces", body={"name": "Hostile"})
     assert status == 201, ws
-    status, conn = http(url, "POST", "/api/connections", body={"name": "web", "url": mcp_url})
+    status, conn = call("POST", "/api/connections", body={"name": "web", "url": mcp_url})
     assert status == 201, conn
     body = {
         "name": "Reader",
@@ -135,29 +139,28 @@ def over_http(http: Http, url: str, mcp_url: str, cases: list[dict[str, str]], d
         "agentMemory": True,
         "workspaceId": ws["data"]["id"],
     }
-    status, agent = http(url, "POST", "/api/agents", body=body)
+    status, agent = call("POST", "/api/agents", body=body)
     assert status == 201, agent
     agent_id, ws_id = agent["data"]["id"], ws["data"]["id"]
     out = []
     for case in (c for c in cases if c["where"] == "tool_result"):
-        status, created = http(url, "POST", f"/api/agents/{agent_id}/sessions", body={"id": case["id"]})
+        status, created = call("POST", f"/api/agents/{agent_id}/sessions", body={"id": case["id"]})
         assert status == 201, created
         path = f"/api/agents/{agent_id}/sessions/{case['id']}"
-        status, turn = http(url, "POST", f"{path}/messages", body={"message": own_words(case)})
+        status, turn = call("POST", f"{path}/messages", body={"message": own_words(case)})
         assert status == 200, turn
         assert [c["name"] for c in turn["data"]["toolCalls"]] == [f"mcp__web__{TOOL}"], turn
         for said in ("Thanks. Next point, please.", "And one more point, please."):
             drain()
-            status, turn = http(url, "POST", f"{path}/messages", body={"message": said})
+            status, turn = call("POST", f"{path}/messages", body={"message": said})
             assert status == 200, turn
         drain()
-        status, session = http(url, "GET", path)
+        status, session = call("GET", path)
         assert status == 200 and session["data"]["summary"], session  # the tool's turn was cut and folded
         rows = [
-            http(url, "GET", p)[1]["data"]["items"]
-            for p in (f"/api/agents/{agent_id}/memories", f"/api/workspaces/{ws_id}/memories")
+            call("GET", p)[1]["data"]["items"] for p in (f"/api/agents/{agent_id}/memories", f"/api/workspaces/{ws_id}/memories")
         ]
-        facts = http(url, "GET", "/api/me/facts")[1]["data"]["items"]
+        facts = call("GET", "/api/me/facts")[1]["data"]["items"]
         marker = case["marker"].lower()
         reached = Reached(case["id"], own_fact=f"tagged {case['id']}" in json.dumps(rows))
         for name, found in (("row", rows), ("fact", facts), ("summary", session["data"]["summary"])):

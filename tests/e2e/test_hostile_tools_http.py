@@ -11,7 +11,7 @@ import pytest
 
 from local.stack import start_stack
 from tests.e2e.test_local_stack_http import http
-from tests.hostile import load, over_http, serve_corpus
+from tests.hostile import DEV, HELD_OUT, load, over_http, serve_corpus
 
 
 @pytest.fixture(scope="module")
@@ -31,11 +31,13 @@ def small_cap():
         handle.stop()
 
 
-def test_no_hostile_tool_output_reaches_memory_facts_or_the_summary(small_cap):
-    cases = load()
+@pytest.mark.parametrize("corpus", [DEV, HELD_OUT], ids=["dev", "held-out"])
+def test_no_hostile_tool_output_reaches_memory_facts_or_the_summary(small_cap, corpus):
+    cases = load(corpus)
     server = serve_corpus(cases)
     try:
-        reached = over_http(http, small_cap.url.rstrip("/"), server.url, cases, lambda: small_cap.drain("ExtractQueue"))
+        url, drain = small_cap.url.rstrip("/"), lambda: small_cap.drain("ExtractQueue")
+        reached = over_http(http, url, server.url, cases, drain, user=f"reader-{corpus.stem}".replace("_", "-"))
     finally:
         server.stop()
     assert len(reached) == sum(1 for c in cases if c["where"] == "tool_result")
