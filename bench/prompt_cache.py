@@ -213,10 +213,12 @@ class ScriptedClaude:
 
         prompt = body["messages"][-1]["content"][0]["text"]
         if prompt.startswith("<condense>"):
-            summary = prompt.split("<summary>\n", 1)[1].rsplit("\n</summary>", 1)[0].splitlines()
+            summary = [json.loads(line) for line in prompt.split("<summary>\n", 1)[1].rsplit("\n</summary>", 1)[0].split("\n")]
             lines = summary[len(summary) // 2 :] or ["Nothing was said."]
         else:
-            said = [line.removeprefix("User: ") for line in prompt.splitlines() if line.startswith("User: ")]
+            # the cut messages as JSON Lines (extraction.prompt.render_transcript): the user's are role user
+            transcript = prompt.split("<transcript>\n", 1)[1].rsplit("\n</transcript>", 1)[0].split("\n")
+            said = [m["text"] for m in map(json.loads, transcript) if m.get("role") == "user" and "text" in m]
             lines = [f"The user said: {text[:90]}" for text in said] or ["Nothing new was said."]
         block = {"type": "tool_use", "id": f"toolu_s{len(self.summaries)}", "name": "record_summary"}
         content = [{**block, "input": {"summary": "\n".join(lines)}}]

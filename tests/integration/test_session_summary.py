@@ -216,3 +216,28 @@ def test_tool_results_are_summarised_as_data_and_the_summary_stays_bounded(stack
         assert block.count("</memory>") == 1 and block.rstrip().endswith("</memory>")
         lines = block.split(FENCE, 1)[1].strip().splitlines()[:-1]
         assert lines and all(line.startswith('- "') and line.endswith('"') for line in lines)
+
+
+def test_the_offline_model_reads_the_persons_words_not_the_summary_after_them(stack):
+    """Issue 33 item 6: a late summary fold follows the user's words in the turn's message; the
+    offline model acts on the person's own text only (it named "what time is it?", which made it
+    call get_current_time when the user asked something else)."""
+    stack.deps.settings = stack.deps.settings.model_copy(update={"history_cap": 8})
+    agent = stack.agent()
+    recording = _record(stack)
+    first = stack.say(agent["id"], "What time is it? I am planning my day.")
+    assert first.status == 200 and [c["name"] for c in first.data["toolCalls"]] == ["get_current_time"]
+    i = 0
+    while not _session(stack, agent["id"])["trimmedCount"]:
+        assert stack.say(agent["id"], f"Note {i} is about the colour c{i}. More words.").status == 200
+        i += 1
+    assert stack.say(agent["id"], "One more note.").status == 200  # sends the history as cut, before the fold
+    _drain(stack)  # the fold lands now: until the next cut it follows the user's words
+    sent_at = len(recording.chats)
+    r = stack.say(agent["id"], "which message came first?")
+    assert r.status == 200, r.body
+    sent = recording.chats[sent_at]["messages"][-1]["content"]
+    # the summary of the cut part, naming the time question, followed the user's words in this very request
+    assert sent[0]["text"] == "which message came first?" and "User: What time is it?" in sent[-1]["text"]
+    assert r.data["toolCalls"] == []
+    assert 'You said: "which message came first?"' in r.data["reply"]

@@ -2,7 +2,10 @@
 
 It answers from the conversation it is given (so history is visibly carried between turns) and
 calls registered tools whose `offline_intent` recognises the user's words, so memory features
-can be shown without a key.
+can be shown without a key. It reads what a real model is told to read: the person's words are
+the text blocks they sent, not the context Engram appends after them (the memory stored since,
+a late summary fold), and, as extractor and summariser, only the `user` lines of the JSON Lines
+transcript (extraction.prompt), never what the assistant or a tool said.
 """
 
 from __future__ import annotations
@@ -13,18 +16,26 @@ import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from engram.engine.prompt import DELTA_HEADING
+from engram.engine.prompt import DELTA_HEADING, LATE_SUMMARY_HEADING
 from engram.engine.providers.base import ModelResponse, TokenCounts
 
 Intents = Callable[[], dict[str, Callable[[str], dict[str, Any] | None]]]
 
 
+# The blocks Engram appends after the person's words in the turn's message (engine.turn): context
+# to read as data, not something the person said.
+_CONTEXT_HEADINGS = (DELTA_HEADING, LATE_SUMMARY_HEADING)
+
+
 def _text_of(message: dict[str, Any]) -> str:
+    """The person's own text blocks of a message."""
     content = message.get("content")
     if isinstance(content, str):
         return content
     return "\n".join(
-        b.get("text", "") for b in content or [] if b.get("type") == "text" and not b.get("text", "").startswith(DELTA_HEADING)
+        b.get("text", "")
+        for b in content or []
+        if b.get("type") == "text" and not b.get("text", "").startswith(_CONTEXT_HEADINGS)
     )
 
 
@@ -347,38 +358,42 @@ def _between(text: str, tag: str) -> str:
     return match.group(1) if match else ""
 
 
-def _user_chunks(transcript: str) -> list[str]:
-    """The user's own messages in a rendered transcript (continuation lines included)."""
-    chunks: list[list[str]] = []
-    current: list[str] | None = None
-    for line in transcript.splitlines():
-        if line.startswith("User: "):
-            current = [line[len("User: ") :]]
-            chunks.append(current)
-        elif line.startswith(("Assistant", "Tool result", "Tool error", "User called ", "[... ")):
-            current = None
-        elif current is not None:
-            current.append(line)
-    return ["\n".join(c) for c in chunks]
+def _json_lines(text: str) -> list[object]:
+    """The JSON values of a fenced block, one a line; a line that is not one is skipped. Split on
+    "\\n" only: the lines are written by kernel.fencing.data_json, which escapes every other break."""
+    values = []
+    for line in text.split("\n"):
+        try:
+            values.append(json.loads(line))
+        except ValueError:
+            continue
+    return values
+
+
+def _transcript(prompt: str) -> list[dict[str, object]]:
+    """The objects of the prompt's `<transcript>` (extraction.prompt.render_transcript)."""
+    return [v for v in _json_lines(_between(prompt, "transcript")) if isinstance(v, dict)]
+
+
+def _user_chunks(prompt: str) -> list[str]:
+    """The person's own messages: the `text` of the transcript's `user` lines, and nothing else."""
+    return [str(m.get("text", "")) for m in _transcript(prompt) if m.get("role") == "user" and "text" in m]
 
 
 def extract_offline(prompt: str, tools: list[dict[str, Any]]) -> dict[str, object]:
     """Deterministic facts from "I prefer ...", "we use ...", "our ... is/are ...", "my ... is ..."
     in the user's own lines; a fact whose key already holds a different value supersedes it."""
     existing: dict[str, str] = {}
-    for line in _between(prompt, "existing").splitlines():
-        try:
-            row = json.loads(line)
+    for row in _json_lines(_between(prompt, "existing")):
+        if isinstance(row, dict) and isinstance(row.get("key"), str) and isinstance(row.get("value"), str):
             existing[row["key"]] = row["value"]
-        except (ValueError, KeyError, TypeError):
-            continue
     scopes = ["agent"]
     for spec in tools:
         if spec.get("name") == EXTRACTION_TOOL:
             item = spec["input_schema"]["properties"]["facts"]["items"]
             scopes = item["properties"]["scope"].get("enum", scopes)
     facts: dict[str, dict[str, Any]] = {}  # by slug: a later statement wins
-    for chunk in _user_chunks(_between(prompt, "transcript")):
+    for chunk in _user_chunks(prompt):
         for sentence in _SENTENCE.split(chunk):
             for pattern, shape, scope, confidence in _FACT_PATTERNS:
                 match = pattern.search(sentence)
@@ -416,18 +431,25 @@ def _first_sentence(text: str) -> str:
     return (match.group(1) if match else text)[:200]
 
 
+def _summary_lines(prompt: str) -> list[str]:
+    """The summary so far of a fold or condense prompt (one JSON string a line)."""
+    return [v for v in _json_lines(_between(prompt, "summary")) if isinstance(v, str) and v]
+
+
 def summarise_offline(prompt: str) -> str:
-    """Deterministic: a new part for the `<transcript>` of a fold prompt; for a `<condense>`
-    prompt, the label and the newest lines of the summary within about 400 tokens."""
+    """Deterministic: a new part for the `<transcript>` of a fold prompt (the first sentence of
+    each `user` line, with the tools the agent called after it; what the agent and the tools said
+    is left out); for a `<condense>` prompt, the label and the newest lines of the summary within
+    about 400 tokens."""
     if prompt.startswith("<condense>"):
-        lines = [line for line in _between(prompt, "summary").splitlines() if line and line != SUMMARY_LABEL]
+        lines = [line for line in _summary_lines(prompt) if line != SUMMARY_LABEL]
         kept: list[str] = []
         for line in reversed(lines):
             if len("\n".join([SUMMARY_LABEL, line, *kept])) > _CONDENSED_CHARS:
                 break
             kept.insert(0, line)
         return "\n".join([SUMMARY_LABEL, *kept])
-    out: list[str] = [] if _between(prompt, "summary").strip() not in ("", "(empty)") else [SUMMARY_LABEL]
+    out: list[str] = [] if _summary_lines(prompt) else [SUMMARY_LABEL]
     said: str | None = None
     used: list[str] = []
 
@@ -435,12 +457,12 @@ def summarise_offline(prompt: str) -> str:
         if said is not None:
             out.append(f"User: {said}" + (f" (tools used: {', '.join(used)})" if used else ""))
 
-    for line in _between(prompt, "transcript").splitlines():
-        if line.startswith("User: "):
+    for part in _transcript(prompt):
+        if part.get("role") == "user" and "text" in part:
             flush()
-            said, used = _first_sentence(line[len("User: ") :]), []
-        elif line.startswith("Assistant called "):
-            name = line[len("Assistant called ") :].split(":", 1)[0]
+            said, used = _first_sentence(str(part["text"])), []
+        elif part.get("role") == "assistant" and "tool_call" in part:
+            name = str(part["tool_call"])
             if name not in used:
                 used.append(name)
     flush()
