@@ -17,7 +17,6 @@ from engram.wiring.model import ModelDeps
 from engram.wiring.stores import Stores
 
 MAX_FRAME_BYTES = 128 * 1024  # API Gateway takes 128 KB frames; a turn's message is far smaller
-CLIENT_TURN_TTL_S = 24 * 3600  # a clientTurnId names one turn for a day
 
 
 def connect(deps: Stores, connection_id: str, query: dict[str, str] | None) -> None:
@@ -114,7 +113,6 @@ def _turn(deps: ModelDeps, tenant: str, connection_id: str, msg: TurnMessage, wa
         session_id=msg.session_id,
         message=msg.message,
         trigger="socket",
-        claim=lambda run_id: deps.streams.claim_client_turn(tenant, msg.client_turn_id, run_id, CLIENT_TURN_TTL_S),
         session_checked=True,
         client_turn_id=msg.client_turn_id,
     )
