@@ -178,7 +178,7 @@ def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
     )
     plan.events = watching.result()
     if plan.events is not None and job.get("clientTurnId"):
-        plan.events.started_with["clientTurnId"] = job["clientTurnId"]
+        plan.events.client_turn_id = str(job["clientTurnId"])
     try:
         run_turn(deps, tenant, job["message"], plan)
     except SessionBusy:
