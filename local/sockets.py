@@ -7,8 +7,10 @@ handler as in AWS (the function its integration names), and its management API f
     POST   <http front>/@stream/@connections/{id}   what the worker posts (410 GoneException when
     DELETE <http front>/@stream/@connections/{id}   the socket is not open), as execute-api does
 
-The functions run in one execution environment each (local/apigw.py): a frame sent while the
-chat function runs a turn waits for it, as a second invocation of one Lambda environment would.
+API Gateway's limits hold here too (ST6): a binary frame closes the socket with 1003, a client
+frame over 32 KB with 1009 (the handler is not invoked for either), a socket with no message either
+way for `idle_s` (10 minutes) closes, and so does one older than `lifetime_s` (2 hours), both
+with 1001 (LOCAL_SOCKET_IDLE_SECONDS, LOCAL_SOCKET_LIFETIME_SECONDS; tests shorten them).
 """
 
 from __future__ import annotations
@@ -16,8 +18,10 @@ from __future__ import annotations
 import base64
 import json
 import logging
+import os
 import secrets
 import threading
+import time
 from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
@@ -27,6 +31,10 @@ from .template import Template
 
 log = logging.getLogger("engram.local")
 MANAGEMENT_PREFIX = "/@stream"
+MAX_CLIENT_FRAME = 32 * 1024  # API Gateway's limit on a frame a client sends
+MAX_POSTED = 128 * 1024  # and on a message posted to a connection
+IDLE_S = 600.0
+LIFETIME_S = 7200.0
 
 
 def _referenced(node: Any) -> list[str]:
@@ -67,6 +75,9 @@ class LocalSockets:
         self.open: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._server: Any = None
+        self.idle_s = float(os.environ.get("LOCAL_SOCKET_IDLE_SECONDS") or IDLE_S)
+        self.lifetime_s = float(os.environ.get("LOCAL_SOCKET_LIFETIME_SECONDS") or LIFETIME_S)
+        self._active: dict[str, float] = {}  # connection id -> when a message last went either way
 
     @property
     def url(self) -> str:
@@ -75,7 +86,9 @@ class LocalSockets:
     def start(self) -> None:
         from websockets.sync.server import serve  # the local stack's own dependency (requirements-dev)
 
-        self._server = serve(self._session, self.host, self.port, process_request=self._connect, compression=None)
+        self._server = serve(
+            self._session, self.host, self.port, process_request=self._connect, compression=None, max_size=MAX_CLIENT_FRAME
+        )
         threading.Thread(target=self._server.serve_forever, name="engram-sockets", daemon=True).start()
 
     def stop(self) -> None:
@@ -109,17 +122,33 @@ class LocalSockets:
 
     def _session(self, connection: Any) -> None:
         connection_id = connection.engram_id
+        opened = time.monotonic()
+        self._active[connection_id] = opened
         try:
-            for frame in connection:
-                body = frame if isinstance(frame, str) else frame.decode("utf-8", "replace")
-                answer = self.function.invoke(self._event("MESSAGE", connection_id, body=body)) or {}
+            while True:
+                now = time.monotonic()
+                idle_left = self._active.get(connection_id, now) + self.idle_s - now
+                life_left = opened + self.lifetime_s - now
+                if idle_left <= 0 or life_left <= 0:  # API Gateway's idle and lifetime limits
+                    connection.close(1001, "Going away")
+                    break
+                try:
+                    frame = connection.recv(timeout=min(idle_left, life_left, 1.0))
+                except TimeoutError:
+                    continue
+                self._active[connection_id] = time.monotonic()
+                if not isinstance(frame, str):
+                    connection.close(1003, "Unsupported data: binary frames are not supported")
+                    break
+                answer = self.function.invoke(self._event("MESSAGE", connection_id, body=frame)) or {}
                 if answer.get("body"):
                     connection.send(answer["body"])
-        except Exception as err:  # the socket went away mid-frame
+        except Exception as err:  # the socket went away (or sent a frame over 32 KB: 1009)
             log.debug("socket %s ended: %r", connection_id, err)
         finally:
             with self._lock:
                 self.open.pop(connection_id, None)
+            self._active.pop(connection_id, None)
             self.function.invoke(self._event("DISCONNECT", connection_id))
 
     # --- the management API (the HTTP front hands these over) -----------------------------------
@@ -130,9 +159,13 @@ class LocalSockets:
         if connection is None:
             gone = json.dumps({"message": "Gone"}).encode()
             return 410, {"x-amzn-ErrorType": "GoneException", "content-type": "application/json"}, gone
+        if method == "POST" and len(body) > MAX_POSTED:  # PostToConnection refuses a message over 128 KB
+            too_large = json.dumps({"message": "Request entity too large"}).encode()
+            return 413, {"x-amzn-ErrorType": "PayloadTooLargeException", "content-type": "application/json"}, too_large
         try:
             if method == "POST":
                 connection.send(body.decode("utf-8", "replace"))
+                self._active[connection_id] = time.monotonic()
             elif method == "DELETE":
                 connection.close()
         except Exception:

@@ -1,5 +1,6 @@
 """The WebSocket API's management API (apigatewaymanagementapi) as the worker sees it: each open
-connection keeps what was posted to it; posting to one that is not open is a GoneException."""
+connection keeps what was posted to it; posting to one that is not open is a GoneException, and a
+message over 128 KB is refused (PayloadTooLargeException), as API Gateway refuses it."""
 
 from __future__ import annotations
 
@@ -8,6 +9,8 @@ import threading
 from typing import Any
 
 from tests.fakes import client_error
+
+MAX_POSTED = 128 * 1024
 
 
 class FakeManagementApi:
@@ -30,6 +33,8 @@ class FakeManagementApi:
         with self._lock:
             if ConnectionId not in self.open:
                 raise client_error("PostToConnection", "GoneException", "", status=410)
+            if len(Data) > MAX_POSTED:
+                raise client_error("PostToConnection", "PayloadTooLargeException", "Request entity too large", status=413)
             self.sent[ConnectionId].append(json.loads(Data))
         return {}
 

@@ -41,7 +41,8 @@ class TurnStarted(TypedDict):
     sessionId: str
     kind: str
     trigger: str
-    message: str
+    message: str  # its first 1,000 characters
+    messageChars: int
     clientTurnId: NotRequired[str]
 
 
@@ -60,6 +61,7 @@ class ToolStarted(TypedDict):
     toolUseId: str
     name: str
     input: dict[str, Any]
+    inputTruncated: NotRequired[bool]  # the input was too large: {} here, whole in the run
 
 
 class ToolFinished(TypedDict):
@@ -81,7 +83,9 @@ class TurnCompleted(TypedDict):
     seq: int
     sessionId: str
     reply: str
-    toolCalls: list[ToolCall]
+    replyTruncated: NotRequired[bool]  # the deltas (and the run) hold the whole reply
+    toolCalls: list[ToolCall]  # results over 500 characters as a preview, with `ref` to the run
+    toolCallsOmitted: NotRequired[int]
     usage: Usage
 
 

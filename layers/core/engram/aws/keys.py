@@ -309,9 +309,11 @@ def stream_subscription_sk(session_id: str, connection_id: str) -> str:
     return f"{stream_subscription_prefix(session_id)}{_connection_id(connection_id)}"
 
 
-def stream_client_turn_sk(client_turn_id: str) -> str:
-    """A turn a socket sent (its clientTurnId), naming its run: a resent turn is not run twice."""
-    return f"STREAMTURN#{check_id('clientTurnId', client_turn_id)}"
+def stream_client_turn_sk(agent_id: str, session_id: str, client_turn_id: str) -> str:
+    """A turn a client sent (its clientTurnId, scoped to the agent and session), naming its run:
+    a resent turn is not run twice, and the same id on another session is another turn (ST4)."""
+    ids = (check_id("agentId", agent_id), check_id("sessionId", session_id), check_id("clientTurnId", client_turn_id))
+    return "STREAMTURN#" + "#".join(ids)
 
 
 # --- sort-key pieces ------------------------------------------------------------------------------

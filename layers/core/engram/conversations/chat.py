@@ -4,7 +4,6 @@ session's FIFO group; the chat function's queue consumer runs them."""
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
 from typing import Any
 
 from engram.cards.policy import CardPolicy
@@ -21,6 +20,8 @@ from engram.runs.service import unqueued
 from engram.summaries.policy import SummaryPolicy
 from engram.wiring.model import ModelDeps
 
+CLIENT_TURN_TTL_S = 24 * 3600  # a clientTurnId names one turn for a day
+
 
 def enqueue_turn(
     deps: ModelDeps,
@@ -30,14 +31,14 @@ def enqueue_turn(
     session_id: str,
     message: str,
     trigger: str,
-    claim: Callable[[str], str | None] | None = None,
     session_checked: bool = False,
     client_turn_id: str | None = None,
 ) -> Run:
     """Queues a turn on the session's FIFO group and records a `queued` run the caller can poll.
-    `claim` ties the new run's id to the client's own id of the turn: when it names an earlier
-    run, the turn was sent already and that run is returned (a WebSocket client resending). `session_checked`: the caller has
-    seen the session exist (a socket's subscription to it)."""
+    `client_turn_id` is the client's own id of the turn (ST4): the run and the claim of that id
+    (scoped to the user, agent and session) are one transaction, so a resend, whatever its
+    timing, answers with the run the first send recorded and queues nothing. `session_checked`:
+    the caller has seen the session exist (a socket's subscription to it)."""
     check_message(deps, message)
     if not session_checked and deps.sessions.get(tenant, agent_id, session_id) is None:
         if deps.agents.get(tenant, agent_id) is None:
@@ -55,9 +56,6 @@ def enqueue_turn(
         prompt=message,
         session_id=session_id,
     )
-    earlier = claim(run.id) if claim is not None else None
-    if earlier is not None and (found := deps.runs.get(tenant, earlier)) is not None:
-        return found
     job = {
         "runId": run.id,
         "tenant": tenant,
@@ -70,7 +68,12 @@ def enqueue_turn(
     }
     if client_turn_id:
         job["clientTurnId"] = client_turn_id  # named in the turn's events, so its sender knows them
-    deps.runs.put(tenant, run, only_if_new=True)
+    if client_turn_id:
+        earlier = deps.runs.create_claimed(tenant, run, client_turn_id=client_turn_id, ttl_s=CLIENT_TURN_TTL_S)
+        if earlier is not None:
+            return earlier
+    else:
+        deps.runs.put(tenant, run, only_if_new=True)
     try:
         deps.queues.enqueue_turn(job, group=f"{tenant}#{agent_id}#{session_id}", dedup_id=run.id)
     except Exception as err:
@@ -175,7 +178,7 @@ def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
     )
     plan.events = watching.result()
     if plan.events is not None and job.get("clientTurnId"):
-        plan.events.started_with["clientTurnId"] = job["clientTurnId"]
+        plan.events.client_turn_id = str(job["clientTurnId"])
     try:
         run_turn(deps, tenant, job["message"], plan)
     except SessionBusy:

@@ -239,7 +239,11 @@ def _run_started(turn: _Turn) -> TurnOutcome:
         if plan.events is not None:
             run = turn.run  # what a watcher shows of a turn it did not start: who and why
             plan.events.started(
-                agentId=run.agent_id, sessionId=run.session_id, kind=run.kind, trigger=run.trigger, message=turn.message
+                agent_id=run.agent_id,
+                session_id=run.session_id or "",
+                kind=run.kind,
+                trigger=run.trigger,
+                message=turn.message,
             )
         sent = _load_context(turn)
         summary, sent = _summary(turn, sent)

@@ -10,8 +10,17 @@ from datetime import datetime
 from typing import Any
 
 from engram.aws import keys
-from engram.aws.table import ConditionFailed, IdempotencyMismatch, Table, deserialize, encode_token, serialize
-from engram.kernel.errors import Conflict, NotFound, SessionBusy, aws_unavailable
+from engram.aws.table import (
+    Cancelled,
+    ConditionFailed,
+    IdempotencyMismatch,
+    Table,
+    backoff,
+    deserialize,
+    encode_token,
+    serialize,
+)
+from engram.kernel.errors import Conflict, NotFound, SessionBusy, StorageUnavailable, aws_unavailable
 from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
 from engram.runs.models import Run
@@ -22,6 +31,7 @@ from engram.usage.repository import UsageRepository
 _TRANSACTION_ITEMS = 90  # TransactWriteItems takes at most 100 items
 # Routine runs expire (RUN_RETENTION_DAYS): scheduled heartbeats and chat turns, unless they
 # produced a card. Manual runs, re-examinations and council members were asked for; they stay.
+_CLAIM_TRIES = 6  # a clientTurnId's claim colliding with a concurrent one
 ROUTINE_KINDS = frozenset({"heartbeat", "chat"})
 
 
@@ -148,6 +158,43 @@ class RunRepository:
             self.table.put(self.item(tenant, run), condition="attribute_not_exists(PK)" if only_if_new else None)
         except ConditionFailed:
             pass  # only_if_new: it is there already
+
+    def create_claimed(self, tenant: str, run: Run, *, client_turn_id: str, ttl_s: int) -> Run | None:
+        """Records a queued run and the claim of its clientTurnId in one transaction (ST4), so a
+        concurrent resend either wins both or finds the claim and, beside it, the run it names.
+        None: both written; else the earlier claim's run. A transaction that collides with the
+        other one (TransactionConflict) is tried again."""
+        pk = keys.tenant_pk(tenant)
+        claim_sk = keys.stream_client_turn_sk(run.agent_id, run.session_id or "", client_turn_id)
+        pauses = backoff(0.02, 0.5)
+        for attempt in range(_CLAIM_TRIES):
+            now = int(time.time())
+            claim = {"PK": pk, "SK": claim_sk, "runId": run.id, "expiresAt": now + ttl_s}
+            try:
+                self.table.transact(
+                    [
+                        self.table.put_op(claim, condition="attribute_not_exists(PK) OR expiresAt <= :now", values={":now": now}),
+                        self.table.put_op(self.item(tenant, run), condition="attribute_not_exists(PK)"),
+                    ],
+                    token=f"{run.id}-{attempt}"[-36:],  # a lost response's retry is answered, not refused
+                )
+                return None
+            except ConditionFailed as err:
+                if not err.failed_at(0):
+                    raise
+                earlier = self.table.get(pk, claim_sk)
+                if earlier and int(earlier.get("expiresAt", 0)) > time.time():
+                    found = self.get(tenant, str(earlier["runId"]))
+                    if found is None:
+                        raise Conflict(
+                            "this clientTurnId named a turn whose run is gone; send the turn with a new clientTurnId",
+                            field="clientTurnId",
+                        ) from None
+                    return found
+            except Cancelled:
+                pass  # the other claimant's transaction was in flight: try again, it decides
+            time.sleep(next(pauses))
+        raise StorageUnavailable("the turn could not be recorded; send it again with the same clientTurnId")
 
     def get(self, tenant: str, run_id: str) -> Run | None:
         item = self.table.get(keys.tenant_pk(tenant), keys.run_sk(run_id))

@@ -34,7 +34,10 @@ def handle(deps: ModelDeps, event: dict[str, Any]) -> dict[str, object]:
         except Exception:  # the rows expire on their own
             logger.warning("could not forget a closed connection", extra={"connection_id": connection_id})
         return {"statusCode": 200}
-    raw = event.get("body") or ""
+    raw: str | bytes = event.get("body") or ""
     if event.get("isBase64Encoded"):
-        raw = base64.b64decode(raw).decode("utf-8", "replace")
+        try:
+            raw = base64.b64decode(str(raw))
+        except ValueError:
+            raw = b"\xff"  # not base64: answered as a frame that is not text
     return {"statusCode": 200, "body": json.dumps(service.on_message(deps, connection_id, raw), ensure_ascii=False)}

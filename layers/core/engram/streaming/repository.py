@@ -146,22 +146,3 @@ class StreamRepository:
         now = time.time()
         rows = self.table.query_all(keys.agent_pk(tenant, agent_id), sk_prefix=keys.stream_subscription_prefix(session_id))
         return [str(r["connectionId"]) for r in rows if int(r.get("expiresAt", 0)) > now]
-
-    # --- turns sent over a socket ---------------------------------------------------------------
-    def claim_client_turn(self, tenant: str, client_turn_id: str, run_id: str, ttl_s: int) -> str | None:
-        """Names `run_id` as the run of this clientTurnId; the run id of an earlier claim if there is one."""
-        try:
-            self.table.put(
-                {
-                    "PK": keys.tenant_pk(tenant),
-                    "SK": keys.stream_client_turn_sk(client_turn_id),
-                    "runId": run_id,
-                    "expiresAt": int(time.time()) + ttl_s,
-                },
-                condition="attribute_not_exists(PK) OR expiresAt <= :now",
-                values={":now": int(time.time())},
-            )
-        except ConditionFailed:
-            earlier = self.table.get(keys.tenant_pk(tenant), keys.stream_client_turn_sk(client_turn_id))
-            return str(earlier["runId"]) if earlier else None
-        return None

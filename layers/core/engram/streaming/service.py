@@ -16,8 +16,7 @@ from engram.streaming.models import SubscribeMessage, TurnMessage
 from engram.wiring.model import ModelDeps
 from engram.wiring.stores import Stores
 
-MAX_FRAME_BYTES = 128 * 1024  # API Gateway takes 128 KB frames; a turn's message is far smaller
-CLIENT_TURN_TTL_S = 24 * 3600  # a clientTurnId names one turn for a day
+MAX_FRAME_BYTES = 32 * 1024  # API Gateway closes a socket on a client frame over 32 KB (1009)
 
 
 def connect(deps: Stores, connection_id: str, query: dict[str, str] | None) -> None:
@@ -40,13 +39,35 @@ def disconnect(deps: Stores, connection_id: str) -> None:
     deps.streams.close(connection_id)
 
 
-def _parsed(raw: str) -> TurnMessage | SubscribeMessage:
-    if len(raw.encode()) > MAX_FRAME_BYTES:
-        raise BadRequest("the message is too large", field="body", code="payload_too_large")
+def _decoded(raw: str | bytes) -> object:
+    """The frame as JSON, or a 400 naming what is wrong: over API Gateway's 32 KB, not UTF-8
+    text, not JSON, or nested too deeply to read (json raises RecursionError)."""
+    size = len(raw) if isinstance(raw, bytes) else len(raw.encode("utf-8", "surrogatepass"))
+    if size > MAX_FRAME_BYTES:
+        raise BadRequest(
+            f"the frame is over {MAX_FRAME_BYTES // 1024} KB (API Gateway's limit); send a long message over HTTP "
+            "(POST .../messages?async=true) and watch it here",
+            field="body",
+            code="payload_too_large",
+        )
+    if isinstance(raw, bytes):
+        try:
+            raw = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise BadRequest("the frame is not UTF-8 text", field="body", code="invalid_body") from None
     try:
         body = json.loads(raw or "null")
-    except json.JSONDecodeError:
-        raise BadRequest("the message is not valid JSON", field="body", code="invalid_body") from None
+        json.dumps(body, ensure_ascii=False).encode()  # a lone surrogate ("\\ud800") is no text to store
+    except RecursionError:
+        raise BadRequest("the frame is nested too deeply", field="body", code="invalid_body") from None
+    except UnicodeEncodeError:
+        raise BadRequest("the frame holds a string that is not UTF-8 text", field="body", code="invalid_body") from None
+    except ValueError:
+        raise BadRequest("the frame is not valid JSON", field="body", code="invalid_body") from None
+    return body
+
+
+def _parsed(body: object) -> TurnMessage | SubscribeMessage:
     action = body.get("action") if isinstance(body, dict) else None
     model: type[TurnMessage | SubscribeMessage]
     if action == "turn":
@@ -63,15 +84,18 @@ def _parsed(raw: str) -> TurnMessage | SubscribeMessage:
         raise BadRequest(f"{field}: {first['msg']}", field=field, code="validation_error") from None
 
 
-def on_message(deps: ModelDeps, connection_id: str, raw: str) -> dict[str, object]:
-    """A client's frame; the answer is the frame sent back (an error names what was wrong)."""
-    reference = _reference(raw)
+def on_message(deps: ModelDeps, connection_id: str, raw: str | bytes) -> dict[str, object]:
+    """A client's frame; the answer is the frame sent back (an error names what was wrong).
+    Nothing a client sends makes the invocation fail: every failure is an error frame."""
+    reference: dict[str, object] = {}
     try:
         connection = deps.streams.connection(connection_id)
         if connection is None:
             raise Unauthorized("this connection is closed; open a new one with a new ticket", code="connection_closed")
         tenant, watching = connection
-        msg = _parsed(raw)
+        body = _decoded(raw)
+        reference = _reference(body)
+        msg = _parsed(body)
         if isinstance(msg, TurnMessage):
             return _turn(deps, tenant, connection_id, msg, watching)
         ttl = deps.settings.stream_connection_ttl_s
@@ -92,12 +116,9 @@ def on_message(deps: ModelDeps, connection_id: str, raw: str) -> dict[str, objec
         return {"type": "error", **reference, "error": error_of(err)}
 
 
-def _reference(raw: str) -> dict[str, object]:
+def _reference(body: object) -> dict[str, object]:
     """The frame's clientTurnId, when it has one, so that even its error names the turn."""
-    try:
-        ref = json.loads(raw).get("clientTurnId") if len(raw) <= MAX_FRAME_BYTES else None
-    except (ValueError, AttributeError):
-        return {}
+    ref = body.get("clientTurnId") if isinstance(body, dict) else None
     return {"clientTurnId": ref} if isinstance(ref, str) and len(ref) <= 64 else {}
 
 
@@ -114,7 +135,6 @@ def _turn(deps: ModelDeps, tenant: str, connection_id: str, msg: TurnMessage, wa
         session_id=msg.session_id,
         message=msg.message,
         trigger="socket",
-        claim=lambda run_id: deps.streams.claim_client_turn(tenant, msg.client_turn_id, run_id, CLIENT_TURN_TTL_S),
         session_checked=True,
         client_turn_id=msg.client_turn_id,
     )
