@@ -28,9 +28,10 @@ from types import SimpleNamespace
 from typing import Annotated, Any, Literal
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import Field, ValidationError
 
 from engram.agents import service as agents
@@ -38,7 +39,7 @@ from engram.api.http import Principal
 from engram.cards import service as cards
 from engram.facts import service as facts
 from engram.facts.models import FactCreate
-from engram.kernel.errors import EngramError, Forbidden
+from engram.kernel.errors import EngramError, Forbidden, error_body, invalid_input
 from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from engram.memory import service as memory
 from engram.memory.models import MemoryCreate
@@ -79,20 +80,36 @@ def _caller(*, writes: bool = False) -> Caller:
 
 
 def _tool_error(err: EngramError) -> ToolError:
-    body = {"code": err.code, "message": err.message, **({"field": err.field} if err.field else {})}
-    return ToolError(json.dumps(body, ensure_ascii=False))
+    """The error as a tool error whose text is the REST error's body (`kernel.errors.error_body`)."""
+    return ToolError(json.dumps(error_body(err), ensure_ascii=False))
 
 
 def _checked[T](call: Callable[[], T]) -> T:
-    """A service call, its errors as the tool's error result (the REST error's code and message)."""
+    """A service call, its errors as the tool's error result (the REST error's body)."""
     try:
         return call()
     except EngramError as err:
         raise _tool_error(err) from None
     except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(p) for p in first.get("loc", ()))
-        raise ToolError(json.dumps({"code": "validation_error", "message": f"{field}: {first['msg']}", "field": field})) from None
+        raise _tool_error(invalid_input(err.errors())) from None
+
+
+class _Server(MCPServer):
+    """The SDK's server, its refusal of a tool's arguments worded as the REST API words it: the
+    SDK validates them against the tool's signature before the tool runs and would pass
+    pydantic's own text."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, object], context: Context[object, object] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as err:
+            cause = err.__cause__
+            if type(err) is not ToolError or not isinstance(cause, ValidationError):
+                raise
+            worded = _tool_error(invalid_input(cause.errors()))
+            raise ToolError(f"Error executing tool {name}: {worded}") from cause
 
 
 def _register_read_tools(server: MCPServer) -> None:
@@ -221,7 +238,7 @@ def _register_write_tools(server: MCPServer) -> None:
 @functools.cache
 def server_for(*, writes: bool) -> MCPServer:
     """The server of a caller who may (or may not) write: built once per container each."""
-    server = MCPServer("engram", instructions="Your Engram memory: facts about you, agents' memories, past conversations.")
+    server = _Server("engram", instructions="Your Engram memory: facts about you, agents' memories, past conversations.")
     _register_read_tools(server)
     if writes:
         _register_write_tools(server)
