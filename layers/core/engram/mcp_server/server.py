@@ -24,7 +24,6 @@ import threading
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Annotated, Any, Literal
 
 import anyio
@@ -42,11 +41,10 @@ from engram.facts.models import FactCreate
 from engram.kernel.errors import EngramError, Forbidden, error_body, invalid_input
 from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from engram.memory import service as memory
-from engram.memory.models import MemoryCreate
+from engram.memory.models import MemoryCreate, OwnerScope
 from engram.recall import service as recall
 from engram.wiring.stores import Stores
 
-Scope = Literal["agent", "workspace"]
 Limit = Annotated[int, Field(ge=1, le=LIST_LIMIT_MAX, description="Items per page.")]
 NextToken = Annotated[str | None, Field(max_length=2048, description="The nextToken of the previous page.")]
 OwnerId = Annotated[str, Field(description="The agent's id (scope agent) or the workspace's id (scope workspace).")]
@@ -54,9 +52,6 @@ OwnerId = Annotated[str, Field(description="The agent's id (scope agent) or the 
 # The SDK logs each request's session manager starting and stopping, and each request, at INFO:
 # per invocation that is noise (and time); Engram's own logs name the request.
 logging.getLogger("mcp.server").setLevel(logging.WARNING)
-
-READ_TOOLS = ("list_agents", "search_memory", "list_facts", "recall_memory", "get_decisions")
-WRITE_TOOLS = ("remember", "forget", "store_memory", "forget_memory")
 
 
 @dataclass(frozen=True)
@@ -144,7 +139,7 @@ def _register_read_tools(server: MCPServer) -> None:
 
     @server.tool()
     async def recall_memory(
-        scope: Scope,
+        scope: OwnerScope,
         ownerId: OwnerId,
         query: Annotated[str, Field(max_length=500, description="Words to look for; empty: the list in order.")] = "",
         limit: Limit = LIST_LIMIT_DEFAULT,
@@ -156,11 +151,21 @@ def _register_read_tools(server: MCPServer) -> None:
         def run() -> dict[str, object]:
             if not query.strip():
                 return memory.list_memories(c.deps, c.tenant, scope, ownerId, limit=limit, token=nextToken)
+            # The owner is looked up first: an unknown or another user's id is a 404, as over REST.
             if scope == "agent":
-                owner: Any = agents.get_agent(c.deps, c.tenant, ownerId)
+                agent_id, workspace_id = agents.get_agent(c.deps, c.tenant, ownerId).id, None
             else:
-                owner = SimpleNamespace(id="", workspace_id=agents.get_workspace(c.deps, c.tenant, ownerId).id)
-            hits = memory.recall(c.deps, c.tenant, agent=owner, session_id="", query=query, scopes=[scope], limit=limit)
+                agent_id, workspace_id = "", agents.get_workspace(c.deps, c.tenant, ownerId).id
+            hits = memory.recall(
+                c.deps,
+                c.tenant,
+                agent_id=agent_id,
+                workspace_id=workspace_id,
+                session_id="",
+                query=query,
+                scopes=[scope],
+                limit=limit,
+            )
             return {"items": hits, "nextToken": None}
 
         return _checked(run)
@@ -203,7 +208,7 @@ def _register_write_tools(server: MCPServer) -> None:
 
     @server.tool()
     async def store_memory(
-        scope: Scope,
+        scope: OwnerScope,
         ownerId: OwnerId,
         key: str,
         value: str,
@@ -224,7 +229,7 @@ def _register_write_tools(server: MCPServer) -> None:
         return _checked(run)
 
     @server.tool()
-    async def forget_memory(scope: Scope, ownerId: OwnerId, memoryId: str) -> dict[str, Any]:
+    async def forget_memory(scope: OwnerScope, ownerId: OwnerId, memoryId: str) -> dict[str, Any]:
         """Delete one long-term memory of an agent or a workspace."""
         c = _caller(writes=True)
 
