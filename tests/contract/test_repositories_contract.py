@@ -446,17 +446,19 @@ def test_a_failure_is_recorded_on_an_unfinished_or_missing_run_only(stores):
 
 def test_resolution_and_the_latest_conviction_of_a_run(stores):
     stores.runs.create(T, _run("run_p", status="succeeded"))
-    assert stores.runs.set_resolution(T, "run_p", "resolved").resolution_status == "resolved"
+    assert stores.run_decisions.set_resolution(T, "run_p", "resolved").resolution_status == "resolved"
     with pytest.raises(NotFound):
-        stores.runs.set_resolution(T, "run_missing", "resolved")
+        stores.run_decisions.set_resolution(T, "run_missing", "resolved")
     assert stores.runs.get(T, "run_missing") is None
-    stores.runs.set_latest_conviction(T, "run_p", score=60, child_run_id="run_c2", child_created_at=ts(2))
-    stores.runs.set_latest_conviction(T, "run_p", score=10, child_run_id="run_c1", child_created_at=ts(1))  # older: ignored
+    stores.run_decisions.set_latest_conviction(T, "run_p", score=60, child_run_id="run_c2", child_created_at=ts(2))
+    stores.run_decisions.set_latest_conviction(
+        T, "run_p", score=10, child_run_id="run_c1", child_created_at=ts(1)
+    )  # older: ignored
     assert (stores.runs.get(T, "run_p") or _run("x")).latest_conviction == 60
-    stores.runs.set_latest_conviction(T, "run_p", score=80, child_run_id="run_c3", child_created_at=ts(3))
+    stores.run_decisions.set_latest_conviction(T, "run_p", score=80, child_run_id="run_c3", child_created_at=ts(3))
     parent = stores.runs.get(T, "run_p")
     assert parent is not None and (parent.latest_conviction, parent.resolution_status) == (80, "resolved")
-    stores.runs.set_latest_conviction(T, "run_gone", score=1, child_run_id="run_c", child_created_at=ts(1))
+    stores.run_decisions.set_latest_conviction(T, "run_gone", score=1, child_run_id="run_c", child_created_at=ts(1))
     assert stores.runs.get(T, "run_gone") is None
     stores.runs.put(T, parent.model_copy(update={"prompt": "rewritten"}))  # a rewrite keeps them
     again = stores.runs.get(T, "run_p")
@@ -469,9 +471,9 @@ def test_reexaminations_are_listed_in_creation_order(stores):
         stores.runs.create(T, _run(rid, kind="reexamination", parent_run_id="run_p", created_at=ts(i)))
     stores.runs.create(T, _run("run_z", kind="reexamination", parent_run_id="run_q", created_at=ts(9)))
     stores.runs.create(T, _run("run_m", kind="manual", parent_run_id="run_p"))  # not a re-examination
-    seen, pages = _all_pages(lambda **kw: stores.runs.list_reexaminations(T, "run_p", **kw), 2)
+    seen, pages = _all_pages(lambda **kw: stores.run_decisions.list_reexaminations(T, "run_p", **kw), 2)
     assert ([r.id for r in seen], pages) == (["run_c", "run_a", "run_b"], 2)
-    assert stores.runs.list_reexaminations(T2, "run_p", limit=10, token=None) == ([], None)
+    assert stores.run_decisions.list_reexaminations(T2, "run_p", limit=10, token=None) == ([], None)
 
 
 def test_recent_runs_with_cards_newest_first(stores):
@@ -480,12 +482,12 @@ def test_recent_runs_with_cards_newest_first(stores):
         status = "succeeded" if i != 5 else "failed"
         stores.runs.create(T, _run(f"run_{i}", status=status, result=card if i % 2 else {"text": "no card"}))
     stores.runs.create(T, _run("run_9", "ag_2", status="succeeded", result=card))
-    assert [r.id for r in stores.runs.recent_with_cards(T, "ag_1", limit=10, page=2)] == ["run_3", "run_1"]
-    assert [r.id for r in stores.runs.recent_with_cards(T, "ag_1", limit=1, page=2)] == ["run_3"]
-    assert [r.id for r in stores.runs.recent_with_cards(T, "ag_1", limit=10, page=2, max_pages=1)] == []  # run_6, run_5
-    assert stores.runs.recent_with_cards(T2, "ag_1", limit=10) == []
+    assert [r.id for r in stores.run_decisions.recent_with_cards(T, "ag_1", limit=10, page=2)] == ["run_3", "run_1"]
+    assert [r.id for r in stores.run_decisions.recent_with_cards(T, "ag_1", limit=1, page=2)] == ["run_3"]
+    assert [r.id for r in stores.run_decisions.recent_with_cards(T, "ag_1", limit=10, page=2, max_pages=1)] == []  # run_6, run_5
+    assert stores.run_decisions.recent_with_cards(T2, "ag_1", limit=10) == []
     # Paged: each page reads at most page * max_pages runs; a short page's token still continues.
-    seen, pages = _all_pages(lambda **kw: stores.runs.with_cards_page(T, "ag_1", page=2, max_pages=1, **kw), 1)
+    seen, pages = _all_pages(lambda **kw: stores.run_decisions.with_cards_page(T, "ag_1", page=2, max_pages=1, **kw), 1)
     assert ([r.id for r in seen], pages) == (["run_3", "run_1"], 4)
 
 

@@ -175,6 +175,20 @@ def test_another_users_ids_are_refused(url):
     assert memories["data"]["items"] == []
 
 
+def test_a_workspaces_memories_are_recalled_by_query_for_its_owner_only(url):
+    status, made = http(url, "POST", "/api/workspaces", body={"name": "Team"})
+    assert status == 201, made
+    workspace = made["data"]["id"]
+    status, _ = http(url, "POST", f"/api/workspaces/{workspace}/memories", body={"key": "style", "value": "tabs over spaces"})
+    assert status == 201
+
+    async def steps(client: Client) -> Any:
+        return await client.call_tool("recall_memory", {"scope": "workspace", "ownerId": workspace, "query": "tabs"})
+
+    assert [m["key"] for m in _data(session(url, _key(url), steps))["items"]] == ["style"]
+    assert _error(session(url, _key(url, user="bob"), steps))["code"] == "not_found"
+
+
 def test_a_read_only_key_sees_and_calls_only_the_read_tools(url):
     key = _key(url, scopes=("read",))
 

@@ -2,7 +2,8 @@
 on the source: every import counts, including those inside functions and under TYPE_CHECKING.
 
 Layers, lowest first; a module may import its own layer or a lower one, never a higher one:
-  0 kernel            errors, ids, settings, observability, validation, secrets, base models
+  0 kernel            errors, ids, settings, observability, validation, base models; and
+    secrets           the secret rules, which the kernel calls (they import nothing of Engram)
   1 aws               the one AWS adapter: table helper, keys, clients, queues
   2 models, ports     each feature's `models` (the domain vocabulary) and `ports` (the typed
                       Protocols of its repositories, which services and the engine see), and
@@ -50,7 +51,7 @@ ENGINE_MAY_IMPORT = {
 DEFERRED = {
     ("engram.aws.clients", "boto3"): "boto3 is imported with the first client, not with the module",
     ("engram.aws.clients", "botocore.config"): "as boto3",
-    ("engram.aws.table", "boto3.dynamodb.types"): "as boto3: the codecs are built on first use",
+    ("engram.aws.items", "boto3.dynamodb.types"): "as boto3: the codecs are built on first use",
     (
         "engram.engine.providers",
         "engram.engine.providers.anthropic_provider",
@@ -63,11 +64,11 @@ DEFERRED = {
     ): "the secret detector's patterns compile with the first write checked, not with the api's import (most requests read)",
     ("engram.aws.snapstart", "boto3"): "as boto3: imported when a snapshot is primed, not with the module",
     (
-        "engram.kernel.secrets",
+        "engram.secrets.text",
         "confusable_homoglyphs.confusables",
     ): "the confusables table (~60 ms to load) is read with the first non-ASCII text checked",
     (
-        "engram.kernel.secrets",
+        "engram.secrets.formats",
         "detect_secrets.plugins",
     ): "detect-secrets' plugins (~170 ms, requests included) load with the first write checked",
     ("engram.aws.snapstart", "snapshot_restore_py"): "Lambda's runtime hooks, present on its managed runtimes only",
@@ -86,6 +87,7 @@ DEFERRED = {
         "engram.aws.snapstart",
         "engram.kernel.secrets",
     ): "the secret detector, warmed when a snapshot is primed, not with the module",
+    ("engram.aws.snapstart", "engram.secrets.formats"): "as engram.kernel.secrets: the rules it counts",
     (
         "engram.mcp_server.routes",
         "engram.mcp_server.server",
@@ -145,7 +147,7 @@ def _edges() -> dict[str, set[str]]:
 def layer(module: str) -> int:
     parts = module.split(".")
     area = parts[1] if len(parts) > 1 else ""
-    if area == "kernel":
+    if area in ("kernel", "secrets"):
         return 0
     if area == "aws":
         return 1
@@ -172,6 +174,12 @@ def test_no_module_imports_a_higher_layer():
         if layer(target) > layer(module)
     ]
     assert wrong == []
+
+
+def test_the_secret_rules_import_nothing_of_engram():
+    edges = _edges()
+    rules = [m for m in edges if m.startswith("engram.secrets")]
+    assert len(rules) > 3 and [f"{m} imports {t}" for m in rules for t in edges[m] if not t.startswith("engram.secrets")] == []
 
 
 def test_the_engine_knows_no_feature_but_the_records_a_turn_writes():
@@ -228,7 +236,7 @@ def test_the_layering_rules_see_every_module():
 # --- package level -------------------------------------------------------------------------------
 # The shared layers every feature may use and that know no feature's service: the package rule is
 # about the features themselves (engine and wiring are layered by the rules above).
-NOT_FEATURES = {"kernel", "aws", "engine", "wiring", "roots", "api"}
+NOT_FEATURES = {"kernel", "secrets", "aws", "engine", "wiring", "roots", "api"}
 
 
 def package(module: str) -> str:

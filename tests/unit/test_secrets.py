@@ -14,18 +14,12 @@ from typing import Any
 
 import pytest
 
-from engram.kernel import secrets
-from engram.kernel.secrets import (
-    bounded,
-    entropy,
-    find_secret,
-    find_secret_in_value,
-    library_rules,
-    luhn,
-    normalise,
-    repeats_secret,
-    secret_values,
-)
+from engram.kernel.secrets import find_secret, find_secret_in_value, repeats_secret, secret_values
+from engram.secrets import formats, statements, tokens
+from engram.secrets import text as normalising
+from engram.secrets.formats import bounded, library_rules, luhn
+from engram.secrets.text import normalise
+from engram.secrets.tokens import entropy
 
 # Made-up values shaped like the real ones; none of them is a credential anywhere. The tune part is
 # what the detector was tuned on; the held-out part was written before the redesign and only run at
@@ -188,10 +182,10 @@ def _unbounded(tree: Any) -> list[str]:
     return found
 
 
-# Every compiled pattern of the module, the known formats', the helpers' and detect-secrets' alike.
+# Every compiled pattern of the package's modules, the known formats', the helpers' and detect-secrets' alike.
 PATTERNS = (
-    [p for p in vars(secrets).values() if isinstance(p, re.Pattern)]
-    + [p for _, p, _ in secrets._KNOWN]
+    [p for module in (normalising, formats, statements, tokens) for p in vars(module).values() if isinstance(p, re.Pattern)]
+    + [p for _, p, _ in formats.KNOWN]
     + [p for _, p, _ in library_rules()]
 )
 

@@ -8,7 +8,8 @@ from typing import Any
 import pytest
 
 from engram.aws import table as table_module
-from engram.aws.table import Table, deserialize, serialize
+from engram.aws.items import deserialize, serialize
+from engram.aws.table import Table
 
 
 class _Stingy:

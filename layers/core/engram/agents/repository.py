@@ -7,7 +7,8 @@ from typing import Any
 from engram.agents.models import Agent, Workspace
 from engram.agents.ports import WebhookCredentials
 from engram.aws import keys, quotas
-from engram.aws.table import ConditionFailed, Table, set_expression
+from engram.aws.items import set_expression
+from engram.aws.table import ConditionFailed, Table
 from engram.kernel.errors import NotFound
 
 _WORKSPACE_NOT_FOUND = "workspace not found"

@@ -6,7 +6,7 @@ import json
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, CORSConfig, Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -16,7 +16,18 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupp
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import ValidationError
 
-from engram.kernel.errors import BadRequest, EngramError, Forbidden, StorageUnavailable, Unauthorized, aws_unavailable
+from engram.kernel.errors import (
+    BadBody,
+    BadRequest,
+    EngramError,
+    Forbidden,
+    StorageUnavailable,
+    Unauthorized,
+    aws_unavailable,
+    error_body,
+    invalid_input,
+    not_json,
+)
 from engram.kernel.ids import check_id, tenant_key
 from engram.kernel.observability import logger
 from engram.kernel.scopes import granted_scopes as _granted_scopes
@@ -24,16 +35,8 @@ from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from engram.kernel.validation import refuse_unstorable_numbers
 from engram.wiring.stores import Stores
 
-if TYPE_CHECKING:
-    pass
-
 MAX_BODY_BYTES = 256 * 1024
 MAX_BODY_DEPTH = 32  # no request body of the API nests deeper than a few levels
-
-
-class BadBody(EngramError):
-    status = 400
-    code = "invalid_body"
 
 
 def _depth(text: str) -> int:
@@ -213,71 +216,13 @@ def signed_in(router: Router | APIGatewayHttpResolver) -> Principal:
     return who
 
 
-def _field_of(loc: Sequence[object]) -> str:
-    parts = [str(p) for p in loc if p not in ("body", "query", "path", "header")]
-    return ".".join(parts)
+def _error_reply(err: EngramError) -> Reply:
+    """A domain error as its answer: the status it carries, the body every surface gives."""
+    return envelope(err.status, error=error_body(err))
 
 
-# Fields whose pattern has a meaning a person knows better than the regular expression.
-_PATTERN_WORDS = {
-    "schedule": "must be rate(<number> minutes|hours|days) or cron(<six fields>), e.g. rate(1 hour) or cron(0 9 * * ? *)",
-    "model": "may use only letters, digits and . _ : - (at most 100 characters)",
-}
-
-
-def _plural(n: object, word: str) -> str:
-    return f"{n} {word}" if n == 1 else f"{n} {word}s"
-
-
-def rule_in_words(error: dict[str, Any]) -> str:
-    """One validation error as the rule it broke, in words for a person (the field is named by
-    the caller): "must not be empty", "must be at most 100 characters", never a regular expression."""
-    kind, ctx = str(error.get("type", "")), error.get("ctx") or {}
-    field = _field_of(list(error.get("loc", ())))
-    if kind == "string_too_short":
-        n = ctx.get("min_length", 1)
-        return "must not be empty" if n == 1 else f"must be at least {_plural(n, 'character')}"
-    if kind == "string_too_long":
-        return f"must be at most {_plural(ctx.get('max_length'), 'character')}"
-    if kind == "string_pattern_mismatch":
-        return _PATTERN_WORDS.get(field.split(".")[-1], "is not in the expected format")
-    if kind == "too_short":
-        return f"must have at least {_plural(ctx.get('min_length'), 'item')}"
-    if kind == "too_long":
-        return f"must have at most {_plural(ctx.get('max_length'), 'item')}"
-    bounds = {"greater_than_equal": ("at least", "ge"), "less_than_equal": ("at most", "le"),
-              "greater_than": ("more than", "gt"), "less_than": ("less than", "lt")}  # fmt: skip
-    if kind in bounds:
-        words, key = bounds[kind]
-        return f"must be {words} {ctx.get(key)}"
-    simple = {
-        "missing": "is required",
-        "extra_forbidden": "is not a known field",
-        "int_parsing": "must be a whole number", "int_type": "must be a whole number", "int_from_float": "must be a whole number",
-        "float_parsing": "must be a number", "float_type": "must be a number",
-        "bool_parsing": "must be true or false", "bool_type": "must be true or false",
-        "string_type": "must be text", "dict_type": "must be a JSON object", "model_type": "must be a JSON object",
-        "list_type": "must be a list", "none_required": "must be null",
-    }  # fmt: skip
-    if kind in simple:
-        return simple[kind]
-    if kind in ("literal_error", "enum"):
-        return f"must be one of {ctx.get('expected', 'the allowed values')}"
-    message = str(error.get("msg", "is not valid")).removeprefix("Value error, ")
-    return f"is not valid: {message}"
-
-
-def _validation_response(errors: list[dict[str, Any]]) -> Reply:
-    first = errors[0] if errors else {"loc": (), "msg": "invalid request"}
-    field = _field_of(list(first.get("loc", ())))
-    kind = first.get("type", "")
-    if kind == "json_invalid":
-        return fail(400, "invalid_body", "the request body is not valid JSON", field="body")
-    if not field and kind in ("model_attributes_type", "dict_type", "missing", "model_type"):
-        return fail(400, "invalid_body", "the request body must be a JSON object", field="body")
-    message = f"{field or 'the request'} {rule_in_words(first)}"
-    details = [{"field": _field_of(e.get("loc", ())), "message": rule_in_words(e)} for e in errors[:10]]
-    return fail(400, "validation_error", message, field=field or None, details=details)
+def _validation_response(errors: Sequence[Mapping[str, object]]) -> Reply:
+    return _error_reply(invalid_input(errors))
 
 
 def body_limit(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Reply:
@@ -323,11 +268,9 @@ def build_app(*routers: Router, cors: CORSConfig | None = None) -> APIGatewayHtt
 
     @app.exception_handler(EngramError)
     def _domain(err: EngramError) -> Reply:
-        run_id = getattr(err, "run_id", None)  # TurnFailed, QueueUnavailable: the run that records it
-        extra = {"runId": run_id} if run_id else {}
         if err.status >= 500:
             logger.warning("request failed", extra={"code": err.code, "error": err.message})
-        return fail(err.status, err.code, err.message, err.field, **extra)
+        return _error_reply(err)
 
     @app.exception_handler(ValidationError)
     def _invalid_model(err: ValidationError) -> Reply:
@@ -344,7 +287,7 @@ def build_app(*routers: Router, cors: CORSConfig | None = None) -> APIGatewayHtt
             try:
                 check_id(name, value)
             except BadRequest as err:
-                return fail(err.status, err.code, err.message, err.field)
+                return _error_reply(err)
         return fail(404, "route_not_found", f"no route {app.current_event.http_method} {app.current_event.path}")
 
     @app.exception_handler(Exception)
@@ -376,7 +319,7 @@ def _map_body_errors(app: APIGatewayHttpResolver) -> None:
 
     @app.exception_handler(json.JSONDecodeError)
     def _bad_json(_err: json.JSONDecodeError) -> Reply:
-        return fail(400, "invalid_body", "the request body is not valid JSON", field="body")
+        return _error_reply(not_json())
 
     @app.exception_handler(UnicodeDecodeError)
     def _not_utf8(_err: UnicodeDecodeError) -> Reply:  # a base64-encoded body that is not UTF-8

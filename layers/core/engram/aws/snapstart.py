@@ -53,10 +53,11 @@ def prime(services: tuple[str, ...] = SERVICES) -> dict[str, int]:
 def warm_secret_detector() -> int:
     """The secret detector's rules (detect-secrets' plugins) and confusables table, which it loads on
     its first check (~0.2 s); the number of rules."""
-    from engram.kernel import secrets
+    from engram.kernel.secrets import find_secret
+    from engram.secrets.formats import library_rules
 
-    secrets.find_secret("p\u0430ssword: warm-up")
-    return len(secrets.library_rules())
+    find_secret("p\u0430ssword: warm-up")
+    return len(library_rules())
 
 
 def restored(reset: Callable[[], None]) -> None:

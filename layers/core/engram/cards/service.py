@@ -353,7 +353,7 @@ def decision_of(run: CardedRun, card_type: CardType | None, now: datetime) -> De
 
 def recent_decisions(deps: Stores, tenant: str, agent_id: str, limit: int = 5) -> list[Decision]:
     """The agent's last `limit` result cards, newest first, from one bounded Query of its runs."""
-    return _decisions(deps, tenant, deps.runs.recent_with_cards(tenant, agent_id, limit=limit))
+    return _decisions(deps, tenant, deps.run_decisions.recent_with_cards(tenant, agent_id, limit=limit))
 
 
 def _decisions(deps: Stores, tenant: str, runs: Sequence[CardedRun]) -> list[Decision]:
@@ -376,5 +376,5 @@ def list_decisions(deps: Stores, tenant: str, agent_id: str, limit: int, token: 
     one page at a time (a page may be short: each reads a bounded number of runs)."""
     if deps.agents.get(tenant, check_id("agentId", agent_id)) is None:
         raise NotFound("agent not found", field="agentId")
-    runs, nxt = deps.runs.with_cards_page(tenant, agent_id, limit=limit, token=token)
+    runs, nxt = deps.run_decisions.with_cards_page(tenant, agent_id, limit=limit, token=token)
     return page(_decisions(deps, tenant, runs), nxt)

@@ -22,7 +22,7 @@ from pydantic import ValidationError
 
 from engram.conversations.chat import enqueue_turn, ensure_session
 from engram.conversations.models import WebhookIn
-from engram.kernel.errors import BadRequest, Conflict, Unauthorized
+from engram.kernel.errors import BadRequest, Conflict, Unauthorized, invalid_input, not_json
 from engram.kernel.ids import check_id
 from engram.kernel.observability import logger
 from engram.runs.models import Run
@@ -107,11 +107,9 @@ def accept(deps: ModelDeps, *, agent_id: str, headers: Mapping[str, object], raw
     try:
         body = WebhookIn.model_validate(json.loads(raw_body or "null"))
     except json.JSONDecodeError:
-        raise BadRequest("the request body is not valid JSON", field="body", code="invalid_body") from None
+        raise not_json() from None
     except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "body"
-        raise BadRequest(f"{field}: {first['msg']}", field=field, code="validation_error") from None
+        raise invalid_input(err.errors()) from None
     delivery.mark(deps)
     try:
         ensure_session(deps, tenant, agent_id, body.session_id)

@@ -26,7 +26,6 @@ class LoopResult:
     reply: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     usage_by_model: dict[str, Usage] = field(default_factory=dict)
-    model_calls: int = 0
 
     @property
     def usage(self) -> Usage:
@@ -163,7 +162,6 @@ def run_loop(
         )
         if events is not None:
             events.next_round()
-        out.model_calls += 1
         usage = usage_of(response)
         out.usage_by_model[response.model] = out.usage_by_model.get(response.model, Usage()) + usage
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Annotated, Literal
+from typing import Annotated
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from engram.kernel.errors import Conflict
-from engram.memory.models import Memory
+from engram.memory.models import Memory, OwnerScope
 
 
 class AlreadyExtracted(Exception):
@@ -53,7 +53,7 @@ class Candidate(BaseModel):
 
     slug: Annotated[str, StringConstraints(min_length=1, max_length=200)]
     value: Annotated[str, StringConstraints(min_length=1, max_length=20_000)]
-    scope: Literal["agent", "workspace"]
+    scope: OwnerScope
     confidence: Annotated[float, Field(ge=0, le=1)]
     supersedes: str | None = None
 

@@ -1,11 +1,18 @@
-"""Domain errors. The HTTP layer maps them to status codes in one place (engram.api.http)."""
+"""Domain errors, and the one error language of every surface: `error_body` words an error as
+`{code, message, field?, details?, runId?}` for the HTTP API (engram.api.http, which adds the
+status), the WebSocket's error frames, the MCP server's tool errors and the webhook; pydantic's
+validation errors become that body through `invalid_input`, in words for a person."""
 
 from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
 
 
 class EngramError(Exception):
     status = 500
     code = "internal_error"
+    run_id: str | None = None  # the run that records the failure (failed turns, unqueued runs)
+    details: tuple[dict[str, str], ...] = ()  # every broken rule of a validation error
 
     def __init__(self, message: str, *, field: str | None = None, code: str | None = None):
         super().__init__(message)
@@ -70,6 +77,117 @@ def domain_error(type_name: str) -> bool:
 class BadRequest(EngramError):
     status = 400
     code = "bad_request"
+
+
+class BadBody(BadRequest):
+    """The body (or frame) as a whole is not what every body is: one JSON object, UTF-8."""
+
+    code = "invalid_body"
+
+
+def not_json(what: str = "the request body") -> BadBody:
+    return BadBody(f"{what} is not valid JSON", field="body")
+
+
+class InvalidInput(BadRequest):
+    """Input that broke a rule of its model: the first broken rule in words, every one in `details`."""
+
+    code = "validation_error"
+
+    def __init__(self, message: str, *, field: str | None, details: Sequence[dict[str, str]] = ()):
+        super().__init__(message, field=field)
+        self.details = tuple(details)
+
+
+def error_body(err: EngramError) -> dict[str, object]:
+    """The error as every surface words it: `{code, message, field?, details?, runId?}` (HTTP adds
+    the status; the WebSocket, the MCP server and the webhook carry this same body)."""
+    body: dict[str, object] = {"code": err.code, "message": err.message}
+    if err.field:
+        body["field"] = err.field
+    if err.details:
+        body["details"] = [dict(d) for d in err.details]
+    if err.run_id:
+        body["runId"] = err.run_id
+    return body
+
+
+def field_of(loc: Sequence[object]) -> str:
+    """A validation error's location as the field a person sees (`memory.key`), without where in
+    the request it was (`body`, `query`, `path`, `header`)."""
+    return ".".join(str(p) for p in loc if p not in ("body", "query", "path", "header"))
+
+
+# Fields whose pattern has a meaning a person knows better than the regular expression.
+_PATTERN_WORDS = {
+    "schedule": "must be rate(<number> minutes|hours|days) or cron(<six fields>), e.g. rate(1 hour) or cron(0 9 * * ? *)",
+    "model": "may use only letters, digits and . _ : - (at most 100 characters)",
+}
+
+
+def _plural(n: object, word: str) -> str:
+    return f"{n} {word}" if n == 1 else f"{n} {word}s"
+
+
+def rule_in_words(error: Mapping[str, object]) -> str:
+    """One validation error as the rule it broke, in words for a person (the field is named by
+    the caller): "must not be empty", "must be at most 100 characters", never a regular expression."""
+    kind = str(error.get("type", ""))
+    raw_ctx = error.get("ctx")
+    ctx: Mapping[str, object] = raw_ctx if isinstance(raw_ctx, Mapping) else {}
+    loc = error.get("loc", ())
+    field = field_of(list(loc) if isinstance(loc, Sequence) else [])
+    if kind == "string_too_short":
+        n = ctx.get("min_length", 1)
+        return "must not be empty" if n == 1 else f"must be at least {_plural(n, 'character')}"
+    if kind == "string_too_long":
+        return f"must be at most {_plural(ctx.get('max_length'), 'character')}"
+    if kind == "string_pattern_mismatch":
+        return _PATTERN_WORDS.get(field.split(".")[-1], "is not in the expected format")
+    if kind == "too_short":
+        return f"must have at least {_plural(ctx.get('min_length'), 'item')}"
+    if kind == "too_long":
+        return f"must have at most {_plural(ctx.get('max_length'), 'item')}"
+    bounds = {"greater_than_equal": ("at least", "ge"), "less_than_equal": ("at most", "le"),
+              "greater_than": ("more than", "gt"), "less_than": ("less than", "lt")}  # fmt: skip
+    if kind in bounds:
+        words, key = bounds[kind]
+        return f"must be {words} {ctx.get(key)}"
+    simple = {
+        "missing": "is required",
+        "extra_forbidden": "is not a known field",
+        "int_parsing": "must be a whole number", "int_type": "must be a whole number", "int_from_float": "must be a whole number",
+        "float_parsing": "must be a number", "float_type": "must be a number",
+        "bool_parsing": "must be true or false", "bool_type": "must be true or false",
+        "string_type": "must be text", "dict_type": "must be a JSON object", "model_type": "must be a JSON object",
+        "list_type": "must be a list", "none_required": "must be null",
+    }  # fmt: skip
+    if kind in simple:
+        return simple[kind]
+    if kind in ("literal_error", "enum"):
+        return f"must be one of {ctx.get('expected', 'the allowed values')}"
+    message = str(error.get("msg", "is not valid")).removeprefix("Value error, ")
+    return f"is not valid: {message}"
+
+
+def invalid_input(errors: Sequence[Mapping[str, object]], *, what: str = "the request body") -> BadRequest:
+    """pydantic's errors (`ValidationError.errors()`, or powertools' request validation) as the
+    400 every surface gives: a body that is not a JSON object is `invalid_body` (`what` names the
+    body: the request's, a socket's message); else `validation_error` naming the first field and
+    the rule it broke in words, with every broken rule (at most 10) in `details`."""
+    first: Mapping[str, object] = errors[0] if errors else {"loc": (), "msg": "invalid request"}
+    loc = first.get("loc", ())
+    field = field_of(list(loc) if isinstance(loc, Sequence) else [])
+    kind = first.get("type", "")
+    if kind == "json_invalid":
+        return not_json(what)
+    if not field and kind in ("model_attributes_type", "dict_type", "missing", "model_type"):
+        return BadBody(f"{what} must be a JSON object", field="body")
+    details = []
+    for e in errors[:10]:
+        e_loc = e.get("loc", ())
+        details.append({"field": field_of(list(e_loc) if isinstance(e_loc, Sequence) else []), "message": rule_in_words(e)})
+    return InvalidInput(f"{field or 'the request'} {rule_in_words(first)}", field=field or None, details=details)
 
 
 class Unauthorized(EngramError):

@@ -21,13 +21,13 @@ import logging
 from collections.abc import Callable, Mapping, MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Annotated, Any, Literal
 
 import anyio
-from mcp.server.mcpserver import MCPServer
+from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.server.transport_security import TransportSecuritySettings
+from mcp.types import CallToolResult, InputRequiredResult
 from pydantic import Field, ValidationError
 
 from engram.agents import service as agents
@@ -36,14 +36,13 @@ from engram.cards import service as cards
 from engram.facts import service as facts
 from engram.facts.models import FactCreate
 from engram.kernel.aio import run_sync
-from engram.kernel.errors import EngramError, Forbidden
+from engram.kernel.errors import EngramError, Forbidden, error_body, invalid_input
 from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from engram.memory import service as memory
-from engram.memory.models import MemoryCreate
+from engram.memory.models import MemoryCreate, OwnerScope
 from engram.recall import service as recall
 from engram.wiring.stores import Stores
 
-Scope = Literal["agent", "workspace"]
 Limit = Annotated[int, Field(ge=1, le=LIST_LIMIT_MAX, description="Items per page.")]
 NextToken = Annotated[str | None, Field(max_length=2048, description="The nextToken of the previous page.")]
 OwnerId = Annotated[str, Field(description="The agent's id (scope agent) or the workspace's id (scope workspace).")]
@@ -51,9 +50,6 @@ OwnerId = Annotated[str, Field(description="The agent's id (scope agent) or the 
 # The SDK logs each request's session manager starting and stopping, and each request, at INFO:
 # per invocation that is noise (and time); Engram's own logs name the request.
 logging.getLogger("mcp.server").setLevel(logging.WARNING)
-
-READ_TOOLS = ("list_agents", "search_memory", "list_facts", "recall_memory", "get_decisions")
-WRITE_TOOLS = ("remember", "forget", "store_memory", "forget_memory")
 
 
 @dataclass(frozen=True)
@@ -77,20 +73,36 @@ def _caller(*, writes: bool = False) -> Caller:
 
 
 def _tool_error(err: EngramError) -> ToolError:
-    body = {"code": err.code, "message": err.message, **({"field": err.field} if err.field else {})}
-    return ToolError(json.dumps(body, ensure_ascii=False))
+    """The error as a tool error whose text is the REST error's body (`kernel.errors.error_body`)."""
+    return ToolError(json.dumps(error_body(err), ensure_ascii=False))
 
 
 def _checked[T](call: Callable[[], T]) -> T:
-    """A service call, its errors as the tool's error result (the REST error's code and message)."""
+    """A service call, its errors as the tool's error result (the REST error's body)."""
     try:
         return call()
     except EngramError as err:
         raise _tool_error(err) from None
     except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(p) for p in first.get("loc", ()))
-        raise ToolError(json.dumps({"code": "validation_error", "message": f"{field}: {first['msg']}", "field": field})) from None
+        raise _tool_error(invalid_input(err.errors())) from None
+
+
+class _Server(MCPServer):
+    """The SDK's server, its refusal of a tool's arguments worded as the REST API words it: the
+    SDK validates them against the tool's signature before the tool runs and would pass
+    pydantic's own text."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, object], context: Context[object, object] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as err:
+            cause = err.__cause__
+            if type(err) is not ToolError or not isinstance(cause, ValidationError):
+                raise
+            worded = _tool_error(invalid_input(cause.errors()))
+            raise ToolError(f"Error executing tool {name}: {worded}") from cause
 
 
 def _register_read_tools(server: MCPServer) -> None:
@@ -125,7 +137,7 @@ def _register_read_tools(server: MCPServer) -> None:
 
     @server.tool()
     async def recall_memory(
-        scope: Scope,
+        scope: OwnerScope,
         ownerId: OwnerId,
         query: Annotated[str, Field(max_length=500, description="Words to look for; empty: the list in order.")] = "",
         limit: Limit = LIST_LIMIT_DEFAULT,
@@ -137,11 +149,21 @@ def _register_read_tools(server: MCPServer) -> None:
         def run() -> dict[str, object]:
             if not query.strip():
                 return memory.list_memories(c.deps, c.tenant, scope, ownerId, limit=limit, token=nextToken)
+            # The owner is looked up first: an unknown or another user's id is a 404, as over REST.
             if scope == "agent":
-                owner: Any = agents.get_agent(c.deps, c.tenant, ownerId)
+                agent_id, workspace_id = agents.get_agent(c.deps, c.tenant, ownerId).id, None
             else:
-                owner = SimpleNamespace(id="", workspace_id=agents.get_workspace(c.deps, c.tenant, ownerId).id)
-            hits = memory.recall(c.deps, c.tenant, agent=owner, session_id="", query=query, scopes=[scope], limit=limit)
+                agent_id, workspace_id = "", agents.get_workspace(c.deps, c.tenant, ownerId).id
+            hits = memory.recall(
+                c.deps,
+                c.tenant,
+                agent_id=agent_id,
+                workspace_id=workspace_id,
+                session_id="",
+                query=query,
+                scopes=[scope],
+                limit=limit,
+            )
             return {"items": hits, "nextToken": None}
 
         return _checked(run)
@@ -184,7 +206,7 @@ def _register_write_tools(server: MCPServer) -> None:
 
     @server.tool()
     async def store_memory(
-        scope: Scope,
+        scope: OwnerScope,
         ownerId: OwnerId,
         key: str,
         value: str,
@@ -205,7 +227,7 @@ def _register_write_tools(server: MCPServer) -> None:
         return _checked(run)
 
     @server.tool()
-    async def forget_memory(scope: Scope, ownerId: OwnerId, memoryId: str) -> dict[str, Any]:
+    async def forget_memory(scope: OwnerScope, ownerId: OwnerId, memoryId: str) -> dict[str, Any]:
         """Delete one long-term memory of an agent or a workspace."""
         c = _caller(writes=True)
 
@@ -219,7 +241,7 @@ def _register_write_tools(server: MCPServer) -> None:
 @functools.cache
 def server_for(*, writes: bool) -> MCPServer:
     """The server of a caller who may (or may not) write: built once per container each."""
-    server = MCPServer("engram", instructions="Your Engram memory: facts about you, agents' memories, past conversations.")
+    server = _Server("engram", instructions="Your Engram memory: facts about you, agents' memories, past conversations.")
     _register_read_tools(server)
     if writes:
         _register_write_tools(server)

@@ -10,7 +10,10 @@ from pydantic import Field
 
 from engram.kernel.model import Body, Confidence, Resource, Topic
 
+# Whose memory: an agent's, a workspace's, or the user's (facts). The rows of the first two have
+# an owner id (the agent's, the workspace's): OwnerScope.
 MemoryScope = Literal["agent", "workspace", "user"]
+OwnerScope = Literal["agent", "workspace"]
 MemorySource = Literal["manual", "auto", "director", "chat", "profile"]
 MemoryCategory = Literal["core", "daily", "conversation"]
 

@@ -2,36 +2,27 @@
 
 from __future__ import annotations
 
-import inspect
-import typing
-from collections.abc import Callable
-from typing import Any
-
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from engram.api.http import PAGE, IncludeArchived, Limit, Reply, Token, deps_of, ok, tenant_of
 from engram.kernel.ids import check_id
 from engram.memory import service as memory_service
-from engram.memory.models import MemoryCreate, MemoryUpdate, PinBody
+from engram.memory.models import MemoryCreate, MemoryUpdate, OwnerScope, PinBody
 
 router = Router()
 
 
-# --- agent and workspace memory: one set of routes, registered for each scope ---------------------
-# The handlers below take the scope and the owner's id; `_for_scope` makes each the route of one
-# scope, its first parameter named after the path's id (agentId, workspaceId), as powertools and
-# the OpenAPI checks read a handler's signature.
-def _list(
-    scope: str, owner_id: str, includeArchived: IncludeArchived = False, limit: Limit = PAGE, nextToken: Token = None
-) -> Reply:
+# --- agent and workspace memory: the same routes for each scope, written out ---------------------
+# Each route checks its owner's id and calls the scope's handler below.
+def _list(scope: OwnerScope, owner_id: str, include_archived: bool, limit: int, token: str | None) -> Reply:
     return ok(
         memory_service.list_memories(
-            deps_of(router), tenant_of(router), scope, owner_id, include_archived=includeArchived, limit=limit, token=nextToken
+            deps_of(router), tenant_of(router), scope, owner_id, include_archived=include_archived, limit=limit, token=token
         )
     )
 
 
-def _upsert(scope: str, owner_id: str, body: MemoryCreate) -> Reply:
+def _upsert(scope: OwnerScope, owner_id: str, body: MemoryCreate) -> Reply:
     # Upsert: fields the body leaves out keep their stored values (defaults apply to new rows).
     fields = body.model_dump(exclude={"key", "value", "source"}, exclude_unset=True)
     row, created = memory_service.upsert_memory(
@@ -47,45 +38,71 @@ def _upsert(scope: str, owner_id: str, body: MemoryCreate) -> Reply:
     return ok(row.public(), 201 if created else 200)
 
 
-def _update(scope: str, owner_id: str, memoryId: str, body: MemoryUpdate) -> Reply:
-    return ok(memory_service.update_memory(deps_of(router), tenant_of(router), scope, owner_id, memoryId, body).public())
+def _update(scope: OwnerScope, owner_id: str, memory_id: str, body: MemoryUpdate) -> Reply:
+    return ok(memory_service.update_memory(deps_of(router), tenant_of(router), scope, owner_id, memory_id, body).public())
 
 
-def _pin(scope: str, owner_id: str, memoryId: str, body: PinBody) -> Reply:
-    return ok(memory_service.pin_memory(deps_of(router), tenant_of(router), scope, owner_id, memoryId, body.pinned).public())
+def _pin(scope: OwnerScope, owner_id: str, memory_id: str, body: PinBody) -> Reply:
+    return ok(memory_service.pin_memory(deps_of(router), tenant_of(router), scope, owner_id, memory_id, body.pinned).public())
 
 
-def _delete(scope: str, owner_id: str, memoryId: str) -> Reply:
-    memory_service.delete_memory(deps_of(router), tenant_of(router), scope, owner_id, memoryId)
-    return ok({"id": memoryId, "deleted": True})
+def _delete(scope: OwnerScope, owner_id: str, memory_id: str) -> Reply:
+    memory_service.delete_memory(deps_of(router), tenant_of(router), scope, owner_id, memory_id)
+    return ok({"id": memory_id, "deleted": True})
 
 
-def _for_scope(scope: str, name: str, handler: Callable[..., Reply]) -> Callable[..., Reply]:
-    """``handler`` as the route function ``name`` of one scope: ``(<scope>Id, *the rest)``, the id checked."""
-    id_name = f"{scope}Id"
-    hints = typing.get_type_hints(handler, include_extras=True)
-    rest = list(inspect.signature(handler).parameters.values())[2:]
-    params = [inspect.Parameter(id_name, inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=str)]
-    params += [p.replace(annotation=hints[p.name]) for p in rest]
-
-    def route(**kwargs: Any) -> Reply:
-        owner_id = check_id(id_name, kwargs.pop(id_name))
-        return handler(scope, owner_id, **kwargs)
-
-    route.__name__ = route.__qualname__ = name
-    route.__wrapped__ = handler  # type: ignore[attr-defined]  # its source is the handler's (inspect.getsource)
-    route.__signature__ = inspect.Signature(params, return_annotation=Reply)  # type: ignore[attr-defined]
-    route.__annotations__ = {p.name: p.annotation for p in params} | {"return": Reply}
-    return route
+@router.get("/api/agents/<agentId>/memories")
+def list_agent_memories(
+    agentId: str, includeArchived: IncludeArchived = False, limit: Limit = PAGE, nextToken: Token = None
+) -> Reply:
+    return _list("agent", check_id("agentId", agentId), includeArchived, limit, nextToken)
 
 
-for _scope, _owners in (("agent", "agents/<agentId>"), ("workspace", "workspaces/<workspaceId>")):
-    _base = f"/api/{_owners}/memories"
-    router.get(_base)(_for_scope(_scope, f"list_{_scope}_memories", _list))
-    router.post(_base)(_for_scope(_scope, f"upsert_{_scope}_memory", _upsert))
-    router.patch(f"{_base}/<memoryId>")(_for_scope(_scope, f"update_{_scope}_memory", _update))
-    router.patch(f"{_base}/<memoryId>/pin")(_for_scope(_scope, f"pin_{_scope}_memory", _pin))
-    router.delete(f"{_base}/<memoryId>")(_for_scope(_scope, f"delete_{_scope}_memory", _delete))
+@router.post("/api/agents/<agentId>/memories")
+def upsert_agent_memory(agentId: str, body: MemoryCreate) -> Reply:
+    return _upsert("agent", check_id("agentId", agentId), body)
+
+
+@router.patch("/api/agents/<agentId>/memories/<memoryId>")
+def update_agent_memory(agentId: str, memoryId: str, body: MemoryUpdate) -> Reply:
+    return _update("agent", check_id("agentId", agentId), memoryId, body)
+
+
+@router.patch("/api/agents/<agentId>/memories/<memoryId>/pin")
+def pin_agent_memory(agentId: str, memoryId: str, body: PinBody) -> Reply:
+    return _pin("agent", check_id("agentId", agentId), memoryId, body)
+
+
+@router.delete("/api/agents/<agentId>/memories/<memoryId>")
+def delete_agent_memory(agentId: str, memoryId: str) -> Reply:
+    return _delete("agent", check_id("agentId", agentId), memoryId)
+
+
+@router.get("/api/workspaces/<workspaceId>/memories")
+def list_workspace_memories(
+    workspaceId: str, includeArchived: IncludeArchived = False, limit: Limit = PAGE, nextToken: Token = None
+) -> Reply:
+    return _list("workspace", check_id("workspaceId", workspaceId), includeArchived, limit, nextToken)
+
+
+@router.post("/api/workspaces/<workspaceId>/memories")
+def upsert_workspace_memory(workspaceId: str, body: MemoryCreate) -> Reply:
+    return _upsert("workspace", check_id("workspaceId", workspaceId), body)
+
+
+@router.patch("/api/workspaces/<workspaceId>/memories/<memoryId>")
+def update_workspace_memory(workspaceId: str, memoryId: str, body: MemoryUpdate) -> Reply:
+    return _update("workspace", check_id("workspaceId", workspaceId), memoryId, body)
+
+
+@router.patch("/api/workspaces/<workspaceId>/memories/<memoryId>/pin")
+def pin_workspace_memory(workspaceId: str, memoryId: str, body: PinBody) -> Reply:
+    return _pin("workspace", check_id("workspaceId", workspaceId), memoryId, body)
+
+
+@router.delete("/api/workspaces/<workspaceId>/memories/<memoryId>")
+def delete_workspace_memory(workspaceId: str, memoryId: str) -> Reply:
+    return _delete("workspace", check_id("workspaceId", workspaceId), memoryId)
 
 
 # --- the caller's facts and account -------------------------------------------------------------

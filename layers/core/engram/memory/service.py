@@ -7,7 +7,6 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
-from engram.agents.models import Agent
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id
 from engram.kernel.model import now_iso, page_ranked
@@ -200,16 +199,25 @@ def _terms(text: str) -> set[str]:
 
 
 def recall(
-    deps: Stores, tenant: str, *, agent: Agent, session_id: str, query: str, scopes: list[str], limit: int
+    deps: Stores,
+    tenant: str,
+    *,
+    agent_id: str,
+    workspace_id: str | None,
+    session_id: str,
+    query: str,
+    scopes: list[str],
+    limit: int,
 ) -> list[dict[str, object]]:
     """Live memories of the given scopes that share words with the query, best first (an empty
-    query lists the top rows). Reads only this tenant's partitions."""
+    query lists the top rows): the agent's (`agent_id`), its workspace's (`workspace_id`, if it
+    has one), the user's facts. Reads only this tenant's partitions."""
     wanted = _terms(query)
     candidates: list[tuple[str, Any]] = []
     if "agent" in scopes:
-        candidates += [("agent", m) for m in deps.memories.all(tenant, "agent", agent.id)]
-    if "workspace" in scopes and agent.workspace_id:
-        candidates += [("workspace", m) for m in deps.memories.all(tenant, "workspace", agent.workspace_id)]
+        candidates += [("agent", m) for m in deps.memories.all(tenant, "agent", agent_id)]
+    if "workspace" in scopes and workspace_id:
+        candidates += [("workspace", m) for m in deps.memories.all(tenant, "workspace", workspace_id)]
     if "user" in scopes:
         candidates += [("user", f) for f in deps.facts.all(tenant)]
     now = time.time()

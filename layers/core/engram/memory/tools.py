@@ -11,10 +11,8 @@ from pydantic import BaseModel, Field, StringConstraints
 from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry, refuse_secrets_of_the_turn
 from engram.facts import service as facts
 from engram.memory import service as memory_service
-from engram.memory.models import memory_id
+from engram.memory.models import MemoryScope, memory_id
 from engram.wiring.stores import stores_of
-
-Scope = Literal["agent", "workspace", "user"]
 
 
 def slug(text: str, limit: int = 60) -> str:
@@ -31,7 +29,7 @@ class StoreInput(BaseModel):
     key: str | None = Field(
         None, description="A short stable slug, unique in its scope; re-using it updates the row. Not used for scope user."
     )
-    scope: Scope = Field(
+    scope: MemoryScope = Field(
         "agent",
         description="agent: about how this agent works; workspace: project facts every agent of the workspace needs; user: a fact about the user.",
     )
@@ -99,7 +97,14 @@ class RecallInput(BaseModel):
 def _recall(ctx: ToolContext, inp: RecallInput) -> object:
     scopes: list[str] = ["agent", "workspace", "user"] if inp.scope == "all" else [inp.scope]
     hits = memory_service.recall(
-        stores_of(ctx), ctx.tenant, agent=ctx.agent, session_id=ctx.session_id, query=inp.query, scopes=scopes, limit=inp.limit
+        stores_of(ctx),
+        ctx.tenant,
+        agent_id=ctx.agent.id,
+        workspace_id=ctx.agent.workspace_id,
+        session_id=ctx.session_id,
+        query=inp.query,
+        scopes=scopes,
+        limit=inp.limit,
     )
     return hits or "no matching memories"
 
@@ -116,7 +121,7 @@ def _recall_intent(text: str) -> dict[str, object] | None:
 class ForgetMemoryInput(BaseModel):
     key: Annotated[str, StringConstraints(min_length=1, max_length=255)] | None = None
     fact_id: str | None = None
-    scope: Scope = "agent"
+    scope: MemoryScope = "agent"
 
 
 def _forget_memory(ctx: ToolContext, inp: ForgetMemoryInput) -> object:

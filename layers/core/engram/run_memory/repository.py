@@ -14,7 +14,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from engram.aws import keys
-from engram.aws.table import Table, encode_token, serialize
+from engram.aws.items import encode_token, serialize
+from engram.aws.table import Table
 from engram.run_memory.models import RunMemoryEntry
 
 # Attributes an entry sets; the optional ones are REMOVEd when absent, so an overwrite replaces

@@ -302,7 +302,7 @@ def _execute(deps: ModelDeps, tenant: str, run: Run, agent: Agent, inputs: Mappi
     result = run_turn(deps, tenant, message, plan)
     if run.kind == "reexamination" and run.parent_run_id:
         card = (result.run.result or {}).get("card") or {}
-        deps.runs.set_latest_conviction(
+        deps.run_decisions.set_latest_conviction(
             tenant, run.parent_run_id, score=int(card["conviction_score"]), child_run_id=run.id, child_created_at=run.created_at
         )
     return result.run.status

@@ -19,7 +19,7 @@ class SessionCommits(Protocol):
 
 
 class Runs(Protocol):
-    """Run records of a tenant, claims on queued runs, re-examinations, and the end-of-turn commit."""
+    """Run records of a tenant, claims on queued runs, the stale-run sweep, and the end-of-turn commit."""
 
     def item(self, tenant: str, run: Run) -> dict[str, object]: ...
 
@@ -65,6 +65,29 @@ class Runs(Protocol):
         """Marks a stale run failed (`stale`) unless it finished or moved on since it was seen."""
         ...
 
+    def finish_turn(
+        self,
+        tenant: str,
+        *,
+        run: Run,
+        usage_rows: list[UsageRow],
+        session_changes: dict[str, object] | None,
+        extra_items: list[dict[str, object]] | None = None,
+    ) -> None:
+        """Ends a turn in one transaction: the run record, its usage, and the session's lease.
+
+        `session_changes` (successful turns) bumps the revision and counters in the same write;
+        a run can only be finished once (a redelivered job cannot double-count).
+        `extra_items` (plain attribute dicts with their keys, e.g. the turn's archived messages)
+        are Puts of the same transaction, up to 90 items in all (DynamoDB allows 100); any
+        overflow is written after the transaction commits, with BatchWriteItem."""
+        ...
+
+
+class RunDecisions(Protocol):
+    """Runs read and annotated as decisions: resolutions, re-examinations and their convictions,
+    the runs whose result holds a card."""
+
     def set_resolution(self, tenant: str, run_id: str, status: str) -> Run: ...
 
     def set_latest_conviction(
@@ -86,24 +109,6 @@ class Runs(Protocol):
     def with_cards_page(
         self, tenant: str, agent_id: str, *, limit: int, token: str | None, page: int = 25, max_pages: int = 4
     ) -> tuple[list[Run], str | None]: ...
-
-    def finish_turn(
-        self,
-        tenant: str,
-        *,
-        run: Run,
-        usage_rows: list[UsageRow],
-        session_changes: dict[str, object] | None,
-        extra_items: list[dict[str, object]] | None = None,
-    ) -> None:
-        """Ends a turn in one transaction: the run record, its usage, and the session's lease.
-
-        `session_changes` (successful turns) bumps the revision and counters in the same write;
-        a run can only be finished once (a redelivered job cannot double-count).
-        `extra_items` (plain attribute dicts with their keys, e.g. the turn's archived messages)
-        are Puts of the same transaction, up to 90 items in all (DynamoDB allows 100); any
-        overflow is written after the transaction commits, with BatchWriteItem."""
-        ...
 
 
 class Schedules(Protocol):

@@ -10,16 +10,8 @@ from datetime import datetime
 from typing import Any
 
 from engram.aws import keys
-from engram.aws.table import (
-    Cancelled,
-    ConditionFailed,
-    IdempotencyMismatch,
-    Table,
-    backoff,
-    deserialize,
-    encode_token,
-    serialize,
-)
+from engram.aws.items import deserialize, encode_token, serialize
+from engram.aws.table import Cancelled, ConditionFailed, IdempotencyMismatch, Table, backoff
 from engram.kernel.errors import Conflict, NotFound, SessionBusy, StorageUnavailable, aws_unavailable
 from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
@@ -274,62 +266,6 @@ class RunRepository:
             return False
         return True
 
-    def set_resolution(self, tenant: str, run_id: str, status: str) -> Run:
-        try:
-            item = self.table.set_fields(
-                keys.tenant_pk(tenant), keys.run_sk(run_id), {"resolutionStatus": status, "updatedAt": now_iso()}
-            )
-        except ConditionFailed:
-            raise NotFound("run not found", field="runId") from None
-        return Run.model_validate(item)
-
-    def set_latest_conviction(
-        self, tenant: str, parent_run_id: str, *, score: int, child_run_id: str, child_created_at: str
-    ) -> None:
-        """The parent run shows its newest re-examination's conviction; its result never changes.
-        An older re-examination finishing late does not overwrite a newer one."""
-        try:
-            self.table.update(
-                keys.tenant_pk(tenant),
-                keys.run_sk(parent_run_id),
-                "SET latestConviction = :score, latestReexaminationId = :child, latestConvictionAt = :at",
-                condition="attribute_exists(PK) AND (attribute_not_exists(latestConvictionAt) OR latestConvictionAt <= :at)",
-                values={":score": score, ":child": child_run_id, ":at": f"{child_created_at}#{child_run_id}"},
-            )
-        except ConditionFailed:
-            pass  # gone, or a newer re-examination already set it
-
-    def list_reexaminations(
-        self, tenant: str, parent_run_id: str, *, limit: int, token: str | None
-    ) -> tuple[list[Run], str | None]:
-        items, nxt = self.table.query(keys.reexaminations_of(tenant, parent_run_id), index="GSI2", limit=limit, token=token)
-        return [Run.model_validate(i) for i in items], nxt
-
-    def recent_with_cards(self, tenant: str, agent_id: str, *, limit: int, page: int = 25, max_pages: int = 4) -> list[Run]:
-        """The agent's newest runs whose result holds a card: its runs through GSI1 newest first,
-        a bounded number of small pages (at most `page * max_pages` runs are read)."""
-        return self.with_cards_page(tenant, agent_id, limit=limit, token=None, page=page, max_pages=max_pages)[0]
-
-    def with_cards_page(
-        self, tenant: str, agent_id: str, *, limit: int, token: str | None, page: int = 25, max_pages: int = 4
-    ) -> tuple[list[Run], str | None]:
-        """One page of `recent_with_cards` and the token of the next: a page may be short (at
-        most `page * max_pages` runs are read per call) while the token still continues."""
-        found: list[dict[str, Any]] = []
-        pk = keys.runs_by_agent(tenant, agent_id)
-        for _ in range(max_pages):
-            items, token = self.table.query(pk, index="GSI1", limit=page, token=token, newest_first=True)
-            for item in items:
-                result = item.get("result")
-                if item.get("status") == "succeeded" and isinstance(result, dict) and isinstance(result.get("card"), dict):
-                    found.append(item)
-                    if len(found) > limit:  # one more than the page: a token only when another follows
-                        last = {k: found[limit - 1][k] for k in ("PK", "SK", "GSI1PK", "GSI1SK")}
-                        return [Run.model_validate(i) for i in found[:limit]], encode_token(serialize(last))
-            if not token:
-                break
-        return [Run.model_validate(i) for i in found], token
-
     def _committed(self, tenant: str, run: Run, usage_rows: list[UsageRow]) -> bool:
         """Whether this very commit is already stored: the run record as we write it and every
         usage row (a retry after a lost response meets its own conditions, or DynamoDB answers
@@ -405,6 +341,70 @@ class RunRepository:
                     "could not write the items that overflowed the turn transaction",
                     extra={"run_id": run.id, "count": len(overflow)},
                 )
+
+
+class RunDecisionRepository:
+    """Runs read and annotated as decisions: a run's resolution, the newest re-examination's
+    conviction on its parent, a run's re-examinations, and the runs whose result holds a card."""
+
+    def __init__(self, table: Table):
+        self.table = table
+
+    def set_resolution(self, tenant: str, run_id: str, status: str) -> Run:
+        try:
+            item = self.table.set_fields(
+                keys.tenant_pk(tenant), keys.run_sk(run_id), {"resolutionStatus": status, "updatedAt": now_iso()}
+            )
+        except ConditionFailed:
+            raise NotFound("run not found", field="runId") from None
+        return Run.model_validate(item)
+
+    def set_latest_conviction(
+        self, tenant: str, parent_run_id: str, *, score: int, child_run_id: str, child_created_at: str
+    ) -> None:
+        """The parent run shows its newest re-examination's conviction; its result never changes.
+        An older re-examination finishing late does not overwrite a newer one."""
+        try:
+            self.table.update(
+                keys.tenant_pk(tenant),
+                keys.run_sk(parent_run_id),
+                "SET latestConviction = :score, latestReexaminationId = :child, latestConvictionAt = :at",
+                condition="attribute_exists(PK) AND (attribute_not_exists(latestConvictionAt) OR latestConvictionAt <= :at)",
+                values={":score": score, ":child": child_run_id, ":at": f"{child_created_at}#{child_run_id}"},
+            )
+        except ConditionFailed:
+            pass  # gone, or a newer re-examination already set it
+
+    def list_reexaminations(
+        self, tenant: str, parent_run_id: str, *, limit: int, token: str | None
+    ) -> tuple[list[Run], str | None]:
+        items, nxt = self.table.query(keys.reexaminations_of(tenant, parent_run_id), index="GSI2", limit=limit, token=token)
+        return [Run.model_validate(i) for i in items], nxt
+
+    def recent_with_cards(self, tenant: str, agent_id: str, *, limit: int, page: int = 25, max_pages: int = 4) -> list[Run]:
+        """The agent's newest runs whose result holds a card: its runs through GSI1 newest first,
+        a bounded number of small pages (at most `page * max_pages` runs are read)."""
+        return self.with_cards_page(tenant, agent_id, limit=limit, token=None, page=page, max_pages=max_pages)[0]
+
+    def with_cards_page(
+        self, tenant: str, agent_id: str, *, limit: int, token: str | None, page: int = 25, max_pages: int = 4
+    ) -> tuple[list[Run], str | None]:
+        """One page of `recent_with_cards` and the token of the next: a page may be short (at
+        most `page * max_pages` runs are read per call) while the token still continues."""
+        found: list[dict[str, Any]] = []
+        pk = keys.runs_by_agent(tenant, agent_id)
+        for _ in range(max_pages):
+            items, token = self.table.query(pk, index="GSI1", limit=page, token=token, newest_first=True)
+            for item in items:
+                result = item.get("result")
+                if item.get("status") == "succeeded" and isinstance(result, dict) and isinstance(result.get("card"), dict):
+                    found.append(item)
+                    if len(found) > limit:  # one more than the page: a token only when another follows
+                        last = {k: found[limit - 1][k] for k in ("PK", "SK", "GSI1PK", "GSI1SK")}
+                        return [Run.model_validate(i) for i in found[:limit]], encode_token(serialize(last))
+            if not token:
+                break
+        return [Run.model_validate(i) for i in found], token
 
 
 def _commit_token(run: Run) -> str:

@@ -56,13 +56,13 @@ def update_run(deps: Stores, tenant: str, run_id: str, body: RunUpdate) -> Run:
     run = get_run(deps, tenant, check_id("runId", run_id))
     if not (isinstance(run.result, dict) and isinstance(run.result.get("card"), dict)):
         raise Conflict("only a run with a result card has a resolution status", field="runId", code="no_card")
-    return deps.runs.set_resolution(tenant, run_id, body.resolution_status)
+    return deps.run_decisions.set_resolution(tenant, run_id, body.resolution_status)
 
 
 def list_reexaminations(deps: Stores, tenant: str, run_id: str, limit: int, token: str | None) -> dict[str, object]:
     """GET /api/runs/{runId}/re-examinations: the parent's conviction history, oldest first."""
     get_run(deps, tenant, check_id("runId", run_id))
-    return page(*deps.runs.list_reexaminations(tenant, run_id, limit=limit, token=token))
+    return page(*deps.run_decisions.list_reexaminations(tenant, run_id, limit=limit, token=token))
 
 
 def run_memory(deps: Stores, tenant: str, run_id: str, limit: int, token: str | None) -> dict[str, object]:

@@ -8,7 +8,7 @@ import base64
 import json
 from typing import Any
 
-from engram.kernel.errors import EngramError
+from engram.kernel.errors import EngramError, error_body
 from engram.kernel.observability import logger
 from engram.streaming import service
 from engram.wiring.model import ModelDeps
@@ -25,7 +25,7 @@ def handle(deps: ModelDeps, event: dict[str, Any]) -> dict[str, object]:
         try:
             service.connect(deps, connection_id, event.get("queryStringParameters"))
         except EngramError as err:
-            body = {"success": False, "error": {"code": err.code, "message": err.message}}
+            body = {"success": False, "error": error_body(err)}
             return {"statusCode": err.status, "body": json.dumps(body)}
         return {"statusCode": 200}
     if kind == "DISCONNECT":

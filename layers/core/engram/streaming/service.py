@@ -5,12 +5,11 @@ on the socket (the $default route's response); a turn's events come from the wor
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from pydantic import ValidationError
 
 from engram.conversations import chat
-from engram.kernel.errors import BadRequest, EngramError, Unauthorized, error_of
+from engram.kernel.errors import BadRequest, EngramError, Unauthorized, error_body, error_of, invalid_input, not_json
 from engram.kernel.observability import logger
 from engram.streaming.models import SubscribeMessage, TurnMessage
 from engram.wiring.model import ModelDeps
@@ -63,7 +62,7 @@ def _decoded(raw: str | bytes) -> object:
     except UnicodeEncodeError:
         raise BadRequest("the frame holds a string that is not UTF-8 text", field="body", code="invalid_body") from None
     except ValueError:
-        raise BadRequest("the frame is not valid JSON", field="body", code="invalid_body") from None
+        raise not_json("the frame") from None
     return body
 
 
@@ -79,9 +78,7 @@ def _parsed(body: object) -> TurnMessage | SubscribeMessage:
     try:
         return model.model_validate(body)
     except ValidationError as err:
-        first = err.errors()[0]
-        field = ".".join(str(p) for p in first["loc"]) or "body"
-        raise BadRequest(f"{field}: {first['msg']}", field=field, code="validation_error") from None
+        raise invalid_input(err.errors(), what="the message") from None
 
 
 def on_message(deps: ModelDeps, connection_id: str, raw: str | bytes) -> dict[str, object]:
@@ -105,12 +102,7 @@ def on_message(deps: ModelDeps, connection_id: str, raw: str | bytes) -> dict[st
             deps.streams.unsubscribe(tenant, connection_id, msg.agent_id, msg.session_id)
         return {"type": f"{msg.action}d", "agentId": msg.agent_id, "sessionId": msg.session_id}
     except EngramError as err:
-        error: dict[str, Any] = {"code": err.code, "message": err.message}
-        if err.field:
-            error["field"] = err.field
-        if getattr(err, "run_id", None):
-            error["runId"] = err.run_id  # type: ignore[attr-defined]
-        return {"type": "error", **reference, "error": error}
+        return {"type": "error", **reference, "error": error_body(err)}
     except Exception as err:
         logger.exception("a socket message failed")
         return {"type": "error", **reference, "error": error_of(err)}

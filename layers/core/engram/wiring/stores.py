@@ -37,8 +37,8 @@ from engram.recall.archive import ArchiveRepository
 from engram.recall.ports import Archive
 from engram.run_memory.ports import RunMemories
 from engram.run_memory.repository import RunMemoryRepository
-from engram.runs.ports import Runs, Schedules
-from engram.runs.repository import RunRepository
+from engram.runs.ports import RunDecisions, Runs, Schedules
+from engram.runs.repository import RunDecisionRepository, RunRepository
 from engram.runs.schedules import ScheduleRepository
 from engram.streaming.ports import Pusher, Streams
 from engram.streaming.repository import StreamRepository
@@ -63,6 +63,7 @@ class Stores:
     agents: Agents = field(init=False)
     sessions: Sessions = field(init=False)
     runs: Runs = field(init=False)
+    run_decisions: RunDecisions = field(init=False)
     usage: UsageLedger = field(init=False)
     card_types: CardTypes = field(init=False)
     memories: Memories = field(init=False)
@@ -106,6 +107,7 @@ class Stores:
                 2 * settings.run_budget_s + 60 + settings.run_stale_grace_s,
             ),
         )
+        self.run_decisions = RunDecisionRepository(self.table)
         self.extraction = ExtractionRepository(self.table, memories, usage)
         self.card_types = CardTypeRepository(self.table)
         self.facts = FactRepository(self.table)
