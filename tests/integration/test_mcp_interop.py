@@ -216,3 +216,37 @@ def test_a_turns_sessions_are_reused_across_its_rounds_and_closed_at_its_end():
         assert seen["open"] == 0 and seen["deletes"] == 2, seen
     finally:
         server.stop()
+
+
+def test_a_session_the_server_forgot_is_replaced_and_the_call_made_once():
+    """The server restarts between two rounds of a turn: the reused session gets a 404 (the call never
+    ran), so the call goes out once more in a new session."""
+    from engram.connections.egress import EgressPolicy
+    from engram.connections.mcp_client import Call, Endpoint, Sessions, call_tools
+    from tests.mcp_matrix import start
+
+    server = start("py1-stateful")
+    policy = EgressPolicy.of("local", True)
+    sessions = Sessions(policy, None, 2_000_000)
+    endpoint = Endpoint(server.url, timeout_s=10)
+
+    def one_round(symbol: str) -> Any:
+        (result,) = call_tools(
+            [Call(endpoint, "lookup_price", {"symbol": symbol})],
+            policy,
+            deadline=time.monotonic() + 20,
+            max_bytes=2_000_000,
+            sessions=sessions,
+        )
+        return result
+
+    try:
+        assert one_round("sol").ok
+        server.stop()
+        server = start("py1-stateful", server.port)  # the same address, no memory of the session
+        again = one_round("eth")
+        assert again.ok and "ETH" in again.content[0]["text"], again.failure
+        sessions.close()
+        assert server.stats()["open"] == 0
+    finally:
+        server.stop()
