@@ -495,14 +495,14 @@ class Sessions:
         finally:
             done.set()
 
-    async def checkout(self, endpoint: Endpoint) -> _Held:
-        """An idle session with the server, or a new one."""
+    async def checkout(self, endpoint: Endpoint) -> tuple[_Held, bool]:
+        """An idle session with the server (reused: True), or a new one."""
         idle = self._idle.get(endpoint) or []
         while idle:
             held = idle.pop()
             if held.trace.fatal is None:
                 self._busy.append(held)
-                return held
+                return held, True
             held.release.set()
         group = background().group
         assert group is not None, "the background loop runs"
@@ -511,7 +511,7 @@ class Sessions:
         if isinstance(opened, BaseException):
             raise _Opening(trace) from opened
         self._busy.append(opened)
-        return opened
+        return opened, False
 
     def checkin(self, endpoint: Endpoint, held: _Held, *, healthy: bool) -> None:
         """Back to the pool for the turn's next call, or closed when the call broke it."""
@@ -563,31 +563,47 @@ async def _call_once(client: Client, call: Call) -> types.CallToolResult:
 
 
 async def _call(sessions: Sessions, call: Call, result: CallResult) -> None:
-    held = await sessions.checkout(call.endpoint)
-    healthy = False
-    before = held.trace.bytes
-    try:
-        out = await _call_once(held.client, call)
-        schema, problem = call.output_schema, _schema_problem(call.output_schema, out)
-        if problem is not None:  # the server may have changed the tool: list it again, once
-            listed = await _all_tools(held.client, 1000)
-            fresh = next((t for t in listed if t.name == call.tool), None)
-            schema = _dump(fresh.output_schema) if fresh is not None and fresh.output_schema is not None else None
-            result.schema_changed = schema != call.output_schema
-            result.output_schema = schema if isinstance(schema, dict) else None
-            problem = _schema_problem(result.output_schema, out) if result.schema_changed else problem
-        if problem is not None:
-            raise McpFailure("protocol_error", f"tool {call.tool!r}: {problem}")
-        result.ok = True
-        result.content = [_dump(block) for block in out.content or []]
-        result.structured = _dump(out.structured_content)
-        result.is_error = bool(out.is_error)
-        healthy = True
-    except Exception as err:
-        result.ok, result.failure = False, failure_of(err, held.trace)
-    finally:
-        result.bytes = held.trace.bytes - before
-        sessions.checkin(call.endpoint, held, healthy=healthy)
+    for attempt in range(2):
+        held, reused = await sessions.checkout(call.endpoint)
+        healthy = False
+        before = held.trace.bytes
+        try:
+            out = await _call_once(held.client, call)
+            await _check_structured(held.client, call, out, result)
+            result.ok, result.failure = True, None
+            result.content = [_dump(block) for block in out.content or []]
+            result.structured = _dump(out.structured_content)
+            result.is_error = bool(out.is_error)
+            healthy = True
+            return
+        except MCPError as err:
+            if reused and attempt == 0 and held.trace.statuses[-1:] == [404]:
+                continue  # the server forgot the session (it restarted): the call never ran, so a new one
+            result.ok, result.failure = False, failure_of(err, held.trace)
+            return
+        except Exception as err:
+            result.ok, result.failure = False, failure_of(err, held.trace)
+            return
+        finally:
+            result.bytes += held.trace.bytes - before
+            sessions.checkin(call.endpoint, held, healthy=healthy)
+
+
+async def _check_structured(client: Client, call: Call, out: types.CallToolResult, result: CallResult) -> None:
+    """The structured result against the tool's output schema; when it does not match, the tools are
+    listed again once: a changed schema is taken (and reported to be cached), else the call fails."""
+    problem = _schema_problem(call.output_schema, out)
+    if problem is None:
+        return
+    listed = await _all_tools(client, 1000)
+    fresh = next((t for t in listed if t.name == call.tool), None)
+    schema = _dump(fresh.output_schema) if fresh is not None and fresh.output_schema is not None else None
+    result.schema_changed = schema != call.output_schema
+    result.output_schema = schema if isinstance(schema, dict) else None
+    if result.schema_changed:
+        problem = _schema_problem(result.output_schema, out)
+    if problem is not None:
+        raise McpFailure("protocol_error", f"tool {call.tool!r}: {problem}")
 
 
 def call_tools(
