@@ -169,3 +169,15 @@ def test_a_lost_or_refused_health_write_never_breaks_the_turn(stack, servers, fa
     again = stack.say(agent["id"], "use lookup_price for BTC")
     assert only_call(again)["error"] == "unreachable"
     assert health_of(stack, market)["consecutiveFailures"] == expected[1] + 1
+
+
+def test_a_call_that_outlasts_the_sync_budget_fails_the_turn_in_time_and_the_run_says_why(stack, servers):
+    stack.deps.settings = stack.deps.settings.model_copy(update={"sync_turn_budget_s": 4.0})
+    conn = connect(stack, servers, "faulty", "faulty", timeoutSeconds=60)
+    agent = acting_agent(stack, conn)
+    r = stack.say(agent["id"], "use slow with 30")
+    assert r.status == 504 and r.error["code"] == "turn_timeout" and r.error["runId"]
+    run = stack.call("GET", f"/api/runs/{r.error['runId']}").data
+    assert run["status"] == "failed" and run["error"]["code"] == "turn_timeout"
+    assert health_of(stack, conn)["lastError"]["code"] == "timeout"
+    assert stack.say(agent["id"], "hello again").status == 200
