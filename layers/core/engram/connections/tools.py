@@ -343,24 +343,34 @@ class McpToolSource:
 
     def _start_listing(self, toolset: McpToolSet, connection: Connection, sealed: str | None) -> _Listing:
         """A fresh listing on the listing pool, bounded by the connection's timeout and a share of
-        what is left of the turn. After a failure the turn waits for it at most RETRY_WAIT_S; it
-        goes on to its bound and records what it finds for the next turn."""
+        what is left of the turn, or the one another turn of this container has under way. After a
+        failure a turn waits for it at most RETRY_WAIT_S, and not at all for one already under way:
+        it goes on to its bound and records what it finds for the next turns."""
         left = deadline_left()
         bound = float(connection.timeout_seconds)
         if left is not None:
             bound = max(0.0, min(bound, left * LIST_SHARE_OF_TURN))
-        wait = bound if connection.health.consecutive_failures == 0 else min(bound, health_book.RETRY_WAIT_S)
-        job = _listing_pool().submit(
-            refresh_tools,
-            self.deps,
-            toolset.tenant,
-            connection,
-            sealed,
-            list_tools=self._list_tools,
-            deadline=time.monotonic() + bound,
-            write=toolset.write,
-        )
-        return _Listing(job, time.monotonic() + wait + _LISTING_GRACE_S)
+        failed_lately = connection.health.consecutive_failures > 0
+        now = time.monotonic()
+        key = (toolset.tenant, connection.id, connection.url)
+        with _in_flight_lock:
+            running = _in_flight.get(key)
+            if running is not None and not running.done():
+                return _Listing(running, now if failed_lately else now + bound + _LISTING_GRACE_S)
+            job = _listing_pool().submit(
+                refresh_tools,
+                self.deps,
+                toolset.tenant,
+                connection,
+                sealed,
+                list_tools=self._list_tools,
+                deadline=now + bound,
+                write=toolset.write,
+            )
+            _in_flight[key] = job
+        job.add_done_callback(lambda done: _forget_listing(key, done))
+        wait = min(bound + _LISTING_GRACE_S, health_book.RETRY_WAIT_S) if failed_lately else bound + _LISTING_GRACE_S
+        return _Listing(job, now + wait)
 
     def _finish_listing(
         self, toolset: McpToolSet, connection: Connection, listing: _Listing, *, stale: ToolList | None
@@ -370,8 +380,7 @@ class McpToolSource:
             listed, health = listing.job.result(timeout=max(0.0, listing.wait_until - time.monotonic()))
         except FuturesTimeout:
             toolset.unavailable[connection.id] = (
-                f"its server failed lately ({_last_error(connection.health)}) and did not list its tools within "
-                f"{health_book.RETRY_WAIT_S:g} s"
+                f"its server failed lately ({_last_error(connection.health)}) and has not listed its tools again yet"
             )
             return stale
         except Exception as err:
@@ -389,6 +398,15 @@ class McpToolSource:
 
 
 _LISTING_GRACE_S = 0.25  # past its bound, for the listing to end itself and note the outcome
+# Listings under way in this container, by (tenant, connection, url): turns share them.
+_in_flight: dict[tuple[str, str, str], Future[tuple[ToolList | HealthError, Health]]] = {}
+_in_flight_lock = threading.Lock()
+
+
+def _forget_listing(key: tuple[str, str, str], done: Future[tuple[ToolList | HealthError, Health]]) -> None:
+    with _in_flight_lock:
+        if _in_flight.get(key) is done:
+            del _in_flight[key]
 
 
 @dataclass(frozen=True)
