@@ -15,7 +15,7 @@ import pytest
 from engram.connections.models import Health
 from engram.engine.providers.offline import OfflineProvider
 from engram.kernel.ids import tenant_key
-from tests.faults import LOST, REFUSED, inject
+from tests.faults import LOST, REFUSED, STALL, inject
 from tests.integration.test_mcp_tools import acting_agent, connect
 from tests.mcp_servers import McpServers, Mortal
 
@@ -149,21 +149,23 @@ def test_a_hanging_tool_list_never_costs_the_answer_and_the_run_is_recorded(stac
     assert stack.call("GET", f"/api/runs/{r.data['runId']}").data["status"] == "succeeded"
 
 
-@pytest.mark.parametrize("fault", [LOST, REFUSED])
-def test_a_lost_or_refused_health_write_never_breaks_the_turn(stack, servers, fault):
+@pytest.mark.parametrize("fault", [LOST, REFUSED, STALL])
+def test_a_lost_refused_or_stalled_health_write_never_breaks_the_turn(stack, servers, fault):
     down = stack.call("POST", "/api/connections", body={"name": "down", "url": "http://127.0.0.1:9/mcp"}).data
     market = connect(stack, servers, "market")
     agent = acting_agent(stack, market, down)
     assert stack.call("POST", f"/api/connections/{market['id']}/test").data["ok"] is True
     stack.call("PATCH", f"/api/connections/{market['id']}", body={"url": "http://127.0.0.1:9/mcp"})
     with inject() as faults:
-        faults.add("dynamodb", "UpdateItem", fault, times=5, when=lambda p: p.get("UpdateExpression") == "SET #h = :h")
+        faults.add(
+            "dynamodb", "UpdateItem", fault, times=5, seconds=1.0, when=lambda p: p.get("UpdateExpression") == "SET #h = :h"
+        )
         r = stack.say(agent["id"], "use lookup_price for BTC")
     assert only_call(r)["error"] == "unreachable"
     assert ("dynamodb", "UpdateItem", fault) in faults.injected
     # One consistent state: a lost write was applied once (its retry found the count moved on),
-    # a refused one left the row as it was.
-    expected = {LOST: ("degraded", 1), REFUSED: ("unknown", 0)}[fault]
+    # a refused one left the row as it was, a stalled one landed late (the turn awaited it).
+    expected = {LOST: ("degraded", 1), REFUSED: ("unknown", 0), STALL: ("degraded", 1)}[fault]
     health = health_of(stack, market)
     assert (health["state"], health["consecutiveFailures"]) == expected
     again = stack.say(agent["id"], "use lookup_price for BTC")

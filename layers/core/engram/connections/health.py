@@ -27,7 +27,7 @@ RETRY_WAIT_S = 1.0
 Write = Callable[[Callable[[], None]], None]
 
 
-def _now_write(job: Callable[[], None]) -> None:
+def write_now(job: Callable[[], None]) -> None:
     job()
 
 
@@ -54,7 +54,7 @@ def note(
     connection: Connection,
     seen: Health,
     failure: HealthError | None,
-    write: Write = _now_write,
+    write: Write = write_now,
 ) -> Health:
     """Records an outcome on the connection's row (through `write`: now, or on the turn's pool);
     returns the health the caller should go on with."""

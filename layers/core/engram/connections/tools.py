@@ -102,7 +102,7 @@ class McpToolSet:
     # By connection id: its health as this turn knows it, and why its tools are unavailable.
     health: dict[str, Health] = field(default_factory=dict)
     unavailable: dict[str, str] = field(default_factory=dict)
-    write: health_book.Write = field(default=health_book._now_write)  # where health writes run
+    write: health_book.Write = field(default=health_book.write_now)  # where health writes run
 
     def specs(self) -> list[dict[str, object]]:
         return [
@@ -427,7 +427,7 @@ def refresh_tools(
     *,
     list_tools: Callable[..., list[DiscoveredTool]] | None = None,
     deadline: float | None = None,
-    write: health_book.Write = health_book._now_write,
+    write: health_book.Write = health_book.write_now,
 ) -> tuple[ToolList | HealthError, Health]:
     """Lists the server's tools now (by `deadline`, time.monotonic(), if given), caches the list and
     notes the server's health: the list, or the failure; and the health to go on with. Raises only
