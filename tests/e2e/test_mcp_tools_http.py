@@ -8,7 +8,7 @@ import pytest
 
 from local.sample_mcp import start
 from tests.e2e.test_local_stack_http import http, wait_for_run
-from tests.mcp_servers import Mortal
+from tests.mcp_servers import McpServers, Mortal
 
 
 @pytest.fixture(scope="module")
@@ -99,3 +99,29 @@ def test_a_server_that_dies_is_remembered_skipped_and_welcomed_back_over_http(li
         assert "182.3" in say("use lookup_price for SOL")["result"]
     finally:
         mortal.stop()
+
+
+def test_a_hanging_tool_list_with_a_long_timeout_still_answers_a_sync_turn_over_http(live):
+    """Before: a 60 s timeout made every sync turn answer 504 after 60 s, with no run recorded."""
+    url = live.url.rstrip("/")
+    servers = McpServers.start()
+    try:
+        body = {"name": "hanging", "url": servers.url("hanging"), "timeoutSeconds": 60}
+        conn = http(url, "POST", "/api/connections", body=body)[1]["data"]["id"]
+        market = http(url, "POST", "/api/connections", body={"name": "prices", "url": servers.url("sample")})[1]["data"]["id"]
+        status, agent = http(
+            url, "POST", "/api/agents", body={"name": "Patient", "tools": [{"connectionId": conn}, {"connectionId": market}]}
+        )
+        assert status == 201, agent
+        path = f"/api/agents/{agent['data']['id']}/sessions/dashboard/messages"
+        status, turn = http(url, "POST", path, body={"message": "use lookup_price for SOL"})
+        assert status == 200, turn
+        assert "182.3" in turn["data"]["toolCalls"][0]["result"]
+        assert wait_for_run(url, turn["data"]["runId"])["status"] == "succeeded"
+        health = http(url, "GET", f"/api/connections/{conn}")[1]["data"]["health"]
+        assert health["state"] == "degraded" and health["lastError"]["code"] == "timeout"
+        status, again = http(url, "POST", path, body={"message": "use lookup_price for ETH"})
+        assert status == 200 and "3412.75" in again["data"]["toolCalls"][0]["result"]
+    finally:
+        servers.hanging.hang = False
+        servers.running.stop()
