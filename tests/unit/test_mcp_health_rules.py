@@ -98,3 +98,22 @@ def test_a_batch_tells_each_server_one_outcome():
     rows.refuse = True
     toolset._note_health([(b, _result("unreachable"))])
     assert toolset.health["conn_b"].state == "down"
+
+
+def test_a_listing_that_ends_long_past_its_bound_was_frozen_and_is_not_counted():
+    import time
+
+    from engram.connections.tools import FROZEN_SLACK_S, refresh_tools
+
+    rows = _Rows()
+
+    def timed_out(*args: object, **kwargs: object) -> list[object]:
+        raise TimeoutError
+
+    connection = _connection("conn_a")
+    thawed = time.monotonic() - FROZEN_SLACK_S - 1  # its bound passed long ago
+    failure, health = refresh_tools(_Deps(rows), "t", connection, None, list_tools=timed_out, deadline=thawed)  # type: ignore[arg-type]
+    assert failure == HealthError(code="timeout", message="the tool server did not answer in time")
+    assert health == connection.health and rows.written == []
+    failure, health = refresh_tools(_Deps(rows), "t", connection, None, list_tools=timed_out, deadline=time.monotonic())  # type: ignore[arg-type]
+    assert health.state == "degraded" and [w[0] for w in rows.written] == ["conn_a"]

@@ -22,7 +22,9 @@ def test_connection(deps: McpToolDeps, tenant: str, connection_id: str) -> dict[
     connection, sealed = found
     started = time.monotonic()
     try:
-        listed, _health = refresh_tools(deps, tenant, connection, sealed)  # a success resets the server's health
+        # Bounded like a sync turn (the answer must come before API Gateway's 30 s); a success resets
+        # the server's health.
+        listed, _health = refresh_tools(deps, tenant, connection, sealed, deadline=started + deps.settings.sync_turn_budget_s)
     except SealedValueUnreadable:
         problem = McpFailure("unauthorized", "the stored auth value could not be read; set it again")
         return {"ok": False, "error": {"code": problem.code, "message": problem.message}, "durationMs": _ms(started)}

@@ -398,6 +398,7 @@ class McpToolSource:
 
 
 _LISTING_GRACE_S = 0.25  # past its bound, for the listing to end itself and note the outcome
+FROZEN_SLACK_S = 2.0  # a listing that times out this long past its bound was frozen, not refused
 # Listings under way in this container, by (tenant, connection, url): turns share them.
 _in_flight: dict[tuple[str, str, str], Future[tuple[ToolList | HealthError, Health]]] = {}
 _in_flight_lock = threading.Lock()
@@ -449,6 +450,11 @@ def refresh_tools(
     except Exception as err:
         problem = failure_of(err)
         failure = HealthError(code=problem.code, message=problem.message)
+        if problem.code == "timeout" and deadline is not None and time.monotonic() > deadline + FROZEN_SLACK_S:
+            # Ended long past its bound: the container was frozen meanwhile (Lambda between two
+            # invocations, a listing the turn did not wait for), which says nothing of the server.
+            logger.info("a listing outlived its bound; its timeout is not counted", extra={"connection": connection.id})
+            return failure, connection.health
         return failure, health_book.note(deps.connections, tenant, connection, connection.health, failure, write)
     listed = ToolList(tools=tools, listed_at=now_iso(), expires_at=int(time.time()) + settings.tool_list_ttl_s)
     deps.connections.put_tools(tenant, connection.id, listed)
