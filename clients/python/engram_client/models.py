@@ -274,6 +274,17 @@ class StreamTicket(TypedDict):
     url: str
 
 
+class ConnectionHealth(TypedDict):
+    """What turns last met on the server (TL8), shared by every turn. A listing or call failing as unreachable, timeout, server_error or malformed_response counts as a failure (a tool's own isError does not); any success resets the count. Two failures in a row make the server `down`: no turn contacts it before `retryAfter` (30 s, doubling with each further failure up to 10 minutes), its tools are offered to the model as unavailable with the reason, and a call answers `unavailable` at once. After `retryAfter` the next turn lists its tools again (a probe it waits for about a second); the test action probes it too. A new URL or auth header resets it to `unknown`."""
+
+    state: Literal["unknown", "healthy", "degraded", "down"]
+    consecutiveFailures: int
+    lastSuccessAt: str | None
+    lastErrorAt: str | None
+    lastError: dict[str, Any] | None
+    retryAfter: str | None
+
+
 class Connection(TypedDict):
     """The `Connection` schema."""
 
@@ -286,6 +297,7 @@ class Connection(TypedDict):
     authHeaderName: str | None
     hasAuth: bool
     timeoutSeconds: int
+    health: ConnectionHealth
 
 
 class DiscoveredTools(TypedDict):

@@ -381,13 +381,16 @@ def list_tools(
     max_schema_bytes: int,
     max_bytes: int,
     resolver: Resolver | None = None,
+    deadline: float | None = None,
 ) -> list[DiscoveredTool]:
     """The server's tools (every page), each schema checked: a tool whose schema is not a JSON
-    object schema, or is over `max_schema_bytes`, fails the listing with a message naming it."""
+    object schema, or is over `max_schema_bytes`, fails the listing with a message naming it.
+    Bounded by the endpoint's timeout and `deadline` (time.monotonic()), whichever comes first."""
+    bound = endpoint.timeout_s if deadline is None else max(0.0, min(endpoint.timeout_s, deadline - time.monotonic()))
     trace = _Trace()
 
     async def run() -> list[DiscoveredTool]:
-        with anyio.fail_after(endpoint.timeout_s):
+        with anyio.fail_after(bound):
             async with _session(endpoint, policy, resolver, max_bytes, trace) as client:
                 found = await _all_tools(client, max_tools)
         return _checked_tools(found, max_tools=max_tools, max_schema_bytes=max_schema_bytes)

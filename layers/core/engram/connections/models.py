@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints, computed_field, field_validator
+from pydantic.alias_generators import to_camel
 
 from engram.kernel.model import Body, Resource
 
@@ -107,6 +109,85 @@ class ConnectionUpdate(Body):
         return None if value is None else check_url(value)
 
 
+# --- health (TL8) -----------------------------------------------------------------------------
+# A listing or call that fails in one of these ways counts against the server; a tool's own
+# is_error, a refused credential or a bad schema do not (they are not the server being down).
+COUNTED_FAILURES = frozenset({"unreachable", "timeout", "server_error", "malformed_response"})
+FAILURES_TO_COOL = 2  # failures in a row before the server is skipped
+COOL_FIRST_S = 30  # the first cool-down; each further failure doubles it...
+COOL_MAX_S = 600  # ...up to ten minutes
+HealthState = Literal["unknown", "healthy", "degraded", "down"]
+
+
+def _iso(at: datetime) -> str:
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def cool_down_s(failures: int) -> int:
+    """How long a server that failed `failures` times in a row is skipped (0 below the threshold)."""
+    if failures < FAILURES_TO_COOL:
+        return 0
+    return int(min(COOL_MAX_S, COOL_FIRST_S * 2 ** min(failures - FAILURES_TO_COOL, 10)))
+
+
+class HealthError(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    message: str
+
+
+class Health(BaseModel):
+    """What Engram remembers of a server's last listings and calls, shared by every turn through
+    the connection's row. `state`: unknown (never reached), healthy (the last attempt worked),
+    degraded (failed lately, still tried), down (failed FAILURES_TO_COOL times in a row: not
+    contacted before `retryAfter`, then one listing probes it)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+
+    consecutive_failures: int = 0
+    last_success_at: str | None = None
+    last_error_at: str | None = None
+    last_error: HealthError | None = None
+    retry_after: str | None = None  # ISO time; set while the server is down
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def state(self) -> HealthState:
+        if self.consecutive_failures >= FAILURES_TO_COOL:
+            return "down"
+        if self.consecutive_failures > 0:
+            return "degraded"
+        return "healthy" if self.last_success_at else "unknown"
+
+    def cooling(self, now: str) -> bool:
+        """Skipped now: down, and its cool-down has not passed."""
+        return self.state == "down" and self.retry_after is not None and now < self.retry_after
+
+    def failed(self, error: HealthError, now: datetime) -> Health:
+        failures = self.consecutive_failures + 1
+        pause = cool_down_s(failures)
+        return self.model_copy(
+            update={
+                "consecutive_failures": failures,
+                "last_error_at": _iso(now),
+                "last_error": error,
+                "retry_after": _iso(now + timedelta(seconds=pause)) if pause else None,
+            }
+        )
+
+    def succeeded(self, now: datetime) -> Health:
+        return Health(last_success_at=_iso(now), last_error_at=self.last_error_at, last_error=self.last_error)
+
+    def stored(self) -> dict[str, object]:
+        """The row's `health` attribute (without the derived state)."""
+        return self.model_dump(by_alias=True, exclude={"state"}, exclude_none=True, mode="json")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
 class Connection(Resource):
     name: str
     url: str
@@ -115,6 +196,7 @@ class Connection(Resource):
     auth_header_name: str | None = None
     has_auth: bool = False
     timeout_seconds: int = 20
+    health: Health = Field(default_factory=Health)
 
 
 class DiscoveredTool(BaseModel):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from engram.connections.models import Connection, ToolList
+from engram.connections.models import Connection, Health, ToolList
 
 
 class Connections(Protocol):
@@ -20,6 +20,7 @@ class Connections(Protocol):
     def name_taken(self, tenant: str, name: str, *, other_than: str | None = None) -> bool: ...
     def tools(self, tenant: str, connection_ids: list[str]) -> dict[str, ToolList]: ...
     def put_tools(self, tenant: str, connection_id: str, tools: ToolList) -> None: ...
+    def record_health(self, tenant: str, connection_id: str, health: Health, *, seen: int) -> bool: ...
 
 
 class SecretBox(Protocol):

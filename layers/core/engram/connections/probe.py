@@ -5,6 +5,7 @@ from __future__ import annotations
 import time
 
 from engram.aws.kms import SealedValueUnreadable
+from engram.connections.models import HealthError
 from engram.connections.tools import McpToolDeps, refresh_tools
 from engram.kernel.errors import NotFound
 from engram.kernel.ids import check_id
@@ -21,13 +22,17 @@ def test_connection(deps: McpToolDeps, tenant: str, connection_id: str) -> dict[
     connection, sealed = found
     started = time.monotonic()
     try:
-        listed = refresh_tools(deps, tenant, connection, sealed)
+        # Bounded like a sync turn (the answer must come before API Gateway's 30 s); a success resets
+        # the server's health.
+        listed, _health = refresh_tools(deps, tenant, connection, sealed, deadline=started + deps.settings.sync_turn_budget_s)
     except SealedValueUnreadable:
         problem = McpFailure("unauthorized", "the stored auth value could not be read; set it again")
         return {"ok": False, "error": {"code": problem.code, "message": problem.message}, "durationMs": _ms(started)}
     except Exception as err:  # McpFailure and whatever the SDK raised, named
         problem = failure_of(err)
         return {"ok": False, "error": {"code": problem.code, "message": problem.message}, "durationMs": _ms(started)}
+    if isinstance(listed, HealthError):
+        return {"ok": False, "error": {"code": listed.code, "message": listed.message}, "durationMs": _ms(started)}
     return {"ok": True, **listed.public(), "durationMs": _ms(started)}
 
 

@@ -1,8 +1,12 @@
 """Connection rows and their cached tool lists, in the tenant partition.
 
-PK <t>  SK CONN#<id>       the connection; `sealedAuth` is the auth value sealed with KMS
+PK <t>  SK CONN#<id>       the connection; `sealedAuth` is the auth value sealed with KMS;
+                           `health` what turns last met on its server (TL8), written by a
+                           conditional update on the failure count the writer read
 PK <t>  SK CONNTOOLS#<id>  its discovered tools as JSON text (schemas keep their own number
-                           types: DynamoDB would turn them into Decimals), `expiresAt` TTL
+                           types: DynamoDB would turn them into Decimals), fresh until
+                           `freshUntil`, kept a week longer (`expiresAt` TTL) so a server that
+                           went down still has its tools shown as unavailable
 """
 
 from __future__ import annotations
@@ -13,11 +17,12 @@ from typing import Any
 
 from engram.aws import keys, quotas
 from engram.aws.table import ConditionFailed, Table
-from engram.connections.models import Connection, DiscoveredTool, ToolList
+from engram.connections.models import Connection, DiscoveredTool, Health, ToolList
 from engram.kernel.errors import NotFound
 
 _NOT_FOUND = "connection not found"
 _SEALED = "sealedAuth"
+_KEEP_STALE_S = 7 * 86_400  # a cached tool list outlives its freshness by this much
 
 
 class ConnectionRepository:
@@ -25,7 +30,11 @@ class ConnectionRepository:
         self.table = table
 
     def _item(self, tenant: str, connection: Connection, sealed_auth: str | None) -> dict[str, object]:
-        item = {"PK": keys.tenant_pk(tenant), "SK": keys.connection_sk(connection.id), **connection.model_dump(by_alias=True)}
+        item = {
+            "PK": keys.tenant_pk(tenant),
+            "SK": keys.connection_sk(connection.id),
+            **connection.model_dump(by_alias=True, exclude={"health"}),
+        }
         if sealed_auth:
             item[_SEALED] = sealed_auth
         return item
@@ -72,6 +81,24 @@ class ConnectionRepository:
             raise NotFound(_NOT_FOUND, field="connectionId") from None
         return Connection.model_validate(item)
 
+    def record_health(self, tenant: str, connection_id: str, health: Health, *, seen: int) -> bool:
+        """Stores the server's health if its failure count is still `seen` (what the writer read):
+        one conditional UpdateItem, no read. False when another turn changed it first (its word
+        stands) or the connection is gone."""
+        try:
+            self.table.update(
+                keys.tenant_pk(tenant),
+                keys.connection_sk(connection_id),
+                "SET #h = :h",
+                condition="attribute_exists(PK) AND (attribute_not_exists(#h) OR #h.#f = :seen)",
+                names={"#h": "health", "#f": "consecutiveFailures"},
+                values={":h": health.stored(), ":seen": seen},
+                returns="NONE",
+            )
+        except ConditionFailed:
+            return False
+        return True
+
     def delete(self, tenant: str, connection_id: str) -> None:
         pk = keys.tenant_pk(tenant)
         try:
@@ -100,7 +127,7 @@ class ConnectionRepository:
             out[connection_id] = ToolList(
                 tools=[DiscoveredTool.model_validate(tool) for tool in json.loads(item["tools"])],
                 listed_at=item["listedAt"],
-                expires_at=int(item["expiresAt"]),
+                expires_at=int(item.get("freshUntil", item["expiresAt"])),
             )
         return out
 
@@ -112,6 +139,7 @@ class ConnectionRepository:
                 "SK": keys.connection_tools_sk(connection_id),
                 "tools": text,
                 "listedAt": tools.listed_at,
-                "expiresAt": tools.expires_at,
+                "freshUntil": tools.expires_at,
+                "expiresAt": tools.expires_at + _KEEP_STALE_S,
             }
         )

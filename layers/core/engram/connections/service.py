@@ -67,6 +67,8 @@ def update_connection(deps: Stores, tenant: str, connection_id: str, body: Conne
         raise NotFound("connection not found", field="connectionId")
     if "url" in changes:
         _policy(deps).check_url(changes["url"])
+    if "url" in changes or "authHeader" in changes:
+        changes["health"] = None  # another server or credential: what was known of the old one is void
     if "name" in changes:
         _check_name_free(deps, tenant, changes["name"], other_than=connection_id)
     if "authHeader" in changes:

@@ -1,5 +1,6 @@
 // Tools: the MCP servers agents may call (connections). Add one (its auth value is sent once and
-// never shown again), test it (its tools, or what is wrong), see its tools, delete it.
+// never shown again), test it (its tools, or what is wrong), see its tools and its health (what
+// turns last met on it: healthy, degraded, down until a time, or unknown), delete it.
 import { get, post, del, id } from './api.js';
 import { h, clear, busy, confirmAction, field, fmtTime, latestOnly, moreButton, showFormError, table, badge, errorBox, pretty } from './ui.js';
 
@@ -17,6 +18,7 @@ export async function list(main) {
     clear(body, table([
       { label: 'Name', cell: (c) => h('span', { class: 'conn-name', text: c.name }) },
       { label: 'URL', cell: (c) => h('code', { class: 'wrap', text: c.url }) },
+      { label: 'Health', cell: (c) => healthCell(c.health) },
       { label: 'Auth', cell: (c) => (c.hasAuth ? badge(`${c.authHeaderName} set`, 'ok') : '—') },
       { label: 'Timeout', cell: (c) => `${c.timeoutSeconds} s` },
       { label: 'Added', cell: (c) => fmtTime(c.createdAt) },
@@ -46,8 +48,8 @@ export async function list(main) {
       const created = await post('/api/connections', payload);
       name.value = ''; url.value = ''; headerName.value = ''; headerValue.value = ''; timeout.value = 20;
       clear(form.querySelector('.form-error'));
-      await load();
       await test(created, detail);
+      await load();
     } catch (err) {
       showFormError(form, err);
     } finally {
@@ -62,7 +64,7 @@ export async function list(main) {
 
 function actions(connection, detail, reload) {
   const tryIt = h('button', { type: 'button', class: 'small' }, 'Test');
-  tryIt.addEventListener('click', () => busy(tryIt, () => test(connection, detail)));
+  tryIt.addEventListener('click', () => busy(tryIt, async () => { await test(connection, detail); await reload(); }));
   const tools = h('button', { type: 'button', class: 'small secondary' }, 'Tools');
   tools.addEventListener('click', () => busy(tools, async () => showTools(await get(`/api/connections/${id(connection.id)}`), detail)));
   const remove = h('button', { type: 'button', class: 'small danger' }, 'Delete');
@@ -83,13 +85,56 @@ async function test(connection, detail) {
       h('p', { class: 'muted', text: `after ${Math.round(out.durationMs || 0)} ms` })));
     return;
   }
-  showTools({ ...connection, tools: out }, detail, `${connection.name}: ${out.tools.length} tool(s), listed in ${Math.round(out.durationMs)} ms`);
+  showTools({ ...connection, tools: out, health: null }, detail, `${connection.name}: ${out.tools.length} tool(s), listed in ${Math.round(out.durationMs)} ms`);
+}
+
+const HEALTH = {
+  healthy: ['healthy', 'succeeded'],
+  degraded: ['degraded', 'warn'],
+  down: ['down', 'failed'],
+  unknown: ['not used yet', 'archived'],
+};
+
+// The state as a badge; the last error and, while down, until when turns skip the server.
+function healthBadge(health) {
+  const [label, kind] = HEALTH[health.state] || [health.state, 'archived'];
+  return badge(label, kind);
+}
+
+// Cool-downs are seconds to minutes long: the time to the second.
+function clock(iso) {
+  const d = new Date(iso);
+  return Number.isNaN(d.getTime()) ? String(iso) : d.toLocaleTimeString();
+}
+
+function healthCell(health) {
+  if (!health) return '—';
+  const cell = h('div', { class: 'health' }, healthBadge(health));
+  if (health.state === 'down' && health.retryAfter) cell.append(h('div', { class: 'muted small', text: `skipped until ${clock(health.retryAfter)}` }));
+  if (health.state !== 'healthy' && health.lastError) {
+    cell.append(h('div', { class: 'muted small health-error', text: `${health.lastError.code} · ${fmtTime(health.lastErrorAt)}` }));
+  }
+  return cell;
+}
+
+function healthDetail(health) {
+  if (!health) return [];
+  const lines = [h('p', {}, 'Health: ', healthBadge(health))];
+  const facts = [
+    ['Last success', fmtTime(health.lastSuccessAt)],
+    ['Last error', health.lastError ? `${fmtTime(health.lastErrorAt)}: ${health.lastError.code}: ${health.lastError.message}` : '—'],
+    ['Failures in a row', String(health.consecutiveFailures)],
+  ];
+  if (health.retryAfter) facts.push(['Not contacted before', `${fmtTime(health.retryAfter)} (${clock(health.retryAfter)})`]);
+  lines.push(h('dl', { class: 'health-facts' }, facts.map(([k, v]) => [h('dt', { text: k }), h('dd', { text: v })])));
+  return lines;
 }
 
 function showTools(connection, detail, title) {
   const listed = connection.tools;
   clear(detail, h('section', { class: 'card test-result' },
     h('h2', { text: title || `${connection.name}: tools` }),
+    healthDetail(connection.health),
     !listed ? h('p', { class: 'muted', text: 'Not listed yet: press Test.' })
       : [h('p', { class: 'muted', text: `Listed ${fmtTime(listed.listedAt)}` }),
         h('ul', { class: 'tool-list' }, listed.tools.map((t) => h('li', {},
