@@ -59,7 +59,8 @@ _tool_s = [0.0]  # the turn's time in finding its MCP tools and calling them (ti
 def _time_the_tools() -> None:
     """Adds up, per turn, the time spent in McpToolSource.toolset and McpToolSet.call_many: the part
     of a turn a dead server can cost, without the machine's noise in the rest of the turn."""
-    from engram.connections.tools import McpToolSet, McpToolSource
+    from engram.connections.source import McpToolSource
+    from engram.connections.tools import McpToolSet
 
     def timed(original: Any) -> Any:
         def run(*args: Any, **kwargs: Any) -> Any:

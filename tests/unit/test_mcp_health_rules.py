@@ -9,7 +9,8 @@ from datetime import timedelta
 import pytest
 
 from engram.connections import health as health_book
-from engram.connections.mcp_client import CallResult, McpFailure
+from engram.connections.mcp_client import CallResult
+from engram.connections.mcp_http import McpFailure
 from engram.connections.models import COOL_MAX_S, Connection, Health, HealthError, cool_down_s, utc_now
 from engram.connections.tools import McpToolSet
 from engram.kernel.settings import Settings
@@ -103,7 +104,7 @@ def test_a_batch_tells_each_server_one_outcome():
 def test_a_listing_that_ends_long_past_its_bound_was_frozen_and_is_not_counted():
     import time
 
-    from engram.connections.tools import FROZEN_SLACK_S, refresh_tools
+    from engram.connections.source import FROZEN_SLACK_S, refresh_tools
 
     rows = _Rows()
 

@@ -6,7 +6,8 @@ import time
 
 from engram.aws.kms import SealedValueUnreadable
 from engram.connections.models import HealthError
-from engram.connections.tools import McpToolDeps, refresh_tools
+from engram.connections.source import refresh_tools
+from engram.connections.tools import McpToolDeps
 from engram.kernel.errors import NotFound
 from engram.kernel.ids import check_id
 
@@ -14,7 +15,7 @@ from engram.kernel.ids import check_id
 def test_connection(deps: McpToolDeps, tenant: str, connection_id: str) -> dict[str, object]:
     """`{ok: true, tools, durationMs}`, or `{ok: false, error: {code, message}}` naming the problem
     (unreachable, unauthorized, tls_error, not_mcp, timeout, invalid_tool_schema, egress_refused, ...)."""
-    from engram.connections.mcp_client import McpFailure, failure_of
+    from engram.connections.mcp_http import McpFailure, failure_of
 
     found = deps.connections.get_with_secret(tenant, check_id("connectionId", connection_id))
     if found is None:
