@@ -77,6 +77,10 @@ DEFERRED = {
     ): "the MCP SDK and its HTTP stack only with a turn that lists or calls MCP tools",
     ("engram.connections.probe", "engram.connections.mcp_client"): "as connections.tools: only when a connection is tested",
     (
+        "engram.connections.oauth",
+        "engram.connections.oauth_http",
+    ): "httpx2 only when an OAuth connection is authorised, refreshed or revoked (TL9), never on the api's import",
+    (
         "engram.connections.egress",
         "httpcore2",
     ): "the guarded network backend is built with the first MCP session (the api checks URLs only)",

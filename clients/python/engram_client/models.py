@@ -219,6 +219,14 @@ class AuthHeader(TypedDict):
     value: str
 
 
+class OAuthOptions(TypedDict):
+    """OAuth 2.1 instead of authHeader (not both); {} discovers everything from the server (TL9)."""
+
+    clientId: NotRequired[str]
+    clientSecret: NotRequired[str]
+    scope: NotRequired[str]
+
+
 class ConnectionCreate(TypedDict):
     """The `ConnectionCreate` schema."""
 
@@ -226,7 +234,37 @@ class ConnectionCreate(TypedDict):
     url: str
     description: NotRequired[str]
     authHeader: NotRequired[AuthHeader]
+    oauth: NotRequired[OAuthOptions]
     timeoutSeconds: NotRequired[int]
+
+
+class OAuthStatus(TypedDict):
+    """The `OAuthStatus` schema."""
+
+    status: Literal["needs_authorization", "authorized"]
+    issuer: NotRequired[str | None]
+    scope: NotRequired[str | None]
+    registration: NotRequired[Literal["preregistered", "metadata_document", "dynamic"] | None]
+    clientId: NotRequired[str | None]
+    authorizedAt: NotRequired[str | None]
+    reason: NotRequired[str | None]
+
+
+class AuthorizationStart(TypedDict):
+    """The `AuthorizationStart` schema."""
+
+    authorizationUrl: str
+    expiresAt: str
+
+
+class PendingAuthorization(TypedDict):
+    """The `PendingAuthorization` schema."""
+
+    status: Literal["needs_authorization"]
+    reason: str
+    start: str
+    authorizationUrl: NotRequired[str]
+    expiresAt: NotRequired[str]
 
 
 class ConnectionUpdate(TypedDict):
@@ -286,6 +324,7 @@ class Connection(TypedDict):
     authHeaderName: str | None
     hasAuth: bool
     timeoutSeconds: int
+    oauth: OAuthStatus | None
 
 
 class DiscoveredTools(TypedDict):
@@ -299,6 +338,7 @@ class ConnectionWithTools(Connection):
     """The `ConnectionWithTools` schema."""
 
     tools: DiscoveredTools | None
+    authorization: NotRequired[PendingAuthorization | None]
 
 
 class ConnectionTest(TypedDict):
@@ -309,6 +349,7 @@ class ConnectionTest(TypedDict):
     tools: NotRequired[list[dict[str, Any]]]
     durationMs: NotRequired[float]
     error: NotRequired[dict[str, Any]]
+    authorization: NotRequired[PendingAuthorization | None]
 
 
 class ApiKeyPage(TypedDict):
@@ -777,6 +818,7 @@ class ConnectionDeleted(TypedDict):
     id: str
     deleted: Literal[True]
     agentsChanged: int
+    grantRevoked: NotRequired[bool]
 
 
 class ToolResult(TypedDict):

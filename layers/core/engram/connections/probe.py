@@ -5,12 +5,13 @@ from __future__ import annotations
 import time
 
 from engram.aws.kms import SealedValueUnreadable
+from engram.connections import oauth
 from engram.connections.tools import McpToolDeps, refresh_tools
 from engram.kernel.errors import NotFound
 from engram.kernel.ids import check_id
 
 
-def test_connection(deps: McpToolDeps, tenant: str, connection_id: str) -> dict[str, object]:
+def test_connection(deps: McpToolDeps, tenant: str, connection_id: str, base: str | None = None) -> dict[str, object]:
     """`{ok: true, tools, durationMs}`, or `{ok: false, error: {code, message}}` naming the problem
     (unreachable, unauthorized, tls_error, not_mcp, timeout, invalid_tool_schema, egress_refused, ...)."""
     from engram.connections.mcp_client import McpFailure, failure_of
@@ -22,6 +23,13 @@ def test_connection(deps: McpToolDeps, tenant: str, connection_id: str) -> dict[
     started = time.monotonic()
     try:
         listed = refresh_tools(deps, tenant, connection, sealed)
+    except oauth.NeedsAuthorization as err:  # TL9: with the URL to authorise it (discovered now if need be)
+        return {
+            "ok": False,
+            "error": {"code": err.code, "message": err.message},
+            "authorization": _authorization(deps, tenant, connection_id, base),
+            "durationMs": _ms(started),
+        }
     except SealedValueUnreadable:
         problem = McpFailure("unauthorized", "the stored auth value could not be read; set it again")
         return {"ok": False, "error": {"code": problem.code, "message": problem.message}, "durationMs": _ms(started)}
@@ -29,6 +37,15 @@ def test_connection(deps: McpToolDeps, tenant: str, connection_id: str) -> dict[
         problem = failure_of(err)
         return {"ok": False, "error": {"code": problem.code, "message": problem.message}, "durationMs": _ms(started)}
     return {"ok": True, **listed.public(), "durationMs": _ms(started)}
+
+
+def _authorization(deps: McpToolDeps, tenant: str, connection_id: str, base: str | None) -> dict[str, object] | None:
+    row = deps.connections.oauth_row(tenant, connection_id)
+    if row is None:
+        return None
+    if row.server is None and base is not None:
+        oauth.prepare(deps, tenant, row, base)
+    return oauth.pending(deps, tenant, row.connection)
 
 
 def _ms(started: float) -> float:
