@@ -231,3 +231,96 @@ def _expire_states(live) -> None:
                 UpdateExpression="SET expiresAt = :past",
                 ExpressionAttributeValues={":past": {"N": str(int(time.time()) - 1)}},
             )
+
+
+def test_the_cli_prints_the_url_that_connects_a_tool_server(live, servers, monkeypatch, capsys):
+    from engram_client import cli
+
+    issuer, mcp = servers
+    url = live.url.rstrip("/")
+    monkeypatch.setenv("ENGRAM_URL", url)
+    monkeypatch.setenv("ENGRAM_API_KEY", "dev-cli-oauth")
+    status, created = http(url, "POST", "/api/connections", user="cli-oauth", body={"name": "ops", "url": mcp.url, "oauth": {}})
+    assert status == 201, created
+    assert cli.main(["connections"]) == 0
+    assert "oauth: needs authorization" in capsys.readouterr().out
+
+    assert cli.main(["connections", "authorize", "ops"]) == 0
+    printed = capsys.readouterr().out.splitlines()
+    assert printed[0].startswith("Open this URL in a browser to connect ops")
+    assert _get(issuer.sign_in(printed[1], stop_at=url + CALLBACK))[0] == 200
+    assert cli.main(["connections"]) == 0
+    assert "oauth: connected" in capsys.readouterr().out
+
+    # A header connection has nothing to authorize.
+    http(url, "POST", "/api/connections", user="cli-oauth", body={"name": "plain", "url": mcp.url})
+    assert cli.main(["connections", "authorize", "plain"]) == 2
+    assert "not OAuth" in capsys.readouterr().err
+
+    # Deleting the account ends the grant at the server too.
+    revocations = len(issuer.events("revocation"))
+    assert http(url, "DELETE", "/api/me", user="cli-oauth")[1]["data"]["deleted"]["connections"] == 2
+    assert len(issuer.events("revocation")) == revocations + 1
+
+
+def test_a_preregistered_client_with_a_secret_and_a_grant_the_server_withdraws(live, caplog):
+    """The client given with the connection is used (no registration), its secret authenticates
+    at the token endpoint and is never shown; when the server ends the grant, the next turn's call
+    answers needs_authorization and the connection says so with a new URL."""
+    caplog.set_level(logging.INFO)
+    url = live.url.rstrip("/")
+    port = free_port()
+    resource = f"http://127.0.0.1:{port}/mcp"
+    secret = "pre-registered-secret-" + "7" * 24
+    client = {
+        "client_id": "engram-pre",
+        "client_secret": secret,
+        "redirect_uris": [url + CALLBACK],
+        "grant_types": ["authorization_code", "refresh_token"],
+        "token_endpoint_auth_method": "client_secret_basic",
+    }
+    issuer = AuthorizationServer.start(resources=[{"resource": resource, "scope": "tools", "ttl": 2}], clients=[client])
+    mcp = protected_mcp_server(issuer.issuer, port)
+    try:
+        body = {"name": "crm", "url": resource, "oauth": {"clientId": "engram-pre", "clientSecret": secret}}
+        status, created = http(url, "POST", "/api/connections", body=body)
+        assert status == 201, created
+        conn = created["data"]["id"]
+        callback = _authorize(url, issuer, conn)
+        assert "client_id=engram-pre" in _start_url_of(url, conn)
+        assert _get(callback)[0] == 200
+        status, read = http(url, "GET", f"/api/connections/{conn}")
+        assert read["data"]["oauth"]["registration"] == "preregistered" and read["data"]["oauth"]["status"] == "authorized"
+        assert issuer.events("registration") == []
+        status, agent = http(url, "POST", "/api/agents", body={"name": "Crm", "tools": [{"connectionId": conn}]})
+        agent_id = agent["data"]["id"]
+        message = {"message": "use lookup_price for BTC"}
+        status, turn = http(url, "POST", f"/api/agents/{agent_id}/sessions/dashboard/messages", body=message)
+        assert status == 200 and "97250.5" in turn["data"]["toolCalls"][0]["result"], turn
+
+        # The server withdraws the grant (its refresh token revoked); the access token expires.
+        grant = _sealed_grant(live, conn)
+        form = urllib.parse.urlencode({"token": grant["refresh_token"], "token_type_hint": "refresh_token"}).encode()
+        revoke = urllib.request.Request(issuer.issuer + "/token/revocation", data=form)
+        revoke.add_header("authorization", "Basic " + base64.b64encode(f"engram-pre:{secret}".encode()).decode())
+        assert urllib.request.urlopen(revoke, timeout=10).status == 200
+        time.sleep(2.5)
+        status, turn = http(url, "POST", f"/api/agents/{agent_id}/sessions/dashboard/messages", body=message)
+        assert status == 200, turn
+        (call,) = turn["data"]["toolCalls"]
+        assert call["isError"] is True and "needs authorization" in call["result"], call
+        status, read = http(url, "GET", f"/api/connections/{conn}")
+        assert read["data"]["oauth"] == {**read["data"]["oauth"], "status": "needs_authorization", "reason": "refresh_refused"}
+        assert read["data"]["authorization"]["authorizationUrl"].startswith(issuer.issuer + "/auth?")
+        status, tested = http(url, "POST", f"/api/connections/{conn}/test")
+        assert tested["data"]["error"]["code"] == "needs_authorization" and tested["data"]["authorization"]["authorizationUrl"]
+
+        for text in (json.dumps(read), json.dumps(turn), json.dumps(http(url, "GET", "/api/me/export")[1]), info_log(caplog)):
+            assert secret not in text and grant["refresh_token"] not in text and grant["access_token"] not in text
+    finally:
+        mcp.stop()
+        issuer.stop()
+
+
+def _start_url_of(url: str, connection_id: str) -> str:
+    return http(url, "POST", f"/api/connections/{connection_id}/oauth/start")[1]["data"]["authorizationUrl"]

@@ -435,11 +435,17 @@ def seal_client_secret(deps: OAuthDeps, tenant: str, connection_id: str, secret:
 
 
 def callback_page(ok: bool, message: str) -> str:
-    """The page the person's browser shows after the callback (no token in it); it tells an
-    opener window (the console's popup) the outcome and closes."""
+    """The page the person's browser shows after the callback (no token in it). It tells the
+    console the outcome on a BroadcastChannel (same origin; the console's opener link is cut by
+    its Cross-Origin-Opener-Policy when the popup visits the authorization server) and closes."""
     outcome = json.dumps({"engramOAuth": "done" if ok else "failed", "message": message})
     title = "Connected" if ok else "Not connected"
     text = message.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    script = (
+        "try{const c=new BroadcastChannel('engram-oauth');c.postMessage("
+        + outcome.replace("<", "\\u003c")
+        + ");c.close()}catch(e){}setTimeout(function(){window.close()},300)"
+    )
     return (
         "<!doctype html><html lang=en><meta charset=utf-8><title>Engram: "
         + title
@@ -447,7 +453,7 @@ def callback_page(ok: bool, message: str) -> str:
         + title
         + "</h1><p>"
         + text
-        + "</p><p>You can close this window.</p><script>try{if(window.opener){window.opener.postMessage("
-        + outcome.replace("<", "\\u003c")
-        + ",location.origin);window.close()}}catch(e){}</script></body></html>"
+        + "</p><p>You can close this window.</p><script>"
+        + script
+        + "</script></body></html>"
     )

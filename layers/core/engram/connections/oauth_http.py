@@ -11,8 +11,10 @@ start); no token, secret or code is ever logged or put in an error message.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import re
+import ssl
 from collections.abc import Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -54,12 +56,20 @@ class Answer:
         return value
 
 
+@functools.cache
+def _ssl_context() -> ssl.SSLContext:
+    """One verifying context per container (loading the CA bundle costs ~20 ms a request)."""
+    return httpx2.create_ssl_context()
+
+
 class _Transport(httpx2.AsyncHTTPTransport):
     """httpx2's transport over the egress-guarded backend; the URL of every request checked."""
 
     def __init__(self, policy: EgressPolicy):
-        super().__init__(trust_env=False)
-        self._pool = httpcore2.AsyncConnectionPool(network_backend=guarded_backend(policy), max_connections=4)
+        super().__init__(verify=_ssl_context(), trust_env=False)
+        self._pool = httpcore2.AsyncConnectionPool(
+            ssl_context=_ssl_context(), network_backend=guarded_backend(policy), max_connections=4
+        )
         self._policy = policy
 
     async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:

@@ -145,3 +145,16 @@ def delete_connection(deps: Stores, tenant: str, connection_id: str) -> dict[str
     if revoked is not None:
         out["grantRevoked"] = revoked
     return out
+
+
+def revoke_all(deps: Stores, tenant: str) -> int:
+    """Revokes every OAuth grant of the tenant (its account is being deleted); how many the
+    servers took. Best effort: a server that does not answer does not stop the deletion."""
+    revoked = 0
+    for connection in deps.connections.all(tenant):
+        if connection.oauth is None:
+            continue
+        row = deps.connections.oauth_row(tenant, connection.id)
+        if row is not None and oauth.revoke(deps, tenant, row):
+            revoked += 1
+    return revoked
