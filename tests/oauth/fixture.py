@@ -64,6 +64,7 @@ class AuthorizationServer:
         account: str = "user-1",
         port: int = 0,
         client_id_metadata_documents: bool = False,
+        registration: bool = True,
     ) -> AuthorizationServer:
         install()
         env = {
@@ -73,6 +74,7 @@ class AuthorizationServer:
             "OAUTH_CLIENTS": json.dumps(clients or []),
             "OAUTH_ACCOUNT": account,
             "OAUTH_CIMD": "1" if client_id_metadata_documents else "0",
+            "OAUTH_REGISTRATION": "1" if registration else "0",
             "NODE_ENV": "test",
         }
         process = subprocess.Popen(

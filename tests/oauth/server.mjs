@@ -8,6 +8,7 @@
 //   OAUTH_ACCOUNT     the account every interaction signs in as (default "user-1"); a
 //                     `login_hint` on the authorization request overrides it
 //   OAUTH_CIMD        "1": advertise and accept Client ID Metadata Documents (https client ids)
+//   OAUTH_REGISTRATION "0": no dynamic client registration (RFC 7591)
 //
 // Interactions (sign-in, consent) complete by themselves: a browser, or a test's HTTP client that
 // keeps cookies and follows redirects, reaches the client's redirect_uri with a code. Supported:
@@ -53,7 +54,7 @@ async function main() {
     },
     features: {
       devInteractions: { enabled: false },
-      registration: { enabled: true },
+      registration: { enabled: process.env.OAUTH_REGISTRATION !== '0' },
       revocation: { enabled: true },
       clientIdMetadataDocument: process.env.OAUTH_CIMD === '1'
         ? { enabled: true, ack: 'draft-02' } : { enabled: false },

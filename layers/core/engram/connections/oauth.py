@@ -42,6 +42,7 @@ if TYPE_CHECKING:
 CALLBACK_PATH = "/api/connections/oauth/callback"
 CLIENT_METADATA_PATH = "/api/connections/oauth/client-metadata.json"
 _REFRESH_AHEAD_S = 60  # refresh this long before expiry (a quarter of a shorter lifetime)
+_REFRESH_LEASE_S = 10  # one refresh at a time per connection; a stuck one is taken over after this
 TokenAuth = Literal["none", "client_secret_basic", "client_secret_post"]
 
 
@@ -361,17 +362,44 @@ class Opener(Protocol):
 
 def refresh(deps: OAuthDeps, tenant: str, connection_id: str, sealed: str, tokens: Tokens, *, opened: Opener) -> Tokens:
     """Refreshes the grant (RFC 6749 §6 with the `resource`); a refused refresh marks the
-    connection `needs_authorization`. A refresh another function made meanwhile is used as is."""
+    connection `needs_authorization`. One function refreshes at a time (a lease in the row: a
+    server that rotates refresh tokens takes a reused one for a stolen one and ends the grant);
+    the others use the current token while it lasts, else wait for the new one."""
+    row = deps.connections.oauth_row(tenant, connection_id)
+    if row is None or _server(row) is None:
+        raise NeedsAuthorization("the connection is no longer set up for OAuth")
+    current = _current(tenant, row, sealed, tokens, opened)
+    if not current.due(time.time()):
+        return current  # refreshed by another function already
+    now = time.time()
+    if not deps.connections.claim_refresh(tenant, connection_id, until=int(now) + _REFRESH_LEASE_S, now=int(now)):
+        if current.expires_at is None or now < current.expires_at - 1:
+            return current  # still valid: the other function's refresh will serve the next call
+        return _await_refresh(deps, tenant, row.connection, row.sealed_tokens, opened)
+    try:
+        row = deps.connections.oauth_row(tenant, connection_id)  # under the lease: the latest grant
+        if row is None or _server(row) is None:
+            raise NeedsAuthorization("the connection is no longer set up for OAuth")
+        current = _current(tenant, row, sealed, current, opened)
+        if not current.due(time.time()):
+            return current
+        return _refresh_now(deps, tenant, row, current)
+    finally:
+        deps.connections.release_refresh(tenant, connection_id)
+
+
+def _current(tenant: str, row: OAuthRow, sealed: str, tokens: Tokens, opened: Opener) -> Tokens:
+    """The grant the row holds now (another function may have refreshed it since `sealed`)."""
+    if row.sealed_tokens and row.sealed_tokens != sealed:
+        return Tokens.model_validate_json(opened(tenant, row.connection.id, row.sealed_tokens))
+    return tokens
+
+
+def _refresh_now(deps: OAuthDeps, tenant: str, row: OAuthRow, tokens: Tokens) -> Tokens:
     from engram.connections.oauth_http import OAuthFailure, token
 
-    row = deps.connections.oauth_row(tenant, connection_id)
-    server = _server(row) if row else None
-    if row is None or server is None:
-        raise NeedsAuthorization("the connection is no longer set up for OAuth")
-    if row.sealed_tokens and row.sealed_tokens != sealed:  # refreshed by another turn already
-        newer = Tokens.model_validate_json(opened(tenant, connection_id, row.sealed_tokens))
-        if not newer.due(time.time()):
-            return newer
+    server = _server(row)
+    assert server is not None
     if not tokens.refresh_token:
         _lapse(deps, tenant, row, "expired")
         raise NeedsAuthorization(_needs_message(row.connection, "its access expired and the server gave no refresh token"))
@@ -387,8 +415,21 @@ def refresh(deps: OAuthDeps, tenant: str, connection_id: str, sealed: str, token
         raise NeedsAuthorization(_needs_message(row.connection, f"its access could not be renewed now ({err.code})")) from None
     fresh = _tokens_of(answer, previous=tokens)
     _store(deps, tenant, row, fresh, expected=row.sealed_tokens)
-    logger.info("oauth token refreshed", extra={"connection": connection_id})
+    logger.info("oauth token refreshed", extra={"connection": row.connection.id})
     return fresh
+
+
+def _await_refresh(deps: OAuthDeps, tenant: str, connection: Connection, seen: str | None, opened: Opener) -> Tokens:
+    """Another function holds the refresh lease and the token has expired: its new grant, once written."""
+    deadline = time.monotonic() + _REFRESH_LEASE_S
+    while time.monotonic() < deadline:
+        time.sleep(0.1)
+        row = deps.connections.oauth_row(tenant, connection.id)
+        if row is None or row.connection.oauth is None or row.connection.oauth.status != "authorized" or not row.sealed_tokens:
+            raise NeedsAuthorization(_needs_message(connection, "the server refused to renew its access"))
+        if row.sealed_tokens != seen:
+            return Tokens.model_validate_json(opened(tenant, connection.id, row.sealed_tokens))
+    raise NeedsAuthorization(_needs_message(connection, "its access could not be renewed in time"))
 
 
 def _lapse(deps: OAuthDeps, tenant: str, row: OAuthRow, reason: str) -> None:

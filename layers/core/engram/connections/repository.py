@@ -3,7 +3,8 @@
 PK <t>  SK CONN#<id>       the connection; `sealedAuth` is the auth value sealed with KMS
 PK <t>  SK CONN#<id>       of an OAuth connection also (TL9): `sealedAuth` the sealed grant,
                            `oauthServer` the discovered server and client (JSON), `oauthClientId`
-                           and `sealedOAuthClient` the client given with it, `oauthScope`
+                           and `sealedOAuthClient` the client given with it, `oauthScope`,
+                           `oauthRefreshUntil` the lease of the one function refreshing it
 PK OAUTHSTATE#<sha256 of state> SK STATE   an authorization in flight: tenant, connection, PKCE
                            verifier; taken once by the callback, `expiresAt` TTL
 PK <t>  SK CONNTOOLS#<id>  its discovered tools as JSON text (schemas keep their own number
@@ -25,6 +26,7 @@ from engram.kernel.model import now_iso
 _NOT_FOUND = "connection not found"
 
 _SEALED = "sealedAuth"
+_LEASE = "oauthRefreshUntil"  # epoch seconds: one function refreshes an OAuth grant at a time
 
 
 class ConnectionRepository:
@@ -129,10 +131,10 @@ class ConnectionRepository:
     ) -> bool:
         """Sets the sealed grant (None removes it) and the public status, if the row still holds
         `expected` (two functions refreshing at once: the second keeps the first's tokens)."""
-        names = {"#s": _SEALED, "#o": "oauth", "#u": "updatedAt"}
+        names = {"#s": _SEALED, "#o": "oauth", "#u": "updatedAt", "#l": _LEASE}
         values: dict[str, object] = {":o": oauth, ":u": now_iso()}
         expression = "SET #o = :o, #u = :u"
-        expression += ", #s = :n" if sealed else " REMOVE #s"
+        expression += ", #s = :n REMOVE #l" if sealed else " REMOVE #s, #l"
         if sealed:
             values[":n"] = sealed
         if expected is None:
@@ -152,6 +154,35 @@ class ConnectionRepository:
         except ConditionFailed:
             return False
         return True
+
+    def claim_refresh(self, tenant: str, connection_id: str, *, until: int, now: int) -> bool:
+        """Takes the connection's refresh lease (none held, or held past its time)."""
+        try:
+            self.table.update(
+                keys.tenant_pk(tenant),
+                keys.connection_sk(connection_id),
+                "SET #l = :until",
+                condition="attribute_exists(PK) AND (attribute_not_exists(#l) OR #l < :now)",
+                names={"#l": _LEASE},
+                values={":until": until, ":now": now},
+                returns="NONE",
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def release_refresh(self, tenant: str, connection_id: str) -> None:
+        try:
+            self.table.update(
+                keys.tenant_pk(tenant),
+                keys.connection_sk(connection_id),
+                "REMOVE #l",
+                condition="attribute_exists(PK)",
+                names={"#l": _LEASE},
+                returns="NONE",
+            )
+        except ConditionFailed:
+            pass  # the connection was deleted meanwhile
 
     def put_oauth_state(self, state_hash: str, record: dict[str, object], *, expires_at: int) -> None:
         self.table.put({"PK": keys.oauth_state_pk(state_hash), "SK": "STATE", **record, "expiresAt": expires_at})
