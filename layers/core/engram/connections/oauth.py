@@ -271,7 +271,7 @@ def finish(deps: OAuthDeps, state: str | None, code: str | None, error: str | No
     """Takes the state (once), exchanges the code, seals the tokens; the connection it authorised."""
     from engram.connections.oauth_http import OAuthFailure, token
 
-    if not state or len(state) > 200:
+    if not state or len(state) > 128:
         raise AuthorizationRefused("the callback carries no state; start the authorization again", field="state")
     record = deps.connections.take_oauth_state(_hash(state))
     if record is None:
@@ -287,7 +287,7 @@ def finish(deps: OAuthDeps, state: str | None, code: str | None, error: str | No
         raise AuthorizationRefused("the answer names another authorization server than the one asked", field="iss")
     if error:
         raise AuthorizationRefused(f"the authorization server answered {error[:64]!r}; nothing was granted", field="error")
-    if not code or len(code) > 2048:
+    if not code or len(code) > 512:
         raise AuthorizationRefused("the callback carries no code", field="code")
     form = {
         "grant_type": "authorization_code",

@@ -34,11 +34,15 @@ def start(connectionId: str) -> Reply:
     return ok(oauth.start(deps_of(router), tenant_of(router), connectionId, base_url(router)))
 
 
-Param = Annotated[str | None, Query(max_length=4096)]
+# Bounded so the whole query stays well within what API Gateway and the local front accept.
+State = Annotated[str | None, Query(max_length=128)]
+Code = Annotated[str | None, Query(max_length=512)]
+Error = Annotated[str | None, Query(max_length=64)]
+Issuer = Annotated[str | None, Query(max_length=512)]
 
 
 @router.get("/api/connections/oauth/callback")
-def callback(state: Param = None, code: Param = None, error: Param = None, iss: Param = None) -> Response[str]:
+def callback(state: State = None, code: Code = None, error: Error = None, iss: Issuer = None) -> Response[str]:
     """Public (the browser carries no token): the one-time state names the user and the connection.
     `iss` (RFC 9207) is compared with the issuer the state was made for."""
     try:
