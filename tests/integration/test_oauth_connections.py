@@ -144,3 +144,37 @@ def test_functions_refreshing_one_grant_at_once_refresh_it_once(stack, protected
     assert stack.call("GET", f"/api/connections/{conn}").data["oauth"]["status"] == "authorized"
     tested = stack.call("POST", f"/api/connections/{conn}/test").data
     assert tested["ok"] is True, tested
+
+
+def test_an_authorization_server_that_is_down_fails_the_call_not_the_grant(stack, protected):
+    issuer, mcp = protected(ttl=2)
+    conn = _connection(stack, mcp.url)
+    _authorize(stack, issuer, conn)
+    agent = stack.agent(tools=[{"connectionId": conn}])
+    assert "182.3" in stack.say(agent["id"], "use lookup_price for SOL").data["toolCalls"][0]["result"]
+    issuer.stop()  # the token endpoint no longer answers
+    time.sleep(2.2)
+    reply = stack.say(agent["id"], "use lookup_price for SOL")
+    assert reply.status == 200, reply.body
+    (call,) = reply.data["toolCalls"]
+    assert call["isError"] is True and "could not be renewed now (unreachable)" in call["result"], call
+    # Not the server's refusal: the grant is kept, so the next refresh may succeed.
+    read = stack.call("GET", f"/api/connections/{conn}").data
+    assert read["oauth"]["status"] == "authorized" and read["authorization"] is None
+    row = stack.deps.connections.oauth_row(TENANT, conn)
+    assert row.sealed_tokens is not None
+    assert stack.deps.connections.claim_refresh(TENANT, conn, until=int(time.time()) + 10, now=int(time.time()))
+
+
+def test_testing_a_connection_whose_server_offers_no_oauth_says_why(stack):
+    from local.sample_mcp import start
+
+    plain = start()
+    try:
+        conn = _connection(stack, plain.url)
+        tested = stack.call("POST", f"/api/connections/{conn}/test").data
+        assert tested["ok"] is False and tested["error"]["code"] == "needs_authorization"
+        assert tested["authorization"]["error"]["code"] == "oauth_discovery_failed"
+        assert tested["authorization"]["start"] == f"/api/connections/{conn}/oauth/start"
+    finally:
+        plain.stop()

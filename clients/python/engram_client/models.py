@@ -265,6 +265,7 @@ class PendingAuthorization(TypedDict):
     start: str
     authorizationUrl: NotRequired[str]
     expiresAt: NotRequired[str]
+    error: NotRequired[dict[str, Any]]
 
 
 class ConnectionUpdate(TypedDict):

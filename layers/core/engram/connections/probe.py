@@ -7,7 +7,7 @@ import time
 from engram.aws.kms import SealedValueUnreadable
 from engram.connections import oauth
 from engram.connections.tools import McpToolDeps, refresh_tools
-from engram.kernel.errors import NotFound
+from engram.kernel.errors import EngramError, NotFound
 from engram.kernel.ids import check_id
 
 
@@ -44,7 +44,10 @@ def _authorization(deps: McpToolDeps, tenant: str, connection_id: str, base: str
     if row is None:
         return None
     if row.server is None and base is not None:
-        oauth.prepare(deps, tenant, row, base)
+        try:
+            oauth.prepare(deps, tenant, row, base)
+        except EngramError as err:  # discovery failed: the test says why, with the start route
+            return {**(oauth.pending(deps, tenant, row.connection) or {}), "error": {"code": err.code, "message": err.message}}
     return oauth.pending(deps, tenant, row.connection)
 
 
