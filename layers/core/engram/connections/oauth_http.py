@@ -183,7 +183,7 @@ def first_json(policy: EgressPolicy, urls: list[str], what: str) -> tuple[str, J
     for url in urls:
         try:
             answer = request(policy, "GET", url, Body(headers={"accept": "application/json"}))
-        except OAuthFailure:
+        except (OAuthFailure, EgressRefused):  # unreachable, or an address the policy refuses: the next
             continue
         if answer.status == 200:
             try:
