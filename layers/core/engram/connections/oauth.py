@@ -365,27 +365,27 @@ def refresh(deps: OAuthDeps, tenant: str, connection_id: str, sealed: str, token
     connection `needs_authorization`. One function refreshes at a time (a lease in the row: a
     server that rotates refresh tokens takes a reused one for a stolen one and ends the grant);
     the others use the current token while it lasts, else wait for the new one."""
-    row = deps.connections.oauth_row(tenant, connection_id)
-    if row is None or _server(row) is None:
-        raise NeedsAuthorization("the connection is no longer set up for OAuth")
-    current = _current(tenant, row, sealed, tokens, opened)
-    if not current.due(time.time()):
-        return current  # refreshed by another function already
     now = time.time()
     if not deps.connections.claim_refresh(tenant, connection_id, until=int(now) + _REFRESH_LEASE_S, now=int(now)):
-        if current.expires_at is None or now < current.expires_at - 1:
-            return current  # still valid: the other function's refresh will serve the next call
-        return _await_refresh(deps, tenant, row.connection, row.sealed_tokens, opened)
+        if tokens.expires_at is None or now < tokens.expires_at - 1:
+            return tokens  # still valid: the other function's refresh serves the next call
+        row = deps.connections.oauth_row(tenant, connection_id)
+        if row is None:
+            raise NeedsAuthorization("the connection is no longer set up for OAuth")
+        return _await_refresh(deps, tenant, row.connection, sealed, opened)
+    stored = False
     try:
         row = deps.connections.oauth_row(tenant, connection_id)  # under the lease: the latest grant
         if row is None or _server(row) is None:
             raise NeedsAuthorization("the connection is no longer set up for OAuth")
-        current = _current(tenant, row, sealed, current, opened)
+        current = _current(tenant, row, sealed, tokens, opened)
         if not current.due(time.time()):
-            return current
-        return _refresh_now(deps, tenant, row, current)
+            return current  # another function refreshed it meanwhile
+        fresh, stored = _refresh_now(deps, tenant, row, current)
+        return fresh
     finally:
-        deps.connections.release_refresh(tenant, connection_id)
+        if not stored:  # a stored grant has freed the lease with the same write
+            deps.connections.release_refresh(tenant, connection_id)
 
 
 def _current(tenant: str, row: OAuthRow, sealed: str, tokens: Tokens, opened: Opener) -> Tokens:
@@ -395,7 +395,8 @@ def _current(tenant: str, row: OAuthRow, sealed: str, tokens: Tokens, opened: Op
     return tokens
 
 
-def _refresh_now(deps: OAuthDeps, tenant: str, row: OAuthRow, tokens: Tokens) -> Tokens:
+def _refresh_now(deps: OAuthDeps, tenant: str, row: OAuthRow, tokens: Tokens) -> tuple[Tokens, bool]:
+    """The new grant, and whether it was stored (the row still held the one refreshed)."""
     from engram.connections.oauth_http import OAuthFailure, token
 
     server = _server(row)
@@ -414,9 +415,9 @@ def _refresh_now(deps: OAuthDeps, tenant: str, row: OAuthRow, tokens: Tokens) ->
             raise NeedsAuthorization(_needs_message(row.connection, "the server refused to renew its access")) from None
         raise NeedsAuthorization(_needs_message(row.connection, f"its access could not be renewed now ({err.code})")) from None
     fresh = _tokens_of(answer, previous=tokens)
-    _store(deps, tenant, row, fresh, expected=row.sealed_tokens)
+    stored = _store(deps, tenant, row, fresh, expected=row.sealed_tokens) is not None
     logger.info("oauth token refreshed", extra={"connection": row.connection.id})
-    return fresh
+    return fresh, stored
 
 
 def _await_refresh(deps: OAuthDeps, tenant: str, connection: Connection, seen: str | None, opened: Opener) -> Tokens:
