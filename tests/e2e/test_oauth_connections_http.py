@@ -17,7 +17,7 @@ import urllib.request
 import boto3
 import pytest
 
-from tests.e2e.test_local_stack_http import http
+from tests.e2e.test_local_stack_http import http, wait_for_run
 from tests.integration.logs import info_log
 from tests.oauth.fixture import AuthorizationServer, free_port, protected_mcp_server
 
@@ -143,8 +143,18 @@ def test_an_oauth_connection_is_authorized_used_refreshed_and_revoked(live, serv
     refreshed = _sealed_grant(live, conn)
     assert refreshed["access_token"] != grant["access_token"]
 
+    # A manual run (the heartbeat function) uses the grant too, refreshing it when due.
+    time.sleep(TOKEN_TTL_S + 0.5)
+    status, _ = http(url, "PATCH", f"/api/agents/{agent_id}", body={"defaultPrompt": "use search_tickets with login"})
+    status, manual = http(url, "POST", f"/api/agents/{agent_id}/runs", body={})
+    assert status == 202, manual
+    run = wait_for_run(url, manual["data"]["runId"])
+    assert run["status"] == "succeeded" and "ENG-101" in run["toolCalls"][0]["result"], run
+    assert len(issuer.events("refresh")) == refreshes + 2
+    latest = _sealed_grant(live, conn)
+
     # Nothing of the grant in any answer, export, transcript or log line.
-    secrets = {grant["access_token"], grant["refresh_token"], refreshed["access_token"], refreshed["refresh_token"]}
+    secrets = {g[kind] for g in (grant, refreshed, latest) for kind in ("access_token", "refresh_token")}
     secrets |= set(mcp.verifier.accepted)
     seen = [
         json.dumps(http(url, "GET", path)[1])
@@ -153,6 +163,7 @@ def test_an_oauth_connection_is_authorized_used_refreshed_and_revoked(live, serv
             f"/api/connections/{conn}",
             f"/api/agents/{agent_id}/sessions/dashboard",
             f"/api/agents/{agent_id}/runs",
+            f"/api/runs/{run['id']}",
             "/api/me/export",
         )
     ]
@@ -168,7 +179,7 @@ def test_an_oauth_connection_is_authorized_used_refreshed_and_revoked(live, serv
     assert status == 200 and deleted["data"]["grantRevoked"] is True, (deleted, issuer.events())
     assert len(issuer.events("revocation")) == revocations + 1  # the refresh token: the grant ends
     # The server no longer refreshes that grant.
-    assert _refresh_refused(issuer, refreshed["refresh_token"])
+    assert _refresh_refused(issuer, latest["refresh_token"])
 
 
 def test_states_of_another_user_replayed_or_expired_are_refused(live, servers):
