@@ -143,18 +143,35 @@ def test_an_oauth_connection_is_authorized_used_refreshed_and_revoked(live, serv
     refreshed = _sealed_grant(live, conn)
     assert refreshed["access_token"] != grant["access_token"]
 
+    # The server refuses a token before its time (revoked on its side): that call fails, the
+    # grant is renewed before the next one.
+    mcp.verifier.refuse = True
+    status, turn = http(
+        url, "POST", f"/api/agents/{agent_id}/sessions/dashboard/messages", body={"message": "use lookup_price for BTC"}
+    )
+    assert turn["data"]["toolCalls"][0]["isError"] is True and "unauthorized" in turn["data"]["toolCalls"][0]["result"]
+    mcp.verifier.refuse = False
+    before = len(issuer.events("refresh"))
+    status, turn = http(
+        url, "POST", f"/api/agents/{agent_id}/sessions/dashboard/messages", body={"message": "use lookup_price for BTC"}
+    )
+    assert "97250.5" in turn["data"]["toolCalls"][0]["result"], turn
+    assert len(issuer.events("refresh")) == before + 1
+    renewed = _sealed_grant(live, conn)
+
     # A manual run (the heartbeat function) uses the grant too, refreshing it when due.
     time.sleep(TOKEN_TTL_S + 0.5)
+    before = len(issuer.events("refresh"))
     status, _ = http(url, "PATCH", f"/api/agents/{agent_id}", body={"defaultPrompt": "use search_tickets with login"})
     status, manual = http(url, "POST", f"/api/agents/{agent_id}/runs", body={})
     assert status == 202, manual
     run = wait_for_run(url, manual["data"]["runId"])
     assert run["status"] == "succeeded" and "ENG-101" in run["toolCalls"][0]["result"], run
-    assert len(issuer.events("refresh")) == refreshes + 2
+    assert len(issuer.events("refresh")) == before + 1
     latest = _sealed_grant(live, conn)
 
     # Nothing of the grant in any answer, export, transcript or log line.
-    secrets = {g[kind] for g in (grant, refreshed, latest) for kind in ("access_token", "refresh_token")}
+    secrets = {g[kind] for g in (grant, refreshed, renewed, latest) for kind in ("access_token", "refresh_token")}
     secrets |= set(mcp.verifier.accepted)
     seen = [
         json.dumps(http(url, "GET", path)[1])

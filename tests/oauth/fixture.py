@@ -146,12 +146,15 @@ class AudienceBoundVerifier:
         self.issuer, self.resource = issuer, resource
         self._keys = jwt.PyJWKClient(issuer + "/jwks")
         self.accepted: list[str] = []  # the tokens it let in
+        self.refuse = False  # a test sets it: every token refused, as after a revocation
 
     async def verify_token(self, token: str) -> Any:
         import anyio
         import jwt
         from mcp.server.auth.provider import AccessToken
 
+        if self.refuse:
+            return None
         try:
             key = await anyio.to_thread.run_sync(self._keys.get_signing_key_from_jwt, token)
             claims = jwt.decode(token, key.key, algorithms=["RS256"], audience=self.resource, issuer=self.issuer)

@@ -356,6 +356,26 @@ def bearer(deps: OAuthDeps, tenant: str, connection: Connection, sealed: str | N
     return refresh(deps, tenant, connection.id, sealed, tokens, opened=opened).access_token
 
 
+def distrust(deps: OAuthDeps, tenant: str, connection_id: str) -> None:
+    """The server refused the access token before its time (revoked, keys rotated): the grant is
+    marked expired so the next call refreshes it first (and a refused refresh then says
+    needs_authorization). Best effort: the call has failed already."""
+    try:
+        row = deps.connections.oauth_row(tenant, connection_id)
+        if row is None or not row.sealed_tokens or row.connection.oauth is None:
+            return
+        context = secret_context(tenant, connection_id)
+        tokens = Tokens.model_validate_json(deps.secret_box.open(row.sealed_tokens, context))
+        if tokens.expires_at is not None and tokens.expires_at <= tokens.issued_at:
+            return  # marked already
+        stale = tokens.model_copy(update={"expires_at": tokens.issued_at})
+        sealed = deps.secret_box.seal(stale.model_dump_json(), context)
+        status = row.connection.oauth.model_dump(by_alias=True)
+        deps.connections.replace_tokens(tenant, connection_id, expected=row.sealed_tokens, sealed=sealed, oauth=status)
+    except Exception:
+        logger.warning("could not mark an OAuth grant for renewal", extra={"connection": connection_id})
+
+
 class Opener(Protocol):
     def __call__(self, tenant: str, connection_id: str, sealed: str) -> str: ...
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from engram.agents.models import AgentTool
 from engram.connections.egress import EgressPolicy
 from engram.connections.models import Connection, DiscoveredTool, ToolList, secret_context
-from engram.connections.oauth import NeedsAuthorization, OAuthDeps, bearer
+from engram.connections.oauth import NeedsAuthorization, OAuthDeps, bearer, distrust
 from engram.connections.ports import SecretBox
 from engram.conversations.ports import Transcripts
 from engram.engine.tools import ToolContext, ToolOutcome
@@ -136,6 +136,8 @@ class McpToolSet:
     def _outcome(self, ctx: ToolContext, use: dict[str, object], entry: _Entry, result: CallResult) -> ToolOutcome:
         _count(entry.connection.name, result)
         if result.failure is not None:
+            if result.failure.code == "unauthorized" and entry.connection.oauth is not None:
+                distrust(self.deps, self.tenant, entry.connection.id)  # TL9: renewed before the next call
             outcome = _failed(entry, result.failure)
             return ToolOutcome(
                 outcome.content,
