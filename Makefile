@@ -37,6 +37,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.mcp_tools
 	$(BIN)/python -m bench.mcp_matrix
 	$(BIN)/python -m bench.mcp_health
+	$(BIN)/python -m bench.oauth
 	$(BIN)/python -m bench.authorizer
 	$(BIN)/python -m bench.mcp_server
 	$(BIN)/python -m bench.streaming

@@ -109,3 +109,33 @@ def test_health_is_written_only_on_the_failure_count_the_writer_read(stores):
     stores.connections.delete(T, "conn_h")
     assert stores.connections.record_health(T, "conn_h", once, seen=0) is False
     assert stores.connections.get(T, "conn_h") is None
+
+
+def test_an_oauth_state_is_taken_once_and_a_grant_is_replaced_only_over_the_one_read(stores):
+    state = "ab" * 32
+    stores.connections.put_oauth_state(state, {"tenant": T, "connectionId": "conn_a", "verifier": "v"}, expires_at=2_000_000_000)
+    taken = stores.connections.take_oauth_state(state)
+    assert taken is not None and taken["connectionId"] == "conn_a" and int(taken["expiresAt"]) == 2_000_000_000
+    assert stores.connections.take_oauth_state(state) is None  # one-time
+
+    stores.connections.create(T, _connection("conn_a", "a"), None, limit=10, extra={"oauthClientId": "client-1"})
+    status = {"status": "authorized", "scope": "tools"}
+    assert stores.connections.replace_tokens(T, "conn_a", expected=None, sealed="grant-1", oauth=status)
+    assert not stores.connections.replace_tokens(T, "conn_a", expected=None, sealed="grant-x", oauth=status)
+    assert not stores.connections.replace_tokens(T, "conn_a", expected="grant-0", sealed="grant-x", oauth=status)
+    assert stores.connections.replace_tokens(T, "conn_a", expected="grant-1", sealed="grant-2", oauth=status)
+    row = stores.connections.oauth_row(T, "conn_a")
+    assert row.sealed_tokens == "grant-2" and row.preregistered_client_id == "client-1"
+    assert row.connection.oauth is not None and row.connection.oauth.status == "authorized"
+
+    # One refresh lease at a time; a lapsed one is taken over; a release or a new grant frees it.
+    assert stores.connections.claim_refresh(T, "conn_a", until=110, now=100)
+    assert not stores.connections.claim_refresh(T, "conn_a", until=115, now=105)
+    assert stores.connections.claim_refresh(T, "conn_a", until=125, now=111)
+    stores.connections.release_refresh(T, "conn_a")
+    assert stores.connections.claim_refresh(T, "conn_a", until=135, now=125)
+    assert stores.connections.replace_tokens(
+        T, "conn_a", expected="grant-2", sealed=None, oauth={"status": "needs_authorization"}
+    )
+    assert stores.connections.claim_refresh(T, "conn_a", until=145, now=126)
+    assert not stores.connections.claim_refresh(T, "conn_missing", until=145, now=126)

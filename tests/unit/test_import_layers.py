@@ -86,6 +86,10 @@ DEFERRED = {
     ("engram.connections.source", "engram.connections.mcp_http"): "as connections.tools: only when a turn lists tools",
     ("engram.connections.mcp_client", "jsonschema"): "the schema checker only for a result whose tool has an output schema",
     (
+        "engram.connections.oauth",
+        "engram.connections.oauth_http",
+    ): "httpx2 only when an OAuth connection is authorised, refreshed or revoked (TL9), never on the api's import",
+    (
         "engram.connections.egress",
         "httpcore2",
     ): "the guarded network backend is built with the first MCP session (the api checks URLs only)",

@@ -219,6 +219,14 @@ class AuthHeader(TypedDict):
     value: str
 
 
+class OAuthOptions(TypedDict):
+    """OAuth 2.1 instead of authHeader (not both); {} discovers everything from the server (TL9)."""
+
+    clientId: NotRequired[str]
+    clientSecret: NotRequired[str]
+    scope: NotRequired[str]
+
+
 class ConnectionCreate(TypedDict):
     """The `ConnectionCreate` schema."""
 
@@ -226,7 +234,38 @@ class ConnectionCreate(TypedDict):
     url: str
     description: NotRequired[str]
     authHeader: NotRequired[AuthHeader]
+    oauth: NotRequired[OAuthOptions]
     timeoutSeconds: NotRequired[int]
+
+
+class OAuthStatus(TypedDict):
+    """The `OAuthStatus` schema."""
+
+    status: Literal["needs_authorization", "authorized"]
+    issuer: NotRequired[str | None]
+    scope: NotRequired[str | None]
+    registration: NotRequired[Literal["preregistered", "metadata_document", "dynamic"] | None]
+    clientId: NotRequired[str | None]
+    authorizedAt: NotRequired[str | None]
+    reason: NotRequired[str | None]
+
+
+class AuthorizationStart(TypedDict):
+    """The `AuthorizationStart` schema."""
+
+    authorizationUrl: str
+    expiresAt: str
+
+
+class PendingAuthorization(TypedDict):
+    """The `PendingAuthorization` schema."""
+
+    status: Literal["needs_authorization"]
+    reason: str
+    start: str
+    authorizationUrl: NotRequired[str]
+    expiresAt: NotRequired[str]
+    error: NotRequired[dict[str, Any]]
 
 
 class ConnectionUpdate(TypedDict):
@@ -298,6 +337,7 @@ class Connection(TypedDict):
     hasAuth: bool
     timeoutSeconds: int
     health: ConnectionHealth
+    oauth: OAuthStatus | None
 
 
 class DiscoveredTools(TypedDict):
@@ -311,6 +351,7 @@ class ConnectionWithTools(Connection):
     """The `ConnectionWithTools` schema."""
 
     tools: DiscoveredTools | None
+    authorization: NotRequired[PendingAuthorization | None]
 
 
 class ConnectionTest(TypedDict):
@@ -321,6 +362,7 @@ class ConnectionTest(TypedDict):
     tools: NotRequired[list[dict[str, Any]]]
     durationMs: NotRequired[float]
     error: NotRequired[dict[str, Any]]
+    authorization: NotRequired[PendingAuthorization | None]
 
 
 class ApiKeyPage(TypedDict):
@@ -789,6 +831,7 @@ class ConnectionDeleted(TypedDict):
     id: str
     deleted: Literal[True]
     agentsChanged: int
+    grantRevoked: NotRequired[bool]
 
 
 class ToolResult(TypedDict):

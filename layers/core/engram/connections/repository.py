@@ -3,6 +3,12 @@
 PK <t>  SK CONN#<id>       the connection; `sealedAuth` is the auth value sealed with KMS;
                            `health` what turns last met on its server (TL8), written by a
                            conditional update on the failure count the writer read
+PK <t>  SK CONN#<id>       of an OAuth connection also (TL9): `sealedAuth` the sealed grant,
+                           `oauthServer` the discovered server and client (JSON), `oauthClientId`
+                           and `sealedOAuthClient` the client given with it, `oauthScope`,
+                           `oauthRefreshUntil` the lease of the one function refreshing it
+PK OAUTHSTATE#<sha256 of state> SK STATE   an authorization in flight: tenant, connection, PKCE
+                           verifier; taken once by the callback, `expiresAt` TTL
 PK <t>  SK CONNTOOLS#<id>  its discovered tools as JSON text (schemas keep their own number
                            types: DynamoDB would turn them into Decimals), fresh until
                            `freshUntil`, kept a week longer (`expiresAt` TTL) so a server that
@@ -17,24 +23,30 @@ from typing import Any
 
 from engram.aws import keys, quotas
 from engram.aws.table import ConditionFailed, Table
-from engram.connections.models import Connection, DiscoveredTool, Health, ToolList
+from engram.connections.models import Connection, DiscoveredTool, Health, OAuthRow, ToolList
 from engram.kernel.errors import NotFound
+from engram.kernel.model import now_iso
 
 _NOT_FOUND = "connection not found"
+
 _SEALED = "sealedAuth"
 _KEEP_STALE_S = 7 * 86_400  # a cached tool list outlives its freshness by this much
+_LEASE = "oauthRefreshUntil"  # epoch seconds: one function refreshes an OAuth grant at a time
 
 
 class ConnectionRepository:
     def __init__(self, table: Table):
         self.table = table
 
-    def _item(self, tenant: str, connection: Connection, sealed_auth: str | None) -> dict[str, object]:
+    def _item(
+        self, tenant: str, connection: Connection, sealed_auth: str | None, extra: Mapping[str, object] | None = None
+    ) -> dict[str, object]:
         item = {
             "PK": keys.tenant_pk(tenant),
             "SK": keys.connection_sk(connection.id),
             **connection.model_dump(by_alias=True, exclude={"health"}),
         }
+        item.update({k: v for k, v in (extra or {}).items() if v is not None})
         if sealed_auth:
             item[_SEALED] = sealed_auth
         return item
@@ -43,10 +55,19 @@ class ConnectionRepository:
     def _parse(item: dict[str, Any]) -> tuple[Connection, str | None]:
         return Connection.model_validate(item), item.get(_SEALED)
 
-    def create(self, tenant: str, connection: Connection, sealed_auth: str | None, *, limit: int) -> None:
+    def create(
+        self,
+        tenant: str,
+        connection: Connection,
+        sealed_auth: str | None,
+        *,
+        limit: int,
+        extra: Mapping[str, object] | None = None,
+    ) -> None:
+        """`extra`: attributes of the row that are not the public resource (an OAuth client's)."""
         quotas.create_within(
             self.table,
-            [self.table.put_op(self._item(tenant, connection, sealed_auth), condition="attribute_not_exists(PK)")],
+            [self.table.put_op(self._item(tenant, connection, sealed_auth, extra), condition="attribute_not_exists(PK)")],
             quotas.connections(tenant, limit),
         )
 
@@ -117,6 +138,88 @@ class ConnectionRepository:
         self.table.delete_all(pk, sk_prefix="CONNTOOLS#")
         quotas.forget(self.table, quotas.connections(tenant))
         return deleted
+
+    # --- OAuth (TL9) ---------------------------------------------------------------------------
+    def oauth_row(self, tenant: str, connection_id: str) -> OAuthRow | None:
+        item = self.table.get(keys.tenant_pk(tenant), keys.connection_sk(connection_id))
+        if item is None:
+            return None
+        return OAuthRow(
+            connection=Connection.model_validate(item),
+            sealed_tokens=item.get(_SEALED),
+            server=item.get("oauthServer"),
+            preregistered_client_id=item.get("oauthClientId"),
+            requested_scope=item.get("oauthScope"),
+            sealed_client_secret=item.get("sealedOAuthClient"),
+        )
+
+    def replace_tokens(
+        self, tenant: str, connection_id: str, *, expected: str | None, sealed: str | None, oauth: dict[str, object]
+    ) -> bool:
+        """Sets the sealed grant (None removes it) and the public status, if the row still holds
+        `expected` (two functions refreshing at once: the second keeps the first's tokens)."""
+        names = {"#s": _SEALED, "#o": "oauth", "#u": "updatedAt", "#l": _LEASE}
+        values: dict[str, object] = {":o": oauth, ":u": now_iso()}
+        expression = "SET #o = :o, #u = :u"
+        expression += ", #s = :n REMOVE #l" if sealed else " REMOVE #s, #l"
+        if sealed:
+            values[":n"] = sealed
+        if expected is None:
+            condition = "attribute_exists(PK) AND attribute_not_exists(#s)"
+        else:
+            condition = "attribute_exists(PK) AND #s = :e"
+            values[":e"] = expected
+        try:
+            self.table.update(
+                keys.tenant_pk(tenant),
+                keys.connection_sk(connection_id),
+                expression,
+                condition=condition,
+                names=names,
+                values=values,
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def claim_refresh(self, tenant: str, connection_id: str, *, until: int, now: int) -> bool:
+        """Takes the connection's refresh lease (none held, or held past its time)."""
+        try:
+            self.table.update(
+                keys.tenant_pk(tenant),
+                keys.connection_sk(connection_id),
+                "SET #l = :until",
+                condition="attribute_exists(PK) AND (attribute_not_exists(#l) OR #l < :now)",
+                names={"#l": _LEASE},
+                values={":until": until, ":now": now},
+                returns="NONE",
+            )
+        except ConditionFailed:
+            return False
+        return True
+
+    def release_refresh(self, tenant: str, connection_id: str) -> None:
+        try:
+            self.table.update(
+                keys.tenant_pk(tenant),
+                keys.connection_sk(connection_id),
+                "REMOVE #l",
+                condition="attribute_exists(PK)",
+                names={"#l": _LEASE},
+                returns="NONE",
+            )
+        except ConditionFailed:
+            pass  # the connection was deleted meanwhile
+
+    def put_oauth_state(self, state_hash: str, record: dict[str, object], *, expires_at: int) -> None:
+        self.table.put({"PK": keys.oauth_state_pk(state_hash), "SK": "STATE", **record, "expiresAt": expires_at})
+
+    def take_oauth_state(self, state_hash: str) -> dict[str, object] | None:
+        """The state's record, deleted as it is read: a second callback with it finds nothing."""
+        try:
+            return self.table.delete(keys.oauth_state_pk(state_hash), "STATE", condition="attribute_exists(PK)", returning=True)
+        except ConditionFailed:
+            return None
 
     # --- the cached tool lists ------------------------------------------------------------------
     def tools(self, tenant: str, connection_ids: list[str]) -> dict[str, ToolList]:

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, Any, Protocol
 from engram.connections import health as health_book
 from engram.connections.egress import EgressPolicy
 from engram.connections.models import Connection, DiscoveredTool, Health, HealthError, ToolList, secret_context
-from engram.connections.ports import Connections, SecretBox
+from engram.connections.oauth import NeedsAuthorization, OAuthDeps, bearer, distrust
+from engram.connections.ports import SecretBox
 from engram.conversations.ports import Transcripts
 from engram.engine.tools import ToolContext, ToolOutcome
 from engram.kernel.model import now_iso
@@ -35,13 +36,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _SECRET_TTL_S = 300.0  # an opened auth value is reused this long within a container
 
 
-class McpToolDeps(Protocol):
-    @property
-    def settings(self) -> Settings: ...
-    @property
-    def connections(self) -> Connections: ...
-    @property
-    def secret_box(self) -> SecretBox: ...
+class McpToolDeps(OAuthDeps, Protocol):
     @property
     def history(self) -> Transcripts: ...
 
@@ -136,7 +131,9 @@ class McpToolSet:
 
     def _description(self, entry: _Entry) -> str:
         why = self.unavailable.get(entry.connection.id)
-        head = f"[{entry.connection.name}]" + (f" [UNAVAILABLE: {why}; calling it only returns this error]" if why else "")
+        head = f"[{entry.connection.name}]{_lapsed(entry.connection)}" + (
+            f" [UNAVAILABLE: {why}; calling it only returns this error]" if why else ""
+        )
         return f"{head} {entry.tool.description}".strip()
 
     def owns(self, name: str) -> bool:
@@ -166,6 +163,9 @@ class McpToolSet:
                 continue
             try:
                 endpoint = endpoint_of(self.deps, self.tenant, entry.connection, entry.sealed_auth)
+            except NeedsAuthorization as err:  # an OAuth grant that lapsed (TL9): this call says so
+                outcomes[i] = _failed(entry, err)
+                continue
             except Exception:  # the auth value could not be opened: this call fails, the turn goes on
                 logger.warning("a connection's auth value could not be opened", extra={"connection": entry.connection.id})
                 outcomes[i] = _failed(entry, McpFailure("unauthorized", "the connection's stored credentials could not be read"))
@@ -207,6 +207,8 @@ class McpToolSet:
         if result.schema_changed:
             self._new_output_schema(str(use["name"]), entry, result.output_schema)
         if result.failure is not None:
+            if result.failure.code == "unauthorized" and entry.connection.oauth is not None:
+                distrust(self.deps, self.tenant, entry.connection.id)  # TL9: renewed before the next call
             outcome = _failed(entry, result.failure)
             return ToolOutcome(
                 outcome.content,
@@ -259,9 +261,19 @@ def endpoint_of(deps: McpToolDeps, tenant: str, connection: Connection, sealed: 
     from engram.connections.mcp_client import Endpoint
 
     headers: tuple[tuple[str, str], ...] = ()
-    if sealed and connection.auth_header_name:
+    if connection.oauth is not None:  # an OAuth grant, refreshed here when it is about to expire (TL9)
+        token = bearer(deps, tenant, connection, sealed, opened=lambda t, c, s: OPENED.get(deps.secret_box, t, c, s))
+        headers = (("Authorization", f"Bearer {token}"),)
+    elif sealed and connection.auth_header_name:
         headers = ((connection.auth_header_name, OPENED.get(deps.secret_box, tenant, connection.id, sealed)),)
     return Endpoint(url=connection.url, headers=headers, timeout_s=float(connection.timeout_seconds))
+
+
+def _lapsed(connection: Connection) -> str:
+    """The note on the tools of an OAuth connection that needs authorization (TL9)."""
+    if connection.oauth is not None and connection.oauth.status != "authorized":
+        return " [unavailable: the connection needs authorization by its owner]"
+    return ""
 
 
 def _failed(entry: _Entry, failure: Any) -> ToolOutcome:
