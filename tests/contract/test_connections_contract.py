@@ -113,10 +113,10 @@ def test_health_is_written_only_on_the_failure_count_the_writer_read(stores):
 
 def test_an_oauth_state_is_taken_once_and_a_grant_is_replaced_only_over_the_one_read(stores):
     state = "ab" * 32
-    stores.connections.put_oauth_state(state, {"tenant": T, "connectionId": "conn_a", "verifier": "v"}, expires_at=2_000_000_000)
-    taken = stores.connections.take_oauth_state(state)
+    stores.oauth_states.put(state, {"tenant": T, "connectionId": "conn_a", "verifier": "v"}, expires_at=2_000_000_000)
+    taken = stores.oauth_states.take(state)
     assert taken is not None and taken["connectionId"] == "conn_a" and int(taken["expiresAt"]) == 2_000_000_000
-    assert stores.connections.take_oauth_state(state) is None  # one-time
+    assert stores.oauth_states.take(state) is None  # one-time
 
     stores.connections.create(T, _connection("conn_a", "a"), None, limit=10, extra={"oauthClientId": "client-1"})
     status = {"status": "authorized", "scope": "tools"}

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import base64
 import hashlib
-import json
 import secrets
 import time
 from typing import TYPE_CHECKING, Literal, Protocol
@@ -29,7 +28,7 @@ from pydantic import BaseModel, ConfigDict
 
 from engram.connections.egress import EgressPolicy
 from engram.connections.models import Connection, OAuthRow, OAuthStatus, Registration, secret_context
-from engram.connections.ports import Connections, SecretBox
+from engram.connections.ports import Connections, OAuthStates, SecretBox
 from engram.kernel.errors import BadRequest, EngramError, NotFound
 from engram.kernel.ids import check_id
 from engram.kernel.model import now_iso
@@ -51,6 +50,8 @@ class OAuthDeps(Protocol):
     def settings(self) -> Settings: ...
     @property
     def connections(self) -> Connections: ...
+    @property
+    def oauth_states(self) -> OAuthStates: ...
     @property
     def secret_box(self) -> SecretBox: ...
 
@@ -229,7 +230,7 @@ def authorization_url(deps: OAuthDeps, tenant: str, connection: Connection, serv
     verifier = secrets.token_urlsafe(48)
     challenge = base64.urlsafe_b64encode(hashlib.sha256(verifier.encode("ascii")).digest()).rstrip(b"=").decode("ascii")
     expires_at = int(time.time()) + deps.settings.oauth_state_ttl_s
-    deps.connections.put_oauth_state(
+    deps.oauth_states.put(
         _hash(state),
         {"tenant": tenant, "connectionId": connection.id, "clientId": server.client_id, "verifier": verifier},
         expires_at=expires_at,
@@ -273,7 +274,7 @@ def finish(deps: OAuthDeps, state: str | None, code: str | None, error: str | No
 
     if not state or len(state) > 128:
         raise AuthorizationRefused("the callback carries no state; start the authorization again", field="state")
-    record = deps.connections.take_oauth_state(_hash(state))
+    record = deps.oauth_states.take(_hash(state))
     if record is None:
         raise AuthorizationRefused("this authorization is unknown or was used already; start it again", field="state")
     if int(str(record.get("expiresAt", 0))) <= time.time():
@@ -494,28 +495,3 @@ def revoke(deps: OAuthDeps, tenant: str, row: OAuthRow) -> bool:
 
 def seal_client_secret(deps: OAuthDeps, tenant: str, connection_id: str, secret: str) -> str:
     return deps.secret_box.seal(secret, secret_context(tenant, connection_id))
-
-
-def callback_page(ok: bool, message: str) -> str:
-    """The page the person's browser shows after the callback (no token in it). It tells the
-    console the outcome on a BroadcastChannel (same origin; the console's opener link is cut by
-    its Cross-Origin-Opener-Policy when the popup visits the authorization server) and closes."""
-    outcome = json.dumps({"engramOAuth": "done" if ok else "failed", "message": message})
-    title = "Connected" if ok else "Not connected"
-    text = message.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
-    script = (
-        "try{const c=new BroadcastChannel('engram-oauth');c.postMessage("
-        + outcome.replace("<", "\\u003c")
-        + ");c.close()}catch(e){}setTimeout(function(){window.close()},300)"
-    )
-    return (
-        "<!doctype html><html lang=en><meta charset=utf-8><title>Engram: "
-        + title
-        + "</title><body style='font-family:system-ui;margin:3em'><h1>"
-        + title
-        + "</h1><p>"
-        + text
-        + "</p><p>You can close this window.</p><script>"
-        + script
-        + "</script></body></html>"
-    )

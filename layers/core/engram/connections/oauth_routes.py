@@ -57,7 +57,7 @@ _SCRIPT = re.compile(r"<script>(.*?)</script>", re.S)
 
 
 def _page(status: int, done: bool, message: str) -> Response[str]:
-    html = oauth.callback_page(done, message)
+    html = callback_page(done, message)
     script = _SCRIPT.search(html)
     digest = base64.b64encode(hashlib.sha256(script.group(1).encode() if script else b"").digest()).decode()
     return Response(
@@ -82,4 +82,29 @@ def client_metadata() -> Response[str]:
         content_type="application/json",
         body=json.dumps(document),
         headers={"Cache-Control": "public, max-age=3600"},
+    )
+
+
+def callback_page(ok: bool, message: str) -> str:
+    """The page the person's browser shows after the callback (no token in it). It tells the
+    console the outcome on a BroadcastChannel (same origin; the console's opener link is cut by
+    its Cross-Origin-Opener-Policy when the popup visits the authorization server) and closes."""
+    outcome = json.dumps({"engramOAuth": "done" if ok else "failed", "message": message})
+    title = "Connected" if ok else "Not connected"
+    text = message.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    script = (
+        "try{const c=new BroadcastChannel('engram-oauth');c.postMessage("
+        + outcome.replace("<", "\\u003c")
+        + ");c.close()}catch(e){}setTimeout(function(){window.close()},300)"
+    )
+    return (
+        "<!doctype html><html lang=en><meta charset=utf-8><title>Engram: "
+        + title
+        + "</title><body style='font-family:system-ui;margin:3em'><h1>"
+        + title
+        + "</h1><p>"
+        + text
+        + "</p><p>You can close this window.</p><script>"
+        + script
+        + "</script></body></html>"
     )

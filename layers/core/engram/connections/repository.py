@@ -211,16 +211,6 @@ class ConnectionRepository:
         except ConditionFailed:
             pass  # the connection was deleted meanwhile
 
-    def put_oauth_state(self, state_hash: str, record: dict[str, object], *, expires_at: int) -> None:
-        self.table.put({"PK": keys.oauth_state_pk(state_hash), "SK": "STATE", **record, "expiresAt": expires_at})
-
-    def take_oauth_state(self, state_hash: str) -> dict[str, object] | None:
-        """The state's record, deleted as it is read: a second callback with it finds nothing."""
-        try:
-            return self.table.delete(keys.oauth_state_pk(state_hash), "STATE", condition="attribute_exists(PK)", returning=True)
-        except ConditionFailed:
-            return None
-
     # --- the cached tool lists ------------------------------------------------------------------
     def tools(self, tenant: str, connection_ids: list[str]) -> dict[str, ToolList]:
         pairs = [(keys.tenant_pk(tenant), keys.connection_tools_sk(c)) for c in dict.fromkeys(connection_ids)]
@@ -246,3 +236,21 @@ class ConnectionRepository:
                 "expiresAt": tools.expires_at + _KEEP_STALE_S,
             }
         )
+
+
+class OAuthStateRepository:
+    """Authorizations in flight (TL9): `OAUTHSTATE#<sha256 of state>`, outside any tenant's partition
+    because the public callback knows only the state; the row names the tenant, and is taken once."""
+
+    def __init__(self, table: Table):
+        self.table = table
+
+    def put(self, state_hash: str, record: dict[str, object], *, expires_at: int) -> None:
+        self.table.put({"PK": keys.oauth_state_pk(state_hash), "SK": "STATE", **record, "expiresAt": expires_at})
+
+    def take(self, state_hash: str) -> dict[str, object] | None:
+        """The state's record, deleted as it is read: a second callback with it finds nothing."""
+        try:
+            return self.table.delete(keys.oauth_state_pk(state_hash), "STATE", condition="attribute_exists(PK)", returning=True)
+        except ConditionFailed:
+            return None
