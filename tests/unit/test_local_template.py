@@ -110,9 +110,11 @@ def test_every_route_is_found_with_its_function(template):
 def test_only_the_webhook_cors_preflights_health_and_the_console_files_skip_the_jwt_authorizer(template):
     open_routes = sorted(r.route_key for r in template.routes() if r.auth_none)
     assert open_routes == [
+        "DELETE /mcp",  # 405 to anyone (MX5)
         "GET /",
         "GET /api/health",
         "GET /console/{proxy+}",
+        "GET /mcp",  # 405 to anyone (MX5)
         "OPTIONS /{proxy+}",
         "POST /api/agents/{agentId}/webhook",
     ]

@@ -99,6 +99,8 @@ models = SimpleNamespace(
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 WEBHOOK = ("POST", "/api/agents/{agentId}/webhook")
 HEALTH = ("GET", "/api/health")  # no token: a person setting the stack up checks it
+# GET and DELETE /mcp answer 405 to anyone (MX5): nothing to protect, so no token asked.
+NO_TOKEN = {HEALTH, ("GET", "/mcp"), ("DELETE", "/mcp")}
 # The webhook reads its raw body itself (the HMAC covers the exact bytes), so no route parameter names its model.
 RAW_BODY_MODELS = {WEBHOOK: models.WebhookIn}
 RESOURCE_SCHEMAS = {
@@ -321,7 +323,7 @@ def test_security_bearer_everywhere_but_the_signed_webhook_and_health():
             signature = webhooks.sign("secret", "1700000000", '{"message":"hi"}')
             assert re.fullmatch(headers["X-Engram-Signature"]["schema"]["pattern"], signature)
             assert "401" in op["responses"]
-        elif (method, path) == HEALTH:
+        elif (method, path) in NO_TOKEN:
             assert op["security"] == [] and "401" not in op["responses"]
         else:
             assert op.get("security", DOC["security"]) == [{"bearerAuth": []}], f"{method} {path}"

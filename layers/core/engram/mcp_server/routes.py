@@ -1,6 +1,15 @@
-"""POST /mcp (MX1): Engram's MCP server for the caller (a sign-in token or an API key)."""
+"""/mcp (MX1, MX5): Engram's MCP server for the caller (a sign-in token or an API key).
+
+What the transport's rules decide is answered here, before the SDK loads: GET and DELETE are 405
+(the server offers no SSE stream and keeps no session); a browser `Origin` other than the API's
+own or the allowed ones (CORS_ALLOW_ORIGINS) is 403; a JSON-RPC batch is refused (MCP dropped
+batching in 2025-06-18) with JSON-RPC's Invalid Request.
+"""
 
 from __future__ import annotations
+
+import json
+from urllib.parse import urlsplit
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
@@ -9,14 +18,69 @@ from engram.api.http import Reply, deps_of, principal
 
 router = Router()
 
+INVALID_REQUEST = -32600  # JSON-RPC 2.0
+
+
+def _rpc_error(status: int, message: str, *, code: str, field: str, headers: dict[str, str] | None = None) -> Reply:
+    """A transport-level refusal as a JSON-RPC error (no id: the request was not read), with the
+    REST error's `code` and `field` in `data`."""
+    body = {
+        "jsonrpc": "2.0",
+        "id": None,
+        "error": {"code": INVALID_REQUEST, "message": message, "data": {"code": code, "field": field}},
+    }
+    return Response(status_code=status, content_type="application/json", body=json.dumps(body), headers=headers)
+
+
+def _not_here() -> Reply:
+    return _rpc_error(
+        405,
+        "this MCP server answers POST only: no SSE stream to GET, no session to DELETE (stateless)",
+        code="method_not_allowed",
+        field="method",
+        headers={"Allow": "POST"},
+    )
+
+
+@router.get("/mcp")
+def mcp_stream() -> Reply:
+    return _not_here()
+
+
+@router.delete("/mcp")
+def mcp_end_session() -> Reply:
+    return _not_here()
+
+
+def origin_allowed(origin: str, host: str, allowed: str) -> bool:
+    """A request without `Origin` (not a browser) passes; a browser's must be the API's own (its
+    `Host`: in AWS API Gateway's name for the API, locally a loopback name, local/apigw.py) or one
+    of the allowed origins (comma-separated, `*` any)."""
+    if not origin:
+        return True
+    listed = {o.strip().rstrip("/") for o in allowed.split(",") if o.strip()}
+    return "*" in listed or origin.rstrip("/") in listed or (bool(host) and urlsplit(origin).netloc == host)
+
 
 @router.post("/mcp")
 def mcp() -> Reply:
+    event = router.current_event
+    headers = {str(k).lower(): str(v) for k, v in (event.headers or {}).items()}
+    origin = headers.get("origin", "")
+    if not origin_allowed(origin, headers.get("host", ""), deps_of(router).settings.cors_allow_origins):
+        return _rpc_error(
+            403, f"the origin {origin[:200]!r} may not call this MCP server", code="origin_not_allowed", field="Origin"
+        )
+    raw = (event.decoded_body or "").encode("utf-8")
+    if raw.lstrip()[:1] == b"[":
+        return _rpc_error(
+            400,
+            "Invalid Request: JSON-RPC batches are not supported (MCP removed them); send one message per POST",
+            code="batch_not_supported",
+            field="body",
+        )
     from engram.mcp_server import server  # the MCP SDK and starlette only for this route
 
-    event = router.current_event
-    headers = {str(k): str(v) for k, v in (event.headers or {}).items()}
-    raw = (event.decoded_body or "").encode("utf-8")
     status, out, body = server.handle(deps_of(router), principal(router), headers, raw)
     content_type = out.pop("content-type", "application/json")
     return Response(status_code=status, content_type=content_type, body=body.decode("utf-8"), headers=out)
