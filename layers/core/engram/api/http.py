@@ -16,6 +16,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupp
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import ValidationError
 
+from engram.aws import keys, quotas
 from engram.kernel.errors import BadRequest, EngramError, Forbidden, StorageUnavailable, Unauthorized, aws_unavailable
 from engram.kernel.ids import check_id, tenant_key
 from engram.kernel.observability import logger
@@ -183,7 +184,8 @@ def principal(router: Router | APIGatewayHttpResolver) -> Principal:
     if not sub or not isinstance(sub, str):
         raise Unauthorized("a bearer token with a subject is required", code="unauthorized")
     if context.get("via") == "key":
-        return Principal(sub, "key", frozenset(str(context.get("scope") or "").split()))
+        return _live_key(router, sub, str(context.get("keyId") or ""), str(context.get("scope") or ""))
+    quotas.require_credential(None)
     granted = _granted_scopes(context)
     required = deps_of(router).settings.required_scopes.split()
     # The authorizer is shared by every route and cannot know the route's needs, so the check is
@@ -192,6 +194,18 @@ def principal(router: Router | APIGatewayHttpResolver) -> Principal:
     if missing:
         raise Forbidden(f"the access token lacks the scope {missing[0]!r} this API requires", code="insufficient_scope")
     return Principal(sub, "jwt", frozenset(granted))
+
+
+def _live_key(router: Router | APIGatewayHttpResolver, sub: str, key_id: str, scope: str) -> Principal:
+    """A key caller, if the key still works now (MX6). API Gateway keeps the authorizer's answer
+    for ReauthorizeEvery (60 s), which must not outlive a revocation, an expiry or the account's
+    deletion: each request made with a key reads the key's row (one consistent GetItem), and its
+    creates commit only while that row exists (aws.quotas.require_credential)."""
+    who = Principal(sub, "key", frozenset(scope.split()))
+    if not key_id or not deps_of(router).api_keys.alive(who.tenant, key_id, int(time.time())):
+        raise quotas.key_revoked()
+    quotas.require_credential((keys.tenant_pk(who.tenant), keys.api_key_sk(key_id)))
+    return who
 
 
 def tenant_of(router: Router | APIGatewayHttpResolver, *, writes: bool | None = None) -> str:

@@ -95,6 +95,15 @@ class ApiKeyRepository:
         quotas.forget(self.table, quotas.api_keys(tenant))
         return len(items)
 
+    def alive(self, tenant: str, key_id: str, now: int) -> bool:
+        """Whether the key is still there (not revoked, its account not deleted) and not expired:
+        one strongly consistent GetItem of the owner's row, on every request made with a key."""
+        item = self.table.get(keys.tenant_pk(tenant), keys.api_key_sk(key_id))
+        if item is None:
+            return False
+        expires = item.get("expiresAt")
+        return not expires or datetime.fromisoformat(str(expires)).timestamp() > now
+
     # --- the authorizer's side ------------------------------------------------------------------
     def grant(self, digest: str) -> KeyGrant | None:
         item = self.table.get(keys.api_key_lookup_pk(digest), keys.API_KEY_LOOKUP_SK)

@@ -1,0 +1,73 @@
+"""MX6: a key stops on the next request after its revocation, its expiry or its account's
+deletion, though API Gateway still holds the authorizer's answer (ReauthorizeEvery, 60 s), and a
+create that races the deletion does not land."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from types import SimpleNamespace
+
+import pytest
+
+from engram.api import http as api_http
+from engram.apikeys.repository import ApiKeyRepository
+from tests.integration.test_api_keys import _create, _with_key, clock  # noqa: F401
+
+# The emulated API Gateway's clock frozen: whatever the authorizer let in stays cached.
+pytestmark = pytest.mark.usefixtures("clock")
+
+
+def test_a_key_that_expires_while_cached_is_refused_at_its_expiry(stack, monkeypatch):
+    expires = datetime.now(UTC) + timedelta(hours=1)
+    key = _create(stack, expiresAt=expires.isoformat()).data["key"]
+    assert _with_key(stack, key, "GET", "/api/agents").status == 200  # cached by the gateway from here
+    monkeypatch.setattr(api_http, "time", SimpleNamespace(time=lambda: expires.timestamp() + 1))
+    refused = _with_key(stack, key, "GET", "/api/agents")
+    assert refused.status == 401 and refused.error["code"] == "key_revoked"
+
+
+def test_the_accounts_deletion_stops_a_cached_key_at_once(stack):
+    key = _create(stack).data["key"]
+    assert _with_key(stack, key, "POST", "/api/me/facts", {"fact": "I like tea"}).status == 201
+    assert stack.call("DELETE", "/api/me").status == 200
+    for method, path, body in (("GET", "/api/me/facts", None), ("POST", "/api/me/facts", {"fact": "I like coffee"})):
+        refused = _with_key(stack, key, method, path, body)
+        assert refused.status == 401 and refused.error["code"] == "key_revoked", (method, path)
+    assert stack.call("GET", "/api/me/facts").data["items"] == []
+
+
+@pytest.mark.parametrize("path", ["/api/me/facts", "/api/agents", "/mcp"])
+def test_a_create_racing_the_deletion_does_not_land(stack, monkeypatch, path):
+    """The deletion commits between the key's check and the create: the create fails with the key
+    (its transaction checks the key's row) and nothing of it is stored."""
+    key = _create(stack).data["key"]
+    checked = ApiKeyRepository.alive
+
+    def alive_then_deleted(self, tenant, key_id, now):
+        answer = checked(self, tenant, key_id, now)
+        monkeypatch.setattr(ApiKeyRepository, "alive", checked)
+        assert stack.call("DELETE", "/api/me").status == 200  # the account goes now, mid-request
+        return answer
+
+    monkeypatch.setattr(ApiKeyRepository, "alive", alive_then_deleted)
+    if path == "/mcp":
+        call = {
+            "jsonrpc": "2.0",
+            "id": 1,
+            "method": "tools/call",
+            "params": {"name": "remember", "arguments": {"fact": "I like tea"}},
+        }
+        headers = {
+            "authorization": f"Bearer {key}",
+            "accept": "application/json, text/event-stream",
+            "mcp-protocol-version": "2025-06-18",
+        }
+        answer = stack.call("POST", path, user=None, body=call, headers=headers)
+        assert answer.status == 200 and answer.body["result"]["isError"] is True
+        assert '"key_revoked"' in answer.body["result"]["content"][0]["text"]
+    else:
+        body = {"fact": "I like tea"} if path == "/api/me/facts" else {"name": "Ada", "persona": "You help."}
+        refused = _with_key(stack, key, "POST", path, body)
+        assert refused.status == 401 and refused.error["code"] == "key_revoked"
+    assert stack.call("GET", "/api/me/facts").data["items"] == []
+    assert stack.call("GET", "/api/agents").data["items"] == []
