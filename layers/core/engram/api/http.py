@@ -156,6 +156,7 @@ class Principal:
     sub: str
     via: str
     scopes: frozenset[str]
+    key_id: str = ""  # the API key's id (via key)
 
     @property
     def tenant(self) -> str:
@@ -201,7 +202,7 @@ def _live_key(router: Router | APIGatewayHttpResolver, sub: str, key_id: str, sc
     for ReauthorizeEvery (60 s), which must not outlive a revocation, an expiry or the account's
     deletion: each request made with a key reads the key's row (one consistent GetItem), and its
     creates commit only while that row exists (aws.quotas.require_credential)."""
-    who = Principal(sub, "key", frozenset(scope.split()))
+    who = Principal(sub, "key", frozenset(scope.split()), key_id)
     if not key_id or not deps_of(router).api_keys.alive(who.tenant, key_id, int(time.time())):
         raise quotas.key_revoked()
     quotas.require_credential((keys.tenant_pk(who.tenant), keys.api_key_sk(key_id)))
