@@ -10,7 +10,9 @@ from types import SimpleNamespace
 import pytest
 
 from engram.api import http as api_http
+from engram.apikeys import authorizer
 from engram.apikeys.repository import ApiKeyRepository
+from local.apigw import invoke_http
 from tests.integration.test_api_keys import _create, _with_key, clock  # noqa: F401
 
 # The emulated API Gateway's clock frozen: whatever the authorizer let in stays cached.
@@ -71,3 +73,24 @@ def test_a_create_racing_the_deletion_does_not_land(stack, monkeypatch, path):
         assert refused.status == 401 and refused.error["code"] == "key_revoked"
     assert stack.call("GET", "/api/me/facts").data["items"] == []
     assert stack.call("GET", "/api/agents").data["items"] == []
+
+
+def test_a_source_failing_too_often_is_refused_for_the_rest_of_the_minute(stack, monkeypatch):
+    minute_start = 1_900_000_020.0  # epoch seconds at the start of a minute
+    now = [minute_start]
+    monkeypatch.setattr(authorizer, "time", SimpleNamespace(time=lambda: now[0]))
+    key = _create(stack).data["key"]
+
+    def from_(source: str, token: str) -> int:
+        status, _, _ = invoke_http(
+            stack.functions, "GET", "/api/agents", headers={"authorization": f"Bearer {token}"}, source_ip=source
+        )
+        return status
+
+    guesses = [f"egk_{i:043d}" for i in range(authorizer.FAILED_ATTEMPTS_PER_MINUTE)]
+    assert all(from_("203.0.113.7", guess) == 401 for guess in guesses)
+    assert from_("203.0.113.7", key) == 401  # the right key too, from that source, this minute
+    assert from_("198.51.100.4", key) == 200  # another source is not held back
+    now[0] += 60
+    stack.functions._auth_cache.clear()
+    assert from_("203.0.113.7", key) == 200  # the next minute

@@ -117,6 +117,22 @@ class ApiKeyRepository:
             last_used_at=int(item["lastUsedAt"]) if item.get("lastUsedAt") is not None else None,
         )
 
+    def failed_attempts(self, source: str, minute: int) -> int:
+        item = self.table.get(keys.auth_failures_pk(source), f"m#{minute}")
+        return int(item.get("n", 0)) if item else 0
+
+    def note_failed_attempt(self, source: str, minute: int) -> None:
+        """One more refused credential from `source` in `minute` (epoch minutes); the row goes
+        with the table's TTL two minutes after its minute ends."""
+        self.table.update(
+            keys.auth_failures_pk(source),
+            f"m#{minute}",
+            "ADD #n :one SET #e = :expires",
+            names={"#n": "n", "#e": "expiresAt"},
+            values={":one": 1, ":expires": (minute + 3) * 60},
+            returns="NONE",
+        )
+
     def touch(self, digest: str, now: int, *, every: int) -> None:
         """Sets lastUsedAt to `now` unless it was set less than `every` seconds ago (or the key is
         gone): at most one write per key per `every` seconds, however many containers check it."""
