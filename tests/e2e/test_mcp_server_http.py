@@ -41,6 +41,11 @@ def session(url: str, key: str, steps: Any) -> Any:
         ):
             return await steps(client)
 
+    return on_own_thread(main)
+
+
+def on_own_thread(main: Any) -> Any:
+    """`anyio.run(main)` on a thread of its own, its result or its error on the caller's."""
     out: dict[str, Any] = {}
 
     def run() -> None:

@@ -31,6 +31,10 @@ def test_http_sample_event_gets_an_enveloped_answer(stack, name):
     if name == "api-post-mcp.json":  # the MCP server answers in JSON-RPC, not the envelope
         assert body["jsonrpc"] == "2.0" and body["result"]["serverInfo"]["name"] == "engram"
         return
+    if name.startswith("api-get-well-known-oauth-protected-resource"):  # RFC 9728: plain JSON
+        assert result["statusCode"] == 200 and body["resource"].endswith("/mcp")
+        assert body["bearer_methods_supported"] == ["header"]
+        return
     if name in ("api-get-mcp.json", "api-delete-mcp.json"):  # POST only: a JSON-RPC error
         assert result["statusCode"] == 405 and result["headers"]["Allow"] == "POST"
         assert body["error"]["data"]["code"] == "method_not_allowed"

@@ -79,8 +79,13 @@ def data_schemas(op: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-# GET and DELETE /mcp only ever answer 405 (MX5): nothing for a client to call.
-OPS = [o for o in operations() if any(str(code).startswith("2") for code in o[2]["responses"])]
+# GET and DELETE /mcp only ever answer 405 (MX5): nothing for a client to call; RFC 9728's
+# metadata is for MCP clients' OAuth discovery, not for Engram's client.
+OPS = [
+    o
+    for o in operations()
+    if any(str(code).startswith("2") for code in o[2]["responses"]) and not o[1].startswith("/.well-known/")
+]
 
 
 def test_every_operation_of_the_document_has_a_client_method_and_no_other():

@@ -112,6 +112,8 @@ def test_only_the_webhook_cors_preflights_health_and_the_console_files_skip_the_
     assert open_routes == [
         "DELETE /mcp",  # 405 to anyone (MX5)
         "GET /",
+        "GET /.well-known/oauth-protected-resource",  # read before signing in (MX4)
+        "GET /.well-known/oauth-protected-resource/mcp",
         "GET /api/health",
         "GET /console/{proxy+}",
         "GET /mcp",  # 405 to anyone (MX5)

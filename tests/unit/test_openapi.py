@@ -99,8 +99,10 @@ models = SimpleNamespace(
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 WEBHOOK = ("POST", "/api/agents/{agentId}/webhook")
 HEALTH = ("GET", "/api/health")  # no token: a person setting the stack up checks it
+# RFC 9728's metadata of /mcp: read before signing in (MX4).
+PRM = {("GET", "/.well-known/oauth-protected-resource"), ("GET", "/.well-known/oauth-protected-resource/mcp")}
 # GET and DELETE /mcp answer 405 to anyone (MX5): nothing to protect, so no token asked.
-NO_TOKEN = {HEALTH, ("GET", "/mcp"), ("DELETE", "/mcp")}
+NO_TOKEN = {HEALTH, ("GET", "/mcp"), ("DELETE", "/mcp"), *PRM}
 # The webhook reads its raw body itself (the HMAC covers the exact bytes), so no route parameter names its model.
 RAW_BODY_MODELS = {WEBHOOK: models.WebhookIn}
 RESOURCE_SCHEMAS = {
@@ -235,7 +237,8 @@ def body_model_of(key: tuple[str, str], func: Any) -> type[BaseModel] | None:
 
 # Routes whose answer is another protocol's: the MCP SDK's transport sets the status (a JSON-RPC
 # response, or 202 for a notification).
-SDK_STATUSES = {("POST", "/mcp"): {"200", "202"}}
+# Answers that are not the envelope (ok()): the MCP SDK's, and RFC 9728's plain JSON.
+SDK_STATUSES = {("POST", "/mcp"): {"200", "202"}, **{route: {"200"} for route in PRM}}
 
 
 def success_statuses(func: Any) -> set[str]:
@@ -514,7 +517,7 @@ def _fake_deps() -> Any:
         card_types=SimpleNamespace(all=lambda t: [card_type], delete_all=lambda t: 0),
         connections=SimpleNamespace(all=lambda t: [connection], delete_all=lambda t: 1),
         api_keys=SimpleNamespace(all=lambda t: [api_key], delete_all=lambda t: 1),
-        streams=SimpleNamespace(delete_all=lambda t: None),
+        streams=SimpleNamespace(delete_all=lambda t: []),  # no open sockets to close
         usage=SimpleNamespace(page=one_page(usage), delete_all=lambda t: 1),
         exports=SimpleNamespace(delete_all=lambda t: 1),
         export_objects=SimpleNamespace(delete_prefix=lambda prefix: 1),

@@ -42,6 +42,34 @@ def _not_here() -> Reply:
     )
 
 
+def resource_of(headers: dict[str, str]) -> str:
+    """This MCP server's resource identifier (RFC 8707, RFC 9728): its own https URL, from the
+    name the request reached (the API's domain in AWS; a loopback name locally, over http)."""
+    scheme = headers.get("x-forwarded-proto", "https").split(",")[0].strip() or "https"
+    return f"{scheme}://{headers.get('host', '')}/mcp"
+
+
+@router.get("/.well-known/oauth-protected-resource")
+@router.get("/.well-known/oauth-protected-resource/mcp")
+def protected_resource() -> Reply:
+    """RFC 9728 Protected Resource Metadata (MX4): which authorization server issues tokens for
+    /mcp (the stack's own: its Cognito user pool, or AuthIssuer), with which scopes. MCP clients
+    find it from the 401 of /mcp (the path-suffixed form first, then this root form)."""
+    headers = {str(k).lower(): str(v) for k, v in (router.current_event.headers or {}).items()}
+    settings = deps_of(router).settings
+    issuer = settings.auth_issuer.rstrip("/")
+    metadata = {
+        "resource": resource_of(headers),
+        "authorization_servers": [issuer] if issuer else [],
+        "scopes_supported": settings.required_scopes.split(),
+        "bearer_methods_supported": ["header"],
+        "resource_name": "Engram",
+    }
+    return Response(
+        status_code=200, content_type="application/json", body=json.dumps(metadata), headers={"Cache-Control": "max-age=300"}
+    )
+
+
 @router.get("/mcp")
 def mcp_stream() -> Reply:
     return _not_here()
