@@ -161,6 +161,19 @@ def _mcp_status(url: str, token: str) -> int:
         return err.code
 
 
+def test_the_401_names_the_metadata_and_the_scope(oauth):
+    request = urllib.request.Request(
+        f"{oauth['url']}/mcp", data=b"{}", method="POST", headers={"content-type": "application/json"}
+    )
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=10)
+    challenge = refused.value.headers["WWW-Authenticate"]
+    assert challenge == f'Bearer resource_metadata="{oauth["url"]}/.well-known/oauth-protected-resource/mcp", scope="{SCOPE}"'
+    with urllib.request.urlopen(f"{oauth['url']}/.well-known/oauth-protected-resource/mcp", timeout=10) as answer:
+        document = json.loads(answer.read())
+    assert document["authorization_servers"] == [oauth["issuer"]] and document["scopes_supported"] == [SCOPE]
+
+
 def test_a_token_for_another_resource_is_refused_and_ours_passes(oauth):
     assert _mcp_status(oauth["url"], _token_for(oauth, oauth["other"])["access_token"]) == 401
     assert _mcp_status(oauth["url"], _token_for(oauth, oauth["resource"])["access_token"]) == 200

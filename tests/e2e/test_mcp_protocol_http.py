@@ -52,7 +52,7 @@ def test_get_and_delete_are_405_allow_post(url, method):
 
 
 def test_a_foreign_origin_is_403_and_the_own_or_none_passes(url):
-    post = {**MCP_HEADERS, "authorization": "Bearer dev-alice", "content-type": "application/json"}
+    post = {**MCP_HEADERS, "authorization": f"Bearer {_key(url)}", "content-type": "application/json"}
     status, _, body = _raw(
         url, "POST", "/mcp", body=json.dumps(INIT).encode(), headers={**post, "origin": "https://evil.example"}
     )
@@ -70,7 +70,8 @@ def test_a_host_that_is_not_loopback_is_refused_locally(url, path):
     """A DNS-rebinding page sends its own name as Host: it reads nothing, token or not."""
     port = url.rsplit(":", 1)[1]
     method, body = ("POST", json.dumps(INIT).encode()) if path == "/mcp" else ("GET", None)
-    headers = {**MCP_HEADERS, "authorization": "Bearer dev-alice", "content-type": "application/json"}
+    token = _key(url) if path == "/mcp" else "dev-alice"
+    headers = {**MCP_HEADERS, "authorization": f"Bearer {token}", "content-type": "application/json"}
     status, _, _ = _raw(url, method, path, body=body, headers={**headers, "host": f"rebind.example:{port}"})
     assert status == 421
     for host in (f"localhost:{port}", f"127.0.0.1:{port}", f"engram.localhost:{port}"):
@@ -79,11 +80,24 @@ def test_a_host_that_is_not_loopback_is_refused_locally(url, path):
 
 
 def test_a_batch_is_refused_with_json_rpcs_invalid_request(url):
-    headers = {**MCP_HEADERS, "authorization": "Bearer dev-alice", "content-type": "application/json"}
+    headers = {**MCP_HEADERS, "authorization": f"Bearer {_key(url)}", "content-type": "application/json"}
     status, _, body = _raw(url, "POST", "/mcp", body=json.dumps([INIT, {**INIT, "id": 2}]).encode(), headers=headers)
     assert status == 400
     assert body["jsonrpc"] == "2.0" and body["id"] is None
     assert body["error"]["code"] == -32600 and body["error"]["data"]["code"] == "batch_not_supported"
+
+
+@pytest.mark.parametrize("token", [None, "egk_" + "A" * 43, "not-a-token", "dev-alice"])
+def test_every_401_says_where_to_sign_in(url, token):
+    """MCP authorization (2025-11-25): the 401 names the RFC 9728 metadata, which names the issuer."""
+    headers = {**MCP_HEADERS, "content-type": "application/json", **({"authorization": f"Bearer {token}"} if token else {})}
+    status, answer_headers, body = _raw(url, "POST", "/mcp", body=json.dumps(INIT).encode(), headers=headers)
+    assert status == 401 and body["error"]["data"] == {"code": "unauthorized", "field": "Authorization"}
+    challenge = answer_headers["WWW-Authenticate"]
+    metadata = f"{url}/.well-known/oauth-protected-resource/mcp"
+    assert challenge.startswith(f'Bearer resource_metadata="{metadata}"')
+    _, _, document = _raw(url, "GET", "/.well-known/oauth-protected-resource/mcp")
+    assert document["resource"] == f"{url}/mcp" and document["bearer_methods_supported"] == ["header"]
 
 
 def test_server_name_version_titles_and_annotations(url):

@@ -119,6 +119,7 @@ def test_only_the_webhook_cors_preflights_health_and_the_console_files_skip_the_
         "GET /mcp",  # 405 to anyone (MX5)
         "OPTIONS /{proxy+}",
         "POST /api/agents/{agentId}/webhook",
+        "POST /mcp",  # checks its callers itself, so that its 401 names how to sign in (MX4)
     ]
 
 

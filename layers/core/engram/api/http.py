@@ -180,15 +180,19 @@ def _authorizer_context(router: Router | APIGatewayHttpResolver) -> dict[str, ob
 def principal(router: Router | APIGatewayHttpResolver) -> Principal:
     """The caller the authorizer let in: `sub`, and `via` key (its scopes) or jwt (the token's
     scopes, checked here against REQUIRED_SCOPES before any route reads or writes)."""
-    context = _authorizer_context(router)
+    return principal_of(deps_of(router), _authorizer_context(router))
+
+
+def principal_of(deps: Stores, context: Mapping[str, object]) -> Principal:
+    """The caller an authorizer's context describes (API Gateway's, or the one /mcp runs itself)."""
     sub = context.get("sub")
     if not sub or not isinstance(sub, str):
         raise Unauthorized("a bearer token with a subject is required", code="unauthorized")
     if context.get("via") == "key":
-        return _live_key(router, sub, str(context.get("keyId") or ""), str(context.get("scope") or ""))
+        return _live_key(deps, sub, str(context.get("keyId") or ""), str(context.get("scope") or ""))
     quotas.require_credential(None)
-    granted = _granted_scopes(context)
-    required = deps_of(router).settings.required_scopes.split()
+    granted = _granted_scopes(dict(context))
+    required = deps.settings.required_scopes.split()
     # The authorizer is shared by every route and cannot know the route's needs, so the check is
     # here (with SAM's JWT authorizer it was here too: SAM wants a literal list of scopes).
     missing = [scope for scope in required if scope not in granted]
@@ -197,13 +201,13 @@ def principal(router: Router | APIGatewayHttpResolver) -> Principal:
     return Principal(sub, "jwt", frozenset(granted))
 
 
-def _live_key(router: Router | APIGatewayHttpResolver, sub: str, key_id: str, scope: str) -> Principal:
+def _live_key(deps: Stores, sub: str, key_id: str, scope: str) -> Principal:
     """A key caller, if the key still works now (MX6). API Gateway keeps the authorizer's answer
     for ReauthorizeEvery (60 s), which must not outlive a revocation, an expiry or the account's
     deletion: each request made with a key reads the key's row (one consistent GetItem), and its
     creates commit only while that row exists (aws.quotas.require_credential)."""
     who = Principal(sub, "key", frozenset(scope.split()), key_id)
-    if not key_id or not deps_of(router).api_keys.alive(who.tenant, key_id, int(time.time())):
+    if not key_id or not deps.api_keys.alive(who.tenant, key_id, int(time.time())):
         raise quotas.key_revoked()
     quotas.require_credential((keys.tenant_pk(who.tenant), keys.api_key_sk(key_id)))
     return who

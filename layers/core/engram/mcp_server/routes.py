@@ -4,6 +4,12 @@ What the transport's rules decide is answered here, before the SDK loads: GET an
 (the server offers no SSE stream and keeps no session); a browser `Origin` other than the API's
 own or the allowed ones (CORS_ALLOW_ORIGINS) is 403; a JSON-RPC batch is refused (MCP dropped
 batching in 2025-06-18) with JSON-RPC's Invalid Request.
+
+POST /mcp is not behind API Gateway's authorizer (whose 401 cannot carry a header): it runs the
+same checks itself (`apikeys.authorizer.authorize`: API keys, the issuer's JWTs with their
+audience, the per-source throttle), so every 401 names the RFC 9728 metadata and the scope in
+`WWW-Authenticate`, as MCP authorization (2025-11-25) asks, and a token lacking the scope is a 403
+with `error="insufficient_scope"`.
 """
 
 from __future__ import annotations
@@ -14,7 +20,10 @@ from urllib.parse import urlsplit
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import Reply, deps_of, principal
+from engram.api.http import Principal, Reply, deps_of, principal_of
+from engram.apikeys.authorizer import Refused, authorize
+from engram.kernel.errors import Forbidden, Unauthorized
+from engram.wiring.stores import Stores
 
 router = Router()
 
@@ -90,12 +99,41 @@ def origin_allowed(origin: str, host: str, allowed: str) -> bool:
     return "*" in listed or origin.rstrip("/") in listed or (bool(host) and urlsplit(origin).netloc == host)
 
 
+def _challenge(headers: dict[str, str], scopes: str, error: str = "") -> str:
+    metadata = f"{resource_of(headers).removesuffix('/mcp')}/.well-known/oauth-protected-resource/mcp"
+    parts = [f'resource_metadata="{metadata}"']
+    if scopes:
+        parts.append(f'scope="{scopes}"')
+    if error:
+        parts.append(f'error="{error}"')
+    return "Bearer " + ", ".join(parts)
+
+
+def _caller(deps: Stores, headers: dict[str, str]) -> Principal | Reply:
+    """Who calls /mcp, or the 401/403 that says how to sign in."""
+    scopes = deps.settings.required_scopes
+    try:
+        answer = authorize(deps, router.current_event.raw_event)
+        context = answer["context"]
+        return principal_of(deps, context if isinstance(context, dict) else {})
+    except (Refused, Unauthorized) as err:
+        message = (
+            err.message if isinstance(err, Unauthorized) else "a valid bearer token is required: an API key or an access token"
+        )
+        challenge = {"WWW-Authenticate": _challenge(headers, scopes)}
+        return _rpc_error(401, message, code="unauthorized", field="Authorization", headers=challenge)
+    except Forbidden as err:
+        challenge = {"WWW-Authenticate": _challenge(headers, scopes, "insufficient_scope")}
+        return _rpc_error(403, err.message, code=err.code, field="Authorization", headers=challenge)
+
+
 @router.post("/mcp")
 def mcp() -> Reply:
     event = router.current_event
     headers = {str(k).lower(): str(v) for k, v in (event.headers or {}).items()}
     origin = headers.get("origin", "")
-    if not origin_allowed(origin, headers.get("host", ""), deps_of(router).settings.cors_allow_origins):
+    deps = deps_of(router)
+    if not origin_allowed(origin, headers.get("host", ""), deps.settings.cors_allow_origins):
         return _rpc_error(
             403, f"the origin {origin[:200]!r} may not call this MCP server", code="origin_not_allowed", field="Origin"
         )
@@ -107,8 +145,11 @@ def mcp() -> Reply:
             code="batch_not_supported",
             field="body",
         )
+    who = _caller(deps, headers)
+    if not isinstance(who, Principal):
+        return who
     from engram.mcp_server import server  # the MCP SDK and starlette only for this route
 
-    status, out, body = server.handle(deps_of(router), principal(router), headers, raw)
+    status, out, body = server.handle(deps, who, headers, raw)
     content_type = out.pop("content-type", "application/json")
     return Response(status_code=status, content_type=content_type, body=body.decode("utf-8"), headers=out)
