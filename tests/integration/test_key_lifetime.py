@@ -43,15 +43,18 @@ def test_a_create_racing_the_deletion_does_not_land(stack, monkeypatch, path):
     """The deletion commits between the key's check and the create: the create fails with the key
     (its transaction checks the key's row) and nothing of it is stored."""
     key = _create(stack).data["key"]
-    checked = ApiKeyRepository.alive
+    # The last read of the key before the create: the REST routes' liveness read (the gateway
+    # cached the authorizer's answer); /mcp's own authorization.
+    check = "grant_and_failures" if path == "/mcp" else "alive"
+    checked = getattr(ApiKeyRepository, check)
 
-    def alive_then_deleted(self, tenant, key_id, now):
-        answer = checked(self, tenant, key_id, now)
-        monkeypatch.setattr(ApiKeyRepository, "alive", checked)
+    def checked_then_deleted(self, *args):
+        answer = checked(self, *args)
+        monkeypatch.setattr(ApiKeyRepository, check, checked)
         assert stack.call("DELETE", "/api/me").status == 200  # the account goes now, mid-request
         return answer
 
-    monkeypatch.setattr(ApiKeyRepository, "alive", alive_then_deleted)
+    monkeypatch.setattr(ApiKeyRepository, check, checked_then_deleted)
     if path == "/mcp":
         call = {
             "jsonrpc": "2.0",

@@ -183,13 +183,15 @@ def principal(router: Router | APIGatewayHttpResolver) -> Principal:
     return principal_of(deps_of(router), _authorizer_context(router))
 
 
-def principal_of(deps: Stores, context: Mapping[str, object]) -> Principal:
-    """The caller an authorizer's context describes (API Gateway's, or the one /mcp runs itself)."""
+def principal_of(deps: Stores, context: Mapping[str, object], *, checked_now: bool = False) -> Principal:
+    """The caller an authorizer's context describes (API Gateway's, possibly cached for a minute;
+    or, `checked_now`, one the request's own authorization has just read, as /mcp's does)."""
     sub = context.get("sub")
     if not sub or not isinstance(sub, str):
         raise Unauthorized("a bearer token with a subject is required", code="unauthorized")
     if context.get("via") == "key":
-        return _live_key(deps, sub, str(context.get("keyId") or ""), str(context.get("scope") or ""))
+        key_id, scope = str(context.get("keyId") or ""), str(context.get("scope") or "")
+        return _live_key(deps, sub, key_id, scope, read=not checked_now)
     quotas.require_credential(None)
     granted = _granted_scopes(dict(context))
     required = deps.settings.required_scopes.split()
@@ -201,13 +203,13 @@ def principal_of(deps: Stores, context: Mapping[str, object]) -> Principal:
     return Principal(sub, "jwt", frozenset(granted))
 
 
-def _live_key(deps: Stores, sub: str, key_id: str, scope: str) -> Principal:
+def _live_key(deps: Stores, sub: str, key_id: str, scope: str, *, read: bool = True) -> Principal:
     """A key caller, if the key still works now (MX6). API Gateway keeps the authorizer's answer
     for ReauthorizeEvery (60 s), which must not outlive a revocation, an expiry or the account's
     deletion: each request made with a key reads the key's row (one consistent GetItem), and its
     creates commit only while that row exists (aws.quotas.require_credential)."""
     who = Principal(sub, "key", frozenset(scope.split()), key_id)
-    if not key_id or not deps.api_keys.alive(who.tenant, key_id, int(time.time())):
+    if not key_id or (read and not deps.api_keys.alive(who.tenant, key_id, int(time.time()))):
         raise quotas.key_revoked()
     quotas.require_credential((keys.tenant_pk(who.tenant), keys.api_key_sk(key_id)))
     return who

@@ -112,12 +112,8 @@ class JwtVerifier:
         return claims
 
 
-def check_key(keys: ApiKeys, token: str, *, now: float | None = None) -> KeyGrant | None:
-    """The grant of a key that exists and has not expired (None otherwise); notes its use."""
-    if not looks_like_key(token):
-        return None
-    digest = key_hash(token)
-    grant = keys.grant(digest)
+def usable(keys: ApiKeys, digest: str, grant: KeyGrant | None, *, now: float | None = None) -> KeyGrant | None:
+    """`grant` (read for the key `digest`) if it exists and has not expired; notes the key's use."""
     at = int(now if now is not None else time.time())
     if grant is None or (grant.expires_at is not None and grant.expires_at <= at):
         return None
@@ -155,25 +151,31 @@ def _source(event: dict[str, object]) -> str:
 
 def authorize(deps: KeyDeps, event: dict[str, object], verifier: JwtVerifier | None = None) -> dict[str, object]:
     """The simple response for the request `event`; Refused when it may not pass, or when its
-    source has failed too often this minute."""
+    source has failed too often this minute. A key and the source's count are read together (one
+    BatchGetItem); a JWT needs the count only."""
     source, minute = _source(event), int(time.time()) // 60
-    if deps.api_keys.failed_attempts(source, minute) >= FAILED_ATTEMPTS_PER_MINUTE:
-        logger.warning("authorization throttled", extra={"source": source})
-        raise Refused()
     try:
-        return _authorize(deps, event, verifier)
+        token = bearer(event)
+        digest = key_hash(token) if looks_like_key(token) else ""
+        if digest:
+            grant, failures = deps.api_keys.grant_and_failures(digest, source, minute)
+        else:
+            grant, failures = None, deps.api_keys.failed_attempts(source, minute)
+        if failures >= FAILED_ATTEMPTS_PER_MINUTE:
+            logger.warning("authorization throttled", extra={"source": source})
+            raise Refused()
+        return _authorize(deps, token, digest, grant, verifier)
     except Refused:
         deps.api_keys.note_failed_attempt(source, minute)
         raise
 
 
-def _authorize(deps: KeyDeps, event: dict[str, object], verifier: JwtVerifier | None) -> dict[str, object]:
-    token = bearer(event)
+def _authorize(deps: KeyDeps, token: str, digest: str, grant: KeyGrant | None, verifier: JwtVerifier | None) -> dict[str, object]:
     if token.startswith(KEY_PREFIX):
-        grant = check_key(deps.api_keys, token)
-        if grant is None:
+        found = usable(deps.api_keys, digest, grant) if digest else None
+        if found is None:
             raise Refused()
-        context = {"sub": grant.sub, "via": "key", "scope": " ".join(grant.scopes), "keyId": grant.key_id}
+        context = {"sub": found.sub, "via": "key", "scope": " ".join(found.scopes), "keyId": found.key_id}
     else:
         claims = (verifier or verifier_for(deps.settings)).claims(token)
         context = {"sub": str(claims["sub"]), "via": "jwt", "scope": " ".join(sorted(granted_scopes(claims)))}

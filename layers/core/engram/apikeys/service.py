@@ -1,5 +1,5 @@
 """Use cases of API keys: create (the key shown once), list, revoke. The key check is the
-authorizer's (`apikeys.authorizer.check_key`)."""
+authorizer's (`apikeys.authorizer.authorize`)."""
 
 from __future__ import annotations
 

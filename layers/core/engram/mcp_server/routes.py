@@ -115,7 +115,8 @@ def _caller(deps: Stores, headers: dict[str, str]) -> Principal | Reply:
     try:
         answer = authorize(deps, router.current_event.raw_event)
         context = answer["context"]
-        return principal_of(deps, context if isinstance(context, dict) else {})
+        # The key's row was read just now (no gateway cache here): no second read.
+        return principal_of(deps, context if isinstance(context, dict) else {}, checked_now=True)
     except (Refused, Unauthorized) as err:
         message = (
             err.message if isinstance(err, Unauthorized) else "a valid bearer token is required: an API key or an access token"
