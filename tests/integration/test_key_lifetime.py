@@ -97,3 +97,21 @@ def test_a_source_failing_too_often_is_refused_for_the_rest_of_the_minute(stack,
     now[0] += 60
     stack.functions._auth_cache.clear()
     assert from_("203.0.113.7", key) == 200  # the next minute
+
+
+def test_a_later_request_does_not_check_an_earlier_callers_key(stack):
+    """Invocations follow one another on one thread: a revoked key of an earlier request must not
+    refuse the creates of the next one (another user's, by sign-in)."""
+    key = _create(stack, user="erin").data["key"]
+    assert _with_key(stack, key, "POST", "/api/me/facts", {"fact": "I like tea"}).status == 201
+    assert stack.call("DELETE", "/api/me", user="erin").status == 200
+    assert stack.call("POST", "/api/me/facts", user="finn", body={"fact": "I like coffee"}).status == 201
+    agent = stack.agent(user="finn")
+    # A key request on the chat function, then (same thread) a webhook there, which asks nobody's principal.
+    other = _create(stack, user="gus").data
+    chat = stack.agent(user="gus")
+    sent = _with_key(stack, other["key"], "POST", f"/api/agents/{chat['id']}/sessions/dashboard/messages", {"message": "hi"})
+    assert sent.status == 200, sent.body
+    assert stack.call("DELETE", f"/api/me/api-keys/{other['id']}", user="gus").status == 200
+    answer = stack.webhook(agent["id"], agent["webhookSecret"], {"message": "from the webhook"})
+    assert answer.status == 202, answer.body

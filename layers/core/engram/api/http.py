@@ -301,6 +301,17 @@ def _validation_response(errors: list[dict[str, Any]]) -> Reply:
     return fail(400, "validation_error", message, field=field or None, details=details)
 
 
+def credential_per_request(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Reply:
+    """The key whose row a request's creates check (set by `principal`) is this request's only: a
+    Lambda container runs its invocations one after another on one thread, and the next one (a
+    webhook, a queued turn) must not check an earlier caller's key."""
+    quotas.require_credential(None)
+    try:
+        return next_middleware(app)
+    finally:
+        quotas.require_credential(None)
+
+
 def body_limit(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Reply:
     body = app.current_event.body or ""
     if body and app.current_event.http_method in ("POST", "PUT", "PATCH"):
@@ -339,7 +350,7 @@ def cors_of(origins: str) -> CORSConfig | None:
 
 def build_app(*routers: Router, cors: CORSConfig | None = None) -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=parse_body, cors=cors)
-    app.use(middlewares=[body_limit])
+    app.use(middlewares=[credential_per_request, body_limit])
     _map_body_errors(app)
 
     @app.exception_handler(EngramError)
