@@ -2,11 +2,13 @@
 on the local stack over loopback HTTP with an API key (offline model; moto for AWS).
 
 `list_facts` (MCP, one client session, each call one POST) against `GET /api/me/facts` (httpx2,
-one connection), median of N each after a warm-up; and what the first /mcp request of a container
-pays to import `engram.mcp_server.server` (the MCP SDK, starlette), in a fresh interpreter. The
-aim: within 1.2x of REST.
+one connection), in N interleaved pairs (which goes first alternates) after a warm-up, medians of
+each and of the pairs' ratios; where the time goes (the use case itself, the server's MCP handling
+around it, and the rest: HTTP, the emulated gateway, the client); and what the first /mcp request
+of a container pays to import `engram.mcp_server.server` (the MCP SDK, starlette), in a fresh
+interpreter. The aim: within 1.2x of REST.
 
-    python -m bench.mcp_server [--calls 50]
+    python -m bench.mcp_server [--pairs 100]
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ def _import_ms() -> float:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--calls", type=int, default=50)
+    parser.add_argument("--pairs", type=int, default=100)
     args = parser.parse_args()
 
     import anyio
@@ -60,35 +62,74 @@ def main() -> None:
             key = http.post(f"{url}/api/me/api-keys", json={"name": "bench"}, headers=dev).json()["data"]["key"]
             for n in range(10):
                 http.post(f"{url}/api/me/facts", json={"fact": f"I own {n} bicycles"}, headers=dev)
-            auth = {"Authorization": f"Bearer {key}"}
-            rest: list[float] = []
-            for _ in range(args.calls + 5):
-                started = time.perf_counter()
-                assert http.get(f"{url}/api/me/facts", headers=auth).status_code == 200
-                rest.append(time.perf_counter() - started)
+        auth = {"Authorization": f"Bearer {key}"}
+        spent = {"use case": 0.0, "server.handle": 0.0}
 
-        async def tool_calls() -> list[float]:
-            times: list[float] = []
+        def timed(module: Any, name: str, bucket: str) -> None:
+            inner = getattr(module, name)
+
+            def wrapper(*a: Any, **kw: Any) -> Any:
+                started = time.perf_counter()
+                try:
+                    return inner(*a, **kw)
+                finally:
+                    spent[bucket] += time.perf_counter() - started
+
+            setattr(module, name, wrapper)
+
+        async def pairs() -> tuple[list[float], list[float], dict[str, float], dict[str, float]]:
+            rest: list[float] = []
+            mcp: list[float] = []
+            per_path = {"rest": dict.fromkeys(spent, 0.0), "mcp": dict.fromkeys(spent, 0.0)}
             async with (
+                httpx2.AsyncClient(headers=auth, timeout=30) as rest_http,
                 httpx2.AsyncClient(headers=auth, timeout=30) as client_http,
                 Client(streamable_http_client(f"{url}/mcp", http_client=client_http)) as client,
             ):
-                for _ in range(args.calls + 5):
+
+                async def one_rest() -> float:
+                    started = time.perf_counter()
+                    assert (await rest_http.get(f"{url}/api/me/facts")).status_code == 200
+                    return time.perf_counter() - started
+
+                async def one_mcp() -> float:
                     started = time.perf_counter()
                     result: Any = await client.call_tool("list_facts", {})
-                    times.append(time.perf_counter() - started)
                     assert not result.is_error
-            return times
+                    return time.perf_counter() - started
 
-        mcp = anyio.run(tool_calls)
+                for _ in range(5):  # warm-up: both paths loaded
+                    await one_rest()
+                    await one_mcp()
+                # The modules the stack loaded (its own copies of the layer): time the use case and the server.
+                timed(sys.modules["engram.facts.service"], "list_facts", "use case")
+                timed(sys.modules["engram.mcp_server.server"], "handle", "server.handle")
+                for i in range(args.pairs):
+                    for path in ("rest", "mcp") if i % 2 == 0 else ("mcp", "rest"):
+                        before = dict(spent)
+                        (rest if path == "rest" else mcp).append(await (one_rest() if path == "rest" else one_mcp()))
+                        for bucket in spent:
+                            per_path[path][bucket] += spent[bucket] - before[bucket]
+            return rest, mcp, per_path["rest"], per_path["mcp"]
+
+        rest, mcp, rest_parts, mcp_parts = anyio.run(pairs)
     finally:
         handle.stop()
-    rest_ms = statistics.median(rest[5:]) * 1000
-    mcp_ms = statistics.median(mcp[5:]) * 1000
+    n = args.pairs
+    rest_ms, mcp_ms = statistics.median(rest) * 1000, statistics.median(mcp) * 1000
+    ratio = statistics.median(m / r for m, r in zip(mcp, rest, strict=True))
     print(f"mcp server: the first /mcp request of a container imports the SDK: {_import_ms():.0f} ms (median of 5)")
     print(
         f"mcp server: list_facts {mcp_ms:.1f} ms vs GET /api/me/facts {rest_ms:.1f} ms "
-        f"(median of {args.calls}; {mcp_ms / rest_ms:.2f}x, aim 1.2x)"
+        f"(medians of {n} interleaved pairs; median ratio {ratio:.2f}x, aim 1.2x)"
+    )
+    use_rest, use_mcp = rest_parts["use case"] / n * 1000, mcp_parts["use case"] / n * 1000
+    server = mcp_parts["server.handle"] / n * 1000
+    print(
+        f"mcp server: where a call's time goes (means): REST {sum(rest) / n * 1000:.1f} ms = use case {use_rest:.1f} + the rest "
+        f"{sum(rest) / n * 1000 - use_rest:.1f}; MCP {sum(mcp) / n * 1000:.1f} ms = use case {use_mcp:.1f} + the server's MCP "
+        f"handling {server - use_mcp:.1f} (SDK app, event loop, JSON-RPC, validation, result) + the rest "
+        f"{sum(mcp) / n * 1000 - server:.1f} (HTTP, gateway, route, the client SDK)"
     )
 
 

@@ -12,6 +12,11 @@ bearer token (an Engram API key) goes to the template's Lambda authorizer functi
 Gateway calls it (a REQUEST event, payload 2.0, simple responses), and what it lets in is cached
 by the Authorization header for its `ReauthorizeEvery` seconds. A refusal is the real service's
 `401 {"message":"Unauthorized"}` (`isAuthorized: false`: 403 `Forbidden`).
+
+DNS rebinding: the local stack answers only requests whose `Host` is a loopback name (localhost,
+*.localhost, 127.x.x.x, [::1]); any other is 421. A page whose name was made to point at
+127.0.0.1 sends its own name as `Host`, so it cannot read /api or /mcp (where `dev-<user>`, an
+easily guessed token, would let it in). In AWS the API's own name routes the request.
 """
 
 from __future__ import annotations
@@ -485,6 +490,22 @@ def _cors_headers(cors: Mapping[str, Any], origin: str) -> Headers:
     return out
 
 
+def loopback_host(host: str) -> bool:
+    """Whether a `Host` header names this machine: localhost, *.localhost (RFC 6761), a loopback
+    address; with or without a port."""
+    name = host.strip().lower()
+    if name.startswith("["):  # [::1]:3000
+        name = name[1 : name.find("]")] if "]" in name else ""
+    elif name.count(":") == 1:
+        name = name.rsplit(":", 1)[0]
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
 def dispatch(functions: Functions, request: HttpRequest) -> HttpResponse:
     """Route, authorize, build the event, call the handler, and answer like API Gateway."""
     if len(request.body) > MAX_PAYLOAD_BYTES:
@@ -494,6 +515,8 @@ def dispatch(functions: Functions, request: HttpRequest) -> HttpResponse:
     path = unquote(raw_path).split("?", 1)[0]
     method = request.method.upper()
     folded, _ = _fold_headers(request.headers)
+    if not loopback_host(folded.get("host", "")):
+        return _message(421, "Misdirected Request: the local stack answers only a loopback Host (localhost, 127.0.0.1)")
     cors = functions.cors()
 
     matched = functions.match(method, path)

@@ -136,6 +136,8 @@ def route_file_name(spec_short: str, route: HttpRoute) -> str:
             if not last.startswith("{")
             else f"{literals[0].removesuffix('s')}-{name}"
         )
+    if segments and segments[0] == ".well-known":  # RFC 9728's metadata: /.well-known/oauth-protected-resource[/mcp]
+        name = "-".join(s.lstrip(".") for s in segments)
     return f"{spec_short}-{route.method.lower()}-{name}.json"
 
 

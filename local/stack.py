@@ -48,6 +48,9 @@ PREFERRED_MOTO_PORT = 4566
 SAMPLE_MCP_PORT = 3001  # the sample MCP server (local/sample_mcp.py) beside the stack
 STREAM_PORT = 3002  # the WebSocket API (local/sockets.py)
 LOCAL_DEFAULTS = {"POWERTOOLS_TRACE_DISABLED": "true", "POWERTOOLS_METRICS_DISABLED": "true"}
+# No user pool locally, so no issuer; one running on loopback (an OAuth authorization server such
+# as tests/oauth's) may be given from the shell: AUTH_ISSUER=http://127.0.0.1:9000 AUTH_AUDIENCE=...
+ISSUER_FROM_SHELL = ("AUTH_ISSUER", "AUTH_AUDIENCE")
 
 
 def _require_loopback(host: str) -> None:
@@ -105,7 +108,7 @@ def function_environment(
         values = resources.env(spec.logical_id, model_provider=model_provider)
         for key, value in values.items():
             from_resources = bool(references(spec.environment.get(key)) & template.resources.keys())
-            if key != "MODEL_PROVIDER" and not from_resources and key in user_env:
+            if key != "MODEL_PROVIDER" and (not from_resources or key in ISSUER_FROM_SHELL) and key in user_env:
                 value = user_env[key]
             if env.get(key, value) != value and key not in LOCAL_DEFAULTS:
                 raise ValueError(f"{key} differs between functions; the local stack runs them in one process")

@@ -30,8 +30,19 @@ def test_http_sample_event_gets_an_enveloped_answer(stack, name):
     result = stack.functions[_function_for(name)].invoke(event)
     body = json.loads(result["body"])
     assert result["statusCode"] < 500, body
-    if name == "api-post-mcp.json":  # the MCP server answers in JSON-RPC, not the envelope
-        assert body["jsonrpc"] == "2.0" and body["result"]["serverInfo"]["name"] == "engram"
+    if name == "api-post-mcp.json":  # no token in it: the MCP server's 401 says how to sign in (MX4)
+        assert result["statusCode"] == 401 and body["error"]["data"]["code"] == "unauthorized"
+        challenge = result["headers"]["WWW-Authenticate"]
+        assert challenge.startswith("Bearer ") and 'resource_metadata="https://' in challenge
+        assert "/.well-known/oauth-protected-resource/mcp" in challenge
+        return
+    if name.startswith("api-get-well-known-oauth-protected-resource"):  # RFC 9728: plain JSON
+        assert result["statusCode"] == 200 and body["resource"].endswith("/mcp")
+        assert body["bearer_methods_supported"] == ["header"]
+        return
+    if name in ("api-get-mcp.json", "api-delete-mcp.json"):  # POST only: a JSON-RPC error
+        assert result["statusCode"] == 405 and result["headers"]["Allow"] == "POST"
+        assert body["error"]["data"]["code"] == "method_not_allowed"
         return
     assert set(body) >= {"success"} and (body["success"] is True or body["error"]["code"])
 
@@ -127,6 +138,8 @@ def test_the_mcp_sample_event_is_answered_where_an_event_loop_already_runs(stack
     from concurrent.futures import ThreadPoolExecutor
 
     event = json.loads((EVENTS / "api-post-mcp.json").read_text())
+    key = stack.call("POST", "/api/me/api-keys", body={"name": "sample"}).data["key"]
+    event["headers"]["authorization"] = f"Bearer {key}"  # /mcp checks its caller itself
 
     async def call() -> dict:
         return stack.functions["ApiFunction"].invoke(event)  # type: ignore[no-any-return]

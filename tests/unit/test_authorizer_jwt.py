@@ -61,9 +61,19 @@ def _token(iss: str, *, key: Any = KEY, kid: str = "k1", **claims: Any) -> str:
     return jwt.encode({k: v for k, v in body.items() if v is not None}, key, algorithm="RS256", headers={"kid": kid})
 
 
+class _NoFailedAttempts:
+    """The throttle's counter (tests/integration/test_key_lifetime.py tests the real one): never full here."""
+
+    def failed_attempts(self, source: str, minute: int) -> int:
+        return 0
+
+    def note_failed_attempt(self, source: str, minute: int) -> None:
+        pass
+
+
 class NoKeys:
     settings = None
-    api_keys = None
+    api_keys = _NoFailedAttempts()
 
 
 def _event(token: str) -> dict[str, Any]:

@@ -28,7 +28,7 @@ def test_the_console_client_is_public_and_the_authorizer_accepts_it():
     assert client["ExplicitAuthFlows"] == ["ALLOW_REFRESH_TOKEN_AUTH"]  # no password flow from the page
     assert _props("HttpApi")["Auth"]["DefaultAuthorizer"] == "EngramAuthorizer"
     audience = _props("AuthorizerFunction")["Environment"]["Variables"]["AUTH_AUDIENCE"]
-    assert audience["Fn::If"][1] == {"Fn::Sub": "${UserPoolClient},${ConsoleClient}"}
+    assert audience["Fn::If"][1] == {"Fn::Sub": "${UserPoolClient},${ConsoleClient},${McpClient}"}  # and /mcp's client (MX4)
 
 
 def test_the_custom_resource_gives_the_client_the_api_url_and_may_touch_nothing_else():

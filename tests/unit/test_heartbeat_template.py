@@ -88,7 +88,8 @@ def test_api_function_enqueues_runs_and_knows_the_scheduler_pieces():
     enqueue = [s for s in _statements("ApiFunction").values() if "sqs:SendMessage" in _actions(s)]
     assert [s["Resource"] for s in enqueue] == [{"Fn::GetAtt": ["RunQueue", "Arn"]}]
     env = _props("ApiFunction")["Environment"]["Variables"]
-    assert {k: v for k, v in env.items() if not k.startswith("CONSOLE_")} == {
+    # CONSOLE_*: the console's sign-in; AUTH_*: POST /mcp checks tokens itself (MX4).
+    assert {k: v for k, v in env.items() if not k.startswith(("CONSOLE_", "AUTH_"))} == {
         "SCHEDULE_GROUP": {"Ref": "ScheduleGroup"},
         "SCHEDULER_ROLE_ARN": {"Fn::GetAtt": ["SchedulerRole", "Arn"]},
         "HEARTBEAT_FUNCTION_ARN": {"Ref": "HeartbeatFunction.Alias"},  # new schedules invoke the `live` alias

@@ -110,15 +110,20 @@ def test_every_route_is_found_with_its_function(template):
 def test_only_the_webhook_cors_preflights_health_and_the_console_files_skip_the_jwt_authorizer(template):
     open_routes = sorted(r.route_key for r in template.routes() if r.auth_none)
     assert open_routes == [
+        "DELETE /mcp",  # 405 to anyone (MX5)
         "GET /",
+        "GET /.well-known/oauth-protected-resource",  # read before signing in (MX4)
+        "GET /.well-known/oauth-protected-resource/mcp",
         # OAuth connections (TL9): the browser's return, authenticated by its one-time state, and
         # the client metadata document the authorization server fetches.
         "GET /api/connections/oauth/callback",
         "GET /api/connections/oauth/client-metadata.json",
         "GET /api/health",
         "GET /console/{proxy+}",
+        "GET /mcp",  # 405 to anyone (MX5)
         "OPTIONS /{proxy+}",
         "POST /api/agents/{agentId}/webhook",
+        "POST /mcp",  # checks its callers itself, so that its 401 names how to sign in (MX4)
     ]
 
 

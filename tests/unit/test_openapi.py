@@ -103,6 +103,10 @@ HEALTH = ("GET", "/api/health")  # no token: a person setting the stack up check
 # No token (TL9): the browser returning from an authorization server (its one-time state is the
 # proof), and Engram's client metadata document, which authorization servers fetch.
 OAUTH_PUBLIC = {("GET", "/api/connections/oauth/callback"), ("GET", "/api/connections/oauth/client-metadata.json")}
+# RFC 9728's metadata of /mcp: read before signing in (MX4).
+PRM = {("GET", "/.well-known/oauth-protected-resource"), ("GET", "/.well-known/oauth-protected-resource/mcp")}
+# GET and DELETE /mcp answer 405 to anyone (MX5): nothing to protect, so no token asked.
+NO_TOKEN = {HEALTH, *OAUTH_PUBLIC, ("GET", "/mcp"), ("DELETE", "/mcp"), *PRM}
 # The webhook reads its raw body itself (the HMAC covers the exact bytes), so no route parameter names its model.
 RAW_BODY_MODELS = {WEBHOOK: models.WebhookIn}
 RESOURCE_SCHEMAS = {
@@ -243,6 +247,7 @@ SDK_STATUSES = {
     ("POST", "/mcp"): {"200", "202"},
     ("GET", "/api/connections/oauth/callback"): {"200"},
     ("GET", "/api/connections/oauth/client-metadata.json"): {"200"},
+    **{route: {"200"} for route in PRM},
 }
 
 
@@ -298,8 +303,10 @@ def test_doc_routes_equal_template_http_api_events():
                 if (props.get("Auth") or {}).get("Authorizer") == "NONE":
                     open_routes.add(route)
     assert events == {(m, p) for m, p, _, _ in operations()}
-    # The doc's `security: []` (webhook only) is the template's `Authorizer: NONE`.
-    assert open_routes == {(m, p) for m, p, _, op in operations() if op.get("security") == []}
+    # The doc's `security: []` is the template's `Authorizer: NONE`, but for POST /mcp, which checks
+    # its bearer token itself (so that its 401 can say how to sign in, MX4).
+    self_authorized = {("POST", "/mcp")}
+    assert open_routes - self_authorized == {(m, p) for m, p, _, op in operations() if op.get("security") == []}
 
 
 def test_query_parameters_match_handlers():
@@ -331,7 +338,7 @@ def test_security_bearer_everywhere_but_the_signed_webhook_and_health():
             signature = webhooks.sign("secret", "1700000000", '{"message":"hi"}')
             assert re.fullmatch(headers["X-Engram-Signature"]["schema"]["pattern"], signature)
             assert "401" in op["responses"]
-        elif (method, path) == HEALTH or (method, path) in OAUTH_PUBLIC:
+        elif (method, path) in NO_TOKEN:
             assert op["security"] == [] and "401" not in op["responses"]
         else:
             assert op.get("security", DOC["security"]) == [{"bearerAuth": []}], f"{method} {path}"
@@ -522,7 +529,7 @@ def _fake_deps() -> Any:
         card_types=SimpleNamespace(all=lambda t: [card_type], delete_all=lambda t: 0),
         connections=SimpleNamespace(all=lambda t: [connection], delete_all=lambda t: 1),
         api_keys=SimpleNamespace(all=lambda t: [api_key], delete_all=lambda t: 1),
-        streams=SimpleNamespace(delete_all=lambda t: None),
+        streams=SimpleNamespace(delete_all=lambda t: []),  # no open sockets to close
         usage=SimpleNamespace(page=one_page(usage), delete_all=lambda t: 1),
         exports=SimpleNamespace(delete_all=lambda t: 1),
         export_objects=SimpleNamespace(delete_prefix=lambda prefix: 1),

@@ -40,4 +40,12 @@ def test_only_the_turn_runners_may_post_and_only_to_this_apis_connections():
         assert _actions(statement) == {"execute-api:ManageConnections"} and statement["Resource"] == scoped
     for function_id in ("ApiFunction", "ExtractFunction"):
         assert "StreamEvents" not in _statements(function_id)
+    # Closing sockets (MX6): the API (a key revoked, the account deleted), the chat function (a
+    # socket's key expired); DELETE only.
+    closing = {"Fn::Sub": scoped["Fn::Sub"].replace("/POST/", "/DELETE/")}
+    for function_id in ("ApiFunction", "ChatFunction"):
+        statement = _statements(function_id)["CloseSockets"]
+        assert _actions(statement) == {"execute-api:ManageConnections"} and statement["Resource"] == closing
+    for function_id in ("ExtractFunction", "HeartbeatFunction"):
+        assert "CloseSockets" not in _statements(function_id)
     assert "StreamUrl" in TEMPLATE.data["Outputs"]

@@ -115,11 +115,7 @@ def find_workspace(client: Client, ref: str) -> str:
 def cmd_login(args: argparse.Namespace) -> int:
     url = args.url or _ask(f"Engram URL [{config.read_config().get('url') or DEFAULT_URL}]: ")
     url = (url or config.read_config().get("url") or DEFAULT_URL).rstrip("/")
-    key = args.key
-    if not key:
-        import getpass
-
-        key = getpass.getpass("API key (egk_..., or dev-<user> locally): ").strip()
+    key = _read_key(args.key)
     if not key:
         raise CliError("no key given")
     from .client import Client
@@ -131,6 +127,26 @@ def cmd_login(args: argparse.Namespace) -> int:
     if os.environ.get(config.ENV_URL) or os.environ.get(config.ENV_KEY):
         print(f"Note: {config.ENV_URL} / {config.ENV_KEY} in the environment take precedence over it.")
     return 0
+
+
+def _read_key(source: str | None) -> str:
+    """The key from the prompt (not echoed), from standard input (`--key -`) or from a file
+    (`--key PATH`): never from the command line itself, where `ps` and the shell's history show it."""
+    if source is None:
+        if not sys.stdin.isatty():  # piped: `pass show engram | engram login`
+            return sys.stdin.readline().strip()
+        import getpass
+
+        return getpass.getpass("API key (egk_..., or dev-<user> locally): ").strip()
+    if source == "-":
+        return sys.stdin.readline().strip()
+    if source.startswith(("egk_", "dev-")):
+        raise CliError("--key takes a file holding the key, or - for standard input, not the key itself (ps would show it)")
+    try:
+        with open(source, encoding="utf-8") as file:
+            return file.readline().strip()
+    except OSError as err:
+        raise CliError(f"cannot read the key from {source}: {err.strerror}") from None
 
 
 def _ask(prompt: str) -> str:
@@ -505,7 +521,12 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("login", parents=[common], help="store the stack's URL and your API key")
     p.add_argument("--url", help=f"the stack's URL (default: asked; {DEFAULT_URL} locally)")
-    p.add_argument("--key", help="an API key (egk_...) or, locally, dev-<user> (default: asked, not echoed)")
+    p.add_argument(
+        "--key",
+        metavar="FILE",
+        help="read the API key (egk_..., or dev-<user> locally) from FILE, or from standard input with - "
+        "(default: asked, not echoed; never the key itself, which ps would show)",
+    )
     p.set_defaults(func=cmd_login)
 
     p = sub.add_parser("logout", parents=[common], help="forget the stored URL and key")

@@ -7,6 +7,16 @@ keys from NotRequired ones, so a class is written after the classes it names."""
 from typing import Any, Literal, NotRequired, TypedDict
 
 
+class ProtectedResourceMetadata(TypedDict):
+    """The `ProtectedResourceMetadata` schema."""
+
+    resource: str
+    authorization_servers: list[str]
+    scopes_supported: list[str]
+    bearer_methods_supported: list[Literal["header"]]
+    resource_name: NotRequired[str]
+
+
 class Success(TypedDict):
     """The `Success` schema."""
 

@@ -24,6 +24,7 @@ from engram.kernel.errors import NotFound, PayloadTooLarge, QueueUnavailable, er
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
+from engram.streaming import closing as streaming
 from engram.wiring.stores import Stores
 
 FORMAT_VERSION = 1
@@ -274,7 +275,7 @@ def delete_everything(deps: Stores, tenant: str) -> dict[str, int]:
     deps.card_types.delete_all(tenant)
     revoke_grants(deps, tenant)  # OAuth connections' grants end at their servers too (TL9)
     counts["connections"] = deps.connections.delete_all(tenant)
-    deps.streams.delete_all(tenant)  # open sockets and the turns they sent (ST2)
+    streaming.close_all(deps, deps.streams.delete_all(tenant))  # open sockets and the turns they sent (ST2)
     deps.runs.delete_all(tenant)
     deps.agents.forget_quotas(tenant)
     return counts

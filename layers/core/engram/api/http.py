@@ -16,6 +16,7 @@ from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupp
 from aws_lambda_powertools.event_handler.openapi.params import Query
 from pydantic import ValidationError
 
+from engram.aws import keys, quotas
 from engram.kernel.errors import (
     BadBody,
     BadRequest,
@@ -158,6 +159,7 @@ class Principal:
     sub: str
     via: str
     scopes: frozenset[str]
+    key_id: str = ""  # the API key's id (via key)
 
     @property
     def tenant(self) -> str:
@@ -181,20 +183,39 @@ def _authorizer_context(router: Router | APIGatewayHttpResolver) -> dict[str, ob
 def principal(router: Router | APIGatewayHttpResolver) -> Principal:
     """The caller the authorizer let in: `sub`, and `via` key (its scopes) or jwt (the token's
     scopes, checked here against REQUIRED_SCOPES before any route reads or writes)."""
-    context = _authorizer_context(router)
+    return principal_of(deps_of(router), _authorizer_context(router))
+
+
+def principal_of(deps: Stores, context: Mapping[str, object], *, checked_now: bool = False) -> Principal:
+    """The caller an authorizer's context describes (API Gateway's, possibly cached for a minute;
+    or, `checked_now`, one the request's own authorization has just read, as /mcp's does)."""
     sub = context.get("sub")
     if not sub or not isinstance(sub, str):
         raise Unauthorized("a bearer token with a subject is required", code="unauthorized")
     if context.get("via") == "key":
-        return Principal(sub, "key", frozenset(str(context.get("scope") or "").split()))
-    granted = _granted_scopes(context)
-    required = deps_of(router).settings.required_scopes.split()
+        key_id, scope = str(context.get("keyId") or ""), str(context.get("scope") or "")
+        return _live_key(deps, sub, key_id, scope, read=not checked_now)
+    quotas.require_credential(None)
+    granted = _granted_scopes(dict(context))
+    required = deps.settings.required_scopes.split()
     # The authorizer is shared by every route and cannot know the route's needs, so the check is
     # here (with SAM's JWT authorizer it was here too: SAM wants a literal list of scopes).
     missing = [scope for scope in required if scope not in granted]
     if missing:
         raise Forbidden(f"the access token lacks the scope {missing[0]!r} this API requires", code="insufficient_scope")
     return Principal(sub, "jwt", frozenset(granted))
+
+
+def _live_key(deps: Stores, sub: str, key_id: str, scope: str, *, read: bool = True) -> Principal:
+    """A key caller, if the key still works now (MX6). API Gateway keeps the authorizer's answer
+    for ReauthorizeEvery (60 s), which must not outlive a revocation, an expiry or the account's
+    deletion: each request made with a key reads the key's row (one consistent GetItem), and its
+    creates commit only while that row exists (aws.quotas.require_credential)."""
+    who = Principal(sub, "key", frozenset(scope.split()), key_id)
+    if not key_id or (read and not deps.api_keys.alive(who.tenant, key_id, int(time.time()))):
+        raise quotas.key_revoked()
+    quotas.require_credential((keys.tenant_pk(who.tenant), keys.api_key_sk(key_id)))
+    return who
 
 
 def tenant_of(router: Router | APIGatewayHttpResolver, *, writes: bool | None = None) -> str:
@@ -223,6 +244,17 @@ def _error_reply(err: EngramError) -> Reply:
 
 def _validation_response(errors: Sequence[Mapping[str, object]]) -> Reply:
     return _error_reply(invalid_input(errors))
+
+
+def credential_per_request(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Reply:
+    """The key whose row a request's creates check (set by `principal`) is this request's only: a
+    Lambda container runs its invocations one after another on one thread, and the next one (a
+    webhook, a queued turn) must not check an earlier caller's key."""
+    quotas.require_credential(None)
+    try:
+        return next_middleware(app)
+    finally:
+        quotas.require_credential(None)
 
 
 def body_limit(app: APIGatewayHttpResolver, next_middleware: NextMiddleware) -> Reply:
@@ -263,7 +295,7 @@ def cors_of(origins: str) -> CORSConfig | None:
 
 def build_app(*routers: Router, cors: CORSConfig | None = None) -> APIGatewayHttpResolver:
     app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=parse_body, cors=cors)
-    app.use(middlewares=[body_limit])
+    app.use(middlewares=[credential_per_request, body_limit])
     _map_body_errors(app)
 
     @app.exception_handler(EngramError)

@@ -11,6 +11,12 @@ key, `keyId`.
   `aud` or `client_id` (Cognito access tokens carry no `aud`) one of the audiences. Scopes are
   checked by the routes against REQUIRED_SCOPES, as before.
 
+Failed attempts are throttled per source address (the authorizer's own counter, since AWS WAF
+cannot be attached to an HTTP API): each refusal adds one to the source's count for the minute
+(a TTL'd row, `AUTHFAIL#<ip>`), and a source with FAILED_ATTEMPTS_PER_MINUTE refusals in the
+current minute is refused without its credential being looked at until the minute ends. One
+GetItem per uncached authorization, one UpdateItem per refusal.
+
 A refusal raises `Refused` ("Unauthorized"), which API Gateway answers with 401 and does not
 cache; an answer that lets the caller in is cached by the Authorization header for the
 authorizer's TTL (template.yaml `ReauthorizeEvery`, 60 s), which is how long a revoked key may
@@ -38,6 +44,8 @@ JWKS_LIFESPAN_S = 3600  # how long fetched signing keys are trusted before the J
 FETCH_TIMEOUT_S = 3
 # lastUsedAt is written at most once a minute per key.
 LAST_USED_EVERY_S = 60
+# Refused credentials from one source address in one minute before it is refused outright.
+FAILED_ATTEMPTS_PER_MINUTE = 30
 
 
 class Refused(Exception):
@@ -104,12 +112,8 @@ class JwtVerifier:
         return claims
 
 
-def check_key(keys: ApiKeys, token: str, *, now: float | None = None) -> KeyGrant | None:
-    """The grant of a key that exists and has not expired (None otherwise); notes its use."""
-    if not looks_like_key(token):
-        return None
-    digest = key_hash(token)
-    grant = keys.grant(digest)
+def usable(keys: ApiKeys, digest: str, grant: KeyGrant | None, *, now: float | None = None) -> KeyGrant | None:
+    """`grant` (read for the key `digest`) if it exists and has not expired; notes the key's use."""
     at = int(now if now is not None else time.time())
     if grant is None or (grant.expires_at is not None and grant.expires_at <= at):
         return None
@@ -139,14 +143,39 @@ def bearer(event: dict[str, Any]) -> str:
     return token
 
 
+def _source(event: dict[str, object]) -> str:
+    context = event.get("requestContext")
+    http = context.get("http") if isinstance(context, dict) else None
+    return str((http.get("sourceIp") if isinstance(http, dict) else None) or "unknown")[:64]
+
+
 def authorize(deps: KeyDeps, event: dict[str, object], verifier: JwtVerifier | None = None) -> dict[str, object]:
-    """The simple response for the request `event`; Refused when it may not pass."""
-    token = bearer(event)
-    if token.startswith(KEY_PREFIX):
-        grant = check_key(deps.api_keys, token)
-        if grant is None:
+    """The simple response for the request `event`; Refused when it may not pass, or when its
+    source has failed too often this minute. A key and the source's count are read together (one
+    BatchGetItem); a JWT needs the count only."""
+    source, minute = _source(event), int(time.time()) // 60
+    try:
+        token = bearer(event)
+        digest = key_hash(token) if looks_like_key(token) else ""
+        if digest:
+            grant, failures = deps.api_keys.grant_and_failures(digest, source, minute)
+        else:
+            grant, failures = None, deps.api_keys.failed_attempts(source, minute)
+        if failures >= FAILED_ATTEMPTS_PER_MINUTE:
+            logger.warning("authorization throttled", extra={"source": source})
             raise Refused()
-        context = {"sub": grant.sub, "via": "key", "scope": " ".join(grant.scopes), "keyId": grant.key_id}
+        return _authorize(deps, token, digest, grant, verifier)
+    except Refused:
+        deps.api_keys.note_failed_attempt(source, minute)
+        raise
+
+
+def _authorize(deps: KeyDeps, token: str, digest: str, grant: KeyGrant | None, verifier: JwtVerifier | None) -> dict[str, object]:
+    if token.startswith(KEY_PREFIX):
+        found = usable(deps.api_keys, digest, grant) if digest else None
+        if found is None:
+            raise Refused()
+        context = {"sub": found.sub, "via": "key", "scope": " ".join(found.scopes), "keyId": found.key_id}
     else:
         claims = (verifier or verifier_for(deps.settings)).claims(token)
         context = {"sub": str(claims["sub"]), "via": "jwt", "scope": " ".join(sorted(granted_scopes(claims)))}

@@ -49,6 +49,14 @@ class ApiKeyCreate(Body):
     def _unique(cls, scopes: list[Scope]) -> list[Scope]:
         return [s for s in SCOPES if s in scopes]
 
+    @field_validator("expires_at", mode="before")
+    @classmethod
+    def _text(cls, value: object) -> object:
+        # pydantic would read a number as Unix seconds; the schema says an ISO 8601 string.
+        if value is not None and not isinstance(value, str):
+            raise ValueError("must be an ISO 8601 time as text, e.g. 2030-01-01T00:00:00Z, not a number")
+        return value
+
     @field_validator("expires_at")
     @classmethod
     def _future(cls, value: datetime | None) -> datetime | None:

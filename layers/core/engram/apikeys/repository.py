@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from decimal import Decimal
 from typing import Any
 
 from engram.apikeys.models import ApiKey, KeyGrant
@@ -95,17 +96,40 @@ class ApiKeyRepository:
         quotas.forget(self.table, quotas.api_keys(tenant))
         return len(items)
 
+    def alive(self, tenant: str, key_id: str, now: int) -> bool:
+        """Whether the key is still there (not revoked, its account not deleted) and not expired:
+        one strongly consistent GetItem of the owner's row, on every request made with a key."""
+        item = self.table.get(keys.tenant_pk(tenant), keys.api_key_sk(key_id))
+        if item is None:
+            return False
+        expires = item.get("expiresAt")
+        return not expires or datetime.fromisoformat(str(expires)).timestamp() > now
+
     # --- the authorizer's side ------------------------------------------------------------------
     def grant(self, digest: str) -> KeyGrant | None:
-        item = self.table.get(keys.api_key_lookup_pk(digest), keys.API_KEY_LOOKUP_SK)
-        if item is None:
-            return None
-        return KeyGrant(
-            sub=str(item["sub"]),
-            key_id=str(item["keyId"]),
-            scopes=tuple(str(s) for s in item.get("scopes") or ()),
-            expires_at=int(item["expiresAt"]) if item.get("expiresAt") is not None else None,
-            last_used_at=int(item["lastUsedAt"]) if item.get("lastUsedAt") is not None else None,
+        return _grant(self.table.get(keys.api_key_lookup_pk(digest), keys.API_KEY_LOOKUP_SK))
+
+    def grant_and_failures(self, digest: str, source: str, minute: int) -> tuple[KeyGrant | None, int]:
+        """The key's grant and the source's failed attempts this minute, in one BatchGetItem."""
+        lookup, failures = keys.api_key_lookup_pk(digest), keys.auth_failures_pk(source)
+        rows = {str(r["PK"]): r for r in self.table.get_many([(lookup, keys.API_KEY_LOOKUP_SK), (failures, f"m#{minute}")])}
+        counted = rows.get(failures)
+        return _grant(rows.get(lookup)), int(counted.get("n", 0)) if counted else 0
+
+    def failed_attempts(self, source: str, minute: int) -> int:
+        item = self.table.get(keys.auth_failures_pk(source), f"m#{minute}")
+        return int(item.get("n", 0)) if item else 0
+
+    def note_failed_attempt(self, source: str, minute: int) -> None:
+        """One more refused credential from `source` in `minute` (epoch minutes); the row goes
+        with the table's TTL two minutes after its minute ends."""
+        self.table.update(
+            keys.auth_failures_pk(source),
+            f"m#{minute}",
+            "ADD #n :one SET #e = :expires",
+            names={"#n": "n", "#e": "expiresAt"},
+            values={":one": 1, ":expires": (minute + 3) * 60},
+            returns="NONE",
         )
 
     def touch(self, digest: str, now: int, *, every: int) -> None:
@@ -123,3 +147,20 @@ class ApiKeyRepository:
             )
         except ConditionFailed:
             pass
+
+
+def _grant(item: Mapping[str, object] | None) -> KeyGrant | None:
+    if item is None:
+        return None
+    scopes = item.get("scopes")
+    return KeyGrant(
+        sub=str(item["sub"]),
+        key_id=str(item["keyId"]),
+        scopes=tuple(str(s) for s in scopes) if isinstance(scopes, list | tuple | set) else (),
+        expires_at=_epoch(item.get("expiresAt")),
+        last_used_at=_epoch(item.get("lastUsedAt")),
+    )
+
+
+def _epoch(value: object) -> int | None:
+    return None if value is None else int(Decimal(str(value)))

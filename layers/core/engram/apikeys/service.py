@@ -1,11 +1,12 @@
 """Use cases of API keys: create (the key shown once), list, revoke. The key check is the
-authorizer's (`apikeys.authorizer.check_key`)."""
+authorizer's (`apikeys.authorizer.authorize`)."""
 
 from __future__ import annotations
 
 from engram.apikeys.models import HINT_CHARS, ApiKey, ApiKeyCreate, KeyGrant, key_hash, new_key
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page
+from engram.streaming import closing as streaming
 from engram.wiring.stores import Stores
 
 
@@ -34,4 +35,5 @@ def list_keys(deps: Stores, tenant: str, limit: int, token: str | None) -> dict[
 
 def delete_key(deps: Stores, tenant: str, key_id: str) -> dict[str, object]:
     deps.api_keys.delete(tenant, check_id("keyId", key_id))
+    streaming.close_opened_with(deps, tenant, key_id)  # its sockets close too (MX6)
     return {"id": key_id, "deleted": True}

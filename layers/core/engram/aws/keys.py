@@ -276,6 +276,12 @@ def api_key_lookup_pk(digest: str) -> str:
     return f"APIKEY#{digest}"
 
 
+def auth_failures_pk(source: str) -> str:
+    """Failed sign-in attempts from one source address (the authorizer's throttle, MX6): SK is
+    the minute, the row expires with the table's TTL."""
+    return f"AUTHFAIL#{source}"
+
+
 # --- the WebSocket API (ST2) ----------------------------------------------------------------------
 # A ticket and a connection are presented without a principal (the socket carries no token), so,
 # like the webhook's agent lookup, their rows are keyed by their own id and name their tenant; a

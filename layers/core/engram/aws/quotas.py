@@ -15,11 +15,28 @@ counters can exceed the limit by at most what the counter missed, once).
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 
 from engram.aws import keys
 from engram.aws.table import ConditionFailed, Table
-from engram.kernel.errors import QuotaExceeded
+from engram.kernel.errors import QuotaExceeded, Unauthorized
+
+# The row of the credential a request came with (an API key's owner row), which must still exist
+# when the request's creates commit (MX6): a create that races a revocation or an account
+# deletion fails with the key instead of landing after the key's rows are gone. Set for each
+# request by engram.api.http.principal (None for a sign-in token).
+_CREDENTIAL: ContextVar[tuple[str, str] | None] = ContextVar("engram_credential_row", default=None)
+
+
+def require_credential(row: tuple[str, str] | None) -> None:
+    """The creates of this request (this context) commit only while `row` exists."""
+    _CREDENTIAL.set(row)
+
+
+def key_revoked() -> Unauthorized:
+    return Unauthorized("this API key was revoked, has expired, or its account was deleted", code="key_revoked")
+
 
 _N = {"#n": "n"}
 _TRIES = 3
@@ -96,13 +113,19 @@ def room(table: Table, quota: Quota) -> int:
 
 
 def create_within(table: Table, ops: list[dict[str, object]], *quotas: Quota) -> None:
-    """Commits `ops` (a create) together with a claim of one on each quota; QuotaExceeded when a
-    limit is reached (nothing written). A failed condition of `ops` itself is raised as is."""
+    """Commits `ops` (a create) together with a claim of one on each quota, and a check that the
+    request's credential row still exists (`require_credential`); QuotaExceeded when a limit is
+    reached, Unauthorized key_revoked when the key is gone (nothing written). A failed condition
+    of `ops` itself is raised as is."""
+    credential = _CREDENTIAL.get()
+    guard = [table.check_op(*credential)] if credential else []
     for _ in range(_TRIES):
         try:
-            table.transact([*ops, *(claim_op(table, q) for q in quotas)])
+            table.transact([*ops, *(claim_op(table, q) for q in quotas), *guard])
             return
         except ConditionFailed as err:
+            if guard and err.failed_at(len(ops) + len(quotas)):
+                raise key_revoked() from None
             full = [q for i, q in enumerate(quotas) if err.failed_at(len(ops) + i)]
             if not full or any(err.failed_at(i) for i in range(len(ops))):
                 raise

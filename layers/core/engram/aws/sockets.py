@@ -1,4 +1,5 @@
-"""The WebSocket API's management API (`execute-api:ManageConnections`): post to a connection."""
+"""The WebSocket API's management API (`execute-api:ManageConnections`): post to a connection,
+close one."""
 
 from __future__ import annotations
 
@@ -40,3 +41,10 @@ class SocketPusher:
             if err.response.get("Error", {}).get("Code") == "GoneException":
                 raise Gone(connection_id) from None
             raise
+
+    def disconnect(self, connection_id: str) -> None:
+        try:
+            self.client.delete_connection(ConnectionId=connection_id)
+        except ClientError as err:
+            if err.response.get("Error", {}).get("Code") != "GoneException":
+                raise

@@ -11,6 +11,10 @@ secret detector, paging) for the caller the authorizer let in. Imported only by 
 the SDK (and starlette) never load for the other routes of the api function.
 
 Read-only keys get a server without the write tools: they neither list nor call them.
+
+Every tool carries a title and annotations (read tools read-only; the forget tools destructive
+and idempotent; store_memory idempotent, by key). Unknown arguments are refused, and a tool's
+failure, arguments included, is the REST error `{code, message, field}` as the result's text.
 """
 
 from __future__ import annotations
@@ -18,25 +22,27 @@ from __future__ import annotations
 import functools
 import json
 import logging
-from collections.abc import Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, cast
 
 import anyio
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
 from mcp.server.transport_security import TransportSecuritySettings
-from mcp.types import CallToolResult, InputRequiredResult
-from pydantic import Field, ValidationError
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import ConfigDict, Field, ValidationError
 
+from engram import __version__
 from engram.agents import service as agents
 from engram.api.http import Principal
 from engram.cards import service as cards
 from engram.facts import service as facts
 from engram.facts.models import FactCreate
 from engram.kernel.aio import run_sync
-from engram.kernel.errors import EngramError, Forbidden, error_body, invalid_input
+from engram.kernel.errors import BadRequest, EngramError, Forbidden, error_body, invalid_input
 from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from engram.memory import service as memory
 from engram.memory.models import MemoryCreate, OwnerScope
@@ -87,32 +93,29 @@ def _checked[T](call: Callable[[], T]) -> T:
         raise _tool_error(invalid_input(err.errors())) from None
 
 
-class _Server(MCPServer):
-    """The SDK's server, its refusal of a tool's arguments worded as the REST API words it: the
-    SDK validates them against the tool's signature before the tool runs and would pass
-    pydantic's own text."""
-
-    async def call_tool(
-        self, name: str, arguments: dict[str, object], context: Context[object, object] | None = None
-    ) -> CallToolResult | InputRequiredResult:
-        try:
-            return await super().call_tool(name, arguments, context)
-        except ToolError as err:
-            cause = err.__cause__
-            if type(err) is not ToolError or not isinstance(cause, ValidationError):
-                raise
-            worded = _tool_error(invalid_input(cause.errors()))
-            raise ToolError(f"Error executing tool {name}: {worded}") from cause
+def _tool[F: Callable[..., Awaitable[object]]](
+    server: MCPServer, title: str, *, read_only: bool = False, destructive: bool = False, idempotent: bool = False
+) -> Callable[[F], F]:
+    """Registers a tool with its title and annotations: it only reads, or what its writes do;
+    never the open world (the caller's own Engram data)."""
+    hints = ToolAnnotations(
+        title=title,
+        read_only_hint=read_only,
+        destructive_hint=None if read_only else destructive,
+        idempotent_hint=True if read_only else idempotent,
+        open_world_hint=False,
+    )
+    return server.tool(title=title, annotations=hints)
 
 
 def _register_read_tools(server: MCPServer) -> None:
-    @server.tool()
+    @_tool(server, "List agents", read_only=True)
     async def list_agents(limit: Limit = LIST_LIMIT_DEFAULT, nextToken: NextToken = None) -> dict[str, Any]:
         """Your agents (id, name, persona, workspaceId, ...), a page at a time."""
         c = _caller()
         return _checked(lambda: agents.list_agents(c.deps, c.tenant, limit, nextToken))
 
-    @server.tool()
+    @_tool(server, "Search conversations", read_only=True)
     async def search_memory(
         agentId: Annotated[str, Field(description="The agent whose conversations to search.")],
         query: Annotated[str, Field(description="The words to look for.")],
@@ -123,7 +126,7 @@ def _register_read_tools(server: MCPServer) -> None:
         c = _caller()
         return _checked(lambda: recall.search_archive(c.deps, c.tenant, agentId, query, limit=limit, token=nextToken))
 
-    @server.tool()
+    @_tool(server, "List facts about you", read_only=True)
     async def list_facts(
         includeArchived: bool = False,
         limit: Limit = LIST_LIMIT_DEFAULT,
@@ -135,7 +138,7 @@ def _register_read_tools(server: MCPServer) -> None:
             lambda: facts.list_facts(c.deps, c.tenant, include_archived=includeArchived, limit=limit, token=nextToken)
         )
 
-    @server.tool()
+    @_tool(server, "Recall memories", read_only=True)
     async def recall_memory(
         scope: OwnerScope,
         ownerId: OwnerId,
@@ -168,7 +171,7 @@ def _register_read_tools(server: MCPServer) -> None:
 
         return _checked(run)
 
-    @server.tool()
+    @_tool(server, "Get an agent's decisions", read_only=True)
     async def get_decisions(
         agentId: str,
         limit: Annotated[int, Field(ge=1, le=20)] = 5,
@@ -180,7 +183,7 @@ def _register_read_tools(server: MCPServer) -> None:
 
 
 def _register_write_tools(server: MCPServer) -> None:
-    @server.tool()
+    @_tool(server, "Remember a fact about you")
     async def remember(
         fact: Annotated[str, Field(description="One thing about you, in a sentence.")],
         topic: str | None = None,
@@ -198,13 +201,13 @@ def _register_write_tools(server: MCPServer) -> None:
 
         return _checked(run)
 
-    @server.tool()
+    @_tool(server, "Forget a fact", destructive=True, idempotent=True)
     async def forget(factId: str) -> dict[str, Any]:
         """Forget one of your facts (archived, as the console's delete does)."""
         c = _caller(writes=True)
         return _checked(lambda: facts.archive_fact(c.deps, c.tenant, factId, "user_deleted").public())
 
-    @server.tool()
+    @_tool(server, "Store a memory", idempotent=True)
     async def store_memory(
         scope: OwnerScope,
         ownerId: OwnerId,
@@ -226,7 +229,7 @@ def _register_write_tools(server: MCPServer) -> None:
 
         return _checked(run)
 
-    @server.tool()
+    @_tool(server, "Forget a memory", destructive=True, idempotent=True)
     async def forget_memory(scope: OwnerScope, ownerId: OwnerId, memoryId: str) -> dict[str, Any]:
         """Delete one long-term memory of an agent or a workspace."""
         c = _caller(writes=True)
@@ -238,13 +241,53 @@ def _register_write_tools(server: MCPServer) -> None:
         return _checked(run)
 
 
+class _EngramMCP(MCPServer):
+    """The SDK's server, its tool failures worded as the REST API's: the tool's own error without
+    the SDK's "Error executing tool" prefix, and arguments that break the input schema as
+    `validation_error` naming the field (pydantic's dump otherwise)."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, object], context: Context | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except UnexpectedToolError:
+            raise
+        except ToolError as err:
+            cause = err.__cause__
+            if isinstance(cause, ValidationError):
+                raise _tool_error(invalid_input(cause.errors())) from None
+            if isinstance(cause, ToolError):  # raised by the tool: already {code, message, field}
+                raise ToolError(str(cause)) from None
+            if self._tool_manager.get_tool(name) is None:
+                raise _tool_error(BadRequest(f"there is no tool {name!r}", field="name", code="unknown_tool")) from None
+            raise
+
+
+def _refuse_unknown_arguments(server: MCPServer) -> None:
+    """Each tool's arguments model forbids names it does not define (and its input schema says
+    `additionalProperties: false`): a misspelt optional argument is an error, not ignored."""
+    for tool in server._tool_manager.list_tools():
+        base = tool.fn_metadata.arg_model
+        config = ConfigDict(**{**base.model_config, "extra": "forbid"})
+        strict = cast(type[ArgModelBase], type(base.__name__, (base,), {"model_config": config}))
+        tool.fn_metadata.arg_model = strict
+        tool.parameters = strict.model_json_schema(by_alias=True)
+
+
 @functools.cache
 def server_for(*, writes: bool) -> MCPServer:
     """The server of a caller who may (or may not) write: built once per container each."""
-    server = _Server("engram", instructions="Your Engram memory: facts about you, agents' memories, past conversations.")
+    server = _EngramMCP(
+        "engram",
+        title="Engram",
+        version=__version__,
+        instructions="Your Engram memory: facts about you, agents' memories, past conversations.",
+    )
     _register_read_tools(server)
     if writes:
         _register_write_tools(server)
+    _refuse_unknown_arguments(server)
     return server
 
 

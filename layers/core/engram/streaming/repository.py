@@ -13,6 +13,7 @@ from engram.aws.table import ConditionFailed, Table
 from engram.kernel.errors import NotFound, QuotaExceeded
 
 _LIVE = "expiresAt > :now"
+_KEY = "keyId"  # the API key a ticket was issued to, a socket opened with (MX6: revoking it closes the socket)
 MAX_SUBSCRIPTIONS = 20  # sessions one socket may watch
 
 
@@ -21,16 +22,14 @@ class StreamRepository:
         self.table = table
 
     # --- tickets ----------------------------------------------------------------------------------
-    def put_ticket(self, tenant: str, ticket: str, ttl_s: int) -> int:
+    def put_ticket(self, tenant: str, ticket: str, ttl_s: int, *, key_id: str = "") -> int:
         expires = int(time.time()) + ttl_s
-        self.table.put(
-            {"PK": keys.stream_ticket_pk(ticket), "SK": keys.STREAM_TICKET_SK, "tenant": tenant, "expiresAt": expires},
-            condition="attribute_not_exists(PK)",
-        )
+        row = {"PK": keys.stream_ticket_pk(ticket), "SK": keys.STREAM_TICKET_SK, "tenant": tenant, "expiresAt": expires}
+        self.table.put({**row, **({_KEY: key_id} if key_id else {})}, condition="attribute_not_exists(PK)")
         return expires
 
-    def take_ticket(self, ticket: str) -> str | None:
-        """The ticket's tenant, deleted in the same call (a conditional delete: a ticket opens
+    def take_ticket(self, ticket: str) -> tuple[str, str] | None:
+        """The ticket's tenant and the API key it was issued to ("" for a sign-in), deleted in the same call (a conditional delete: a ticket opens
         one socket, once, before it expires); None for one unknown, taken or expired."""
         try:
             old = self.table.delete(
@@ -42,16 +41,18 @@ class StreamRepository:
             )
         except ConditionFailed:
             return None
-        return str(old["tenant"]) if old else None
+        return (str(old["tenant"]), str(old.get(_KEY) or "")) if old else None
 
     # --- connections ----------------------------------------------------------------------------
-    def open(self, tenant: str, connection_id: str, *, ttl_s: int, limit: int) -> None:
-        """Records an open socket of `t`, within `limit` live sockets per user."""
+    def open(self, tenant: str, connection_id: str, *, ttl_s: int, limit: int, key_id: str = "") -> None:
+        """Records an open socket of `t` (opened with the API key `key_id`, if any), within `limit`
+        live sockets per user."""
         now = int(time.time())
         rows = self.table.query_all(keys.tenant_pk(tenant), sk_prefix="STREAMCONN#")
         if sum(1 for r in rows if int(r.get("expiresAt", 0)) > now) >= limit:
             raise QuotaExceeded("stream connections", limit, setting="MAX_STREAM_CONNECTIONS", remedy="close one to make room")
         expires = now + ttl_s
+        by_key = {_KEY: key_id} if key_id else {}
         self.table.transact(
             [
                 self.table.put_op(
@@ -60,20 +61,32 @@ class StreamRepository:
                         "SK": keys.STREAM_CONNECTION_SK,
                         "tenant": tenant,
                         "expiresAt": expires,
+                        **by_key,
                     }
                 ),
                 self.table.put_op(
-                    {"PK": keys.tenant_pk(tenant), "SK": keys.stream_connection_sk(connection_id), "expiresAt": expires}
+                    {
+                        "PK": keys.tenant_pk(tenant),
+                        "SK": keys.stream_connection_sk(connection_id),
+                        "expiresAt": expires,
+                        **by_key,
+                    }
                 ),
             ]
         )
 
-    def connection(self, connection_id: str) -> tuple[str, set[str]] | None:
-        """An open socket's tenant and the sessions it watches ("agentId/sessionId"); None once closed."""
+    def connection(self, connection_id: str) -> tuple[str, set[str], str] | None:
+        """An open socket's tenant, the sessions it watches ("agentId/sessionId") and the API key
+        it was opened with (""); None once closed."""
         row = self.table.get(keys.stream_connection_pk(connection_id), keys.STREAM_CONNECTION_SK)
         if not row or int(row.get("expiresAt", 0)) <= time.time():
             return None
-        return str(row["tenant"]), {str(w) for w in row.get("watching") or ()}
+        return str(row["tenant"]), {str(w) for w in row.get("watching") or ()}, str(row.get(_KEY) or "")
+
+    def opened_with(self, tenant: str, key_id: str) -> list[str]:
+        """The connections of `tenant` opened with the API key `key_id`."""
+        rows = self.table.query_all(keys.tenant_pk(tenant), sk_prefix="STREAMCONN#")
+        return [str(r["SK"]).removeprefix("STREAMCONN#") for r in rows if r.get(_KEY) == key_id]
 
     def close(self, connection_id: str) -> None:
         """Forgets a socket and its subscriptions (at $disconnect, or when a post finds it gone)."""
@@ -87,14 +100,18 @@ class StreamRepository:
             deletes.append((keys.agent_pk(tenant, agent_id), keys.stream_subscription_sk(session_id, connection_id)))
         self.table.batch_write(deletes=deletes)
 
-    def delete_all(self, tenant: str) -> None:
-        """A deleted account's sockets and sent turns (its subscriptions go with its agents)."""
+    def delete_all(self, tenant: str) -> list[str]:
+        """A deleted account's sockets and sent turns (its subscriptions go with its agents); the
+        ids of the sockets, for the caller to close."""
         pk = keys.tenant_pk(tenant)
+        closed = []
         for row in self.table.query_all(pk, sk_prefix="STREAMCONN#"):
             connection_id = str(row["SK"]).removeprefix("STREAMCONN#")
             self.table.delete(keys.stream_connection_pk(connection_id), keys.STREAM_CONNECTION_SK)
+            closed.append(connection_id)
         self.table.delete_all(pk, sk_prefix="STREAMCONN#")
         self.table.delete_all(pk, sk_prefix="STREAMTURN#")
+        return closed
 
     # --- subscriptions --------------------------------------------------------------------------
     def subscribe(self, tenant: str, connection_id: str, agent_id: str, session_id: str, ttl_s: int) -> None:

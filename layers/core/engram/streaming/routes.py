@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import Reply, deps_of, ok, tenant_of
+from engram.api.http import Reply, deps_of, ok, principal, tenant_of
 from engram.streaming.tickets import issue_ticket
 
 router = Router()
@@ -12,4 +12,5 @@ router = Router()
 
 @router.post("/api/stream-tickets")
 def create_ticket() -> Reply:
-    return ok(issue_ticket(deps_of(router), tenant_of(router)), 201)
+    who = principal(router)
+    return ok(issue_ticket(deps_of(router), tenant_of(router), who.key_id), 201)

@@ -5,6 +5,7 @@ on the socket (the $default route's response); a turn's events come from the wor
 from __future__ import annotations
 
 import json
+import time
 
 from pydantic import ValidationError
 
@@ -24,13 +25,18 @@ def connect(deps: Stores, connection_id: str, query: dict[str, str] | None) -> N
     if not ticket:
         raise Unauthorized("a ticket is required: POST /api/stream-tickets, then connect with ?ticket=", code="ticket_required")
     try:
-        tenant = deps.streams.take_ticket(ticket)
+        taken = deps.streams.take_ticket(ticket)
     except BadRequest:
-        tenant = None
-    if tenant is None:
+        taken = None
+    if taken is None:
         raise Unauthorized("the ticket is unknown, used or expired; get a new one", code="ticket_refused")
+    tenant, key_id = taken
     deps.streams.open(
-        tenant, connection_id, ttl_s=deps.settings.stream_connection_ttl_s, limit=deps.settings.max_stream_connections
+        tenant,
+        connection_id,
+        ttl_s=deps.settings.stream_connection_ttl_s,
+        limit=deps.settings.max_stream_connections,
+        key_id=key_id,
     )
 
 
@@ -89,7 +95,11 @@ def on_message(deps: ModelDeps, connection_id: str, raw: str | bytes) -> dict[st
         connection = deps.streams.connection(connection_id)
         if connection is None:
             raise Unauthorized("this connection is closed; open a new one with a new ticket", code="connection_closed")
-        tenant, watching = connection
+        tenant, watching, key_id = connection
+        if key_id and not deps.api_keys.alive(tenant, key_id, int(time.time())):  # expired since it opened
+            deps.streams.close(connection_id)
+            deps.pusher.disconnect(connection_id)
+            raise Unauthorized("the API key this connection was opened with has expired or was revoked", code="key_revoked")
         body = _decoded(raw)
         reference = _reference(body)
         msg = _parsed(body)

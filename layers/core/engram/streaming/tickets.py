@@ -8,8 +8,9 @@ import secrets
 from engram.wiring.stores import Stores
 
 
-def issue_ticket(deps: Stores, tenant: str) -> dict[str, object]:
-    """A ticket that opens one socket as `t` within STREAM_TICKET_TTL_SECONDS, and where to open it."""
+def issue_ticket(deps: Stores, tenant: str, key_id: str = "") -> dict[str, object]:
+    """A ticket that opens one socket as `t` within STREAM_TICKET_TTL_SECONDS, and where to open
+    it; a socket opened with a ticket issued to an API key closes when the key is revoked."""
     ticket = secrets.token_urlsafe(24)
-    expires = deps.streams.put_ticket(tenant, ticket, deps.settings.stream_ticket_ttl_s)
+    expires = deps.streams.put_ticket(tenant, ticket, deps.settings.stream_ticket_ttl_s, key_id=key_id)
     return {"ticket": ticket, "expiresAt": expires, "url": deps.settings.stream_url}

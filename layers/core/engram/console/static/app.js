@@ -17,6 +17,7 @@ const ROUTES = [
   [/^#\/tools\/?$/, 'connections.js', 'list'],
   [/^#\/facts$/, 'facts.js', 'facts'],
   [/^#\/usage(?:\?agent=([^&/]+))?$/, 'usage.js', 'usage'],
+  [/^#\/keys$/, 'keys.js', 'keys'],
 ];
 
 const NAV = [
@@ -26,6 +27,7 @@ const NAV = [
   ['#/tools', 'Tools'],
   ['#/facts', 'What I know about you'],
   ['#/usage', 'Usage'],
+  ['#/keys', 'API keys'],
 ];
 
 let main;
