@@ -96,6 +96,16 @@ def test_each_client_works_as_documented(url, name, tmp_path):
     assert [f["fact"] for f in listed["structuredContent"]["items"]] == [f"I test with {name}"]
 
     bad = _rest_error(out["badArgument"])
-    assert bad == {"code": "validation_error", "message": "limit must be a whole number", "field": "limit"}
+    assert bad == {
+        "code": "validation_error",
+        "message": "limit must be a whole number",
+        "field": "limit",
+        "details": [{"field": "limit", "message": "must be a whole number"}],
+    }
     unknown = _rest_error(out["unknownArgument"])
-    assert unknown == {"code": "validation_error", "message": "limt is not a known field", "field": "limt"}
+    assert unknown == {
+        "code": "validation_error",
+        "message": "limt is not a known field",
+        "field": "limt",
+        "details": [{"field": "limt", "message": "is not a known field"}],
+    }

@@ -114,8 +114,12 @@ def error_body(err: EngramError) -> dict[str, object]:
 
 def field_of(loc: Sequence[object]) -> str:
     """A validation error's location as the field a person sees (`memory.key`), without where in
-    the request it was (`body`, `query`, `path`, `header`)."""
-    return ".".join(str(p) for p in loc if p not in ("body", "query", "path", "header"))
+    the request it was (`body`, `query`, `path`, `header`: the first part of a location the HTTP
+    layer gives; a field of its own may have such a name, e.g. a search tool's `query`)."""
+    parts = [str(p) for p in loc]
+    if parts and parts[0] in ("body", "query", "path", "header") and (len(parts) > 1 or parts[0] == "body"):
+        parts = parts[1:]
+    return ".".join(parts)
 
 
 # Fields whose pattern has a meaning a person knows better than the regular expression.
