@@ -1,7 +1,5 @@
 """Connections to remote MCP servers: request bodies, the public resource, discovered tools."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any
 from urllib.parse import urlsplit
 
@@ -120,7 +118,7 @@ class Connection(Resource):
 class DiscoveredTool(BaseModel):
     """One tool as a server's tools/list gave it (the schema as given, bounded in size)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     description: str = ""
@@ -131,6 +129,8 @@ class DiscoveredTool(BaseModel):
 
 class ToolList(BaseModel):
     """A connection's discovered tools, cached in the table until `expires_at` (epoch seconds)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     tools: list[DiscoveredTool]
     listed_at: str

@@ -1,7 +1,5 @@
 """Sessions and the messages that start turns."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
 from typing import Annotated, Any
 

@@ -1,7 +1,5 @@
 """Run records: what one execution (chat turn, heartbeat, manual run, re-examination, council member) did."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -26,7 +24,7 @@ class Run(Resource):
     parent_run_id: str | None = None
     council_run_id: str | None = None  # a council member: the lead's run it worked for
     result: Any = None
-    usage: Usage = Usage()
+    usage: Usage = Field(default_factory=Usage)  # a factory: no Usage validator built at import
     error: dict[str, Any] | None = None
     resolution_status: str | None = None
     latest_conviction: int | None = None
@@ -37,7 +35,7 @@ class Run(Resource):
     started_at: str | None = None
     finished_at: str | None = None
 
-    def unqueued(self) -> Run:
+    def unqueued(self) -> "Run":
         """This queued run as failed because its job could not be sent (it would never start)."""
         error = {"code": "queue_unavailable", "message": "the run could not be queued; nothing ran, start it again"}
         at = now_iso()

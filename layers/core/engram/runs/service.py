@@ -16,7 +16,6 @@ from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page
 from engram.kernel.observability import logger
 from engram.kernel.validation import refuse_secret_value
-from engram.run_memory.store import run_memory_listing
 from engram.runs.models import Run, RunCreate, RunUpdate
 from engram.wiring.stores import Stores
 
@@ -73,6 +72,8 @@ def run_memory(deps: Stores, tenant: str, run_id: str, limit: int, token: str | 
         lead_run = deps.runs.get(tenant, run.council_run_id)
         owner = lead_run.agent_id if lead_run else owner
         run_id = run.council_run_id  # a member worked in its lead's run memory
+    from engram.run_memory.store import run_memory_listing  # the scratchpad's code only for this route
+
     items, nxt = run_memory_listing(deps, tenant, owner, run_id, limit=limit, token=token)
     return {"runId": run_id, "items": items, "nextToken": nxt}
 
