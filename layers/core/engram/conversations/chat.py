@@ -5,10 +5,9 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
 
 from engram.cards.policy import CardPolicy
-from engram.conversations.models import Session
+from engram.conversations.models import Session, TurnJob
 from engram.engine.turn import TurnOutcome, TurnPlan, TurnPolicy, check_message, run_turn
 from engram.extraction.enqueue import ExtractionPolicy
 from engram.kernel.errors import NotFound, SessionBusy, TurnFailed
@@ -58,21 +57,19 @@ def enqueue_turn(
     earlier = claim(run.id) if claim is not None else None
     if earlier is not None and (found := deps.runs.get(tenant, earlier)) is not None:
         return found
-    job = {
-        "runId": run.id,
-        "tenant": tenant,
-        "agentId": agent_id,
-        "sessionId": session_id,
-        "message": message,
-        "kind": "chat",
-        "trigger": trigger,
-        "createdAt": now,
-    }
-    if client_turn_id:
-        job["clientTurnId"] = client_turn_id  # named in the turn's events, so its sender knows them
+    job = TurnJob(
+        run_id=run.id,
+        tenant=tenant,
+        agent_id=agent_id,
+        session_id=session_id,
+        message=message,
+        trigger=trigger,
+        created_at=now,
+        client_turn_id=client_turn_id or None,
+    )
     deps.runs.put(tenant, run, only_if_new=True)
     try:
-        deps.queues.enqueue_turn(job, group=f"{tenant}#{agent_id}#{session_id}", dedup_id=run.id)
+        deps.queues.enqueue_turn(job.body(), group=f"{tenant}#{agent_id}#{session_id}", dedup_id=run.id)
     except Exception as err:
         raise unqueued(deps, tenant, run) from err
     return run
@@ -154,30 +151,30 @@ def run_chat_turn(
         raise TurnFailed(err.message + LONG_TURN_HINT, run_id=err.run_id, code=err.code, status=err.status) from err
 
 
-def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
+def process_turn_job(deps: ModelDeps, job: TurnJob) -> None:
     """One queued turn. Raises only when it should be retried (the session is busy)."""
-    tenant, run_id = job["tenant"], job["runId"]
+    tenant, run_id = job.tenant, job.run_id
     # The sockets watching the session (ST2) are looked up beside the redelivery check.
-    watching = deps.executor.submit(deps.watchers, tenant, job["agentId"], job["sessionId"], run_id)
+    watching = deps.executor.submit(deps.watchers, tenant, job.agent_id, job.session_id, run_id)
     existing = deps.runs.get(tenant, run_id)
     if existing is not None and existing.status in ("succeeded", "failed"):
         logger.info("turn already finished; redelivery ignored", extra={"run_id": run_id})
         return
     plan = chat_plan(
         deps,
-        job["agentId"],
-        job["sessionId"],
+        job.agent_id,
+        job.session_id,
         run_id=run_id,
         budget_s=deps.settings.async_turn_budget_s,
         wait_s=0,
-        trigger=job.get("trigger", "async"),
-        created_at=job.get("createdAt"),
+        trigger=job.trigger,
+        created_at=job.created_at,
     )
     plan.events = watching.result()
-    if plan.events is not None and job.get("clientTurnId"):
-        plan.events.started_with["clientTurnId"] = job["clientTurnId"]
+    if plan.events is not None and job.client_turn_id:
+        plan.events.started_with["clientTurnId"] = job.client_turn_id
     try:
-        run_turn(deps, tenant, job["message"], plan)
+        run_turn(deps, tenant, job.message, plan)
     except SessionBusy:
         raise  # SQS redelivers; the FIFO group keeps later turns of this session behind it
     except NotFound as err:
@@ -186,14 +183,14 @@ def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
             tenant,
             Run(
                 id=run_id,
-                created_at=job.get("createdAt") or now,
+                created_at=job.created_at or now,
                 updated_at=now,
                 finished_at=now,
-                agent_id=job["agentId"],
+                agent_id=job.agent_id,
                 kind="chat",
                 status="failed",
-                prompt=job["message"],
-                session_id=job["sessionId"],
+                prompt=job.message,
+                session_id=job.session_id,
                 error={"code": err.code, "message": err.message},
             ),
         )
