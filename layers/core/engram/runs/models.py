@@ -42,6 +42,25 @@ class Run(Resource):
         return self.model_copy(update={"status": "failed", "updated_at": at, "finished_at": at, "error": error})
 
 
+class RunJob(BaseModel):
+    """An API-started run (manual, re-examination) as the run queue carries it: written by
+    `runs.service` (and sent again by `runs.execution` when the shared session was busy), read by
+    `runs.execution.process_run_job`."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True)
+
+    tenant: str
+    run_id: str
+    agent_id: str | None = None
+    kind: RunKind | None = None
+    inputs: dict[str, Any] | None = None
+    attempt: int | None = None  # the sends so far when the shared session was busy (none: the first)
+
+    def body(self) -> dict[str, object]:
+        """The queue message's body (camelCase, absent fields left out)."""
+        return self.model_dump(by_alias=True, exclude_none=True)
+
+
 class RunCreate(Body):
     """POST /api/agents/{agentId}/runs: run the agent now (a manual run)."""
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from engram.agents.service import get_agent
 from engram.cards.models import CardType
@@ -16,7 +15,7 @@ from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page
 from engram.kernel.observability import logger
 from engram.kernel.validation import refuse_secret_value
-from engram.runs.models import Run, RunCreate, RunUpdate
+from engram.runs.models import Run, RunCreate, RunJob, RunUpdate
 from engram.wiring.stores import Stores
 
 
@@ -149,11 +148,9 @@ def start_reexamination(deps: Stores, tenant: str, parent_run_id: str) -> Run:
 
 def _enqueue(deps: Stores, tenant: str, run: Run, *, inputs: Mapping[str, object] | None = None) -> None:
     deps.runs.create(tenant, run)
-    job: dict[str, Any] = {"tenant": tenant, "runId": run.id, "agentId": run.agent_id, "kind": run.kind}
-    if inputs:
-        job["inputs"] = inputs
+    job = RunJob(tenant=tenant, run_id=run.id, agent_id=run.agent_id, kind=run.kind, inputs=dict(inputs) if inputs else None)
     try:
-        deps.queues.enqueue_run(job)
+        deps.queues.enqueue_run(job.body())
     except Exception as err:
         raise unqueued(deps, tenant, run) from err
 
