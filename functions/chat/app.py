@@ -11,6 +11,7 @@ from engram.connections.oauth_routes import router as connection_oauth
 from engram.connections.probe_routes import router as connection_probes
 from engram.conversations.chat import process_turn_job
 from engram.conversations.chat_routes import router as chat
+from engram.conversations.models import TurnJob
 from engram.engine.providers import preload
 from engram.kernel.observability import logger, metrics, tracer
 from engram.kernel.settings import get_settings
@@ -26,8 +27,8 @@ processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 
 def handle_turn_record(record: SQSRecord) -> None:
-    job = record.json_body
-    logger.append_keys(run_id=job.get("runId"))
+    job = TurnJob.model_validate(record.json_body)  # not a turn job: raises, the record fails (then the DLQ)
+    logger.append_keys(run_id=job.run_id)
     process_turn_job(ROOT.deps, job)
 
 

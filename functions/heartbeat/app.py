@@ -20,6 +20,7 @@ from engram.runs.execution import (
     process_schedule_event,
     sweep_stale_runs,
 )
+from engram.runs.models import RunJob
 
 ROOT = FunctionRoot(heartbeat.build)
 preload(get_settings())  # the model SDK in init, not in the first request (bench/cold_start.py)
@@ -36,8 +37,9 @@ def handle_run_record(record: SQSRecord) -> None:
     if isinstance(job, dict) and job.get("kind") == "export":  # an account export shares the run queue
         process_export_job(ROOT.deps, job)
         return
-    logger.append_keys(run_id=job.get("runId") if isinstance(job, dict) else None)
-    process_run_job(ROOT.deps, job)
+    run_job = RunJob.model_validate(job)  # not a run job: raises, the record fails (then the DLQ)
+    logger.append_keys(run_id=run_job.run_id)
+    process_run_job(ROOT.deps, run_job)
 
 
 @logger.inject_lambda_context

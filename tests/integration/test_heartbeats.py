@@ -120,8 +120,9 @@ def test_a_redelivered_run_job_runs_nothing_twice(stack):
     agent = stack.agent(defaultPrompt=DEFAULT)
     run = stack.run_now(agent["id"])
     from engram.runs.execution import process_run_job
+    from engram.runs.models import RunJob
 
-    process_run_job(stack.deps, {"tenant": tenant_key("alice"), "runId": run["id"]})
+    process_run_job(stack.deps, RunJob(tenant=tenant_key("alice"), run_id=run["id"]))
     assert len(stack.runs(agent["id"])) == 1
     assert stack.call("GET", f"/api/runs/{run['id']}").data["updatedAt"] == run["updatedAt"]
 
@@ -248,9 +249,10 @@ def test_a_run_waits_for_a_busy_shared_session_then_is_sent_again(stack):
     stack.deps.sessions.acquire_lease(t, agent["id"], "dashboard", "someone-else", 300)  # a long chat turn
     r = stack.call("POST", f"/api/agents/{agent['id']}/runs", body={})
     from engram.runs.execution import process_run_job
+    from engram.runs.models import RunJob
 
     (job,) = stack.queue_messages(stack.resources.queue_url("RunQueue"))
-    process_run_job(stack.deps, job)  # what the heartbeat function does with the message
+    process_run_job(stack.deps, RunJob.model_validate(job))  # what the heartbeat function does with the message
     run = stack.call("GET", f"/api/runs/{r.data['runId']}").data
     assert run["status"] == "queued"  # given back, not failed and not run
     attrs = stack.sqs.get_queue_attributes(
@@ -259,7 +261,7 @@ def test_a_run_waits_for_a_busy_shared_session_then_is_sent_again(stack):
     assert attrs["ApproximateNumberOfMessagesDelayed"] == "1"  # sent again, with a delay
 
     stack.deps.sessions.release_lease(t, agent["id"], "dashboard", "someone-else")
-    process_run_job(stack.deps, {"tenant": t, "runId": run["id"], "attempt": 2})
+    process_run_job(stack.deps, RunJob(tenant=t, run_id=run["id"], attempt=2))
     assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "succeeded"
 
 
@@ -271,8 +273,9 @@ def test_a_run_that_never_gets_the_session_fails_cleanly(stack):
     stack.deps.sessions.acquire_lease(t, agent["id"], "dashboard", "someone-else", 300)
     r = stack.call("POST", f"/api/agents/{agent['id']}/runs", body={})
     from engram.runs.execution import process_run_job
+    from engram.runs.models import RunJob
 
-    process_run_job(stack.deps, {"tenant": t, "runId": r.data["runId"], "attempt": 5})
+    process_run_job(stack.deps, RunJob(tenant=t, run_id=r.data["runId"], attempt=5))
     run = stack.call("GET", f"/api/runs/{r.data['runId']}").data
     assert run["status"] == "failed" and run["error"]["code"] == "session_busy"
     assert stack.transcript_bytes("alice", agent["id"]) == before

@@ -264,6 +264,7 @@ def test_async_turn_goes_through_the_queue(stack):
 
 def test_redelivered_turn_job_does_not_run_twice(stack):
     from engram.conversations.chat import process_turn_job
+    from engram.conversations.models import TurnJob
     from engram.kernel.ids import tenant_key
 
     agent = stack.agent()
@@ -271,13 +272,9 @@ def test_redelivered_turn_job_does_not_run_twice(stack):
         "POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages", body={"message": "once"}, query={"async": "true"}
     )
     stack.drain_turns()
-    job = {
-        "runId": r.data["runId"],
-        "tenant": tenant_key("alice"),
-        "agentId": agent["id"],
-        "sessionId": "dashboard",
-        "message": "once",
-    }
+    job = TurnJob(
+        run_id=r.data["runId"], tenant=tenant_key("alice"), agent_id=agent["id"], session_id="dashboard", message="once"
+    )
     process_turn_job(stack.deps, job)
     assert stack.call("GET", f"/api/agents/{agent['id']}/sessions/dashboard").data["messageCount"] == 2
 

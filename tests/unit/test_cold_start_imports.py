@@ -5,6 +5,7 @@ model call and the MCP SDK only with a turn or test that lists or calls MCP tool
 from __future__ import annotations
 
 import functools
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +21,9 @@ spec.loader.exec_module(module)
 print(sorted(m for m in ("anthropic", "httpx2", "moto", "mcp", "httpcore2", "starlette", "uvicorn") if m in sys.modules))
 print(sorted(m for m in sys.modules if m.startswith(("engram.engine", "engram.recall.index", "engram.recall.search", "engram.roots"))
              or m.endswith((".tools", ".policy", ".section"))))
+print(sorted(m for m in ("engram.aws.kms", "engram.runs.schedules", "engram.runs.expressions",
+                         "engram.run_memory.store") if m in sys.modules))
+print(" ".join(sorted(m for m in sys.modules if m.startswith("engram"))))
 """
 
 
@@ -69,3 +73,20 @@ def test_api_handler_loads_no_engine_tools_or_search_index():
     loaded = _probe("api")[1]
     # Of the roots, the api function loads its own; of the engine, nothing.
     assert loaded == "['engram.roots', 'engram.roots.api', 'engram.roots.function']"
+
+
+def test_api_handler_defers_what_only_a_few_requests_use():
+    # The scheduler and its expression parser, the KMS box and the run scratchpad
+    # load with the first request that needs them (issue 33, item 7).
+    assert _probe("api")[2] == "[]"
+
+
+def test_the_api_functions_models_evaluate_their_annotations_at_once():
+    # pydantic evaluates a string annotation (`from __future__ import annotations`) with eval()
+    # while it builds each model class: ~10 ms of the api function's import for its 46 models.
+    core = ROOT / "layers" / "core"
+    loaded = [core / (name.replace(".", "/") + ".py") for name in _probe("api")[3].split()]
+    models = [p for p in loaded if p.name in ("models.py", "model.py", "settings.py")]
+    assert len(models) > 10
+    postponed = re.compile(r"^from __future__ import annotations", re.M)
+    assert [str(p.relative_to(core)) for p in models if postponed.search(p.read_text())] == []

@@ -106,6 +106,13 @@ DEFERRED = {
     ("engram.apikeys.authorizer", "jwt"): "PyJWT and cryptography only with the first JWT: callers with API keys never load them",
     ("engram.recall.analysis", "snowballstemmer"): "its package loads all 36 stemmers (~15 ms): with the first search's indexing",
     ("engram.recall.service", "engram.recall.index"): "the search index with the first archive search, not with the api's import",
+    ("engram.wiring.stores", "engram.aws.sockets"): "the WebSocket pusher with the first push (the api never pushes)",
+    ("engram.wiring.stores", "engram.aws.kms"): "the KMS box with the first connection auth value sealed or opened",
+    (
+        "engram.wiring.stores",
+        "engram.runs.schedules",
+    ): "EventBridge Scheduler and the expression parser (calendar) with the first schedule written",
+    ("engram.runs.service", "engram.run_memory.store"): "the run scratchpad's code only for GET .../run-memory",
 }
 
 

@@ -1,7 +1,5 @@
 """An account export job: written by the heartbeat function, read by the API."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import Field

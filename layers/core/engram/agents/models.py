@@ -1,7 +1,5 @@
 """Agents and workspaces: request bodies and public resources."""
 
-from __future__ import annotations
-
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints

@@ -7,8 +7,6 @@ passwords expensive and would only cost the authorizer time on every uncached re
 unsalted hash also lets the authorizer find the key with one GetItem.
 """
 
-from __future__ import annotations
-
 import hashlib
 import secrets
 from datetime import UTC, datetime
@@ -80,7 +78,7 @@ class ApiKey(Resource):
 class KeyGrant(BaseModel):
     """What a valid key lets its holder do: act as `sub` within `scopes`."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     sub: str
     key_id: str

@@ -1,7 +1,5 @@
 """Card types (result schemas held as data) and decision entries."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints

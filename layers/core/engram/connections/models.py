@@ -1,7 +1,5 @@
 """Connections to remote MCP servers: request bodies, the public resource, discovered tools."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
@@ -97,7 +95,7 @@ class OAuthOptions(Body):
     scope: Annotated[str, StringConstraints(min_length=1, max_length=1000, pattern=r"^[\x21\x23-\x5B\x5D-\x7E ]+$")] | None = None
 
     @model_validator(mode="after")
-    def _secret_needs_id(self) -> OAuthOptions:
+    def _secret_needs_id(self) -> "OAuthOptions":
         if self.client_secret is not None and self.client_id is None:
             raise ValueError("clientSecret needs the clientId it belongs to")
         return self
@@ -123,7 +121,7 @@ class ConnectionCreate(Body):
         return check_url(value)
 
     @model_validator(mode="after")
-    def _one_kind_of_auth(self) -> ConnectionCreate:
+    def _one_kind_of_auth(self) -> "ConnectionCreate":
         if self.oauth is not None and self.auth_header is not None:
             raise ValueError("a connection authorises with authHeader or with oauth, not both")
         return self
@@ -198,7 +196,7 @@ class Health(BaseModel):
         """Skipped now: down, and its cool-down has not passed."""
         return self.state == "down" and self.retry_after is not None and now < self.retry_after
 
-    def failed(self, error: HealthError, now: datetime) -> Health:
+    def failed(self, error: HealthError, now: datetime) -> "Health":
         failures = self.consecutive_failures + 1
         pause = cool_down_s(failures)
         return self.model_copy(
@@ -210,7 +208,7 @@ class Health(BaseModel):
             }
         )
 
-    def succeeded(self, now: datetime) -> Health:
+    def succeeded(self, now: datetime) -> "Health":
         return Health(last_success_at=_iso(now), last_error_at=self.last_error_at, last_error=self.last_error)
 
     def stored(self) -> dict[str, object]:
@@ -272,7 +270,7 @@ class OAuthRow:
 class DiscoveredTool(BaseModel):
     """One tool as a server's tools/list gave it (the schema as given, bounded in size)."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     name: str
     description: str = ""
@@ -283,6 +281,8 @@ class DiscoveredTool(BaseModel):
 
 class ToolList(BaseModel):
     """A connection's discovered tools, cached in the table until `expires_at` (epoch seconds)."""
+
+    model_config = ConfigDict(defer_build=True)
 
     tools: list[DiscoveredTool]
     listed_at: str

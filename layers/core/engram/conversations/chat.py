@@ -4,10 +4,9 @@ session's FIFO group; the chat function's queue consumer runs them."""
 from __future__ import annotations
 
 import time
-from typing import Any
 
 from engram.cards.policy import CardPolicy
-from engram.conversations.models import Session
+from engram.conversations.models import Session, TurnJob
 from engram.engine.turn import TurnOutcome, TurnPlan, TurnPolicy, check_message, run_turn
 from engram.extraction.enqueue import ExtractionPolicy
 from engram.kernel.errors import NotFound, SessionBusy, TurnFailed
@@ -56,18 +55,16 @@ def enqueue_turn(
         prompt=message,
         session_id=session_id,
     )
-    job = {
-        "runId": run.id,
-        "tenant": tenant,
-        "agentId": agent_id,
-        "sessionId": session_id,
-        "message": message,
-        "kind": "chat",
-        "trigger": trigger,
-        "createdAt": now,
-    }
-    if client_turn_id:
-        job["clientTurnId"] = client_turn_id  # named in the turn's events, so its sender knows them
+    job = TurnJob(
+        run_id=run.id,
+        tenant=tenant,
+        agent_id=agent_id,
+        session_id=session_id,
+        message=message,
+        trigger=trigger,
+        created_at=now,
+        client_turn_id=client_turn_id or None,  # named in the turn's events, so its sender knows them
+    )
     if client_turn_id:
         earlier = deps.runs.create_claimed(tenant, run, client_turn_id=client_turn_id, ttl_s=CLIENT_TURN_TTL_S)
         if earlier is not None:
@@ -75,7 +72,7 @@ def enqueue_turn(
     else:
         deps.runs.put(tenant, run, only_if_new=True)
     try:
-        deps.queues.enqueue_turn(job, group=f"{tenant}#{agent_id}#{session_id}", dedup_id=run.id)
+        deps.queues.enqueue_turn(job.body(), group=f"{tenant}#{agent_id}#{session_id}", dedup_id=run.id)
     except Exception as err:
         raise unqueued(deps, tenant, run) from err
     return run
@@ -157,30 +154,30 @@ def run_chat_turn(
         raise TurnFailed(err.message + LONG_TURN_HINT, run_id=err.run_id, code=err.code, status=err.status) from err
 
 
-def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
+def process_turn_job(deps: ModelDeps, job: TurnJob) -> None:
     """One queued turn. Raises only when it should be retried (the session is busy)."""
-    tenant, run_id = job["tenant"], job["runId"]
+    tenant, run_id = job.tenant, job.run_id
     # The sockets watching the session (ST2) are looked up beside the redelivery check.
-    watching = deps.executor.submit(deps.watchers, tenant, job["agentId"], job["sessionId"], run_id)
+    watching = deps.executor.submit(deps.watchers, tenant, job.agent_id, job.session_id, run_id)
     existing = deps.runs.get(tenant, run_id)
     if existing is not None and existing.status in ("succeeded", "failed"):
         logger.info("turn already finished; redelivery ignored", extra={"run_id": run_id})
         return
     plan = chat_plan(
         deps,
-        job["agentId"],
-        job["sessionId"],
+        job.agent_id,
+        job.session_id,
         run_id=run_id,
         budget_s=deps.settings.async_turn_budget_s,
         wait_s=0,
-        trigger=job.get("trigger", "async"),
-        created_at=job.get("createdAt"),
+        trigger=job.trigger,
+        created_at=job.created_at,
     )
     plan.events = watching.result()
-    if plan.events is not None and job.get("clientTurnId"):
-        plan.events.client_turn_id = str(job["clientTurnId"])
+    if plan.events is not None and job.client_turn_id:
+        plan.events.client_turn_id = job.client_turn_id
     try:
-        run_turn(deps, tenant, job["message"], plan)
+        run_turn(deps, tenant, job.message, plan)
     except SessionBusy:
         raise  # SQS redelivers; the FIFO group keeps later turns of this session behind it
     except NotFound as err:
@@ -189,14 +186,14 @@ def process_turn_job(deps: ModelDeps, job: dict[str, Any]) -> None:
             tenant,
             Run(
                 id=run_id,
-                created_at=job.get("createdAt") or now,
+                created_at=job.created_at or now,
                 updated_at=now,
                 finished_at=now,
-                agent_id=job["agentId"],
+                agent_id=job.agent_id,
                 kind="chat",
                 status="failed",
-                prompt=job["message"],
-                session_id=job["sessionId"],
+                prompt=job.message,
+                session_id=job.session_id,
                 error={"code": err.code, "message": err.message},
             ),
         )

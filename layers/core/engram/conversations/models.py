@@ -1,11 +1,10 @@
 """Sessions and the messages that start turns."""
 
-from __future__ import annotations
-
 from dataclasses import dataclass, field
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
-from pydantic import ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic.alias_generators import to_camel
 
 # The agent's shared session (kernel.ids, below the features that name it), with the session's records.
 from engram.kernel.ids import DASHBOARD as DASHBOARD
@@ -46,6 +45,27 @@ def summary_public(summary: object) -> dict[str, object] | None:
 
 class MessageIn(Body):
     message: Annotated[str, StringConstraints(min_length=1)]
+
+
+class TurnJob(BaseModel):
+    """A queued turn (`?async=true`, a webhook, a socket's `turn`) as the turn queue carries it:
+    written by `chat.enqueue_turn`, read by `chat.process_turn_job`."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True)
+
+    run_id: str
+    tenant: str
+    agent_id: str
+    session_id: str
+    message: str
+    kind: Literal["chat"] = "chat"
+    trigger: str = "async"
+    created_at: str | None = None
+    client_turn_id: str | None = None  # named in the turn's events, so its sender knows them
+
+    def body(self) -> dict[str, object]:
+        """The queue message's body (camelCase, absent fields left out)."""
+        return self.model_dump(by_alias=True, exclude_none=True)
 
 
 class WebhookIn(Body):

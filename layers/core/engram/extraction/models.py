@@ -1,8 +1,6 @@
 """The extraction job's records: the model's answer (its candidate facts), its claim on a run, the rows
 it writes, and how a claim ends."""
 
-from __future__ import annotations
-
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Annotated
@@ -49,7 +47,7 @@ class RowWrite:
 
 
 class Candidate(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     slug: Annotated[str, StringConstraints(min_length=1, max_length=200)]
     value: Annotated[str, StringConstraints(min_length=1, max_length=20_000)]
@@ -59,6 +57,6 @@ class Candidate(BaseModel):
 
 
 class Answer(BaseModel):
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)
 
     facts: Annotated[list[Candidate], Field(max_length=50)]

@@ -1,7 +1,5 @@
 """User facts: what an agent knows about its user."""
 
-from __future__ import annotations
-
 import hashlib
 import re
 from typing import Any, Literal

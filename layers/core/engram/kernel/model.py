@@ -1,6 +1,8 @@
-"""The base shapes every feature's models share: strict request bodies, camelCase resources."""
+"""The base shapes every feature's models share: strict request bodies, camelCase resources.
 
-from __future__ import annotations
+Modules that define models do not use `from __future__ import annotations`: pydantic would
+evaluate every annotation string while building each class, on every cold start
+(tests/unit/test_cold_start_imports.py)."""
 
 import base64
 import json

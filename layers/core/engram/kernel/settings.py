@@ -1,7 +1,5 @@
 """One settings model, read from the environment once and passed down."""
 
-from __future__ import annotations
-
 import os
 from collections.abc import Mapping
 from functools import lru_cache
@@ -170,7 +168,7 @@ class Settings(BaseModel):
     tool_schema_max_bytes: int = Field(16_000, ge=1_000, le=200_000, alias="TOOL_SCHEMA_MAX_BYTES")
 
     @classmethod
-    def from_env(cls, env: Mapping[str, str] | None = None) -> Settings:
+    def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":
         source = os.environ if env is None else env
         values: dict[str, str | None] = {k: v for k, v in source.items() if v != ""}
         if in_lambda(source) and values.get("MODEL_PROVIDER") not in MODEL_PROVIDERS:

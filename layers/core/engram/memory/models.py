@@ -1,7 +1,5 @@
 """Long-term memory rows (agent and workspace scope)."""
 
-from __future__ import annotations
-
 import hashlib
 import time
 from typing import Annotated, Any, Literal

@@ -1,7 +1,5 @@
 """Run memory entries (RM1): one namespaced key of one run's scratch store."""
 
-from __future__ import annotations
-
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict

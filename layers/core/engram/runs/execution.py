@@ -39,7 +39,7 @@ from engram.run_memory.learnings import recent_learnings, render_learnings
 from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunScratchpad, input_key
 from engram.runs.council import run_council, team_roster
 from engram.runs.expressions import shortest_interval
-from engram.runs.models import Run
+from engram.runs.models import Run, RunJob
 from engram.runs.service import FALLBACK_PROMPT, queued
 from engram.summaries.policy import SummaryPolicy
 from engram.wiring.model import ModelDeps
@@ -186,21 +186,21 @@ _BUSY_RETRY_DELAY_S = 60  # SQS DelaySeconds of a run whose shared session was b
 _BUSY_RETRIES = 5
 
 
-def process_run_job(deps: ModelDeps, job: dict[str, Any]) -> None:
+def process_run_job(deps: ModelDeps, job: RunJob) -> None:
     """One API-started run from the run queue; a failed run is recorded, not retried. A run whose
     shared session stayed busy is sent again with a delay (the queue's own redelivery would wait
     for the hour-long visibility timeout), and recorded as failed after a few tries."""
-    tenant, run_id = check_id("tenant", job.get("tenant")), check_id("runId", job.get("runId"))
+    tenant, run_id = check_id("tenant", job.tenant), check_id("runId", job.run_id)
     try:
-        execute_run(deps, tenant, run_id, inputs=job.get("inputs") or None)
+        execute_run(deps, tenant, run_id, inputs=job.inputs or None)
     except SessionBusy as err:
-        attempt = int(job.get("attempt", 1) or 1)
+        attempt = job.attempt or 1
         if attempt >= _BUSY_RETRIES:
             run = deps.runs.start(tenant, run_id, claim_s=60)
             if run is not None:
                 _record_failure(deps, tenant, run, err)
             return
-        deps.queues.enqueue_run({**job, "attempt": attempt + 1}, delay_s=_BUSY_RETRY_DELAY_S)
+        deps.queues.enqueue_run(job.model_copy(update={"attempt": attempt + 1}).body(), delay_s=_BUSY_RETRY_DELAY_S)
 
 
 def execute_run(

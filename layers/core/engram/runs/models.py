@@ -1,7 +1,5 @@
 """Run records: what one execution (chat turn, heartbeat, manual run, re-examination, council member) did."""
 
-from __future__ import annotations
-
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -26,7 +24,7 @@ class Run(Resource):
     parent_run_id: str | None = None
     council_run_id: str | None = None  # a council member: the lead's run it worked for
     result: Any = None
-    usage: Usage = Usage()
+    usage: Usage = Field(default_factory=Usage)  # a factory: no Usage validator built at import
     error: dict[str, Any] | None = None
     resolution_status: str | None = None
     latest_conviction: int | None = None
@@ -37,11 +35,30 @@ class Run(Resource):
     started_at: str | None = None
     finished_at: str | None = None
 
-    def unqueued(self) -> Run:
+    def unqueued(self) -> "Run":
         """This queued run as failed because its job could not be sent (it would never start)."""
         error = {"code": "queue_unavailable", "message": "the run could not be queued; nothing ran, start it again"}
         at = now_iso()
         return self.model_copy(update={"status": "failed", "updated_at": at, "finished_at": at, "error": error})
+
+
+class RunJob(BaseModel):
+    """An API-started run (manual, re-examination) as the run queue carries it: written by
+    `runs.service` (and sent again by `runs.execution` when the shared session was busy), read by
+    `runs.execution.process_run_job`."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True)
+
+    tenant: str
+    run_id: str
+    agent_id: str | None = None
+    kind: RunKind | None = None
+    inputs: dict[str, Any] | None = None
+    attempt: int | None = None  # the sends so far when the shared session was busy (none: the first)
+
+    def body(self) -> dict[str, object]:
+        """The queue message's body (camelCase, absent fields left out)."""
+        return self.model_dump(by_alias=True, exclude_none=True)
 
 
 class RunCreate(Body):

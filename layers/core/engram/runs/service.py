@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from typing import Any
 
 from engram.agents.service import get_agent
 from engram.cards.models import CardType
@@ -16,8 +15,7 @@ from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page
 from engram.kernel.observability import logger
 from engram.kernel.validation import refuse_secret_value
-from engram.run_memory.store import run_memory_listing
-from engram.runs.models import Run, RunCreate, RunUpdate
+from engram.runs.models import Run, RunCreate, RunJob, RunUpdate
 from engram.wiring.stores import Stores
 
 
@@ -73,6 +71,8 @@ def run_memory(deps: Stores, tenant: str, run_id: str, limit: int, token: str | 
         lead_run = deps.runs.get(tenant, run.council_run_id)
         owner = lead_run.agent_id if lead_run else owner
         run_id = run.council_run_id  # a member worked in its lead's run memory
+    from engram.run_memory.store import run_memory_listing  # the scratchpad's code only for this route
+
     items, nxt = run_memory_listing(deps, tenant, owner, run_id, limit=limit, token=token)
     return {"runId": run_id, "items": items, "nextToken": nxt}
 
@@ -148,11 +148,9 @@ def start_reexamination(deps: Stores, tenant: str, parent_run_id: str) -> Run:
 
 def _enqueue(deps: Stores, tenant: str, run: Run, *, inputs: Mapping[str, object] | None = None) -> None:
     deps.runs.create(tenant, run)
-    job: dict[str, Any] = {"tenant": tenant, "runId": run.id, "agentId": run.agent_id, "kind": run.kind}
-    if inputs:
-        job["inputs"] = inputs
+    job = RunJob(tenant=tenant, run_id=run.id, agent_id=run.agent_id, kind=run.kind, inputs=dict(inputs) if inputs else None)
     try:
-        deps.queues.enqueue_run(job)
+        deps.queues.enqueue_run(job.body())
     except Exception as err:
         raise unqueued(deps, tenant, run) from err
 

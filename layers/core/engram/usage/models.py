@@ -1,8 +1,6 @@
 """Token usage and its cost (`Usage`, per model call and summed per run), and usage rows: one per
 model a run called, keyed by session for billing and listings."""
 
-from __future__ import annotations
-
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -18,7 +16,7 @@ class Usage(BaseModel):
     cache_write_tokens: int = 0
     cost_usd: float = 0.0
 
-    def __add__(self, other: Usage) -> Usage:
+    def __add__(self, other: "Usage") -> "Usage":
         return Usage(
             input_tokens=self.input_tokens + other.input_tokens,
             output_tokens=self.output_tokens + other.output_tokens,

@@ -14,9 +14,7 @@ from engram.agents.repository import AgentRepository
 from engram.apikeys.ports import ApiKeys
 from engram.apikeys.repository import ApiKeyRepository
 from engram.aws.deadline import ContextThreadPool
-from engram.aws.kms import KmsSecretBox
 from engram.aws.queues import Queues
-from engram.aws.sockets import SocketPusher
 from engram.aws.table import Table
 from engram.cards.ports import CardTypes
 from engram.cards.repository import CardTypeRepository
@@ -39,14 +37,15 @@ from engram.run_memory.ports import RunMemories
 from engram.run_memory.repository import RunMemoryRepository
 from engram.runs.ports import RunDecisions, Runs, Schedules
 from engram.runs.repository import RunDecisionRepository, RunRepository
-from engram.runs.schedules import ScheduleRepository
 from engram.streaming.ports import Pusher, Streams
 from engram.streaming.repository import StreamRepository
 from engram.usage.ports import UsageLedger
 from engram.usage.repository import UsageRepository
 
 if TYPE_CHECKING:  # the api function loads no engine module
+    from engram.aws.sockets import SocketPusher
     from engram.engine.tools import ToolContext
+    from engram.runs.schedules import ScheduleRepository
 
 
 @dataclass
@@ -127,6 +126,8 @@ class Stores:
         if self.pusher_override is not None:
             return self.pusher_override
         if self._pusher is None:
+            from engram.aws.sockets import SocketPusher  # with the first push: few requests push
+
             self._pusher = SocketPusher(self.settings.stream_url, endpoint=self.settings.stream_endpoint)
         return self._pusher
 
@@ -136,6 +137,8 @@ class Stores:
         if self.secret_box_override is not None:
             return self.secret_box_override
         if self._secret_box is None:
+            from engram.aws.kms import KmsSecretBox  # with the first sealed or opened auth value
+
             self._secret_box = KmsSecretBox(self.settings.connection_key_id)
         return self._secret_box
 
@@ -145,6 +148,8 @@ class Stores:
         if self.schedules_override is not None:
             return self.schedules_override
         if self._schedules is None:
+            from engram.runs.schedules import ScheduleRepository  # and its expression parser: with the first schedule
+
             self._schedules = ScheduleRepository(self.settings)
         return self._schedules
 
