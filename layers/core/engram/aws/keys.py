@@ -54,6 +54,14 @@ def run_sk(run_id: str) -> str:
     return f"RUN#{check_id('runId', run_id)}"
 
 
+ACTIVE_TURN_PREFIX = "ACTIVETURN#"
+
+
+def active_turn_sk(run_id: str) -> str:
+    """A queued or running turn of the tenant, counted against its cap (ST7) until it ends."""
+    return f"{ACTIVE_TURN_PREFIX}{check_id('runId', run_id)}"
+
+
 OPEN_RUN_SHARDS = 8
 
 
