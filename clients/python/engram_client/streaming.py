@@ -96,7 +96,34 @@ class TurnFailed(TypedDict):
     error: dict[str, Any]
 
 
-StreamEvent = TurnQueued | Subscribed | TurnStarted | TextDelta | ToolStarted | ToolFinished | TurnCompleted | TurnFailed
+class TurnKeepalive(TypedDict):
+    type: Literal["turn.keepalive"]
+    runId: str
+    seq: int  # the last event's
+
+
+class Resumed(TypedDict):
+    type: Literal["resumed"]
+    runId: str
+    agentId: str
+    sessionId: str
+    afterSeq: int
+    replayed: int
+    status: str
+
+
+StreamEvent = (
+    TurnQueued
+    | Subscribed
+    | TurnStarted
+    | TextDelta
+    | ToolStarted
+    | ToolFinished
+    | TurnCompleted
+    | TurnFailed
+    | TurnKeepalive
+    | Resumed
+)
 TERMINAL = ("turn.completed", "turn.failed")
 
 

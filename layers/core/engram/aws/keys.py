@@ -324,6 +324,15 @@ def stream_client_turn_sk(agent_id: str, session_id: str, client_turn_id: str) -
     return "STREAMTURN#" + "#".join(ids)
 
 
+def stream_event_prefix(run_id: str) -> str:
+    return f"STREAMEVENT#{check_id('runId', run_id)}#"
+
+
+def stream_event_sk(run_id: str, seq: int) -> str:
+    """One kept event of a turn (ST5: a socket resumes from it), in order of its seq."""
+    return f"{stream_event_prefix(run_id)}{seq:06d}"
+
+
 # --- sort-key pieces ------------------------------------------------------------------------------
 _MAX_EPOCH_MS = 9_999_999_999_999
 
