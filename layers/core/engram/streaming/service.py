@@ -129,7 +129,9 @@ def _reference(body: object) -> dict[str, object]:
 def _turn(deps: ModelDeps, tenant: str, connection_id: str, msg: TurnMessage, watching: set[str]) -> dict[str, object]:
     """Watches the session first (so no event is missed; the subscription checks the session
     exists), then queues the turn once per clientTurnId."""
-    if f"{msg.agent_id}/{msg.session_id}" not in watching:
+    # A session watched since before may have gone with its agent: then it is looked up again.
+    subscribed = f"{msg.agent_id}/{msg.session_id}" not in watching
+    if subscribed:
         deps.streams.subscribe(tenant, connection_id, msg.agent_id, msg.session_id, deps.settings.stream_connection_ttl_s)
     reply = {"type": "turn.queued", "clientTurnId": msg.client_turn_id, "agentId": msg.agent_id, "sessionId": msg.session_id}
     run = chat.enqueue_turn(
@@ -139,7 +141,7 @@ def _turn(deps: ModelDeps, tenant: str, connection_id: str, msg: TurnMessage, wa
         session_id=msg.session_id,
         message=msg.message,
         trigger="socket",
-        session_checked=True,
+        session_checked=subscribed,
         client_turn_id=msg.client_turn_id,
     )
     return {**reply, "runId": run.id, "status": run.status}
