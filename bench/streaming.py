@@ -75,9 +75,10 @@ def main() -> int:
 
     handle = start_stack(port=0, model_provider="offline", retry_delay=1)
     try:
-        deps = handle.functions["ChatFunction"].module().ROOT.deps
-        model = TimedModel(deps.provider)
-        deps.provider_override = model
+        chat = handle.functions["ChatFunction"]
+        model = TimedModel(chat.module().ROOT.deps.provider)
+        # Every execution environment of the function (the socket's frame and the worker may overlap).
+        chat.prepare(lambda module: setattr(module.ROOT.deps, "provider_override", model))
 
         def call(method: str, path: str, body: Any = None) -> Any:
             request = urllib.request.Request(handle.url + path, data=json.dumps(body).encode() if body else None, method=method)

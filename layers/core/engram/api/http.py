@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, CORSConfig, Response
-from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.api_gateway import BaseRouter, Router
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
@@ -25,7 +26,7 @@ from engram.kernel.validation import refuse_unstorable_numbers
 from engram.wiring.stores import Stores
 
 if TYPE_CHECKING:
-    pass
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 MAX_BODY_BYTES = 256 * 1024
 MAX_BODY_DEPTH = 32  # no request body of the API nests deeper than a few levels
@@ -316,8 +317,43 @@ def cors_of(origins: str) -> CORSConfig | None:
     )
 
 
+# The resolver serving the current invocation. A powertools Router is a module singleton that
+# points at the resolver including it (`api_resolver`, set by include_router): one per process in
+# Lambda, but the local stack runs a function's execution environments side by side in one
+# process, each with its own resolver. Reading the pointer through the invocation's context makes
+# the routers per environment (the environments' events then never read each other's request);
+# outside a resolve (at import, in tests) the included resolver stands, as before.
+_SERVING: ContextVar[BaseRouter | None] = ContextVar("engram_resolver", default=None)
+
+
+def _serving_resolver(router: Router) -> BaseRouter | None:
+    serving = _SERVING.get()
+    return serving if serving is not None else router.__dict__.get("_included_resolver")
+
+
+def _include(router: Router, resolver: BaseRouter | None) -> None:
+    router.__dict__["_included_resolver"] = resolver
+
+
+Router.api_resolver = property(_serving_resolver, _include)  # type: ignore[assignment]
+
+
+class _Resolver(APIGatewayHttpResolver):
+    """Each resolve names itself the serving resolver of its context (see `_SERVING`)."""
+
+    def __init__(self, cors: CORSConfig | None) -> None:
+        super().__init__(enable_validation=True, json_body_deserializer=parse_body, cors=cors)
+
+    def resolve(self, event: Mapping[str, object], context: LambdaContext) -> dict[str, object]:
+        token = _SERVING.set(self)
+        try:
+            return super().resolve(event, context)
+        finally:
+            _SERVING.reset(token)
+
+
 def build_app(*routers: Router, cors: CORSConfig | None = None) -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=parse_body, cors=cors)
+    app = _Resolver(cors)
     app.use(middlewares=[body_limit])
     _map_body_errors(app)
 
