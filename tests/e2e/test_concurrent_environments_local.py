@@ -7,33 +7,17 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
-
-import pytest
 
 from tests.e2e.test_local_stack_http import http, new_agent, wait_for_run
 from tests.e2e.test_stream_local import open_socket
-from tests.mcp_servers import McpServers
+from tests.e2e.test_stream_resume_local import servers, tool_agent
 
-
-@pytest.fixture(scope="module")
-def servers() -> Iterator[McpServers]:
-    running = McpServers.start()
-    yield running
-    running.running.stop()
+__all__ = ["servers"]  # the MCP servers fixture, shared
 
 
 def test_a_sync_turn_is_answered_during_another_users_long_socket_turn(live, servers):
     url = live.url.rstrip("/")
-    status, conn = http(
-        url, "POST", "/api/connections", user="bob", body={"name": "jobs", "url": servers.url("faulty"), "timeoutSeconds": 60}
-    )
-    assert status == 201, conn
-    status, agent = http(
-        url, "POST", "/api/agents", user="bob", body={"name": "Slow", "tools": [{"connectionId": conn["data"]["id"]}]}
-    )
-    assert status == 201, agent
-    bobs = agent["data"]["id"]
+    bobs = tool_agent(url, servers, "jobs", user="bob")
     with open_socket(url, user="bob") as ws:
         frame = {
             "action": "turn",

@@ -39,10 +39,14 @@ def servers() -> Iterator[McpServers]:
     running.running.stop()
 
 
-def _tool_agent(url: str, servers: McpServers, name: str) -> str:
-    status, conn = http(url, "POST", "/api/connections", body={"name": name, "url": servers.url("faulty"), "timeoutSeconds": 60})
+def tool_agent(url: str, servers: McpServers, name: str, user: str = "alice") -> str:
+    """An agent of `user` with the faulty MCP server's tools (slow, huge, ...) as connection `name`."""
+    body = {"name": name, "url": servers.url("faulty"), "timeoutSeconds": 60}
+    status, conn = http(url, "POST", "/api/connections", user=user, body=body)
     assert status == 201, conn
-    status, agent = http(url, "POST", "/api/agents", body={"name": "Builder", "tools": [{"connectionId": conn["data"]["id"]}]})
+    status, agent = http(
+        url, "POST", "/api/agents", user=user, body={"name": "Builder", "tools": [{"connectionId": conn["data"]["id"]}]}
+    )
     assert status == 201, agent
     return str(agent["data"]["id"])
 
@@ -53,7 +57,7 @@ def _client(url: str) -> Client:
 
 def test_a_tool_longer_than_the_idle_limit_keeps_its_socket(live, servers):
     url = live.url.rstrip("/")
-    agent_id = _tool_agent(url, servers, "long")
+    agent_id = tool_agent(url, servers, "long")
     idle = live.sockets.idle_s
     live.sockets.idle_s = 2.0
     try:
@@ -69,7 +73,7 @@ def test_a_tool_longer_than_the_idle_limit_keeps_its_socket(live, servers):
 
 def test_a_socket_forced_off_during_a_tool_is_reopened_and_the_turn_resumed(live, servers):
     url = live.url.rstrip("/")
-    agent_id = _tool_agent(url, servers, "dropped")
+    agent_id = tool_agent(url, servers, "dropped")
     events: list[dict[str, Any]] = []
     with _client(url) as engram, engram.stream() as stream:
         for event in stream.turn(agent_id, "dashboard", "use slow with 2", client_turn_id="dropped"):
