@@ -365,3 +365,14 @@ def test_start_stack_serves_stub_handlers_over_loopback(tmp_path, monkeypatch):
         assert handle.drain("TurnQueue", timeout=60) == 1
     finally:
         handle.stop()
+
+
+def test_five_long_turns_on_the_queue_each_get_an_invocation_of_their_own(resources, functions):
+    # ST7: five 300 s turns in one batch outlived the 900 s function; now each turn is one
+    # invocation with the whole budget, and other sessions' turns are not held in its batch.
+    for n in range(5):
+        _send(resources, "TurnQueue", [{"n": n}], group=f"t#a1#s{n}")
+    Workers(functions, resources, retry_delay=0).drain("TurnQueue", timeout=60)
+    calls = _calls(functions, "ChatFunction")
+    assert [len(e["Records"]) for e in calls] == [1] * 5
+    assert sorted(json.loads(e["Records"][0]["body"])["n"] for e in calls) == list(range(5))
