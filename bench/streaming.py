@@ -8,7 +8,11 @@ the first `text.delta` it receives; Engram's part is that time minus the model's
 call to its first piece of text). Median and p95; aim: under 80 ms. It includes the $default
 handler (the subscription, the queued run, the SQS send), the queue's delivery to the worker
 (locally a long poll that returns with the message), the turn's start (lease, transcript,
-sections) and the push. The sync turn's overhead: `python -m bench.run` (unchanged: a turn nobody
+sections) and the push; each event is also kept (a DynamoDB put) before it is posted (ST5).
+Beside it: events per turn, the largest event in bytes (API Gateway's limit: 128 KB), the load
+average (the machine is shared: read the figure with it), and the resume latency: a new socket
+sends `resume {runId, afterSeq: 0}` for a finished turn and waits for `resumed` (every kept event
+replayed first). The sync turn's overhead: `python -m bench.run` (unchanged: a turn nobody
 watches builds no events and the providers do not stream).
 """
 
@@ -71,9 +75,10 @@ def main() -> int:
 
     handle = start_stack(port=0, model_provider="offline", retry_delay=1)
     try:
-        deps = handle.functions["ChatFunction"].module().ROOT.deps
-        model = TimedModel(deps.provider)
-        deps.provider_override = model
+        chat = handle.functions["ChatFunction"]
+        model = TimedModel(chat.module().ROOT.deps.provider)
+        # Every execution environment of the function (the socket's frame and the worker may overlap).
+        chat.prepare(lambda module: setattr(module.ROOT.deps, "provider_override", model))
 
         def call(method: str, path: str, body: Any = None) -> Any:
             request = urllib.request.Request(handle.url + path, data=json.dumps(body).encode() if body else None, method=method)
@@ -84,7 +89,8 @@ def main() -> int:
 
         agent = call("POST", "/api/agents", {"name": "Bench", "persona": "You help."})
         ticket = call("POST", "/api/stream-tickets")
-        overheads, pushes, stages = [], [], []
+        overheads, pushes, stages, sizes, run_ids = [], [], [], [], []
+        load_before = os.getloadavg()
         with connect(f"{ticket['url']}/?ticket={ticket['ticket']}") as ws:
             for i in range(TURNS + 2):
                 frame = {"action": "turn", "agentId": agent["id"], "sessionId": "dashboard", "clientTurnId": f"b{i}"}
@@ -94,11 +100,14 @@ def main() -> int:
                 first = queued = started = None
                 count = 0
                 while True:
-                    event = json.loads(ws.recv(timeout=60))
+                    raw = ws.recv(timeout=60)
+                    event = json.loads(raw)
+                    sizes.append(len(raw.encode() if isinstance(raw, str) else raw))
                     if event.get("seq"):
                         count += 1
                     if event["type"] == "turn.queued":
                         queued = time.perf_counter() - sent
+                        run_ids.append(event["runId"])
                     if event["type"] == "turn.started":
                         started = time.perf_counter() - sent
                     if event["type"] == "text.delta" and first is None:
@@ -109,6 +118,16 @@ def main() -> int:
                     overheads.append((first or 0) - model.ttft[-1])
                     stages.append(((queued or 0), (started or 0)))
                     pushes.append(count)
+        load_after = os.getloadavg()
+        resumes = []
+        for run_id in run_ids[2:12]:
+            ticket = call("POST", "/api/stream-tickets")
+            with connect(f"{ticket['url']}/?ticket={ticket['ticket']}") as ws:
+                sent = time.perf_counter()
+                ws.send(json.dumps({"action": "resume", "runId": run_id, "afterSeq": 0}))
+                while json.loads(ws.recv(timeout=60))["type"] != "resumed":
+                    pass
+                resumes.append((time.perf_counter() - sent) * 1000)
     finally:
         handle.stop()
     ms = [o * 1000 for o in overheads]
@@ -123,6 +142,17 @@ def main() -> int:
     )
     print(
         f"pushes per turn (events posted)     median {statistics.median(pushes):.0f}, max {max(pushes)} (a reply of ~500 characters)"
+    )
+    print(f"bytes per event                     max {max(sizes)} (API Gateway's limit 131072)")
+    print(
+        f"resume of a finished turn (replayed, then resumed): median {statistics.median(resumes):.1f} ms, max {max(resumes):.1f} ms"
+    )
+    print(
+        "load average (1, 5, 15 min) before "
+        + ", ".join(f"{x:.2f}" for x in load_before)
+        + "; after "
+        + ", ".join(f"{x:.2f}" for x in load_after)
+        + f" on {os.cpu_count()} cores"
     )
     return 0
 

@@ -84,8 +84,25 @@ class LambdaContext:
         return max(0, int((self._deadline - time.monotonic()) * 1000))
 
 
+class _Environment:
+    """One execution environment: the handler's module imported under a name of its own, so its
+    globals (powertools' resolver with its current event and context, the logger's keys, the
+    function's composition root) are this environment's alone, as in Lambda."""
+
+    def __init__(self, module_name: str, module: ModuleType, handler: Callable[[Any, Any], Any]) -> None:
+        self.module_name, self.module, self.handler = module_name, module, handler
+
+
 class LoadedFunction:
-    """A function of the template whose handler is imported from its CodeUri on first use (a cold start)."""
+    """A function of the template whose handler is imported from its CodeUri on first use (a cold
+    start). Like Lambda, it serves concurrent invocations from separate execution environments:
+    an environment takes one event at a time, and a second concurrent event gets an idle one or a
+    new one (another cold start), up to MAX_ENVIRONMENTS. So a three-minute turn in the chat
+    function's worker does not hold up a socket opening or a sync turn beside it. The core's HTTP
+    routers, module singletons shared by the environments in this one process, read the resolver
+    of the invocation they serve (engram.api.http), so HTTP events run side by side too."""
+
+    MAX_ENVIRONMENTS = 10  # Lambda's would be the account's concurrency; past this, events wait
 
     def __init__(self, spec: FunctionSpec, root: Path, *, prefix: str, region: str) -> None:
         self.spec = spec
@@ -94,60 +111,105 @@ class LoadedFunction:
         self.region = region
         module_path, _, self.handler_name = spec.handler.rpartition(".")
         self.module_file = self.code_dir / (module_path.replace(".", "/") + ".py")
-        # Every function has an app.py: a name per function (and per load) keeps them apart in sys.modules.
-        self.module_name = f"_engram_local{next(_LOADS)}_{spec.logical_id}_{module_path.replace('.', '_')}"
-        self._handler: Callable[[Any, Any], Any] | None = None
-        self._lock = threading.Lock()
-        # One execution environment: the module's globals (powertools' resolver with its current
-        # event and context, the logger's keys, the function's composition root) serve one
-        # invocation at a time, as in Lambda; concurrent invocations queue here instead of
-        # reading each other's state. Reentrant so that a handler calling its own function
-        # (none does) would not hang the stack.
-        self._environment = threading.RLock()
+        # Every function has an app.py: a name per function and per environment keeps them apart.
+        self._module_stem = f"{spec.logical_id}_{module_path.replace('.', '_')}"
+        self._environments: list[_Environment] = []
+        self._idle: list[_Environment] = []
+        self._loading = 0  # environments being imported (counted against the cap)
+        self._setup: Callable[[ModuleType], None] | None = None
+        self._free = threading.Condition()
+
+    def prepare(self, setup: Callable[[ModuleType], None] | None) -> None:
+        """Run `setup` on every environment's module, those loaded and those loaded later (the
+        tests give every environment their dependencies this way); None stops doing so."""
+        with self._free:
+            self._setup = setup
+            loaded = list(self._environments)
+        for environment in loaded:
+            if setup is not None:
+                setup(environment.module)
 
     def handler(self) -> Callable[[Any, Any], Any]:
-        with self._lock:
-            if self._handler is None:
-                self._handler = getattr(self._import(), self.handler_name)
-            return self._handler
+        """The first environment's handler (loading it): to reach a handler's module globals."""
+        return self._first().handler
 
     def module(self) -> ModuleType:
-        """The handler's module (imported on first use), e.g. to reach the function's composition root."""
-        self.handler()
-        return sys.modules[self.module_name]
+        """The first environment's module (imported on first use), e.g. to reach its composition root."""
+        return self._first().module
 
-    def _import(self) -> ModuleType:
-        spec = importlib.util.spec_from_file_location(self.module_name, self.module_file)
+    def environments(self) -> int:
+        with self._free:
+            return len(self._environments)
+
+    def _first(self) -> _Environment:
+        with self._free:
+            if self._environments:
+                return self._environments[0]
+        environment = self._take()
+        self._give_back(environment)
+        return environment
+
+    def _take(self) -> _Environment:
+        with self._free:
+            while not self._idle and len(self._environments) + self._loading >= self.MAX_ENVIRONMENTS:
+                self._free.wait()
+            if self._idle:
+                return self._idle.pop()
+            self._loading += 1
+        try:
+            environment = self._load()
+        finally:
+            with self._free:
+                self._loading -= 1
+                self._free.notify()
+        with self._free:
+            self._environments.append(environment)
+            setup = self._setup
+        if setup is not None:
+            setup(environment.module)
+        return environment
+
+    def _give_back(self, environment: _Environment) -> None:
+        with self._free:
+            if environment in self._environments:  # not unloaded meanwhile
+                self._idle.append(environment)
+            self._free.notify()
+
+    def _load(self) -> _Environment:
+        module_name = f"_engram_local{next(_LOADS)}_{self._module_stem}"
+        spec = importlib.util.spec_from_file_location(module_name, self.module_file)
         if spec is None or spec.loader is None:
             raise ImportError(f"{self.spec.logical_id}: cannot load {self.module_file}")
         module = importlib.util.module_from_spec(spec)
-        sys.modules[self.module_name] = module
+        sys.modules[module_name] = module
         try:
             spec.loader.exec_module(module)
         except BaseException:
-            sys.modules.pop(self.module_name, None)
+            sys.modules.pop(module_name, None)
             raise
-        return module
+        return _Environment(module_name, module, getattr(module, self.handler_name))
 
     def unload(self) -> None:
-        with self._lock:
-            self._handler = None
-            sys.modules.pop(self.module_name, None)
+        with self._free:
+            gone, self._environments, self._idle = self._environments, [], []
+        for environment in gone:
+            sys.modules.pop(environment.module_name, None)
 
     def context(self) -> LambdaContext:
         return LambdaContext(self.function_name, self.spec.timeout, self.spec.memory_size, self.region)
 
     def invoke(self, event: Any) -> Any:
-        """Call the handler as Lambda would, in this function's one execution environment: a
-        concurrent invocation (an HTTP request, a queue batch, a schedule) waits for it."""
-        handler = self.handler()
-        with self._environment:
+        """Call the handler as Lambda would, in an execution environment of its own for the call."""
+        environment = self._take()
+        try:
             context = self.context()  # its deadline starts when the environment takes the event
             started = time.monotonic()
             try:
-                return handler(event, context)
+                return environment.handler(event, context)
             finally:
                 self._report_overrun(time.monotonic() - started)
+        finally:
+            self._give_back(environment)
 
     def _report_overrun(self, elapsed: float) -> None:
         # A thread cannot be killed, so the local stack only reports what Lambda would have cut off.

@@ -86,8 +86,16 @@ class LocalSockets:
     def start(self) -> None:
         from websockets.sync.server import serve  # the local stack's own dependency (requirements-dev)
 
+        # max_queue=None: a flood of frames waits in memory for the handler (API Gateway answers
+        # every one) instead of stopping the reads, which would leave the keepalive's pongs unread.
         self._server = serve(
-            self._session, self.host, self.port, process_request=self._connect, compression=None, max_size=MAX_CLIENT_FRAME
+            self._session,
+            self.host,
+            self.port,
+            process_request=self._connect,
+            compression=None,
+            max_size=MAX_CLIENT_FRAME,
+            max_queue=None,
         )
         threading.Thread(target=self._server.serve_forever, name="engram-sockets", daemon=True).start()
 

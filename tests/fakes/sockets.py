@@ -19,6 +19,10 @@ class FakeManagementApi:
         self.open: set[str] = set()
         self.sent: dict[str, list[dict[str, Any]]] = {}
         self._lock = threading.Lock()
+        # connection id -> a test of each message posted to it: once one passes, the socket drops
+        # right after it (a forced disconnect at that point of a turn)
+        self.cut_after: dict[str, Any] = {}
+        self.cut = threading.Event()
 
     def connect(self, connection_id: str) -> None:
         with self._lock:
@@ -35,7 +39,12 @@ class FakeManagementApi:
                 raise client_error("PostToConnection", "GoneException", "", status=410)
             if len(Data) > MAX_POSTED:
                 raise client_error("PostToConnection", "PayloadTooLargeException", "Request entity too large", status=413)
-            self.sent[ConnectionId].append(json.loads(Data))
+            message = json.loads(Data)
+            self.sent[ConnectionId].append(message)
+            test = self.cut_after.get(ConnectionId)
+            if test is not None and test(message):
+                self.open.discard(ConnectionId)
+                self.cut.set()
         return {}
 
     def delete_connection(self, *, ConnectionId: str) -> dict[str, Any]:

@@ -57,7 +57,7 @@ class Stack:
 
     def use(self, deps: ModelDeps | None) -> None:
         for function in self.functions:
-            function.module().ROOT.use(deps)
+            function.prepare(lambda module, deps=deps: module.ROOT.use(deps))
         self.s3 = boto3.client("s3")
         self.sqs = boto3.client("sqs")
 

@@ -52,6 +52,8 @@ NOT_USER_DATA = {
     ("#A#*", "ARCHDEL"): "a tombstone of a deleted session's archive (expiring)",
     ("", "EXPORT"): "an export job: the export itself",
     ("", "CONNTOOLS"): "a connection's cached tool list (the server's own, listed again from it)",
+    ("", "STREAMEVENT"): "a turn's events kept an hour for a socket that resumes (the run and transcript are exported)",
+    ("", "ACTIVETURN"): "a queued or running turn's place in the per-user cap (expiring)",
 }
 OBJECTS_EXPORTED = {"state/sessions": "message"}  # object key prefix -> record type of its content
 TOOL_RESULTS = "/tool-results/"  # under an agent's sessions: the full results of cut tool calls

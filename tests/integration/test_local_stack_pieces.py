@@ -311,7 +311,7 @@ def test_worker_deletes_successes_and_redrives_failures(resources, functions):
     assert [json.loads(m["Body"])["n"] for m in dlq.get("Messages", [])] == [2]
 
 
-def test_an_exception_fails_the_whole_batch(resources, functions):
+def test_an_exception_fails_the_batch_and_a_turn_batch_is_one_turn(resources, functions):
     workers = Workers(functions, resources, retry_delay=0)
     _send(resources, "TurnQueue", [{"n": 1}, {"n": 2, "raise": True}], group="g1")
     workers.drain("TurnQueue", timeout=60)
@@ -320,12 +320,13 @@ def test_an_exception_fails_the_whole_batch(resources, functions):
     for event in _calls(functions, "ChatFunction"):
         for r in event["Records"]:
             counts[json.loads(r["body"])["n"]] = int(r["attributes"]["ApproximateReceiveCount"])
-    # Both records were handed back each time, so both end up in the DLQ after three attempts.
-    assert counts == {1: 3, 2: 3}
+    # One turn a batch (ST7): the first is handled once, the one that raises is handed back until
+    # it goes to the DLQ after three attempts.
+    assert counts == {1: 1, 2: 3}
     dlq = boto3.client("sqs", region_name="us-east-1").receive_message(
         QueueUrl=resources.queue_url("TurnDLQ"), MaxNumberOfMessages=10
     )
-    assert sorted(json.loads(m["Body"])["n"] for m in dlq.get("Messages", [])) == [1, 2]
+    assert sorted(json.loads(m["Body"])["n"] for m in dlq.get("Messages", [])) == [2]
 
 
 def test_background_workers_start_and_stop(resources, functions):
@@ -364,3 +365,14 @@ def test_start_stack_serves_stub_handlers_over_loopback(tmp_path, monkeypatch):
         assert handle.drain("TurnQueue", timeout=60) == 1
     finally:
         handle.stop()
+
+
+def test_five_long_turns_on_the_queue_each_get_an_invocation_of_their_own(resources, functions):
+    # ST7: five 300 s turns in one batch outlived the 900 s function; now each turn is one
+    # invocation with the whole budget, and other sessions' turns are not held in its batch.
+    for n in range(5):
+        _send(resources, "TurnQueue", [{"n": n}], group=f"t#a1#s{n}")
+    Workers(functions, resources, retry_delay=0).drain("TurnQueue", timeout=60)
+    calls = _calls(functions, "ChatFunction")
+    assert [len(e["Records"]) for e in calls] == [1] * 5
+    assert sorted(json.loads(e["Records"][0]["body"])["n"] for e in calls) == list(range(5))

@@ -206,7 +206,15 @@ def test_stream_event_models_have_the_fields_docs_streaming_md_names():
     for _, cells in rows:
         for answer in re.findall(r'`\{type: "([a-z.]+)", ([^}`]+)\}`', cells):
             answers[answer[0]] = {f.strip() for f in answer[1].split(",")}
-    assert set(events) == {"turn.started", "text.delta", "tool.started", "tool.finished", "turn.completed", "turn.failed"}
+    assert set(events) == {
+        "turn.started",
+        "text.delta",
+        "tool.started",
+        "tool.finished",
+        "turn.completed",
+        "turn.failed",
+        "turn.keepalive",
+    }
     for name, fields in {**events, **answers}.items():
         assert name in by_type, f"no model for the {name} event"
         carried = {"type"} | ({"runId", "seq"} if name in events else set())

@@ -56,3 +56,12 @@ def test_every_sqs_event_source_has_a_maximum_concurrency_the_turn_queue_include
         param = scaling["MaximumConcurrency"]["Ref"]
         spec = TEMPLATE.parameters[param]
         assert param == f"{queue}MaxConcurrency" and spec["MinValue"] == 2 and 2 <= spec["Default"] <= 10, queue
+
+
+def test_a_batch_of_turns_never_outlives_the_chat_function():
+    # ST7: the records of a batch run one after another, each with its whole budget; five 300 s
+    # turns in one 900 s invocation were killed and came back only after the visibility timeout.
+    chat = TEMPLATE.function("ChatFunction")
+    (source,) = chat.sqs
+    budget = TEMPLATE.parameters["TurnBudgetSeconds"]
+    assert source.batch_size * budget["MaxValue"] < chat.timeout

@@ -1,12 +1,15 @@
-"""local/apigw.py's LoadedFunction: one execution environment per function, as in Lambda.
+"""local/apigw.py's LoadedFunction: execution environments as in Lambda.
 
 A handler module's globals (powertools' resolver with its current event, the logger's keys) serve
-one invocation at a time: concurrent invocations of a function queue instead of sharing them.
-Different functions still run at the same time.
+one invocation at a time: concurrent invocations of a function get environments of their own
+(each its own import of the module) instead of sharing them, so a long invocation never holds
+up another; idle environments are reused, and their number is capped.
 """
 
 from __future__ import annotations
 
+import sys
+import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -70,6 +73,47 @@ def test_concurrent_invocations_of_one_function_never_share_its_module_state(tmp
     assert [r["event"] for r in results] == [r["seen"] for r in results]
     assert len({r["request"] for r in results}) == 48  # and its own context
     assert function.module().PEAK == 1
+    assert 1 < function.environments() <= LoadedFunction.MAX_ENVIRONMENTS
+    function.unload()
+
+
+SLOW = """
+def handler(event, context):
+    if "wait_for" in event:
+        event["started"].set()
+        return event["wait_for"].wait(10)  # True only if a second invocation ran meanwhile
+    if "set" in event:
+        event["set"]()
+    return "quick"
+"""
+
+
+def test_a_long_invocation_does_not_hold_up_the_next_one_of_the_same_function(tmp_path):
+    function = _function(tmp_path, "long", SLOW)
+    released = threading.Event()
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        started = threading.Event()
+        slow = pool.submit(function.invoke, {"wait_for": released, "started": started})
+        assert started.wait(10)
+        assert function.invoke({"set": released.set}) == "quick"  # served by a second environment, at once
+        assert slow.result(timeout=10) is True
+    assert function.environments() == 2
+    assert function.invoke({}) == "quick" and function.environments() == 2  # an idle one is reused
+    function.unload()
+
+
+def test_every_environment_gets_what_prepare_sets_up(tmp_path):
+    function = _function(tmp_path, "prepared", SLOW)
+    function.prepare(lambda module: setattr(module, "PREPARED", True))
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        released = threading.Event()
+        started = threading.Event()
+        slow = pool.submit(function.invoke, {"wait_for": released, "started": started})
+        assert started.wait(10)
+        function.invoke({"set": released.set})
+        slow.result(timeout=10)
+    modules = [name for name in sys.modules if name.startswith("_engram_local") and name.endswith("PreparedFunction_app")]
+    assert len(modules) == 2 and all(getattr(sys.modules[name], "PREPARED", False) for name in modules)
     function.unload()
 
 

@@ -133,7 +133,7 @@ def test_functions_carry_code_handler_timeout_and_queue_sources(template):
     assert (chat.code_uri, chat.handler, chat.timeout, chat.memory_size) == ("functions/chat/", "app.lambda_handler", 900, 1024)
     assert api.sqs == ()
     (source,) = chat.sqs
-    assert (source.queue_id, source.batch_size, source.report_failures) == ("TurnQueue", 5, True)
+    assert (source.queue_id, source.batch_size, source.report_failures) == ("TurnQueue", 1, True)
     assert template.layer_dirs() == ["layers/core/"]
 
 

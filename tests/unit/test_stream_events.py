@@ -24,6 +24,7 @@ CLIENT_TYPES = {
     "tool.finished": client_streaming.ToolFinished,
     "turn.completed": client_streaming.TurnCompleted,
     "turn.failed": client_streaming.TurnFailed,
+    "turn.keepalive": client_streaming.TurnKeepalive,
 }
 
 

@@ -664,7 +664,9 @@ class Client:
 
     def stream(self, *, open_timeout: float = 10.0) -> Stream:
         """A socket on the WebSocket API (a fresh one-time ticket opens it): `with client.stream() as s:`."""
-        return Stream.open(self.create_stream_ticket(), open_timeout=open_timeout, timeout=self.timeout)
+        return Stream.open(
+            self.create_stream_ticket(), open_timeout=open_timeout, timeout=self.timeout, tickets=self.create_stream_ticket
+        )
 
     def stream_turn(
         self, agent_id: str, session_id: str, message: str, *, client_turn_id: str | None = None

@@ -5,8 +5,9 @@ session (queued turns, webhooks, heartbeats). websockets is imported when a sock
 from __future__ import annotations
 
 import json
+import time
 from collections import deque
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING, Any, Literal, NotRequired, TypedDict, cast
 
 from .errors import StreamError, error_for
@@ -16,6 +17,7 @@ if TYPE_CHECKING:
     from websockets.sync.client import ClientConnection
 
 TURN_IDLE_TIMEOUT = 330.0  # a socket turn's budget is 300 s on the server (TurnBudgetSeconds)
+RECONNECT_TRIES = 6  # a dropped socket is opened again this many times, with backoff (0.5 s, doubling)
 
 
 class TurnQueued(TypedDict):
@@ -96,7 +98,34 @@ class TurnFailed(TypedDict):
     error: dict[str, Any]
 
 
-StreamEvent = TurnQueued | Subscribed | TurnStarted | TextDelta | ToolStarted | ToolFinished | TurnCompleted | TurnFailed
+class TurnKeepalive(TypedDict):
+    type: Literal["turn.keepalive"]
+    runId: str
+    seq: int  # the last event's
+
+
+class Resumed(TypedDict):
+    type: Literal["resumed"]
+    runId: str
+    agentId: str
+    sessionId: str
+    afterSeq: int
+    replayed: int
+    status: str
+
+
+StreamEvent = (
+    TurnQueued
+    | Subscribed
+    | TurnStarted
+    | TextDelta
+    | ToolStarted
+    | ToolFinished
+    | TurnCompleted
+    | TurnFailed
+    | TurnKeepalive
+    | Resumed
+)
 TERMINAL = ("turn.completed", "turn.failed")
 
 
@@ -107,17 +136,108 @@ def _refused(frame: dict[str, Any]) -> StreamError:
     )
 
 
+class _Turn:
+    """What `Stream.turn` has seen of its turn: its run, the last seq yielded, the frames that came
+    before its turn.queued."""
+
+    def __init__(self, client_turn_id: str) -> None:
+        self.client_turn_id = client_turn_id
+        self.run_id: str | None = None
+        self.last = 0
+        self.done = False
+        self.early: list[dict[str, Any]] = []
+
+    def take(self, got: dict[str, Any], stream: Stream) -> list[dict[str, Any]]:
+        """The frames to yield now, in order (others go back to the stream's backlog)."""
+        if got.get("type") == "turn.queued" and got.get("clientTurnId") == self.client_turn_id:
+            if self.run_id is not None:
+                return []  # the same turn, sent again after a reconnect
+            self.run_id = str(got["runId"])
+            if got.get("status") in ("succeeded", "failed"):  # this clientTurnId ran already: no event follows
+                stream._backlog.extend(self.early)
+                self.done = True
+                return [got]
+            out = [got]
+            pending, self.early = self.early, []
+            for ahead in pending:
+                out += self.take(ahead, stream)
+            return out
+        if self.run_id is None and "runId" in got:
+            self.early.append(got)
+            return []
+        if self.run_id is None or got.get("runId") != self.run_id:
+            stream._backlog.append(got)
+            return []
+        return self._of_run(got, stream)
+
+    def _of_run(self, got: dict[str, Any], stream: Stream) -> list[dict[str, Any]]:
+        kind, seq = got.get("type"), got.get("seq")
+        if kind == "resumed":
+            if got.get("status") in ("succeeded", "failed") and not got.get("replayed") and self.last == 0:
+                raise StreamError(f"the run ended and its events are gone: GET /api/runs/{self.run_id}", code="expired")
+            return []
+        if self.done or kind == "turn.keepalive" or not isinstance(seq, int) or seq <= self.last:
+            return []  # a keepalive, or an event already yielded (replayed and live)
+        if seq > self.last + 1:  # one went missing on the way: ask for it again
+            stream.send({"action": "resume", "runId": self.run_id, "afterSeq": self.last})
+            return []
+        self.last = seq
+        self.done = kind in TERMINAL
+        return [got]
+
+
 class Stream:
     """One open socket. Frames that arrive while `turn` or `subscribe` waits for something else are
     kept, in order, for `events()`."""
 
-    def __init__(self, ws: ClientConnection, *, timeout: float = 60.0) -> None:
+    def __init__(
+        self,
+        ws: ClientConnection,
+        *,
+        timeout: float = 60.0,
+        tickets: Callable[[], StreamTicket] | None = None,
+        open_timeout: float = 10.0,
+        reconnect_tries: int = RECONNECT_TRIES,
+    ) -> None:
         self._ws = ws
         self._backlog: deque[dict[str, Any]] = deque()
         self.timeout = timeout
+        self._tickets = tickets  # a new ticket for a new socket when this one drops (None: no reconnect)
+        self._open_timeout = open_timeout
+        self.reconnect_tries = reconnect_tries
+        self.reconnects = 0
 
     @classmethod
-    def open(cls, ticket: StreamTicket, *, open_timeout: float = 10.0, timeout: float = 60.0) -> Stream:
+    def open(
+        cls,
+        ticket: StreamTicket,
+        *,
+        open_timeout: float = 10.0,
+        timeout: float = 60.0,
+        tickets: Callable[[], StreamTicket] | None = None,
+    ) -> Stream:
+        return cls(cls._connect(ticket, open_timeout), timeout=timeout, tickets=tickets, open_timeout=open_timeout)
+
+    def reconnect(self) -> None:
+        """A new socket (a new ticket) in place of one that dropped, with backoff; StreamError
+        (connection_closed) when it cannot be opened within `reconnect_tries`."""
+        if self._tickets is None:
+            raise StreamError("the stream closed", code="connection_closed")
+        pause = 0.5
+        last: StreamError | None = None
+        for _ in range(self.reconnect_tries):
+            try:
+                self._ws = self._connect(self._tickets(), self._open_timeout)
+                self.reconnects += 1
+                return
+            except StreamError as err:
+                last = err
+                time.sleep(pause)
+                pause = min(pause * 2, 8.0)
+        raise StreamError(f"the stream closed and could not be opened again: {last}", code="connection_closed")
+
+    @staticmethod
+    def _connect(ticket: StreamTicket, open_timeout: float) -> ClientConnection:
         from websockets.exceptions import InvalidStatus, WebSocketException
         from websockets.sync.client import connect
 
@@ -133,7 +253,7 @@ class Stream:
             raise error_for(status, body) from err
         except (OSError, TimeoutError, WebSocketException) as err:
             raise StreamError(f"cannot open the stream at {ticket['url']}: {err}", code="connect_error") from err
-        return cls(ws, timeout=timeout)
+        return ws
 
     def close(self) -> None:
         self._ws.close()
@@ -175,41 +295,35 @@ class Stream:
         self, agent_id: str, session_id: str, message: str, *, client_turn_id: str, idle_timeout: float = TURN_IDLE_TIMEOUT
     ) -> Iterator[StreamEvent]:
         """Send a turn; yield turn.queued, then the turn's own events up to turn.completed or
-        turn.failed. A clientTurnId sent before names the same run: when that run has finished,
-        turn.queued (with its status) is all that comes. A refused frame raises StreamError
-        (validation_error, not_found, quota_exceeded)."""
-        self.send(
-            {"action": "turn", "agentId": agent_id, "sessionId": session_id, "message": message, "clientTurnId": client_turn_id}
-        )
-        run_id: str | None = None
-        early: list[dict[str, Any]] = []  # the turn's events may overtake its turn.queued
+        turn.failed, each once and in order. A clientTurnId sent before names the same run: when
+        that run has finished, turn.queued (with its status) is all that comes. When the socket
+        drops, a new one is opened (with backoff) and the turn resumed after the last event seen
+        (or, before turn.queued came, sent again: its clientTurnId makes it the same run). A
+        refused frame raises StreamError (validation_error, not_found, too_many_turns)."""
+        frame = {
+            "action": "turn",
+            "agentId": agent_id,
+            "sessionId": session_id,
+            "message": message,
+            "clientTurnId": client_turn_id,
+        }
+        self.send(frame)
+        turn = _Turn(client_turn_id)
         while True:
-            frame = self._read(idle_timeout)
-            kind = frame.get("type")
-            if kind == "error" and frame.get("clientTurnId") in (client_turn_id, None):
-                raise _refused(frame)
-            if kind == "turn.queued" and frame.get("clientTurnId") == client_turn_id:
-                run_id = str(frame["runId"])
-                yield cast(StreamEvent, frame)
-                if frame.get("status") in ("succeeded", "failed"):  # this clientTurnId ran already: no event follows
-                    self._backlog.extend(early)
-                    return
-                for ahead in early:
-                    if ahead.get("runId") == run_id:
-                        yield cast(StreamEvent, ahead)
-                        if ahead.get("type") in TERMINAL:
-                            return
-                    else:
-                        self._backlog.append(ahead)
-                early.clear()
-            elif run_id is None and "runId" in frame:
-                early.append(frame)
-            elif run_id is not None and frame.get("runId") == run_id:
-                yield cast(StreamEvent, frame)
-                if kind in TERMINAL:
-                    return
-            else:
-                self._backlog.append(frame)
+            try:
+                got = self._read(idle_timeout)
+            except StreamError as err:
+                if err.code != "connection_closed" or self._tickets is None:
+                    raise
+                self.reconnect()
+                self.send({"action": "resume", "runId": turn.run_id, "afterSeq": turn.last} if turn.run_id else frame)
+                continue
+            if got.get("type") == "error" and got.get("clientTurnId") in (client_turn_id, None):
+                raise _refused(got)
+            for event in turn.take(got, self):
+                yield cast(StreamEvent, event)
+            if turn.done:
+                return
 
     def subscribe(self, agent_id: str, session_id: str) -> None:
         """From now on every turn of the session arrives on this socket (read them with events())."""
@@ -252,6 +366,8 @@ __all__ = [
     "ToolStarted",
     "TurnCompleted",
     "TurnFailed",
+    "TurnKeepalive",
+    "Resumed",
     "TurnQueued",
     "TurnStarted",
 ]

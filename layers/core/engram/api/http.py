@@ -5,15 +5,17 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, CORSConfig, Response
-from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.api_gateway import BaseRouter, Router
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from pydantic import ValidationError
 
 from engram.aws import keys, quotas
@@ -35,6 +37,9 @@ from engram.kernel.scopes import granted_scopes as _granted_scopes
 from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
 from engram.kernel.validation import refuse_unstorable_numbers
 from engram.wiring.stores import Stores
+
+if TYPE_CHECKING:
+    from aws_lambda_powertools.utilities.typing import LambdaContext
 
 MAX_BODY_BYTES = 256 * 1024
 MAX_BODY_DEPTH = 32  # no request body of the API nests deeper than a few levels
@@ -293,8 +298,55 @@ def cors_of(origins: str) -> CORSConfig | None:
     )
 
 
+# The resolver serving the current invocation. A powertools Router is a module singleton that
+# points at the resolver including it (`api_resolver`, set by include_router): one per process in
+# Lambda, but the local stack runs a function's execution environments side by side in one
+# process, each with its own resolver. Reading the pointer through the invocation's context makes
+# the routers per environment: the environments' events never read each other's request. Outside
+# a resolve a router has no resolver, so an app including it (an environment's import, perhaps
+# while another environment serves a request) takes the router's own context, not the request
+# state of the resolver that included it before (which held that request).
+# Kept on the Router class, so that every copy of this module in a process (the local stack loads
+# the core afresh for each stack) sets and reads the same variable.
+_SERVING: ContextVar[BaseRouter | None] = getattr(Router, "_engram_serving", None) or ContextVar("engram_resolver", default=None)
+Router._engram_serving = _SERVING  # type: ignore[attr-defined]
+
+
+def _serving_resolver(router: Router) -> BaseRouter | None:
+    return _SERVING.get()
+
+
+def _include(router: Router, resolver: BaseRouter | None) -> None:
+    """include_router's assignment: the resolve says which resolver serves (see `_SERVING`)."""
+
+
+Router.api_resolver = property(_serving_resolver, _include)  # type: ignore[assignment]
+
+
+class _Resolver(APIGatewayHttpResolver):
+    """Each resolve names itself the serving resolver of its context (see `_SERVING`) and keeps
+    its event and Lambda context as its own: powertools stores them on the BaseRouter class (one
+    per process), which concurrent environments would overwrite for each other."""
+
+    def __init__(self, cors: CORSConfig | None) -> None:
+        super().__init__(enable_validation=True, json_body_deserializer=parse_body, cors=cors)
+
+    def _to_proxy_event(self, event: dict[str, object]) -> BaseProxyEvent:
+        proxy = super()._to_proxy_event(event)
+        self.__dict__["current_event"] = proxy  # shadows the class attribute resolve sets
+        return proxy
+
+    def resolve(self, event: Mapping[str, object], context: LambdaContext) -> dict[str, object]:
+        self.__dict__["lambda_context"] = context
+        token = _SERVING.set(self)
+        try:
+            return super().resolve(event, context)
+        finally:
+            _SERVING.reset(token)
+
+
 def build_app(*routers: Router, cors: CORSConfig | None = None) -> APIGatewayHttpResolver:
-    app = APIGatewayHttpResolver(enable_validation=True, json_body_deserializer=parse_body, cors=cors)
+    app = _Resolver(cors)
     app.use(middlewares=[credential_per_request, body_limit])
     _map_body_errors(app)
 

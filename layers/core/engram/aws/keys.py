@@ -54,6 +54,14 @@ def run_sk(run_id: str) -> str:
     return f"RUN#{check_id('runId', run_id)}"
 
 
+ACTIVE_TURN_PREFIX = "ACTIVETURN#"
+
+
+def active_turn_sk(run_id: str) -> str:
+    """A queued or running turn of the tenant, counted against its cap (ST7) until it ends."""
+    return f"{ACTIVE_TURN_PREFIX}{check_id('runId', run_id)}"
+
+
 OPEN_RUN_SHARDS = 8
 
 
@@ -328,6 +336,15 @@ def stream_client_turn_sk(agent_id: str, session_id: str, client_turn_id: str) -
     a resent turn is not run twice, and the same id on another session is another turn (ST4)."""
     ids = (check_id("agentId", agent_id), check_id("sessionId", session_id), check_id("clientTurnId", client_turn_id))
     return "STREAMTURN#" + "#".join(ids)
+
+
+def stream_event_prefix(run_id: str) -> str:
+    return f"STREAMEVENT#{check_id('runId', run_id)}#"
+
+
+def stream_event_sk(run_id: str, seq: int) -> str:
+    """One kept event of a turn (ST5: a socket resumes from it), in order of its seq."""
+    return f"{stream_event_prefix(run_id)}{seq:06d}"
 
 
 # --- sort-key pieces ------------------------------------------------------------------------------

@@ -296,6 +296,10 @@ class Table:
             expr += " AND begins_with(#sk, :sk)"
             names["#sk"] = sk_attr
             values[":sk"] = sk_prefix
+        elif sk_after and sk_before:  # both ends, inclusive
+            expr += " AND #sk BETWEEN :sk AND :sk2"
+            names["#sk"] = sk_attr
+            values[":sk"], values[":sk2"] = sk_after, sk_before
         elif sk_after:
             expr += " AND #sk > :sk"
             names["#sk"] = sk_attr

@@ -9,7 +9,7 @@ from engram.cards.policy import CardPolicy
 from engram.conversations.models import Session, TurnJob
 from engram.engine.turn import TurnOutcome, TurnPlan, TurnPolicy, check_message, run_turn
 from engram.extraction.enqueue import ExtractionPolicy
-from engram.kernel.errors import NotFound, SessionBusy, TurnFailed
+from engram.kernel.errors import NotFound, SessionBusy, TooManyTurns, TurnFailed
 from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
@@ -65,17 +65,28 @@ def enqueue_turn(
         created_at=now,
         client_turn_id=client_turn_id or None,  # named in the turn's events, so its sender knows them
     )
-    if client_turn_id:
-        earlier = deps.runs.create_claimed(tenant, run, client_turn_id=client_turn_id, ttl_s=CLIENT_TURN_TTL_S)
-        if earlier is not None:
+    limit = deps.settings.max_active_turns
+    if deps.runs.active_turns(tenant) >= limit:  # ST7: a resend still learns its run
+        if client_turn_id and (earlier := deps.runs.claimed(tenant, run, client_turn_id)) is not None:
             return earlier
-    else:
-        deps.runs.put(tenant, run, only_if_new=True)
+        raise TooManyTurns(limit)
+    earlier = deps.runs.create_turn(tenant, run, client_turn_id=client_turn_id, ttl_s=CLIENT_TURN_TTL_S)
+    if earlier is not None:
+        return earlier
     try:
         deps.queues.enqueue_turn(job.body(), group=f"{tenant}#{agent_id}#{session_id}", dedup_id=run.id)
     except Exception as err:
+        _end_quietly(deps, tenant, run.id)
         raise unqueued(deps, tenant, run) from err
     return run
+
+
+def _end_quietly(deps: ModelDeps, tenant: str, run_id: str) -> None:
+    """The turn stops counting against its user's cap; if that fails, its row expires by itself."""
+    try:
+        deps.runs.end_turn(tenant, run_id)
+    except Exception:
+        logger.warning("could not end an active turn's row; it expires", extra={"run_id": run_id})
 
 
 def ensure_session(deps: ModelDeps, tenant: str, agent_id: str, session_id: str) -> None:
@@ -162,6 +173,7 @@ def process_turn_job(deps: ModelDeps, job: TurnJob) -> None:
     existing = deps.runs.get(tenant, run_id)
     if existing is not None and existing.status in ("succeeded", "failed"):
         logger.info("turn already finished; redelivery ignored", extra={"run_id": run_id})
+        _end_quietly(deps, tenant, run_id)
         return
     plan = chat_plan(
         deps,
@@ -176,9 +188,11 @@ def process_turn_job(deps: ModelDeps, job: TurnJob) -> None:
     plan.events = watching.result()
     if plan.events is not None and job.client_turn_id:
         plan.events.client_turn_id = job.client_turn_id
+    retried = False
     try:
         run_turn(deps, tenant, job.message, plan)
     except SessionBusy:
+        retried = True
         raise  # SQS redelivers; the FIFO group keeps later turns of this session behind it
     except NotFound as err:
         now = now_iso()
@@ -199,3 +213,6 @@ def process_turn_job(deps: ModelDeps, job: TurnJob) -> None:
         )
     except TurnFailed:
         pass  # recorded as a failed run; a retry would be a new turn the user did not ask for
+    finally:
+        if not retried:  # a turn that ended (or crashed: SQS redelivers it, and it counts again)
+            _end_quietly(deps, tenant, run_id)

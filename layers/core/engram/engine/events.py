@@ -7,6 +7,7 @@
     tool.finished   {runId, seq, toolUseId, name, isError, durationMs?, error?}
     turn.completed  {runId, seq, sessionId, reply, replyTruncated?, toolCalls, usage}
     turn.failed     {runId, seq, error: {code, message, runId?}}
+    turn.keepalive  {runId, seq}                        while the turn is quiet; seq: the last event's
 
 Each has its pydantic model below (the one definition the server builds from, the docs' table and
 the Python client's types are checked against: tests/unit/test_stream_events.py). No event is
@@ -103,6 +104,13 @@ class TurnFailedEvent(StreamEvent):
     error: dict[str, object]
 
 
+class KeepaliveEvent(StreamEvent):
+    """Sent while a turn is quiet (a tool running), not kept; `seq` is the last event's, so a
+    client also learns whether it has missed one."""
+
+    type: Literal["turn.keepalive"] = "turn.keepalive"
+
+
 TURN_EVENTS: tuple[type[StreamEvent], ...] = (
     TurnStartedEvent,
     TextDeltaEvent,
@@ -110,6 +118,7 @@ TURN_EVENTS: tuple[type[StreamEvent], ...] = (
     ToolFinishedEvent,
     TurnCompletedEvent,
     TurnFailedEvent,
+    KeepaliveEvent,
 )
 
 

@@ -243,6 +243,16 @@ class SessionBusy(Conflict):
     code = "session_busy"
 
 
+class TooManyTurns(EngramError):
+    """The user has as many turns queued or running as they may (ST7): nothing was queued."""
+
+    status = 429
+    code = "too_many_turns"
+
+    def __init__(self, limit: int):
+        super().__init__(f"you have {limit} turns queued or running (MAX_ACTIVE_TURNS); send this one when one of them has ended")
+
+
 class StorageUnavailable(EngramError):
     """DynamoDB or S3 did not answer in time (or throttled us): nothing was changed; retry."""
 

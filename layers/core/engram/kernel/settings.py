@@ -149,6 +149,11 @@ class Settings(BaseModel):
     # Where the management API is, when not at STREAM_URL over https (the local stack's HTTP front).
     stream_endpoint: str = Field("", alias="STREAM_ENDPOINT")
     max_stream_connections: int = Field(10, ge=1, le=1_000, alias="MAX_STREAM_CONNECTIONS")
+    # While a turn is quiet (a tool running), a keepalive goes to its watchers this often (ST5):
+    # well inside API Gateway's 10-minute idle limit.
+    stream_keepalive_s: float = Field(60.0, gt=0, le=540, alias="STREAM_KEEPALIVE_SECONDS")
+    # Turns of one user queued or running at once (ST7): the next is refused, 429 too_many_turns.
+    max_active_turns: int = Field(20, ge=1, le=10_000, alias="MAX_ACTIVE_TURNS")
     stream_ticket_ttl_s: int = Field(60, ge=5, le=600, alias="STREAM_TICKET_TTL_SECONDS")
     stream_connection_ttl_s: int = Field(7200, ge=60, le=7200, alias="STREAM_CONNECTION_TTL_SECONDS")
     # Egress of tool calls (TL5): "public" (AWS: https to public addresses only) or "local" (the

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Literal
 
-from pydantic import StringConstraints
+from pydantic import Field, StringConstraints
 
 from engram.kernel.model import Body, Id
 
@@ -25,3 +25,11 @@ class SubscribeMessage(Body):
     action: Literal["subscribe", "unsubscribe"]
     agent_id: Id
     session_id: Id
+
+
+class ResumeMessage(Body):
+    """The events of a run this socket missed after `afterSeq`, then the rest live (ST5)."""
+
+    action: Literal["resume"]
+    run_id: Id
+    after_seq: Annotated[int, Field(ge=0, le=1_000_000)] = 0

@@ -15,6 +15,7 @@ from engram.kernel.errors import NotFound, QuotaExceeded
 _LIVE = "expiresAt > :now"
 _KEY = "keyId"  # the API key a ticket was issued to, a socket opened with (MX6: revoking it closes the socket)
 MAX_SUBSCRIPTIONS = 20  # sessions one socket may watch
+MAX_SEQ = 999_999
 
 
 class StreamRepository:
@@ -111,6 +112,7 @@ class StreamRepository:
             closed.append(connection_id)
         self.table.delete_all(pk, sk_prefix="STREAMCONN#")
         self.table.delete_all(pk, sk_prefix="STREAMTURN#")
+        self.table.delete_all(pk, sk_prefix="STREAMEVENT#")
         return closed
 
     # --- subscriptions --------------------------------------------------------------------------
@@ -163,3 +165,25 @@ class StreamRepository:
         now = time.time()
         rows = self.table.query_all(keys.agent_pk(tenant, agent_id), sk_prefix=keys.stream_subscription_prefix(session_id))
         return [str(r["connectionId"]) for r in rows if int(r.get("expiresAt", 0)) > now]
+
+    # --- a turn's kept events (ST5) ---------------------------------------------------------------
+    def keep_event(self, tenant: str, run_id: str, seq: int, data: str, ttl_s: int) -> None:
+        """Keeps one event (its JSON as sent) for `ttl_s`, for a socket that resumes."""
+        self.table.put(
+            {
+                "PK": keys.tenant_pk(tenant),
+                "SK": keys.stream_event_sk(run_id, seq),
+                "data": data,
+                "expiresAt": int(time.time()) + ttl_s,
+            }
+        )
+
+    def events_after(self, tenant: str, run_id: str, after_seq: int) -> list[str]:
+        """The kept events of a run after `after_seq`, in order (their JSON as sent)."""
+        now = time.time()
+        rows = self.table.query_all(
+            keys.tenant_pk(tenant),
+            sk_after=keys.stream_event_sk(run_id, after_seq + 1),
+            sk_before=keys.stream_event_sk(run_id, MAX_SEQ),
+        )
+        return [str(r["data"]) for r in rows if int(r.get("expiresAt", 0)) > now]

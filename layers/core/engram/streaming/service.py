@@ -10,9 +10,9 @@ import time
 from pydantic import ValidationError
 
 from engram.conversations import chat
-from engram.kernel.errors import BadRequest, EngramError, Unauthorized, error_body, error_of, invalid_input, not_json
+from engram.kernel.errors import BadRequest, EngramError, NotFound, Unauthorized, error_body, error_of, invalid_input, not_json
 from engram.kernel.observability import logger
-from engram.streaming.models import SubscribeMessage, TurnMessage
+from engram.streaming.models import ResumeMessage, SubscribeMessage, TurnMessage
 from engram.wiring.model import ModelDeps
 from engram.wiring.stores import Stores
 
@@ -72,15 +72,17 @@ def _decoded(raw: str | bytes) -> object:
     return body
 
 
-def _parsed(body: object) -> TurnMessage | SubscribeMessage:
+def _parsed(body: object) -> TurnMessage | SubscribeMessage | ResumeMessage:
     action = body.get("action") if isinstance(body, dict) else None
-    model: type[TurnMessage | SubscribeMessage]
+    model: type[TurnMessage | SubscribeMessage | ResumeMessage]
     if action == "turn":
         model = TurnMessage
     elif action in ("subscribe", "unsubscribe"):
         model = SubscribeMessage
+    elif action == "resume":
+        model = ResumeMessage
     else:
-        raise BadRequest("action must be turn, subscribe or unsubscribe", field="action", code="validation_error")
+        raise BadRequest("action must be turn, subscribe, unsubscribe or resume", field="action", code="validation_error")
     try:
         return model.model_validate(body)
     except ValidationError as err:
@@ -105,6 +107,8 @@ def on_message(deps: ModelDeps, connection_id: str, raw: str | bytes) -> dict[st
         msg = _parsed(body)
         if isinstance(msg, TurnMessage):
             return _turn(deps, tenant, connection_id, msg, watching)
+        if isinstance(msg, ResumeMessage):
+            return _resume(deps, tenant, connection_id, msg, watching)
         ttl = deps.settings.stream_connection_ttl_s
         if msg.action == "subscribe":
             deps.streams.subscribe(tenant, connection_id, msg.agent_id, msg.session_id, ttl)
@@ -127,7 +131,9 @@ def _reference(body: object) -> dict[str, object]:
 def _turn(deps: ModelDeps, tenant: str, connection_id: str, msg: TurnMessage, watching: set[str]) -> dict[str, object]:
     """Watches the session first (so no event is missed; the subscription checks the session
     exists), then queues the turn once per clientTurnId."""
-    if f"{msg.agent_id}/{msg.session_id}" not in watching:
+    # A session watched since before may have gone with its agent: then it is looked up again.
+    subscribed = f"{msg.agent_id}/{msg.session_id}" not in watching
+    if subscribed:
         deps.streams.subscribe(tenant, connection_id, msg.agent_id, msg.session_id, deps.settings.stream_connection_ttl_s)
     reply = {"type": "turn.queued", "clientTurnId": msg.client_turn_id, "agentId": msg.agent_id, "sessionId": msg.session_id}
     run = chat.enqueue_turn(
@@ -137,7 +143,34 @@ def _turn(deps: ModelDeps, tenant: str, connection_id: str, msg: TurnMessage, wa
         session_id=msg.session_id,
         message=msg.message,
         trigger="socket",
-        session_checked=True,
+        session_checked=subscribed,
         client_turn_id=msg.client_turn_id,
     )
     return {**reply, "runId": run.id, "status": run.status}
+
+
+def _resume(deps: ModelDeps, tenant: str, connection_id: str, msg: ResumeMessage, watching: set[str]) -> dict[str, object]:
+    """Watches the run's session first, then posts the run's kept events after `afterSeq`: an
+    event the turn keeps after the subscription is posted to this socket live, one kept before
+    it is in what is read here, so nothing is missed. An event may come both ways; its seq tells
+    (the clients drop a seq they have). The answer says how many were replayed and the run's
+    status: a finished run's last event is among them."""
+    run = deps.runs.get(tenant, msg.run_id)
+    if run is None or not run.session_id:
+        raise NotFound("run not found", field="runId")
+    if f"{run.agent_id}/{run.session_id}" not in watching:
+        deps.streams.subscribe(tenant, connection_id, run.agent_id, run.session_id, deps.settings.stream_connection_ttl_s)
+    replayed = 0
+    for data in deps.streams.events_after(tenant, run.id, msg.after_seq):
+        deps.pusher.post(connection_id, data.encode())
+        replayed += 1
+    status = (deps.runs.get(tenant, run.id) or run).status
+    return {
+        "type": "resumed",
+        "runId": run.id,
+        "agentId": run.agent_id,
+        "sessionId": run.session_id,
+        "afterSeq": msg.after_seq,
+        "replayed": replayed,
+        "status": status,
+    }

@@ -1,10 +1,15 @@
-"""A turn's events to the sockets watching its session (ST2), posted from a thread of their own.
+"""A turn's events to the sockets watching its session (ST2, ST5), posted from a thread of their own.
 
 The turn hands each event over (a queue put) and never waits for API Gateway: a slow, throttled
-or vanished connection costs the turn nothing. A connection that is gone (GoneException) is
-forgotten and skipped from then on; any other failure skips that one message for that one socket.
-When the turn ends, what is pending is posted within CLOSE_WAIT_S, so the Lambda worker does not
-freeze with the final event unsent."""
+or vanished connection costs the turn nothing. Each event is first kept (DynamoDB, a short TTL,
+at most MAX_KEPT per turn) for a socket that resumes, then posted to the sockets watching the
+session as they are at that moment (read again for each event, so a socket that subscribes or
+resumes mid-turn joins it: an event kept before its subscription is replayed to it, one kept
+after is posted to it). A connection that is gone (GoneException) is forgotten and skipped from
+then on; any other failure skips that one message for that one socket. While nothing happens
+(a tool running) a keepalive goes out every STREAM_KEEPALIVE_SECONDS, well inside API Gateway's
+10-minute idle limit. When the turn ends, what is pending is posted within CLOSE_WAIT_S, so the
+Lambda worker does not freeze with the final event unsent."""
 
 from __future__ import annotations
 
@@ -14,11 +19,14 @@ import threading
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from engram.engine.events import TurnEvents
+from engram.engine.events import KeepaliveEvent, TurnEvents
 from engram.kernel.observability import MetricUnit, logger, metrics
+from engram.kernel.settings import Settings
 from engram.streaming.ports import Gone, Pusher, Streams
 
 CLOSE_WAIT_S = 2.0
+MAX_KEPT = 2_000  # events kept per turn (a turn's events are a few dozen: coalesced deltas, tools)
+KEPT_TTL_S = 3600  # how long a socket may come back and resume
 _END = object()
 
 
@@ -27,14 +35,20 @@ class _Deps(Protocol):
     def streams(self) -> Streams: ...
     @property
     def pusher(self) -> Pusher: ...
+    @property
+    def settings(self) -> Settings: ...
 
 
 class SocketSink:
-    def __init__(self, pusher: Pusher, connections: list[str], streams: Streams):
-        self.pusher = pusher
-        self.live = list(dict.fromkeys(connections))
-        self.streams = streams
+    def __init__(
+        self, pusher: Pusher, streams: Streams, tenant: str, agent_id: str, session_id: str, run_id: str, keepalive_s: float
+    ):
+        self.pusher, self.streams = pusher, streams
+        self.tenant, self.agent_id, self.session_id, self.run_id = tenant, agent_id, session_id, run_id
+        self.keepalive_s = keepalive_s
+        self.gone: set[str] = set()
         self.pushes = 0
+        self.last_seq = 0
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._send_all, name="engram-stream", daemon=True)
         self._thread.start()
@@ -48,17 +62,41 @@ class SocketSink:
         metrics.add_metric(name="StreamPushes", unit=MetricUnit.Count, value=self.pushes)
 
     def _send_all(self) -> None:
-        while (event := self._queue.get()) is not _END:
-            data = json.dumps(event, ensure_ascii=False, default=str).encode()
-            for connection_id in list(self.live):
-                self._send(connection_id, data)
+        while True:
+            try:
+                event = self._queue.get(timeout=self.keepalive_s)
+            except queue.Empty:
+                self._post(KeepaliveEvent(run_id=self.run_id, seq=self.last_seq).wire(), keep=False)
+                continue
+            if event is _END:
+                return
+            self._post(event, keep=True)
+
+    def _post(self, event: Mapping[str, object], *, keep: bool) -> None:
+        data = json.dumps(event, ensure_ascii=False, default=str)
+        seq = event.get("seq")
+        if keep and isinstance(seq, int):
+            self.last_seq = seq
+            if seq <= MAX_KEPT:
+                try:
+                    self.streams.keep_event(self.tenant, self.run_id, seq, data, KEPT_TTL_S)
+                except Exception as err:  # a socket that resumes misses it; the live ones do not
+                    logger.warning("could not keep a stream event", extra={"run_id": self.run_id, "error": repr(err)})
+        try:
+            watching = self.streams.subscribers(self.tenant, self.agent_id, self.session_id)
+        except Exception as err:
+            logger.warning("could not read a session's watchers", extra={"run_id": self.run_id, "error": repr(err)})
+            return
+        for connection_id in dict.fromkeys(watching):
+            if connection_id not in self.gone:
+                self._send(connection_id, data.encode())
 
     def _send(self, connection_id: str, data: bytes) -> None:
         try:
             self.pusher.post(connection_id, data)
             self.pushes += 1
         except Gone:
-            self.live.remove(connection_id)
+            self.gone.add(connection_id)
             try:
                 self.streams.close(connection_id)
             except Exception:
@@ -68,13 +106,7 @@ class SocketSink:
 
 
 def watchers(deps: _Deps, tenant: str, agent_id: str, session_id: str, run_id: str) -> TurnEvents | None:
-    """The events of a turn on a session, for the sockets watching it; None when nobody is (or
-    the lookup fails: streaming is never a reason for a turn to fail)."""
-    try:
-        connections = deps.streams.subscribers(tenant, agent_id, session_id)
-    except Exception:
-        logger.warning("could not read a session's watchers; the turn runs unwatched", extra={"run_id": run_id})
-        return None
-    if not connections:
-        return None
-    return TurnEvents(SocketSink(deps.pusher, connections, deps.streams), run_id)
+    """The events of a turn on a session: kept for a socket that resumes, posted to the sockets
+    watching the session as each event goes out (whoever watches then, ST5)."""
+    keepalive = deps.settings.stream_keepalive_s
+    return TurnEvents(SocketSink(deps.pusher, deps.streams, tenant, agent_id, session_id, run_id, keepalive), run_id)

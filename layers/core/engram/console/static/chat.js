@@ -6,6 +6,10 @@
 // With the WebSocket API (stream.js) a
 // turn streams: its text and tool blocks appear as they happen, and turns that others start on
 // the session (queued turns, webhooks, heartbeats) arrive live; without it, turns go over HTTP.
+// A socket that closes is opened again with backoff and each live turn resumed after the last
+// event shown (ST5); a turn sent but not yet accepted is sent again with its clientTurnId (the
+// same run). When the socket cannot be opened again, each live turn says it is still running,
+// links to its run and is followed over HTTP; a message the socket refused goes back in the box.
 import { get, post, del, all, id } from './api.js';
 import { openStream, turnId } from './stream.js';
 import {
@@ -13,6 +17,7 @@ import {
 } from './ui.js';
 
 const POLL_MS = 1500;
+const RECONNECT_MS = [500, 1000, 2000, 4000, 8000, 15000];
 
 export async function chat(main, agentId, sessionId = 'dashboard') {
   const agent = await get(`/api/agents/${id(agentId)}`);
@@ -70,10 +75,15 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
     if (!transcript.isConnected) { if (stream) stream.close(); return; }
     if (event.type === 'error') {
       const view = live.get(event.clientTurnId);
-      if (view) { view.root.remove(); live.delete(event.clientTurnId); }
+      if (view) {
+        view.root.remove();
+        live.delete(event.clientTurnId);
+        if (!box.value.trim()) box.value = view.message; // refused: the message stays to send again
+      }
       clear(errors, errorBox({ code: event.error.code, message: event.error.message }));
       return;
     }
+    if (event.type === 'resumed' || event.type === 'turn.keepalive') return;
     if (event.type === 'subscribed' && event.sessionId === sessionId) {
       liveBadge.textContent = 'Live'; // from now on every turn of this session arrives here
       liveBadge.className = 'live-badge on';
@@ -81,11 +91,16 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
     }
     if (event.type === 'turn.queued') {
       const view = live.get(event.clientTurnId);
-      if (view) { live.delete(event.clientTurnId); live.set(event.runId, view); }
-      follow(event.runId, pending, finished(event.runId));
+      if (view) { live.delete(event.clientTurnId); live.set(event.runId, view); view.runId = event.runId; }
+      if (!following.has(event.runId)) { following.add(event.runId); follow(event.runId, pending, finished(event.runId)); }
       return;
     }
     if (!event.runId || (event.sessionId && event.sessionId !== sessionId)) return;
+    const seen = live.get(event.runId);
+    if (seen && typeof event.seq === 'number') {
+      if (event.seq <= seen.lastSeq) return; // replayed and live: shown once
+      seen.lastSeq = event.seq;
+    }
     if (event.type === 'turn.completed' || event.type === 'turn.failed') {
       const done = live.get(event.runId);
       if (done) { live.delete(event.runId); done.root.remove(); }
@@ -99,12 +114,15 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
       view = live.get(event.clientTurnId); // our own turn, started before its answer arrived
       live.delete(event.clientTurnId);
       live.set(event.runId, view);
+      view.runId = event.runId;
     }
     if (!view && event.type === 'turn.started') {
       view = liveView(event);
+      view.runId = event.runId;
       live.set(event.runId, view);
       transcript.append(view.root);
     }
+    if (view && typeof event.seq === 'number') view.lastSeq = Math.max(view.lastSeq, event.seq);
     if (!view) return;
     view.apply(event);
     transcript.scrollTop = transcript.scrollHeight;
@@ -113,6 +131,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   const sendLive = (message) => {
     const clientTurnId = turnId();
     const view = liveView({ message, kind: 'chat', own: true });
+    view.clientTurnId = clientTurnId;
     live.set(clientTurnId, view);
     transcript.append(view.root);
     transcript.scrollTop = transcript.scrollHeight;
@@ -120,12 +139,53 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
     box.value = '';
   };
 
+  // The socket closed: open another with backoff, watch the session again, resume each live turn
+  // after its last event and send again the turns not yet accepted (their clientTurnId makes them
+  // the same run). If it cannot be opened, no spinner is left turning.
+  const following = new Set();
+  const reconnect = async () => {
+    for (const wait of RECONNECT_MS) {
+      await new Promise((resolve) => setTimeout(resolve, wait));
+      if (!transcript.isConnected) return;
+      stream = await openStream(onEvent, onClosed);
+      if (stream) {
+        stream.send({ action: 'subscribe', agentId: agent.id, sessionId });
+        for (const view of new Set(live.values())) {
+          if (view.runId) stream.send({ action: 'resume', runId: view.runId, afterSeq: view.lastSeq });
+          else if (view.clientTurnId) stream.send({ action: 'turn', agentId: agent.id, sessionId, message: view.message, clientTurnId: view.clientTurnId });
+        }
+        return;
+      }
+    }
+    liveBadge.textContent = 'HTTP';
+    liveBadge.className = 'live-badge muted';
+    for (const [key, view] of [...live.entries()]) {
+      if (view.runId) {
+        view.stillRunning(view.runId);
+        if (!following.has(view.runId)) { following.add(view.runId); follow(view.runId, pending, finished(view.runId)); }
+      } else { // never accepted: nothing runs, the message goes back in the box
+        view.root.remove();
+        live.delete(key);
+        if (!box.value.trim()) box.value = view.message;
+        clear(errors, errorBox({ code: 'connection_closed', message: 'the connection closed before the turn was accepted; send it again' }));
+      }
+    }
+  };
+  const onClosed = () => {
+    stream = null;
+    liveBadge.textContent = 'Reconnecting…';
+    liveBadge.className = 'live-badge muted';
+    if (transcript.isConnected && !leaving) reconnect();
+  };
+  let leaving = false;
+
   const submit = async () => {
     const message = box.value.trim();
     if (!message) return;
     errors.replaceChildren();
     usage.replaceChildren(); // the last turn's usage belongs to that turn, not to this one
-    if (stream && stream.open && !asyncBox.checked) {
+    // A frame over 32 KB closes the socket (API Gateway's limit): a long message goes over HTTP.
+    if (stream && stream.open && !asyncBox.checked && new TextEncoder().encode(message).length < 30000) {
       sendLive(message);
       box.focus();
       return;
@@ -168,16 +228,13 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   await Promise.all([renderPicker(picker, agent, sessionId), reload()]);
   watchQueued(agent, sessionId, pending, reload);
   box.focus();
-  stream = await openStream(onEvent, () => {
-    stream = null;
-    liveBadge.textContent = 'HTTP';
-    liveBadge.className = 'live-badge muted';
-  });
+  stream = await openStream(onEvent, onClosed);
   if (stream && transcript.isConnected) {
     stream.send({ action: 'subscribe', agentId: agent.id, sessionId });
     liveBadge.textContent = 'Connecting…';
-    window.addEventListener('hashchange', () => stream && stream.close(), { once: true });
+    window.addEventListener('hashchange', () => { leaving = true; if (stream) stream.close(); }, { once: true });
   } else if (stream) {
+    leaving = true;
     stream.close();
   }
 }
@@ -201,6 +258,13 @@ function liveView(start) {
   return {
     root,
     started: Date.now(),
+    message: start.message || '',
+    lastSeq: 0,
+    runId: null,
+    clientTurnId: null,
+    stillRunning(runId) { // the socket is gone for good: the run page says how it ends
+      status.replaceWith(h('span', { class: 'muted' }, ' still running, see ', h('a', { href: `#/runs/${id(runId)}`, text: 'the run' })));
+    },
     apply(event) {
       if (event.type === 'turn.started' && !start.own) return;
       if (event.type === 'text.delta') {
