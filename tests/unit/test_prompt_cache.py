@@ -343,14 +343,31 @@ def test_rows_that_outgrow_their_room_compete_for_it_at_a_cut_and_the_snapshot_s
     assert agent_rows[1].split("|")[1] in between.delta and user_rows[1].split("|")[1] in between.delta
     assert agent_rows[3].split("|")[1] not in between.delta
     # the next cut: they no longer fit beside the first block, so the session's rows compete for
-    # the room in one block after the summary's parts; the snapshot text is unchanged
+    # the room; the first block's rows (the best of each section) still win theirs, so it stays
+    # byte for byte, and the next best follow in one block after the summary's parts; the
+    # snapshot text is unchanged
     cut = session_memory(view, first.store.stored(), "h3", budget_tokens=budget, position=40, until_cut=1, summary_parts=2)
     assert cut.text == first.text and cut.store is not None and cut.store.text == first.store.text
-    [added] = cut.added
-    block = added.text
-    assert added.after == 2 and block.startswith(ADDED_HEADING)
-    assert agent_rows[0].split("|")[1] in block and user_rows[0].split("|")[1] in block  # the best of each section
-    assert len(block) // 4 + len(cut.text) // 4 <= budget
+    kept, added = cut.added
+    assert kept == first.added[0]
+    block = kept.text + added.text
+    assert added.after == 2 and added.text.startswith(ADDED_HEADING)
+    assert agent_rows[0].split("|")[1] in kept.text and user_rows[0].split("|")[1] in kept.text  # the best of each section
+    assert agent_rows[1].split("|")[1] in added.text or user_rows[1].split("|")[1] in added.text
+    assert len(kept.text) // 4 + len(added.text) // 4 + len(cut.text) // 4 <= budget
+    # a block whose rows no longer win a place goes, and what follows it: the winners in one block
+    better = [f'agent|- "top{i}": "{"z" * 60}{i}"' for i in range(8)]
+    ranked = session_memory(
+        _view('agent|- "a": "1"', *better, *agent_rows, *user_rows),
+        first.store.stored(),
+        "h3",
+        budget_tokens=budget,
+        position=40,
+        until_cut=1,
+        summary_parts=2,
+    )
+    [only] = ranked.added
+    assert only.after == 2 and better[0].split("|")[1] in only.text and agent_rows[0].split("|")[1] not in only.text
     # what the block left out follows the user's words while the room lasts, never both
     for entry in [*agent_rows, *user_rows]:
         assert not (entry.split("|")[1] in block and entry.split("|")[1] in cut.delta)
@@ -378,3 +395,51 @@ def test_a_fold_landing_after_the_cut_turn_waits_after_the_users_words_until_the
     condensed = RunningSummary("all of it, shorter", (1,))
     again = session_summary(condensed, cut.shown, "h2")
     assert again.system == render_summary(condensed) and again.late == "" and again.shown.parts == 1
+
+
+def test_a_summary_written_anew_leaves_the_memory_blocks_in_front_of_it_and_cached():
+    from engram.conversations.summaries.view import session_summary
+
+    start = _view('agent|- "a": "1"')
+    stored = session_memory(start, None, "h1", budget_tokens=2_000).store.stored()
+    one = _view('agent|- "a": "1"', 'agent|- "b": "beta"')
+    first = session_memory(one, stored, "h2", budget_tokens=2_000, position=30, until_cut=20, summary_parts=1)
+    two = _view('agent|- "a": "1"', 'agent|- "b": "beta"', 'user|- "tea" (fact f_1)')
+    second = session_memory(two, first.store.stored(), "h3", budget_tokens=2_000, position=56, until_cut=20, summary_parts=2)
+    assert [b.after for b in second.added] == [1, 2]
+    assert session_context(["S0", "S1"], second.added) == ["S0", second.added[0].text, "S1", second.added[1].text]
+    # the summary grew by a fold: its blocks extend those shown; condensed: they replace them
+    parts = RunningSummary("x\ny", (1, 1))
+    shown = session_summary(parts, None, "h3").shown
+    assert not session_summary(RunningSummary("x\ny\nz", (1, 1, 1)), shown, "h4").rewritten
+    condensed = session_summary(RunningSummary("xy, shorter"), shown, "h4")
+    assert condensed.rewritten and condensed.shown is not None
+    # at the cut that shows the condensed summary, the memory blocks move in front of it, in their
+    # order, and a block of the rows stored since follows it
+    three = _view('agent|- "a": "1"', 'agent|- "b": "beta"', 'user|- "tea" (fact f_1)', 'agent|- "c": "gamma"')
+    moved = session_memory(
+        three,
+        second.store.stored(),
+        "h4",
+        budget_tokens=2_000,
+        position=80,
+        until_cut=20,
+        summary_parts=1,
+        summary_rewritten=True,
+    )
+    assert [(b.text, b.after) for b in moved.added[:2]] == [(b.text, 0) for b in second.added]
+    assert moved.added[2].after == 1 and '"gamma"' in moved.added[2].text
+    blocks = session_context(["C"], moved.added)
+    assert blocks == [second.added[0].text, second.added[1].text, "C", moved.added[2].text]
+    # the next rewrite of the summary leaves them where they are, byte for byte
+    again = session_memory(
+        three,
+        moved.store.stored(),
+        "h5",
+        budget_tokens=2_000,
+        position=100,
+        until_cut=20,
+        summary_parts=1,
+        summary_rewritten=True,
+    )
+    assert session_context(["C2"], again.added)[:3] == blocks[:2] + [moved.added[2].text]

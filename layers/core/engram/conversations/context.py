@@ -100,6 +100,7 @@ class SessionConversation:
             summary_parts=len(view.system),
             idle_s=_idle_s(self.state.updated_at),
             deeper=memory.deeper,
+            summary_rewritten=view.rewritten,
         )
         self.snapshot = shown.store.stored() if shown.store is not None else None
         after_words += [shown.delta] if shown.delta else []
@@ -107,7 +108,11 @@ class SessionConversation:
             own = sent[-1]
             extra = [{"type": "text", "text": text} for text in after_words]
             sent = [*sent[:-1], {**own, "content": [*own["content"], *extra]}]
-        return TurnContext(memory=shown.text, messages=sent, blocks=session_context(view.system, shown.added))
+        blocks = session_context(view.system, shown.added)
+        # The blocks in front of the summary (the memory added at cuts and moved there when the
+        # summary was last written anew) end where its rewrite leaves the cache: marked with the memory.
+        front = sum(1 for block in shown.added if block.after <= 0) if view.system else len(shown.added)
+        return TurnContext(memory=shown.text, messages=sent, blocks=blocks, front=front)
 
     def _window(self, incoming: dict[str, Any]) -> list[dict[str, Any]]:
         """The messages sent: the session's context and the new message, within the cap and

@@ -181,12 +181,15 @@ def session_memory(
     summary_parts: int = 0,
     idle_s: float | None = None,
     deeper: Callable[[], set[str]] | None = None,
+    summary_rewritten: bool = False,
 ) -> SessionMemory:
     """The memory of a session turn, `head` the digest of the history's first message, `position`
     how many messages the session has had (cut ones included), `until_cut` how many more it takes
     at most until the next cut, `summary_parts` how many parts of the running summary this turn's
     system prompt shows, `idle_s` how long ago the session's last turn was, `deeper` the entries of
-    the sections' deeper pages (read only when the snapshot cannot be rebuilt). See the module doc."""
+    the sections' deeper pages (read only when the snapshot cannot be rebuilt), `summary_rewritten`
+    whether the summary's parts this turn shows replace those shown before (condensed): the blocks
+    added at cuts then move in front of it (`after` 0). See the module doc."""
     # Rebuilt from the rows this turn read: a row forgotten or changed since, or in a section whose
     # read failed, is not there, and the snapshot is taken again from what is. So it is after an
     # hour without a turn: nothing of the session is cached any more, so a fresh ranking is free.
@@ -199,13 +202,19 @@ def session_memory(
     if snapshot is None:
         fresh = MemorySnapshot(text=view.text, lines=view.shown, head=head, at=position)
         return SessionMemory(view.text, (), "", fresh)
+    moved = summary_rewritten and any(block.after for block in snapshot.added)
+    if moved:
+        # The summary is written anew from its first part: the blocks added among its parts go in
+        # front of it, after those already there, in their order (written anew with it once), so
+        # the summary's next rewrite leaves them, and the cache entry that ends with them, in place.
+        snapshot = replace(snapshot, added=tuple(replace(b, after=0) for b in _in_order(snapshot.added)))
     rows = _new_rows(view, set(snapshot.every_line))
     room = budget_tokens - snapshot.tokens
     if snapshot.head == head:
         # Between cuts: the rows stored since follow the user's words, as many as the room holds
         # (the highest ranked of each section first); the rest wait for the next cut.
         delta = _fenced_rows(DELTA_HEADING, _fit(rows, room, DELTA_HEADING))
-        return SessionMemory(snapshot.text, snapshot.added, delta)
+        return SessionMemory(snapshot.text, snapshot.added, delta, snapshot if moved else None)
     # A cut: the history behind the system prompt is sent anew anyway. The rows stored since join
     # the system prompt as a block after what is there (cached from now on), leaving room for the
     # rows the session goes on storing until the next cut (at its rate so far).
@@ -216,17 +225,40 @@ def session_memory(
         added = (*added, _added_block(rows, summary_parts))
     elif rows:
         # They outgrew their room: the rows stored during the session compete for it, the highest
-        # ranked of each section first, in one block after the summary; the snapshot (and the
-        # cached prefix up to the first block it replaces) stays.
+        # ranked of each section first. The blocks added before are kept while their rows still
+        # rank (the longest run of them, in the order shown, whose rows all win a place), so the
+        # cached prefix up to the first block dropped stays; the other winners go in one block
+        # after the summary. The snapshot stays.
         during = _new_rows(view, set(snapshot.lines))
-        kept = _fit(during, budget_tokens - estimate_tokens(snapshot.text) - coming, ADDED_HEADING)
-        added = (_added_block(kept, summary_parts),) if kept else ()
+        limit = budget_tokens - estimate_tokens(snapshot.text) - coming
+        winners = _fit(during, limit, ADDED_HEADING)
+        won = {f"{label}|{line}" for label, lines in winners.items() for line in lines}
+        kept_blocks: list[AddedMemory] = []
+        for block in _in_order(snapshot.added):
+            if not block.lines or not all(line in won for line in block.lines):
+                break
+            kept_blocks.append(block)
+        taken = {line for block in kept_blocks for line in block.lines}
+        others = {label: [ln for ln in lines if f"{label}|{ln}" not in taken] for label, lines in winners.items()}
+        limit -= sum(estimate_tokens(block.text) for block in kept_blocks)
+        kept = _fit({k: v for k, v in others.items() if v}, limit, ADDED_HEADING)
+        added = (*kept_blocks, _added_block(kept, summary_parts)) if kept else tuple(kept_blocks)
+        kept = {label: [*_lines_of(kept_blocks, label), *kept.get(label, [])] for label in rows}
         # what the block left out follows the user's words while the room lasts, like between cuts
         left = {label: [ln for ln in lines if ln not in kept.get(label, [])] for label, lines in rows.items()}
         room = budget_tokens - estimate_tokens(snapshot.text) - sum(estimate_tokens(b.text) for b in added)
         delta = _fenced_rows(DELTA_HEADING, _fit({k: v for k, v in left.items() if v}, room, DELTA_HEADING))
     store = MemorySnapshot(snapshot.text, snapshot.lines, head, snapshot.at, added)
     return SessionMemory(snapshot.text, added, delta, store)
+
+
+def _in_order(added: tuple[AddedMemory, ...]) -> list[AddedMemory]:
+    """The added blocks in the order the system prompt shows them (conversations.context)."""
+    return sorted(added, key=lambda block: block.after)
+
+
+def _lines_of(blocks: list[AddedMemory], label: str) -> list[str]:
+    return [entry.split("|", 1)[1] for block in blocks for entry in block.lines if entry.split("|", 1)[0] == label]
 
 
 def _added_block(rows: dict[str, list[str]], after: int) -> AddedMemory:

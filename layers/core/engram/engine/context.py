@@ -40,11 +40,13 @@ class MemoryReads:
 class TurnContext:
     """What a turn sends beside its tools and persona: the memory sections' block (`memory`, ""
     for none), the blocks after it (the running summary's parts and the memory added at cuts, the
-    last one marked for the cache), and the messages, the turn's own last."""
+    last one marked for the cache), the messages, the turn's own last, and how many of `blocks`
+    lead the others as memory does (`front`: the cache marker of the memory goes after them)."""
 
     memory: str
     messages: list[dict[str, Any]]
     blocks: list[str] = field(default_factory=list)
+    front: int = 0
 
 
 class Conversation(Protocol):

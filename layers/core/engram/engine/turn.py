@@ -172,7 +172,7 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             result=turn.loop,
             cache=plan.cache,
             stable_blocks=len(user_message(turn.message)["content"]),
-            memory_index=1 if context.memory else None,
+            memory_index=(1 if context.memory else 0) + context.front or None,
             summary_index=(1 if context.memory else 0) + len(context.blocks) if context.blocks else None,
             events=plan.events,
         )

@@ -68,11 +68,13 @@ LATE_SUMMARY_HEADING = (
 @dataclass(frozen=True)
 class SummaryView:
     """A session turn's running summary: the system blocks, the folds shown after the user's words
-    instead, and the session's new `summaryShown` (None: unchanged)."""
+    instead, the session's new `summaryShown` (None: unchanged), and whether the blocks replace
+    those shown before rather than extend them (`rewritten`: the summary was condensed or reset)."""
 
     system: list[str]
     late: str = ""
     shown: SummaryShown | None = None
+    rewritten: bool = False
 
 
 def session_summary(summary: RunningSummary | None, shown: SummaryShown | None, head: str) -> SummaryView:
@@ -83,11 +85,11 @@ def session_summary(summary: RunningSummary | None, shown: SummaryShown | None, 
     the memory stored since, until the next cut puts it in the system prompt. When the parts sent
     cannot be rebuilt (the summary was condensed or reset since), it is sent as it is."""
     parts = summary_parts(summary)
-    if shown is not None and shown.head == head:
-        n = shown.parts
-        if 0 <= n <= len(parts) and shown.digest == digest(json.dumps(parts[:n])):
-            late = parts[n:]
-            text = "\n".join([LATE_SUMMARY_HEADING, *(_fenced(part) for part in late)]) if late else ""
-            return SummaryView(_summary_blocks(parts[:n]), text)
+    extends = shown is not None and 0 <= shown.parts <= len(parts) and shown.digest == digest(json.dumps(parts[: shown.parts]))
+    if shown is not None and shown.head == head and extends:
+        late = parts[shown.parts :]
+        text = "\n".join([LATE_SUMMARY_HEADING, *(_fenced(part) for part in late)]) if late else ""
+        return SummaryView(_summary_blocks(parts[: shown.parts]), text)
     new = SummaryShown(head=head, parts=len(parts), digest=digest(json.dumps(parts)))
-    return SummaryView(_summary_blocks(parts), "", None if shown == new else new)
+    rewritten = shown is not None and shown.parts > 0 and not extends
+    return SummaryView(_summary_blocks(parts), "", None if shown == new else new, rewritten)
