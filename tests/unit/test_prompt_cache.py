@@ -355,7 +355,8 @@ def test_rows_that_outgrow_their_room_compete_for_it_at_a_cut_and_the_snapshot_s
     assert agent_rows[0].split("|")[1] in kept.text and user_rows[0].split("|")[1] in kept.text  # the best of each section
     assert agent_rows[1].split("|")[1] in added.text or user_rows[1].split("|")[1] in added.text
     assert len(kept.text) // 4 + len(added.text) // 4 + len(cut.text) // 4 <= budget
-    # a block whose rows no longer win a place goes, and what follows it: the winners in one block
+    # a block whose rows the sections no longer show on the whole budget goes, and what follows
+    # it: the session's rows compete for the room in one block
     better = [f'agent|- "top{i}": "{"z" * 60}{i}"' for i in range(8)]
     ranked = session_memory(
         _view('agent|- "a": "1"', *better, *agent_rows, *user_rows),
@@ -365,6 +366,7 @@ def test_rows_that_outgrow_their_room_compete_for_it_at_a_cut_and_the_snapshot_s
         position=40,
         until_cut=1,
         summary_parts=2,
+        ranked=lambda: {'agent|- "a": "1"', *better, *user_rows},
     )
     [only] = ranked.added
     assert only.after == 2 and better[0].split("|")[1] in only.text and agent_rows[0].split("|")[1] not in only.text

@@ -101,6 +101,7 @@ class SessionConversation:
             idle_s=_idle_s(self.state.updated_at),
             deeper=memory.deeper,
             summary_rewritten=view.rewritten,
+            ranked=lambda: set(memory.fit(memory.budget_tokens).shown),
         )
         self.snapshot = shown.store.stored() if shown.store is not None else None
         after_words += [shown.delta] if shown.delta else []

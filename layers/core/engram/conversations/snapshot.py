@@ -182,6 +182,7 @@ def session_memory(
     idle_s: float | None = None,
     deeper: Callable[[], set[str]] | None = None,
     summary_rewritten: bool = False,
+    ranked: Callable[[], set[str]] | None = None,
 ) -> SessionMemory:
     """The memory of a session turn, `head` the digest of the history's first message, `position`
     how many messages the session has had (cut ones included), `until_cut` how many more it takes
@@ -189,7 +190,9 @@ def session_memory(
     system prompt shows, `idle_s` how long ago the session's last turn was, `deeper` the entries of
     the sections' deeper pages (read only when the snapshot cannot be rebuilt), `summary_rewritten`
     whether the summary's parts this turn shows replace those shown before (condensed): the blocks
-    added at cuts then move in front of it (`after` 0). See the module doc."""
+    added at cuts then move in front of it (`after` 0), `ranked` the entry lines the sections show
+    on the whole budget (a block added before is kept while its rows are among them; None: `view`'s).
+    See the module doc."""
     # Rebuilt from the rows this turn read: a row forgotten or changed since, or in a section whose
     # read failed, is not there, and the snapshot is taken again from what is. So it is after an
     # hour without a turn: nothing of the session is cached any more, so a fresh ranking is free.
@@ -224,20 +227,22 @@ def session_memory(
     if rows and estimate_tokens(_fenced_rows(ADDED_HEADING, rows)) <= room:
         added = (*added, _added_block(rows, summary_parts))
     elif rows:
-        # They outgrew their room: the rows stored during the session compete for it, the highest
-        # ranked of each section first. The blocks added before are kept while their rows still
-        # rank (the longest run of them, in the order shown, whose rows all win a place), so the
-        # cached prefix up to the first block dropped stays; the other winners go in one block
-        # after the summary. The snapshot stays.
+        # They outgrew their room. The blocks added before are kept while their rows still rank
+        # (the longest run of them, in the order shown, whose rows the sections still show on the
+        # whole budget and that fits the room), so the cached prefix up to the first block dropped
+        # stays; the session's other rows compete for what room is left, the highest ranked of
+        # each section first, in one block after the summary. The snapshot stays.
         during = _new_rows(view, set(snapshot.lines))
         limit = budget_tokens - estimate_tokens(snapshot.text) - coming
-        winners = _fit(during, limit, ADDED_HEADING)
-        won = {f"{label}|{line}" for label, lines in winners.items() for line in lines}
+        still = set(view.shown) if ranked is None else ranked()
         kept_blocks: list[AddedMemory] = []
         for block in _in_order(snapshot.added):
-            if not block.lines or not all(line in won for line in block.lines):
+            if not block.lines or not all(line in still for line in block.lines):
+                break
+            if sum(estimate_tokens(b.text) for b in [*kept_blocks, block]) > limit:
                 break
             kept_blocks.append(block)
+        winners = during
         taken = {line for block in kept_blocks for line in block.lines}
         others = {label: [ln for ln in lines if f"{label}|{ln}" not in taken] for label, lines in winners.items()}
         limit -= sum(estimate_tokens(block.text) for block in kept_blocks)
