@@ -41,6 +41,11 @@ first run led to the rule that rows outgrowing their room compete for it.
 `--held-out-2`: HISTORY_CAP 40 and 56 turns of a fourth (user facts on one turn in three), no
 heartbeat: written before that rule; its first run led to the sections' deeper page
 (docs/ARCHITECTURE.md has the figures of each run).
+`--long`: 80 turns of the third at the default HISTORY_CAP of 50, long enough for the summary to
+be condensed and the session's rows to outgrow their room more than once (issue 33's cuts).
+`--handover`: 72 turns of a fifth at the default cap (notes and services in runs, a fact now and
+then, lookups, long questions), written for issue 33 before its cut rules were changed and not
+used to choose them: the held-out figure of those rules.
 """
 
 from __future__ import annotations
@@ -328,6 +333,37 @@ def second_held_out_script(turns: int) -> list[str]:
     return lines
 
 
+def handover_script(turns: int) -> list[str]:
+    """A fifth conversation (`--handover`), written for issue 33 before the cut rules it measures
+    were changed, and not used to choose them: an on-call handover at the default cap, long enough
+    for the summary to be condensed; agent notes and workspace services in runs, a fact about the
+    user now and then, lookups, and questions of every length between them."""
+    clusters = ["ledger", "router", "cache", "mailer", "search", "billing"]
+    lines = []
+    for i in range(turns):
+        cluster = clusters[i % len(clusters)]
+        phase = i % 9
+        if phase == 0:
+            lines.append(
+                f"Note to self: incident {i} on the {cluster} cluster was mitigated by draining node {i % 7}; "
+                f"the postmortem is owned by team {i % 5} and due on day {i + 3}"
+            )
+        elif phase in (1, 2):
+            lines.append(f"Service hx{i}: {cluster} gateway shard {i % 4}, port {9600 + i}, owner team {i % 5}, pager rota B")
+        elif phase == 3:
+            lines.append(f"About me: this week I hand over the {cluster} pager at {8 + i % 9}:00 and I am on leave day {i}")
+        elif phase == 5:
+            lines.append(f"Which port does hx{i - 4}?")
+        elif phase == 7:
+            lines.append(
+                f"Walk me through what changed on the {cluster} cluster since the last handover, what is still open, "
+                f"who owns each open item, and what I should check first tomorrow morning before the {cluster} deploy."
+            )
+        else:
+            lines.append(f"Is anything about hx{i - phase + 1} worth flagging in the handover notes?")
+    return lines
+
+
 def mcp_server(tools: int) -> Any:
     """A real MCP server (the SDK's MCPServer on loopback) with `tools` tools of realistic size."""
     from mcp.server.mcpserver import MCPServer
@@ -371,6 +407,11 @@ CONVERSATIONS = {
     "held-out-2": Conversation(
         lambda: second_held_out_script(56), "40", label=", HISTORY_CAP 40, the second held-out conversation"
     ),
+    # Issue 33: 80 turns of the third conversation at the default cap of 50 (its first 60 turns were
+    # used to design the cut rules, at another cap; this length and cap were not), and a fifth
+    # conversation written before the issue's cut rules and held out from them.
+    "long": Conversation(lambda: held_out_script(80), label=", 80 turns of the third conversation at the default cap"),
+    "handover": Conversation(lambda: handover_script(72), label=", the handover conversation (held out)"),
 }
 
 
@@ -494,8 +535,13 @@ def _worker(deps: Any, settings: Any, held: list[dict[str, Any]] | None = None) 
     import boto3
 
     from engram.extraction.service import process_extraction_job
-    from engram.summaries.policy import SUMMARY_JOB
-    from engram.summaries.service import process_summary_job
+
+    try:
+        from engram.conversations.summaries.policy import SUMMARY_JOB
+        from engram.conversations.summaries.service import process_summary_job
+    except ImportError:  # before the summaries moved under conversations (issue 33)
+        from engram.summaries.policy import SUMMARY_JOB  # type: ignore[no-redef]
+        from engram.summaries.service import process_summary_job  # type: ignore[no-redef]
 
     sqs = boto3.client("sqs")
     done = [process_summary_job(deps, job) for job in held or []]
@@ -614,9 +660,12 @@ if __name__ == "__main__":
     played.add_argument("--other", action="store_true", help="HISTORY_CAP 36, 40 turns of another conversation")
     played.add_argument("--held-out", action="store_true", help="HISTORY_CAP 44, 60 turns of a third")
     played.add_argument("--held-out-2", action="store_true", help="HISTORY_CAP 40, 56 turns of a fourth")
+    played.add_argument("--long", action="store_true", help="80 turns of the third at the default cap")
+    played.add_argument("--handover", action="store_true", help="72 turns of a fifth, held out (issue 33)")
     parser.add_argument("--late-summary", action="store_true", help="each summary job one turn late")
     args = parser.parse_args()
-    chosen = next((name for name in ("other", "held-out", "held-out-2") if getattr(args, name.replace("-", "_"))), "main")
+    names = ("other", "held-out", "held-out-2", "long", "handover")
+    chosen = next((name for name in names if getattr(args, name.replace("-", "_"))), "main")
     # Without tools, then with 20 MCP tools (issue 27: they lead the request, sorted, so reuse holds).
     options: dict[str, Any] = {"conversation": chosen, "late_summary": args.late_summary}
     raise SystemExit(main(**options) | main(mcp_tools=20, **options))

@@ -4,14 +4,14 @@ from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, pro
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
+from engram.conversations.summaries.policy import SUMMARY_JOB
+from engram.conversations.summaries.service import process_summary_job
 from engram.engine.providers import preload
 from engram.extraction.service import process_extraction_job
 from engram.kernel.observability import logger, metrics, tracer
 from engram.kernel.settings import get_settings
 from engram.roots import extract
 from engram.roots.function import FunctionRoot
-from engram.summaries.policy import SUMMARY_JOB
-from engram.summaries.service import process_summary_job
 
 ROOT = FunctionRoot(extract.build)
 preload(get_settings())  # the model SDK in init, not in the first request (bench/cold_start.py)

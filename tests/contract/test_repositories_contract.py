@@ -11,7 +11,7 @@ import pytest
 from engram.agents.models import Agent, Workspace
 from engram.aws.table import ConditionFailed
 from engram.cards.models import CardType
-from engram.conversations.models import Session
+from engram.conversations.models import RunningSummary, Session
 from engram.extraction.models import AlreadyExtracted, Claim, ExtractionBusy, LeaseLost, RowsChanged, RowWrite
 from engram.facts.models import Fact
 from engram.kernel.errors import BadRequest, Conflict, NotFound, SessionBusy
@@ -309,8 +309,10 @@ def test_sessions_page_with_tokens(stores):
 
 def test_one_lease_at_a_time_released_only_by_its_owner(stores):
     _agent(stores)
-    item = stores.sessions.acquire_lease(T, "ag_1", "dashboard", "run_1", 60)
-    assert item["leaseOwner"] == "run_1" and item["leaseUntil"] > 0 and item["agentId"] == "ag_1"
+    state = stores.sessions.acquire_lease(T, "ag_1", "dashboard", "run_1", 60)
+    item = stores.sessions.get(T, "ag_1", "dashboard")
+    assert state.lease_owner == "run_1" and state == stores.sessions.state(T, "ag_1", "dashboard")
+    assert item is not None and item["leaseOwner"] == "run_1" and item["leaseUntil"] > 0 and item["agentId"] == "ag_1"
     with pytest.raises(SessionBusy):
         stores.sessions.acquire_lease(T, "ag_1", "dashboard", "run_2", 60)
     with pytest.raises(SessionBusy) as err:
@@ -323,18 +325,18 @@ def test_one_lease_at_a_time_released_only_by_its_owner(stores):
     released = stores.sessions.get(T, "ag_1", "dashboard")
     assert released is not None and "leaseOwner" not in released and "leaseUntil" not in released
     stores.sessions.release_lease(T, "ag_1", "dashboard", "run_1")  # twice is fine
-    assert stores.sessions.wait_for_lease(T, "ag_1", "dashboard", "run_2", 60, 0, "busy")["leaseOwner"] == "run_2"
+    assert stores.sessions.wait_for_lease(T, "ag_1", "dashboard", "run_2", 60, 0, "busy").lease_owner == "run_2"
     with pytest.raises(NotFound):
         stores.sessions.acquire_lease(T, "ag_1", "missing", "run_1", 60)
     with pytest.raises(NotFound):
         stores.sessions.acquire_lease(T2, "ag_1", "dashboard", "run_1", 60)
-    assert stores.sessions.get(T, "ag_1", "missing") is None
+    assert stores.sessions.get(T, "ag_1", "missing") is None and stores.sessions.state(T, "ag_1", "missing") is None
 
 
 def test_an_expired_lease_can_be_taken_over(stores):
     _agent(stores)
     stores.sessions.acquire_lease(T, "ag_1", "dashboard", "run_1", -10)  # ran out already
-    assert stores.sessions.acquire_lease(T, "ag_1", "dashboard", "run_2", 60)["leaseOwner"] == "run_2"
+    assert stores.sessions.acquire_lease(T, "ag_1", "dashboard", "run_2", 60).lease_owner == "run_2"
     stores.sessions.release_lease(T, "ag_1", "dashboard", "run_1")  # the old owner's release is a no-op
     assert (stores.sessions.get(T, "ag_1", "dashboard") or {})["leaseOwner"] == "run_2"
 
@@ -354,6 +356,28 @@ def test_a_session_is_deleted_only_when_free(stores):
     with pytest.raises(NotFound):
         stores.sessions.delete(T2, "ag_1", "dashboard")
     assert stores.sessions.get(T, "ag_1", "dashboard") is not None
+
+
+def test_the_running_summary_is_stored_over_the_one_read_and_read_back_typed(stores):
+    _agent(stores)
+    _session(stores, "s1")
+    first = RunningSummary("a said x\nb did y", (2,), through=6, updated_at="2026-01-01T00:00:00Z", model="m")
+    assert stores.sessions.store_summary(T, "ag_1", "s1", first, was=None, reset_at=None)
+    state = stores.sessions.state(T, "ag_1", "s1")
+    assert state is not None and state.summary == first and state.summarised_through == 6
+    # another job got there first: the summary it read is not the one stored
+    second = RunningSummary("a said x\nb did y\nc found z", (2, 1), through=9, updated_at="2026-01-01T00:01:00Z", model="m")
+    assert not stores.sessions.store_summary(T, "ag_1", "s1", second, was=None, reset_at=None)
+    assert stores.sessions.store_summary(T, "ag_1", "s1", second, was=first, reset_at=None)
+    assert not stores.sessions.store_summary(T, "ag_1", "s1", first, was=first, reset_at=None)
+    # an Active Memory reset since the job read the session: refused; the reset drops the summary
+    # and nothing cut before it is summarised again
+    _session(stores, "s2", trimmed_count=14)
+    stores.sessions.reset_context(T, "ag_1", "s2", wait_s=0)
+    assert not stores.sessions.store_summary(T, "ag_1", "s2", first, was=None, reset_at=None)
+    reset = stores.sessions.state(T, "ag_1", "s2")
+    assert reset is not None and reset.summary is None and reset.summarised_through == 14 and reset.last_reset_at
+    assert stores.sessions.store_summary(T, "ag_1", "s2", second, was=None, reset_at=reset.last_reset_at)
 
 
 def test_reset_context_starts_after_the_current_messages(stores):

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from engram.engine.prompt import ADDED_HEADING
+from engram.conversations.snapshot import ADDED_HEADING
 from engram.kernel.ids import tenant_key
 from tests.fakes import claude
 

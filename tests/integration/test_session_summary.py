@@ -6,10 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from engram.engine.prompt import SUMMARY_HEADING
+from engram.conversations.summaries.service import SUMMARY_TOOL
+from engram.conversations.summaries.view import SUMMARY_HEADING
 from engram.engine.providers.offline import SUMMARY_LABEL
 from engram.engine.trim import sequence_problems
-from engram.summaries.service import SUMMARY_TOOL
 from local.workers import Workers
 
 FENCE = '<memory scope="summary">'
@@ -198,7 +198,7 @@ def test_a_heartbeat_with_active_memory_shares_the_summary_and_a_reset_drops_it(
 
 
 def test_tool_results_are_summarised_as_data_and_the_summary_stays_bounded(stack):
-    from engram.summaries.service import SUMMARY_MAX_TOKENS
+    from engram.conversations.summaries.service import SUMMARY_MAX_TOKENS
 
     stack.deps.settings = stack.deps.settings.model_copy(update={"history_cap": 4})
     agent = stack.agent()

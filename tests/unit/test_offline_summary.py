@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from engram.conversations.summaries.service import SUMMARY_TOOL, condense_request, fold_request, parse_summary, tool_spec
 from engram.engine.providers.offline import SUMMARY_LABEL, OfflineProvider
-from engram.summaries.service import SUMMARY_TOOL, condense_request, fold_request, parse_summary, tool_spec
 
 CUT = [
     {"role": "user", "content": [{"type": "text", "text": "Our build is slow. Can you look at it?"}]},

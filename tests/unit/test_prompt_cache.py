@@ -8,6 +8,9 @@ from datetime import timedelta
 import pytest
 
 from engram.agents.models import Agent
+from engram.conversations.context import session_context
+from engram.conversations.models import RunningSummary, StoredSnapshot
+from engram.conversations.snapshot import ADDED_HEADING, session_memory
 from engram.engine.cache import (
     DEFAULT_MIN_TOKENS,
     CachePolicy,
@@ -16,7 +19,7 @@ from engram.engine.cache import (
     min_cacheable_tokens,
 )
 from engram.engine.pricing import cost_usd, usage_of
-from engram.engine.prompt import ADDED_HEADING, DELTA_HEADING, MemoryView, session_context, session_memory
+from engram.engine.prompt import DELTA_HEADING, MemoryView
 from engram.engine.providers.anthropic_provider import BedrockProvider
 from engram.engine.trim import trim_in_steps
 from engram.kernel.settings import Settings
@@ -118,18 +121,21 @@ def test_the_summarys_last_block_is_marked_and_in_a_tool_round_the_earliest_mark
 
 
 def test_the_summary_renders_one_fenced_block_for_each_fold():
-    from engram.engine.prompt import SUMMARY_HEADING, render_summary
+    from engram.conversations.summaries.view import SUMMARY_HEADING, render_summary
 
-    one = render_summary({"text": "a said x\nb did y", "parts": [2]})
-    two = render_summary({"text": "a said x\nb did y\nc found z", "parts": [2, 1]})
+    one = render_summary(RunningSummary.of({"text": "a said x\nb did y", "parts": [2]}))
+    two = render_summary(RunningSummary.of({"text": "a said x\nb did y\nc found z", "parts": [2, 1]}))
     assert len(one) == 1 and one[0].startswith(SUMMARY_HEADING)
     # a fold appended: the earlier block stays byte for byte, the new lines are a fence of their own
     assert two[0] == one[0] and two[1] == '<memory scope="summary">\n- "c found z"\n</memory>'
     # parts that do not add up (or none, as stored before folds were counted): one block
-    assert render_summary({"text": "a said x\nb did y\nc found z", "parts": [2]}) == render_summary(
-        {"text": "a said x\nb did y\nc found z"}
+    assert render_summary(RunningSummary.of({"text": "a said x\nb did y\nc found z", "parts": [2]})) == render_summary(
+        RunningSummary.of({"text": "a said x\nb did y\nc found z"})
     )
-    assert len(render_summary({"text": "a\nb\nc"})) == 1 and render_summary({"text": " "}) == [] == render_summary(None)
+    assert render_summary(RunningSummary.of({"text": "a\nb", "parts": ["1", 1]})) == render_summary(RunningSummary("a\nb"))
+    assert len(render_summary(RunningSummary.of({"text": "a\nb\nc"}))) == 1 and render_summary(
+        RunningSummary.of({"text": " "})
+    ) == [] == render_summary(None)
 
 
 @pytest.mark.parametrize(
@@ -248,7 +254,7 @@ def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_n
     assert snapshot is not None
     stored = snapshot.stored()
     # the session row holds digests and a template, none of the stored text
-    assert '"1"' not in json.dumps(stored) and "tea" not in json.dumps(stored)
+    assert '"1"' not in json.dumps(stored.item()) and "tea" not in json.dumps(stored.item())
     # a row stored since: same system text, the row shown after it
     grown = _view('agent|- "a": "1"', 'agent|- "b": "2"', 'user|- "tea" (fact f_1)')
     memory = session_memory(grown, stored, "h1", budget_tokens=2_000)
@@ -258,9 +264,9 @@ def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_n
     memory = session_memory(_view('agent|- "a": "1"'), stored, "h1", budget_tokens=2_000)
     assert memory.store is not None and "tea" not in memory.text
     # a snapshot stored as text (before digests) is taken again, and stored without its text
-    legacy = {"text": snapshot.text, "lines": snapshot.lines, "head": "h1"}
+    legacy = StoredSnapshot.of({"text": snapshot.text, "lines": snapshot.lines, "head": "h1"})
     again = session_memory(old, legacy, "h1", budget_tokens=2_000).store
-    assert again is not None and "tea" not in json.dumps(again.stored())
+    assert again is not None and "tea" not in json.dumps(again.stored().item())
     # a forgotten row: taken again, without it
     memory = session_memory(_view('agent|- "a": "1"'), stored, "h1", budget_tokens=2_000)
     assert memory.store is not None and "tea" not in memory.text and memory.delta == ""
@@ -292,7 +298,7 @@ def test_memory_added_at_cuts_stays_byte_identical_in_order_until_a_row_of_it_is
     one = _view('agent|- "a": "1"', 'agent|- "b": "beta"')
     first = session_memory(one, stored, "h2", budget_tokens=2_000, position=30, until_cut=20, summary_parts=2)
     stored = first.store.stored()
-    assert "beta" not in json.dumps(stored)  # digests and a template only
+    assert "beta" not in json.dumps(stored.item())  # digests and a template only
     # turns between cuts: the same blocks, byte for byte; a row stored since follows the user's words
     two = _view('agent|- "a": "1"', 'agent|- "b": "beta"', 'user|- "tea" (fact f_1)')
     between = session_memory(two, stored, "h2", budget_tokens=2_000, position=40, until_cut=20, summary_parts=2)
@@ -337,38 +343,105 @@ def test_rows_that_outgrow_their_room_compete_for_it_at_a_cut_and_the_snapshot_s
     assert agent_rows[1].split("|")[1] in between.delta and user_rows[1].split("|")[1] in between.delta
     assert agent_rows[3].split("|")[1] not in between.delta
     # the next cut: they no longer fit beside the first block, so the session's rows compete for
-    # the room in one block after the summary's parts; the snapshot text is unchanged
+    # the room; the first block's rows (the best of each section) still win theirs, so it stays
+    # byte for byte, and the next best follow in one block after the summary's parts; the
+    # snapshot text is unchanged
     cut = session_memory(view, first.store.stored(), "h3", budget_tokens=budget, position=40, until_cut=1, summary_parts=2)
     assert cut.text == first.text and cut.store is not None and cut.store.text == first.store.text
-    [added] = cut.added
-    block = added.text
-    assert added.after == 2 and block.startswith(ADDED_HEADING)
-    assert agent_rows[0].split("|")[1] in block and user_rows[0].split("|")[1] in block  # the best of each section
-    assert len(block) // 4 + len(cut.text) // 4 <= budget
+    kept, added = cut.added
+    assert kept == first.added[0]
+    block = kept.text + added.text
+    assert added.after == 2 and added.text.startswith(ADDED_HEADING)
+    assert agent_rows[0].split("|")[1] in kept.text and user_rows[0].split("|")[1] in kept.text  # the best of each section
+    assert agent_rows[1].split("|")[1] in added.text or user_rows[1].split("|")[1] in added.text
+    assert len(kept.text) // 4 + len(added.text) // 4 + len(cut.text) // 4 <= budget
+    # a block whose rows the sections no longer show on the whole budget goes, and what follows
+    # it: the session's rows compete for the room in one block
+    better = [f'agent|- "top{i}": "{"z" * 60}{i}"' for i in range(8)]
+    ranked = session_memory(
+        _view('agent|- "a": "1"', *better, *agent_rows, *user_rows),
+        first.store.stored(),
+        "h3",
+        budget_tokens=budget,
+        position=40,
+        until_cut=1,
+        summary_parts=2,
+        ranked=lambda: {'agent|- "a": "1"', *better, *user_rows},
+    )
+    [only] = ranked.added
+    assert only.after == 2 and better[0].split("|")[1] in only.text and agent_rows[0].split("|")[1] not in only.text
     # what the block left out follows the user's words while the room lasts, never both
     for entry in [*agent_rows, *user_rows]:
         assert not (entry.split("|")[1] in block and entry.split("|")[1] in cut.delta)
 
 
 def test_a_fold_landing_after_the_cut_turn_waits_after_the_users_words_until_the_next_cut():
-    from engram.engine.prompt import LATE_SUMMARY_HEADING, render_summary, session_summary
+    from engram.conversations.summaries.view import LATE_SUMMARY_HEADING, render_summary, session_summary
 
-    before = {"text": "a said x\nb did y", "parts": [2]}
-    landed = {"text": "a said x\nb did y\nc found z", "parts": [2, 1]}
+    before = RunningSummary("a said x\nb did y", (2,))
+    landed = RunningSummary("a said x\nb did y\nc found z", (2, 1))
     # the cut turn (a new first message) sends the summary as it is, and says what it sent
     cut = session_summary(before, None, "h2")
     assert cut.system == render_summary(before) and cut.late == "" and cut.shown is not None
-    assert "a said x" not in json.dumps(cut.shown)  # digests, never the text
+    assert "a said x" not in json.dumps(cut.shown.item())  # digests, never the text
     # the fold lands before the next turn: the system blocks stay, the new part follows the user's words
     late = session_summary(landed, cut.shown, "h2")
     assert late.system == cut.system and late.shown is None
     assert late.late.startswith(LATE_SUMMARY_HEADING) and '- "c found z"' in late.late and "a said x" not in late.late
     # the next cut sends all of it in the system prompt
     nxt = session_summary(landed, cut.shown, "h3")
-    assert nxt.system == render_summary(landed) and nxt.late == "" and nxt.shown["parts"] == 2
+    assert nxt.system == render_summary(landed) and nxt.late == "" and nxt.shown.parts == 2
     # nothing changed: nothing to store
     assert session_summary(landed, nxt.shown, "h3") == type(nxt)(nxt.system)
     # condensed since (the parts sent cannot be rebuilt): sent as it is now
-    condensed = {"text": "all of it, shorter", "parts": [1]}
+    condensed = RunningSummary("all of it, shorter", (1,))
     again = session_summary(condensed, cut.shown, "h2")
-    assert again.system == render_summary(condensed) and again.late == "" and again.shown["parts"] == 1
+    assert again.system == render_summary(condensed) and again.late == "" and again.shown.parts == 1
+
+
+def test_a_summary_written_anew_leaves_the_memory_blocks_in_front_of_it_and_cached():
+    from engram.conversations.summaries.view import session_summary
+
+    start = _view('agent|- "a": "1"')
+    stored = session_memory(start, None, "h1", budget_tokens=2_000).store.stored()
+    one = _view('agent|- "a": "1"', 'agent|- "b": "beta"')
+    first = session_memory(one, stored, "h2", budget_tokens=2_000, position=30, until_cut=20, summary_parts=1)
+    two = _view('agent|- "a": "1"', 'agent|- "b": "beta"', 'user|- "tea" (fact f_1)')
+    second = session_memory(two, first.store.stored(), "h3", budget_tokens=2_000, position=56, until_cut=20, summary_parts=2)
+    assert [b.after for b in second.added] == [1, 2]
+    assert session_context(["S0", "S1"], second.added) == ["S0", second.added[0].text, "S1", second.added[1].text]
+    # the summary grew by a fold: its blocks extend those shown; condensed: they replace them
+    parts = RunningSummary("x\ny", (1, 1))
+    shown = session_summary(parts, None, "h3").shown
+    assert not session_summary(RunningSummary("x\ny\nz", (1, 1, 1)), shown, "h4").rewritten
+    condensed = session_summary(RunningSummary("xy, shorter"), shown, "h4")
+    assert condensed.rewritten and condensed.shown is not None
+    # at the cut that shows the condensed summary, the memory blocks move in front of it, in their
+    # order, and a block of the rows stored since follows it
+    three = _view('agent|- "a": "1"', 'agent|- "b": "beta"', 'user|- "tea" (fact f_1)', 'agent|- "c": "gamma"')
+    moved = session_memory(
+        three,
+        second.store.stored(),
+        "h4",
+        budget_tokens=2_000,
+        position=80,
+        until_cut=20,
+        summary_parts=1,
+        summary_rewritten=True,
+    )
+    assert [(b.text, b.after) for b in moved.added[:2]] == [(b.text, 0) for b in second.added]
+    assert moved.added[2].after == 1 and '"gamma"' in moved.added[2].text
+    blocks = session_context(["C"], moved.added)
+    assert blocks == [second.added[0].text, second.added[1].text, "C", moved.added[2].text]
+    # the next rewrite of the summary leaves them where they are, byte for byte
+    again = session_memory(
+        three,
+        moved.store.stored(),
+        "h5",
+        budget_tokens=2_000,
+        position=100,
+        until_cut=20,
+        summary_parts=1,
+        summary_rewritten=True,
+    )
+    assert session_context(["C2"], again.added)[:3] == blocks[:2] + [moved.added[2].text]

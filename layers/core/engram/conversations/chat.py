@@ -16,7 +16,6 @@ from engram.kernel.observability import logger
 from engram.recall.policy import ArchivePolicy
 from engram.runs.models import Run
 from engram.runs.service import unqueued
-from engram.summaries.policy import SummaryPolicy
 from engram.wiring.model import ModelDeps
 
 CLIENT_TURN_TTL_S = 24 * 3600  # a clientTurnId names one turn for a day
@@ -97,13 +96,13 @@ def ensure_session(deps: ModelDeps, tenant: str, agent_id: str, session_id: str)
 
 
 def turn_policies(deps: ModelDeps) -> list[TurnPolicy]:
-    """What every turn of an agent gets: its result card, the conversation archive, extraction,
-    the running summary of what the history cap cuts."""
+    """What every turn of an agent gets: its result card, the conversation archive, extraction
+    (the running summary of what the history cap cuts is the session's conversation's:
+    conversations.context)."""
     return [
         CardPolicy(deps),
         ArchivePolicy(deps.archive),
         ExtractionPolicy(deps.queues),
-        SummaryPolicy(deps.queues),
     ]
 
 

@@ -1,7 +1,8 @@
 """Sessions and the messages that start turns."""
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
@@ -91,3 +92,209 @@ class History:
     # are the same in every version.
     cut: list[Any] = field(default_factory=list)
     cut_from: int = 0
+
+
+# --- a session's state as a turn and the summary worker read and write it -----------------------
+
+
+def _int(value: object) -> int:
+    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+
+
+def _str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+@dataclass(frozen=True)
+class RunningSummary:
+    """The running summary of what the history cap cut (CM8), as the session row keeps it: its
+    text, how many lines each fold appended (`parts`; the prompt shows each as a block of its own),
+    how many of the cut messages it covers (`through`), when and by which model it was written."""
+
+    text: str
+    parts: tuple[int, ...] = ()
+    through: int = 0
+    updated_at: str = ""
+    model: str = ""
+
+    @classmethod
+    def of(cls, value: object) -> "RunningSummary | None":
+        if not isinstance(value, dict):
+            return None
+        parts = value.get("parts")
+        counts = tuple(n for n in parts if isinstance(n, int)) if isinstance(parts, list) else ()
+        return cls(
+            text=_str(value.get("text")) or "",
+            # parts that are not counts of lines read as none: the summary is then one part
+            parts=counts if isinstance(parts, list) and len(counts) == len(parts) else (),
+            through=_int(value.get("through")),
+            updated_at=_str(value.get("updatedAt")) or "",
+            model=_str(value.get("model")) or "",
+        )
+
+    def item(self) -> dict[str, object]:
+        return {
+            "text": self.text,
+            "parts": list(self.parts),
+            "through": self.through,
+            "updatedAt": self.updated_at,
+            "model": self.model,
+        }
+
+
+@dataclass(frozen=True)
+class SummaryShown:
+    """Which of the summary's parts the system prompt shows since the history's first message
+    (`head`, its digest) was first sent: how many, and their digest (no text)."""
+
+    head: str
+    parts: int
+    digest: str
+
+    @classmethod
+    def of(cls, value: object) -> "SummaryShown | None":
+        if not isinstance(value, dict) or not isinstance(value.get("parts"), int):
+            return None
+        return cls(head=str(value.get("head", "")), parts=value["parts"], digest=str(value.get("digest", "")))
+
+    def item(self) -> dict[str, object]:
+        return {"head": self.head, "parts": self.parts, "digest": self.digest}
+
+
+@dataclass(frozen=True)
+class StoredBlock:
+    """A block of memory text as a session row keeps it: the text with each entry line replaced by
+    a slot, and each entry's digest (never the stored text); `after`: for a block added at a cut,
+    how many of the running summary's parts precede it."""
+
+    template: str
+    digests: tuple[str, ...]
+    after: int | None = None
+
+    @classmethod
+    def of(cls, value: object) -> "StoredBlock | None":
+        if not isinstance(value, dict) or not isinstance(value.get("template"), str):
+            return None  # none, or one stored as text before digests: taken again
+        after = value.get("after")
+        return cls(
+            value["template"], tuple(str(d) for d in value.get("digests") or []), after if isinstance(after, int) else None
+        )
+
+    def item(self) -> dict[str, object]:
+        return {
+            "template": self.template,
+            "digests": list(self.digests),
+            **({"after": self.after} if self.after is not None else {}),
+        }
+
+
+@dataclass(frozen=True)
+class StoredSnapshot:
+    """The memory snapshot a session's context started with (conversations.snapshot), as stored:
+    its block, the digest of the history's first message it was sent with (`head`), how many
+    messages the session had had when it was taken (`at`), and the blocks added at cuts."""
+
+    block: StoredBlock
+    head: str = ""
+    at: int = 0
+    added: tuple[StoredBlock, ...] = ()
+
+    @classmethod
+    def of(cls, value: object) -> "StoredSnapshot | None":
+        block = StoredBlock.of(value)
+        if block is None or not isinstance(value, dict):
+            return None
+        added = [StoredBlock.of(b) for b in value.get("added") or []]
+        if any(b is None or b.after is None for b in added):
+            return None
+        return cls(
+            StoredBlock(block.template, block.digests),
+            str(value.get("head", "")),
+            _int(value.get("at")),
+            tuple(b for b in added if b),
+        )
+
+    def item(self) -> dict[str, object]:
+        added = [b.item() for b in self.added]
+        return {**self.block.item(), "head": self.head, "at": self.at, **({"added": added} if added else {})}
+
+
+@dataclass(frozen=True)
+class SessionState:
+    """A session row as a turn, the summary worker and the Active Memory panel read it: counters,
+    the lease, the running summary, the memory snapshot and what the prompt shows of them. The
+    rules about them are here (`summarised_through`), written once."""
+
+    revision: int = 0
+    message_count: int = 0
+    trimmed_count: int = 0  # messages the history cap cut so far (CM8)
+    context_from: int = 0  # Active Memory reset: the model's context starts at this message
+    summary_from: int = 0  # cut messages before this one (an Active Memory reset) are never summarised
+    last_run_id: str | None = None  # the run whose commit the transcript reflects
+    title: str = ""
+    updated_at: str | None = None
+    last_reset_at: str | None = None
+    lease_owner: str | None = None
+    summary: RunningSummary | None = None
+    summary_shown: SummaryShown | None = None
+    memory_snapshot: StoredSnapshot | None = None
+    counters: Mapping[str, int] = field(default_factory=dict)  # runsSinceReset, revisionAtReset, ...
+
+    # the Active Memory panel's counters (runs.active_memory), which a turn plan may count up
+    COUNTERS: ClassVar[tuple[str, ...]] = ("runsSinceReset", "revisionAtReset")
+
+    @classmethod
+    def of(cls, item: Mapping[str, object]) -> "SessionState":
+        return cls(
+            revision=_int(item.get("revision")),
+            message_count=_int(item.get("messageCount")),
+            trimmed_count=_int(item.get("trimmedCount")),
+            context_from=_int(item.get("contextFrom")),
+            summary_from=_int(item.get("summaryFrom")),
+            last_run_id=_str(item.get("lastRunId")),
+            title=_str(item.get("title")) or "",
+            updated_at=_str(item.get("updatedAt")),
+            last_reset_at=_str(item.get("lastResetAt")),
+            lease_owner=_str(item.get("leaseOwner")),
+            summary=RunningSummary.of(item.get("summary")),
+            summary_shown=SummaryShown.of(item.get("summaryShown")),
+            memory_snapshot=StoredSnapshot.of(item.get("memorySnapshot")),
+            counters={name: _int(item.get(name)) for name in cls.COUNTERS},
+        )
+
+    @property
+    def summarised_through(self) -> int:
+        """How many of the cut messages need no summary: those the summary covers, and those cut
+        before the last Active Memory reset (never summarised)."""
+        return max(self.summary.through if self.summary else 0, self.summary_from)
+
+
+@dataclass(frozen=True)
+class SessionChanges:
+    """What a successful turn's commit writes on its session row (with the lease's release)."""
+
+    revision: int
+    last_run_id: str
+    message_count: int
+    trimmed_count: int | None = None  # set when the turn cut messages
+    context_from: int | None = None  # set when an Active Memory reset's start moved with a cut
+    memory_snapshot: StoredSnapshot | None = None  # None: unchanged
+    summary_shown: SummaryShown | None = None  # None: unchanged
+    title: str | None = None  # None: unchanged
+    counters: Mapping[str, int] = field(default_factory=dict)
+
+    def attributes(self) -> dict[str, object]:
+        """The session row's attributes these changes set (conversations.repository.commit_op)."""
+        out: dict[str, object] = {"revision": self.revision, "messageCount": self.message_count, "lastRunId": self.last_run_id}
+        if self.trimmed_count is not None:
+            out["trimmedCount"] = self.trimmed_count
+        if self.context_from is not None:
+            out["contextFrom"] = self.context_from
+        out.update(self.counters)
+        if self.memory_snapshot is not None:
+            out["memorySnapshot"] = self.memory_snapshot.item()
+        if self.summary_shown is not None:
+            out["summaryShown"] = self.summary_shown.item()
+        if self.title is not None:
+            out["title"] = self.title
+        return out

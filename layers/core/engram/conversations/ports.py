@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any, Protocol
 
-from engram.conversations.models import History, Session
+from engram.conversations.models import History, RunningSummary, Session, SessionState
 
 
 class Sessions(Protocol):
@@ -23,19 +23,23 @@ class Sessions(Protocol):
 
     def get(self, tenant: str, agent_id: str, session_id: str) -> dict[str, Any] | None: ...
 
+    def state(self, tenant: str, agent_id: str, session_id: str) -> SessionState | None:
+        """The session row as a turn and the summary worker read it; None when there is none."""
+        ...
+
     def page(self, tenant: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Session], str | None]: ...
 
     def delete(self, tenant: str, agent_id: str, session_id: str) -> None:
         """Refused while a turn holds the session, so a running turn cannot resurrect it."""
         ...
 
-    def acquire_lease(self, tenant: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> dict[str, object]:
-        """Takes the session for one turn (or run, or reset); returns the session item."""
+    def acquire_lease(self, tenant: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> SessionState:
+        """Takes the session for one turn (or run, or reset); returns its state."""
         ...
 
     def wait_for_lease(
         self, tenant: str, agent_id: str, session_id: str, owner: str, ttl_s: float, wait_s: float, busy_message: str
-    ) -> dict[str, object]:
+    ) -> SessionState:
         """acquire_lease, waiting up to `wait_s` (with backoff) while another turn, run or reset
         holds the session; then SessionBusy with `busy_message`."""
         ...
@@ -58,10 +62,10 @@ class Sessions(Protocol):
         tenant: str,
         agent_id: str,
         session_id: str,
-        summary: dict[str, object],
+        summary: RunningSummary,
         *,
-        was: dict[str, object] | None,
-        reset_at: object,
+        was: RunningSummary | None,
+        reset_at: str | None,
     ) -> bool:
         """Sets the session's running summary (CM8) if it is still `was` (the summary the worker
         read, None for none) and no Active Memory reset happened since `reset_at`; False if not."""

@@ -8,7 +8,7 @@ from typing import Any
 
 from engram.aws import keys, quotas
 from engram.aws.table import ConditionFailed, Table, backoff
-from engram.conversations.models import Session
+from engram.conversations.models import RunningSummary, Session, SessionState
 from engram.kernel.errors import Conflict, NotFound, SessionBusy
 from engram.kernel.ids import DASHBOARD, new_id
 from engram.kernel.model import now_iso
@@ -58,6 +58,10 @@ class SessionRepository:
     def get(self, tenant: str, agent_id: str, session_id: str) -> dict[str, object] | None:
         return self.table.get(keys.agent_pk(tenant, agent_id), keys.session_sk(session_id))
 
+    def state(self, tenant: str, agent_id: str, session_id: str) -> SessionState | None:
+        item = self.get(tenant, agent_id, session_id)
+        return None if item is None else SessionState.of(item)
+
     def page(self, tenant: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Session], str | None]:
         items, nxt = self.table.query(keys.agent_pk(tenant, agent_id), sk_prefix="SESSION#", limit=limit, token=token)
         return [Session.model_validate(i) for i in items], nxt
@@ -75,11 +79,11 @@ class SessionRepository:
             raise NotFound("session not found", field="sessionId") from None
 
     # --- the lease ------------------------------------------------------------------------------
-    def acquire_lease(self, tenant: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> dict[str, object]:
-        """Takes the session for one turn (or run, or reset); returns the session item."""
+    def acquire_lease(self, tenant: str, agent_id: str, session_id: str, owner: str, ttl_s: float) -> SessionState:
+        """Takes the session for one turn (or run, or reset); returns its state."""
         now = _now()
         try:
-            return self.table.update(
+            item = self.table.update(
                 keys.agent_pk(tenant, agent_id),
                 keys.session_sk(session_id),
                 "SET leaseOwner = :run, leaseUntil = :until",
@@ -91,10 +95,11 @@ class SessionRepository:
             if err.item:
                 raise SessionBusy("another turn is running on this session", field="sessionId") from None
             raise NotFound("session not found", field="sessionId") from None
+        return SessionState.of(item)
 
     def wait_for_lease(
         self, tenant: str, agent_id: str, session_id: str, owner: str, ttl_s: float, wait_s: float, busy_message: str
-    ) -> dict[str, object]:
+    ) -> SessionState:
         """acquire_lease, waiting up to `wait_s` (with backoff) while another turn, run or reset
         holds the session; then SessionBusy with `busy_message`."""
         give_up = time.monotonic() + wait_s
@@ -155,21 +160,21 @@ class SessionRepository:
         tenant: str,
         agent_id: str,
         session_id: str,
-        summary: Mapping[str, object],
+        summary: RunningSummary,
         *,
-        was: Mapping[str, object] | None,
-        reset_at: object,
+        was: RunningSummary | None,
+        reset_at: str | None,
     ) -> bool:
         """Sets the session's running summary (CM8) if it is still `was` (the summary the worker
         read, None for none) and no Active Memory reset happened since `reset_at`; False if not.
         No lease: a turn's commit never writes the summary, so the two cannot overwrite each other."""
         conditions = ["attribute_exists(PK)"]
-        values: dict[str, Any] = {":summary": summary}
+        values: dict[str, Any] = {":summary": summary.item()}
         if was is None:
             conditions.append("attribute_not_exists(summary)")
         else:
             conditions.append("summary.through = :through AND summary.updatedAt = :updated")
-            values |= {":through": was.get("through", 0), ":updated": was.get("updatedAt", "")}
+            values |= {":through": was.through, ":updated": was.updated_at}
         if reset_at is None:
             conditions.append("attribute_not_exists(lastResetAt)")
         else:

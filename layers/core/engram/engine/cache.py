@@ -9,9 +9,9 @@ where the prefix is long enough (`min_cacheable_tokens`, by model family, with a
 default for ids it does not know). Candidates, in request order:
 
 1. the persona block (tools + persona: the same for every turn of the agent);
-2. the memory block (the session's memory snapshot, engine.prompt);
+2. the memory block (the session's memory snapshot, conversations.snapshot);
 3. the last of the session's blocks after the memory (the running summary's folds, CM8, and the
-   memory added at cuts; engine.prompt.session_context): the end of what a cut leaves in place. A
+   memory added at cuts; conversations.context.session_context): the end of what a cut leaves in place. A
    cut changes the history's first message; the summary gains a fold there and the memory stored
    since a block, each a block of its own after the earlier ones, and the API finds the entry
    this marker wrote before the cut at the earlier blocks' end (it looks back up to 20 blocks

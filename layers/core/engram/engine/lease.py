@@ -18,6 +18,8 @@ from engram.aws.deadline import within
 from engram.conversations.ports import Sessions
 from engram.kernel.observability import logger
 
+_RELEASE_TRIES = 3  # a release refused by a short outage is tried again within the grace
+
 
 class LeaseKeeper:
     """Renews one owner's lease every `ttl_s / 3` seconds until `stop()` (or until it is lost)."""
@@ -46,3 +48,21 @@ class LeaseKeeper:
                         return  # not ours any more: the commit, conditional on it, will say so
             except Exception:
                 logger.warning("could not renew the session lease; it expires unless a later renewal lands", exc_info=True)
+
+
+def release_quietly(sessions: Sessions, tenant: str, agent_id: str, session_id: str, run_id: str, *, grace_s: float) -> None:
+    """Frees a lease this turn took, tried again if refused (best-effort: it expires on its own
+    within SESSION_LEASE_SECONDS), with a short bound of its own: it runs when the turn's
+    deadline may have passed already."""
+    give_up = time.monotonic() + grace_s
+    for attempt in range(_RELEASE_TRIES):
+        try:
+            with within(give_up):
+                sessions.release_lease(tenant, agent_id, session_id, run_id)
+            return
+        except Exception:
+            logger.warning("could not release the session lease", extra={"run_id": run_id, "attempt": attempt + 1}, exc_info=True)
+        pause = 0.1 * 3**attempt
+        if time.monotonic() + pause >= give_up:
+            return
+        time.sleep(pause)

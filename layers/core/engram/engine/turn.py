@@ -13,36 +13,29 @@ then the after-commit hooks (the extraction job: one SQS send) once the reply is
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from concurrent.futures import Future
-from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol
 
 from engram.agents.models import Agent
 from engram.agents.ports import Agents
 from engram.aws.deadline import OutOfTime, within
-from engram.conversations.ports import Sessions, Transcripts
-from engram.engine.cache import CachePolicy
-from engram.engine.events import TurnEvents
-from engram.engine.lease import LeaseKeeper
+from engram.conversations.models import SessionState
+from engram.conversations.ports import Sessions
+from engram.engine.context import ContextSource, Conversation, MemoryReads, TurnContext
+from engram.engine.lease import LeaseKeeper, release_quietly
 from engram.engine.loop import LoopResult, run_loop
-from engram.engine.prompt import (
-    AddedMemory,
-    MemorySnapshot,
-    PromptSection,
-    build_system,
-    fit_sections,
-    message_digest,
-    session_context,
-    session_memory,
-    session_summary,
-    snapshot_budget,
-    start_sections,
-)
+from engram.engine.plan import TOOL_CALL_DETAILS as TOOL_CALL_DETAILS
+from engram.engine.plan import TurnOutcome as TurnOutcome
+from engram.engine.plan import TurnPlan as TurnPlan
+from engram.engine.plan import TurnPolicy as TurnPolicy
+from engram.engine.plan import public_tool_call as public_tool_call
+from engram.engine.plan import record_metrics as _record_metrics
+from engram.engine.plan import usage_rows as _usage_rows
+from engram.engine.prompt import MemoryView, PromptSection, build_system, fit_sections, start_sections
 from engram.engine.providers.base import ModelProvider
 from engram.engine.tools import TURN_MESSAGE, ToolContext, ToolDeps, ToolRegistry, ToolSet, ToolSource
-from engram.engine.trim import sequence_problems, trim_history, trim_in_steps
 from engram.kernel.errors import (
     EngramError,
     NotFound,
@@ -56,95 +49,14 @@ from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.kernel.secrets import find_secret
-from engram.kernel.state import TurnState
 from engram.runs.models import Run
 from engram.runs.ports import Runs
-from engram.usage.models import UsageRow
 
-_RELEASE_TRIES = 3  # a release refused by a short outage is tried again within the grace
 TITLE_CHARS = 60
 TITLE_SCAN_CHARS = 4_000  # longer than any key format whose first 60 characters alone give it away
 UNTITLED = "Untitled session"
 _COMMIT_RESERVE_S = 2.0  # of the budget, kept for the transcript PUT and the commit
 _FAILURE_GRACE_S = 3.0  # past the budget, to record a failure: still inside API Gateway's 30 s
-
-
-class TurnPolicy:
-    """A feature's hooks into a turn; every hook is optional (the defaults do nothing)."""
-
-    def prepare(self, ctx: ToolContext) -> None:
-        """I/O the turn needs before the model runs; runs beside the transcript GET."""
-
-    def persona(self, ctx: ToolContext) -> list[str]:
-        """Paragraphs appended to the cached persona block."""
-        return []
-
-    def finish(self, ctx: ToolContext, loop: LoopResult, result: dict[str, object]) -> None:
-        """After the loop, before the commit: add to the run's result, or raise to fail the turn."""
-
-    def commit_items(self, ctx: ToolContext, messages: list[dict[str, object]], at: str) -> list[dict[str, object]]:
-        """Items written in the turn's own commit transaction (session turns only)."""
-        return []
-
-    def after_commit(self, ctx: ToolContext, outcome: TurnOutcome) -> None:
-        """Best-effort work once the turn is committed; it must never fail the turn."""
-
-
-@dataclass
-class TurnPlan:
-    """How one turn runs, chosen by its caller (a chat turn, a heartbeat, a council member, ...)."""
-
-    # None: a clean slate (no session, no lease, no transcript read or written).
-    session_id: str | None
-    run_id: str | None = None
-    # Fields of the run record the engine writes but does not interpret (kind, trigger, createdAt,
-    # parentRunId, councilRunId).
-    run_fields: dict[str, Any] = field(default_factory=dict)
-    budget_s: float | None = None
-    # time.monotonic() when the budget started: a request's arrival (it may have waited before
-    # the turn ran); None: when the turn starts.
-    started: float | None = None
-    wait_s: float | None = None
-    agent: Agent | None = None  # when the caller has read it already
-    session_counters: tuple[str, ...] = ()  # session attributes a successful turn counts up by one
-    system_blocks: list[str] = field(default_factory=list)  # run-specific instructions, last and uncached
-    tool_state: TurnState = field(default_factory=dict)  # what the plan's tools read from ToolContext.state
-    policies: list[TurnPolicy] = field(default_factory=list)
-    cache: CachePolicy = field(default_factory=CachePolicy)  # the TTLs of the prompt cache markers
-    # Who watches the turn (ST2): its events as they happen; None streams nothing and costs nothing.
-    events: TurnEvents | None = None
-
-
-@dataclass
-class TurnOutcome:
-    run: Run
-    reply: str
-    tool_calls: list[dict[str, Any]] = field(default_factory=list)
-    # Every message of the turn: the user's and what the model and its tools added.
-    messages: list[dict[str, Any]] = field(default_factory=list)
-    cut: int = 0  # messages the history cap cut from the session's transcript in this turn (CM8)
-
-    def public(self) -> dict[str, object]:
-        return {
-            "runId": self.run.id,
-            "sessionId": self.run.session_id,
-            "reply": self.reply,
-            "toolCalls": [public_tool_call(c) for c in self.tool_calls],
-            "usage": self.run.usage.model_dump(by_alias=True),
-        }
-
-
-# What a turn's answer and the run record show of each tool call beside name, input and result.
-TOOL_CALL_DETAILS = ("isError", "connection", "tool", "durationMs", "bytes", "error", "truncated", "fullResultKept")
-
-
-def public_tool_call(call: Mapping[str, object]) -> dict[str, object]:
-    return {
-        "name": call["name"],
-        "input": call["input"],
-        "result": call["result"],
-        **{key: call[key] for key in TOOL_CALL_DETAILS if key in call and (key != "isError" or call[key])},
-    }
 
 
 class TurnDeps(ToolDeps, Protocol):
@@ -156,8 +68,6 @@ class TurnDeps(ToolDeps, Protocol):
     @property
     def sessions(self) -> Sessions: ...
     @property
-    def history(self) -> Transcripts: ...
-    @property
     def runs(self) -> Runs: ...
     @property
     def registry(self) -> ToolRegistry: ...
@@ -167,6 +77,8 @@ class TurnDeps(ToolDeps, Protocol):
     def provider(self) -> ModelProvider: ...
     @property
     def tool_sources(self) -> list[ToolSource]: ...
+    @property
+    def context_source(self) -> ContextSource | None: ...
 
 
 def user_message(text: str) -> dict[str, Any]:
@@ -191,17 +103,14 @@ class _Turn:
     plan: TurnPlan
     run: Run
     ctx: ToolContext
-    session: dict[str, Any] | None
+    session: SessionState | None
     started: float
     deadline: float
     loop: LoopResult = field(default_factory=LoopResult)
-    history: Any = None
-    context_from: int = 0
+    conversation: Conversation | None = None  # a session turn's (engine.context)
     loaded: dict[str, Future[Any]] = field(default_factory=dict)  # the memory sections' reads
     prepared: list[Future[None]] = field(default_factory=list)  # the policies' reads
     toolsets: list[Future[ToolSet | None]] = field(default_factory=list)  # the agent's external tools
-    snapshot: MemorySnapshot | None = None  # a new memory snapshot for the session row
-    summary_shown: dict[str, Any] | None = None  # the summary parts now in the system prompt, for the session row
     cut: int = 0  # messages the trim cut from the transcript when it was saved
     lease: LeaseKeeper | None = None  # renews the session's lease while the turn runs
 
@@ -245,16 +154,13 @@ def _run_started(turn: _Turn) -> TurnOutcome:
                 trigger=run.trigger,
                 message=turn.message,
             )
-        sent = _load_context(turn)
-        summary, sent = _summary(turn, sent)
-        memory_text, added, sent = _memory(turn, sent, summary_parts=len(summary))
-        context = session_context(summary, added)
+        context = _load_context(turn)
         system = build_system(
             turn.ctx.agent,
-            memory_text,
+            context.memory,
             persona_extra=[line for p in plan.policies for line in p.persona(turn.ctx)],
             extra="\n\n".join(plan.system_blocks) or None,
-            session_blocks=context,
+            session_blocks=context.blocks,
         )
         settings = deps.settings
         run_loop(
@@ -263,7 +169,7 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             ctx=turn.ctx,
             model=turn.ctx.agent.model,
             system=system,
-            messages=sent,
+            messages=context.messages,
             max_tokens=settings.max_output_tokens,
             max_rounds=settings.max_tool_rounds,
             # The model stops early enough for the transcript PUT and the commit to fit.
@@ -272,20 +178,21 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             result=turn.loop,
             cache=plan.cache,
             stable_blocks=len(user_message(turn.message)["content"]),
-            memory_index=1 if memory_text else None,
-            summary_index=(1 if memory_text else 0) + len(context) if context else None,
+            memory_index=(1 if context.memory else 0) + context.front or None,
+            summary_index=(1 if context.memory else 0) + len(context.blocks) if context.blocks else None,
             events=plan.events,
         )
         result: dict[str, Any] = {"reply": turn.loop.reply}
         for policy in plan.policies:
             policy.finish(turn.ctx, turn.loop, result)
-        new_etag, trimmed = _save_transcript(turn)
+        if turn.conversation is not None:
+            turn.cut = turn.conversation.save(_stored_turn_messages(turn), turn.run.id)
     except Exception as err:
         with within(turn.deadline + _FAILURE_GRACE_S):
             recorded = _fail(turn, err)
             _await_background(turn.ctx)
         raise _as_turn_failure(err, turn.run.id if recorded else None) from err
-    return _commit(turn, result, new_etag, trimmed)
+    return _commit(turn, result)
 
 
 def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: float, deadline: float) -> _Turn:
@@ -303,7 +210,7 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
         status="running",
         prompt=message,
         session_id=plan.session_id,
-        session_revision_before=int(session.get("revision", 0)) if session is not None else None,
+        session_revision_before=session.revision if session is not None else None,
         model=agent.model,
         **{k: v for k, v in plan.run_fields.items() if k not in ("agent_id", "created_at") and v is not None},
     )
@@ -338,7 +245,7 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
 
 def _load_agent_and_session(
     deps: TurnDeps, tenant: str, agent_id: str, plan: TurnPlan, run_id: str, budget: float
-) -> tuple[Agent, dict[str, Any] | None]:
+) -> tuple[Agent, SessionState | None]:
     """The agent (one GetItem unless the caller has it) and, for a session turn, the session lease
     taken in parallel with it. A clean-slate turn has no session."""
     if plan.session_id is None:
@@ -380,52 +287,45 @@ def _load_agent_and_session(
 
 
 def _release_quietly(deps: TurnDeps, tenant: str, agent_id: str, session_id: str, run_id: str) -> None:
-    """Frees a lease this turn took, tried again if refused (best-effort: it expires on its own
-    within SESSION_LEASE_SECONDS), with a short bound of its own: it runs when the turn's
-    deadline may have passed already."""
-    give_up = time.monotonic() + _FAILURE_GRACE_S
-    for attempt in range(_RELEASE_TRIES):
-        try:
-            with within(give_up):
-                deps.sessions.release_lease(tenant, agent_id, session_id, run_id)
-            return
-        except Exception:
-            logger.warning("could not release the session lease", extra={"run_id": run_id, "attempt": attempt + 1}, exc_info=True)
-        pause = 0.1 * 3**attempt
-        if time.monotonic() + pause >= give_up:
-            return
-        time.sleep(pause)
+    release_quietly(deps.sessions, tenant, agent_id, session_id, run_id, grace_s=_FAILURE_GRACE_S)
 
 
-def _context_start(session: dict[str, Any] | None, stored: int) -> int:
-    """Active Memory reset: the model's context starts after the messages the session held at the
-    reset; they stay in the transcript (visible), but are not sent."""
-    start = int((session or {}).get("contextFrom", 0) or 0)
-    return min(max(start, 0), stored)
-
-
-def _load_context(turn: _Turn) -> list[dict[str, object]]:
-    """The messages sent to the model: the session's context (if any) and the new message,
-    trimmed to the cap and checked to be a valid sequence."""
+def _load_context(turn: _Turn) -> TurnContext:
+    """What the turn sends beside tools and persona. A session turn's conversation (the transcript
+    GET, beside the memory sections' and the policies' reads) builds it (engine.context); a clean
+    slate sends the memory sections as they are and the new message alone."""
     deps, plan = turn.deps, turn.plan
     if plan.session_id is not None:
-        committed = (turn.session or {}).get("lastRunId")
-        turn.history = deps.history.load(turn.tenant, turn.ctx.agent.id, plan.session_id, committed_run=committed)
-        turn.context_from = _context_start(turn.session, len(turn.history.messages))
+        source = deps.context_source
+        if source is None:
+            raise TypeError("a session turn needs a ContextSource (ModelDeps.context_source, set by the roots)")
+        turn.conversation = source.open(turn.ctx, turn.session or SessionState())
     for prepared in turn.prepared:
         prepared.result()
     turn.ctx.toolsets = _toolsets(turn)
+    budget = deps.settings.memory_sections_token_budget
+
+    def fit(tokens: int) -> MemoryView:
+        return fit_sections(deps.sections, turn.loaded, _section_failed, budget_tokens=tokens)
+
     incoming = user_message(turn.message)
-    earlier = turn.history.messages[turn.context_from :] if turn.history is not None else []
-    # The stored history is within the cap (trimmed in steps when saved): the new message may
-    # pass it by one until then, so the first message sent, and the cached prefix, stay put.
-    sent = trim_history(earlier + [incoming], deps.settings.history_cap + 1).kept
-    problems = sequence_problems(sent)
-    if problems:
-        # Never send an invalid sequence; start from this message alone rather than fail.
-        logger.error("stored history is not a valid sequence", extra={"problems": problems[:5], "run_id": turn.run.id})
-        sent = [incoming]
-    return sent
+    if turn.conversation is None:
+        return TurnContext(memory=fit(budget).text, messages=[incoming])
+    return turn.conversation.context(incoming, MemoryReads(fit, lambda: _deeper_known(turn), budget))
+
+
+def _deeper_known(turn: _Turn) -> set[str]:
+    """The entry lines of the sections' deeper pages (PromptSection.load_deep); a section whose
+    read fails adds none, so its rows are taken again as when its first read failed."""
+    known: set[str] = set()
+    for section in turn.deps.sections:
+        if section.load_deep is None:
+            continue
+        try:
+            known.update(section.known_entries(section.load_deep(turn.ctx)))
+        except Exception as err:
+            _section_failed(section.name, err)
+    return known
 
 
 def _toolsets(turn: _Turn) -> list[ToolSet]:
@@ -444,84 +344,6 @@ def _toolsets(turn: _Turn) -> list[ToolSet]:
         if toolset is not None:
             found.append(toolset)
     return found
-
-
-def _summary(turn: _Turn, sent: list[dict[str, Any]]) -> tuple[list[str], list[dict[str, Any]]]:
-    """The session's running summary of what the cap cut (CM8; a clean slate has none): its system
-    blocks, and the messages to send, a fold that landed after this history began shown after the
-    user's words (engine.prompt.session_summary; sent only, never stored)."""
-    if turn.history is None or not sent:
-        return [], sent
-    session = turn.session or {}
-    view = session_summary(session.get("summary"), session.get("summaryShown"), message_digest(sent[0]))
-    turn.summary_shown = view.shown
-    if view.late:
-        own = sent[-1]
-        sent = [*sent[:-1], {**own, "content": [*own["content"], {"type": "text", "text": view.late}]}]
-    return view.system, sent
-
-
-def _memory(
-    turn: _Turn, sent: list[dict[str, Any]], *, summary_parts: int
-) -> tuple[str, tuple[AddedMemory, ...], list[dict[str, Any]]]:
-    """The memory sections' text for the system prompt, the memory blocks added at cuts (after
-    how many summary parts each goes), and the messages to send. A session turn keeps its
-    session's snapshot and the blocks its cuts added (engine.prompt) and shows what was stored
-    since after the user's words in its own message (sent only, never stored); a clean slate
-    shows the sections as they are."""
-    budget = turn.deps.settings.memory_sections_token_budget
-    session = turn.history is not None and bool(sent)
-    # A session's snapshot leaves room for the rows stored after it (engine.prompt.snapshot_budget).
-    fitted = snapshot_budget(budget) if session else budget
-    view = fit_sections(turn.deps.sections, turn.loaded, _section_failed, budget_tokens=fitted)
-    if not session:
-        return view.text, (), sent
-    session_row = turn.session or {}
-    stored = session_row.get("memorySnapshot")
-    # How many messages the session has had, and at most how many more until the next cut
-    # (engine.trim.trim_in_steps): the snapshot is kept at a cut when its room lasts that long.
-    position = int(session_row.get("trimmedCount", 0) or 0) + len(turn.history.messages)
-    cap = turn.deps.settings.history_cap
-    memory = session_memory(
-        view,
-        stored,
-        message_digest(sent[0]),
-        budget_tokens=budget,
-        position=position,
-        until_cut=cap - max(2, cap // 2),
-        summary_parts=summary_parts,
-        idle_s=_idle_s(session_row.get("updatedAt")),
-        deeper=lambda: _deeper_known(turn),
-    )
-    turn.snapshot = memory.store
-    if memory.delta:
-        own = sent[-1]
-        sent = [*sent[:-1], {**own, "content": [*own["content"], {"type": "text", "text": memory.delta}]}]
-    return memory.text, memory.added, sent
-
-
-def _deeper_known(turn: _Turn) -> set[str]:
-    """The entry lines of the sections' deeper pages (PromptSection.load_deep); a section whose
-    read fails adds none, so its rows are taken again as when its first read failed."""
-    known: set[str] = set()
-    for section in turn.deps.sections:
-        if section.load_deep is None:
-            continue
-        try:
-            known.update(section.known_entries(section.load_deep(turn.ctx)))
-        except Exception as err:
-            _section_failed(section.name, err)
-    return known
-
-
-def _idle_s(updated_at: object) -> float | None:
-    """Seconds since the session row was last written (its last turn), None when it does not say."""
-    if not isinstance(updated_at, str):
-        return None
-    try:
-        return (datetime.now(UTC) - datetime.fromisoformat(updated_at)).total_seconds()
-    except ValueError:
-        return None
 
 
 def _turn_messages(turn: _Turn) -> list[dict[str, object]]:
@@ -543,69 +365,12 @@ def _stored_turn_messages(turn: _Turn) -> list[dict[str, object]]:
     return messages
 
 
-def _save_transcript(turn: _Turn) -> tuple[str | None, Any]:
-    """The conditional PUT of a session turn's transcript (nothing for a clean slate)."""
-    if turn.history is None or turn.plan.session_id is None:
-        return None, None
-    cap = turn.deps.settings.history_cap
-    trimmed = trim_in_steps(turn.history.messages + _stored_turn_messages(turn), cap)
-    turn.cut = len(trimmed.trimmed)
-    cut, cut_from = _unsummarised(turn, trimmed.trimmed, keep=2 * cap)
-    etag = turn.deps.history.save(
-        turn.tenant,
-        turn.ctx.agent.id,
-        turn.plan.session_id,
-        trimmed.kept,
-        previous=turn.history,
-        run_id=turn.run.id,
-        cut=cut,
-        cut_from=cut_from,
-    )
-    return etag, trimmed
-
-
-def _unsummarised(turn: _Turn, trimmed: Sequence[Mapping[str, object]], *, keep: int) -> tuple[list[Any], int]:
-    """The cut messages the running summary may not hold yet (CM8), kept in the transcript
-    object until a summary covers them: those the session's summary does not cover, and those
-    this turn cut. Numbered by the session's count of cut messages, so a summary that failed or
-    came late is caught up by the next one. A message from before an Active Memory reset is
-    kept as None (never summarised); at most `keep` (the newest)."""
-    session = turn.session or {}
-    before = int(session.get("trimmedCount", 0) or 0)
-    summary = session.get("summary") if isinstance(session.get("summary"), dict) else {}
-    floor = max(int((summary or {}).get("through", 0) or 0), int(session.get("summaryFrom", 0) or 0))
-    history = turn.history
-    # Messages numbered below the committed count are the same in any version of the object.
-    by_number: dict[int, Any] = {
-        history.cut_from + k: m for k, m in enumerate(history.cut) if floor <= history.cut_from + k < before
-    }
-    for k, message in enumerate(trimmed):
-        by_number[before + k] = None if k < turn.context_from else message
-    if not by_number:
-        return [], 0
-    start = max(min(by_number), before + len(trimmed) - keep)
-    return [by_number.get(n) for n in range(start, before + len(trimmed))], start
-
-
-def _session_changes(turn: _Turn, trimmed: Any) -> dict[str, object]:
-    session = turn.session or {}
-    revision = int(session.get("revision", 0))
-    changes: dict[str, Any] = {"revision": revision + 1, "messageCount": len(trimmed.kept), "lastRunId": turn.run.id}
-    if turn.cut:
-        changes["trimmedCount"] = int(session.get("trimmedCount", 0) or 0) + turn.cut
-    if turn.context_from:
-        # Trimming drops the oldest messages; the context start moves with them.
-        dropped = len(turn.history.messages) + len(_turn_messages(turn)) - len(trimmed.kept)
-        changes["contextFrom"] = max(0, turn.context_from - dropped)
-    for counter in turn.plan.session_counters:
-        changes[counter] = int(session.get(counter, 0) or 0) + 1
-    if turn.snapshot is not None:
-        changes["memorySnapshot"] = turn.snapshot.stored()
-    if turn.summary_shown is not None:
-        changes["summaryShown"] = turn.summary_shown
-    if not session.get("title"):
-        changes["title"] = session_title(turn.message)
-    return changes
+def _session_changes(turn: _Turn, conversation: Conversation) -> dict[str, object]:
+    session = turn.session or SessionState()
+    changes = conversation.changes(session, turn.run.id)
+    counters = {counter: session.counters.get(counter, 0) + 1 for counter in turn.plan.session_counters}
+    title = None if session.title else session_title(turn.message)
+    return replace(changes, counters=counters, title=title).attributes()
 
 
 def session_title(message: str) -> str:
@@ -617,7 +382,7 @@ def session_title(message: str) -> str:
     return message[:TITLE_CHARS]
 
 
-def _commit(turn: _Turn, result: Mapping[str, object], new_etag: str | None, trimmed: object) -> TurnOutcome:
+def _commit(turn: _Turn, result: Mapping[str, object]) -> TurnOutcome:
     """One transaction: session counters and lease, run record, usage rows, the policies' items."""
     deps, loop = turn.deps, turn.loop
     before = turn.run.session_revision_before
@@ -635,8 +400,8 @@ def _commit(turn: _Turn, result: Mapping[str, object], new_etag: str | None, tri
     )
     changes: dict[str, Any] | None = None
     extra: list[dict[str, Any]] = []
-    if turn.history is not None:
-        changes = _session_changes(turn, trimmed)
+    if turn.conversation is not None:
+        changes = _session_changes(turn, turn.conversation)
         for policy in turn.plan.policies:
             extra += policy.commit_items(turn.ctx, _turn_messages(turn), run.updated_at)
     try:
@@ -662,23 +427,9 @@ def _settle(turn: _Turn, run: Run) -> TurnOutcome:
             policy.after_commit(turn.ctx, outcome)
         except Exception:
             logger.exception("an after-commit hook failed; the turn stands", extra={"run_id": run.id})
+    if turn.conversation is not None:
+        turn.conversation.committed(run.id)  # the running summary's job after a cut (best-effort)
     return outcome
-
-
-def _usage_rows(run: Run, loop: LoopResult) -> list[UsageRow]:
-    """Usage of a session turn is keyed by its session; a clean-slate turn is its own session."""
-    return [
-        UsageRow(
-            id=f"{run.id}-{i}",
-            created_at=run.updated_at,
-            agent_id=run.agent_id,
-            session_key=run.session_id or run.id,
-            run_id=run.id,
-            model=model,
-            **usage.model_dump(),
-        )
-        for i, (model, usage) in enumerate(sorted(loop.usage_by_model.items()))
-    ]
 
 
 def _await_background(ctx: ToolContext) -> None:
@@ -733,14 +484,3 @@ def _as_turn_failure(err: Exception, run_id: str | None) -> TurnFailed:
     error = error_of(err)
     status = StorageUnavailable.status if error["code"] == StorageUnavailable.code else 500
     return TurnFailed(error["message"], run_id=run_id, code=error["code"], status=status)
-
-
-def _record_metrics(run: Run, loop: LoopResult, started: float | None, *, ok: bool) -> None:
-    metrics.add_metric(name="TurnSucceeded" if ok else "TurnFailed", unit=MetricUnit.Count, value=1)
-    if started is not None:
-        metrics.add_metric(name="TurnLatency", unit=MetricUnit.Milliseconds, value=(time.monotonic() - started) * 1000)
-    usage = loop.usage
-    metrics.add_metric(name="InputTokens", unit=MetricUnit.Count, value=usage.input_tokens)
-    metrics.add_metric(name="OutputTokens", unit=MetricUnit.Count, value=usage.output_tokens)
-    metrics.add_metric(name="CacheReadTokens", unit=MetricUnit.Count, value=usage.cache_read_tokens)
-    metrics.add_metric(name="CostUsd", unit=MetricUnit.NoUnit, value=usage.cost_usd)

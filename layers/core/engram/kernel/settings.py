@@ -77,7 +77,7 @@ class Settings(BaseModel):
     user_fact_rows: int = Field(10, ge=0, le=100, alias="USER_FACT_ROWS")
     agent_memory_token_budget: int = Field(1500, ge=0, le=20000, alias="AGENT_MEMORY_TOKEN_BUDGET")
     # All three memory sections together (agent, workspace, user facts), and in a session the
-    # rows stored since its memory snapshot with them (engine.prompt).
+    # rows stored since its memory snapshot with them (conversations.snapshot).
     memory_sections_token_budget: int = Field(2000, ge=100, le=20000, alias="MEMORY_SECTIONS_TOKEN_BUDGET")
     daily_memory_ttl_days: int = Field(7, ge=1, le=365, alias="DAILY_MEMORY_TTL_DAYS")
     webhook_tolerance_s: int = Field(300, ge=1, alias="WEBHOOK_TOLERANCE_SECONDS")

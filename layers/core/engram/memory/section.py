@@ -5,7 +5,7 @@ Each section loads with one bounded Query (a sparse, pre-sorted index), so the p
 the same size and costs the same to build with 10 or 10,000 stored rows; together they fit one
 token budget (engine.prompt.fit_sections), and a section that leaves rows out says how many
 `memory_recall` can still find. Workspace memory and user facts read twice the rows they show:
-the extra rows tell a session's memory snapshot (engine.prompt) that a row it shows was ranked
+the extra rows tell a session's memory snapshot (conversations.snapshot) that a row it shows was ranked
 down rather than forgotten. Stored text is rendered as data with the prompt fencing helpers
 (engram.kernel.fencing): inside a labelled <memory> fence, every key, value and topic a JSON
 string, so a stored "ignore your instructions" stays a quoted string on its own line and cannot

@@ -7,6 +7,7 @@ from typing import Unpack
 
 from engram.cards.tools import register_tools as card_tools
 from engram.connections.source import McpToolSource
+from engram.conversations.context import SessionContexts
 from engram.engine.tools import ToolRegistry, default_registry
 from engram.kernel.settings import Settings
 from engram.memory.section import memory_sections
@@ -37,5 +38,6 @@ def build(settings: Settings, registry: ToolRegistry | None = None, **given: Unp
         ),
     )
     deps.tool_sources.append(McpToolSource(deps))  # the agent's MCP connections (TL2)
+    deps.context_source = SessionContexts(deps)  # a session turn's context
     deps.watch = functools.partial(watchers, deps)  # the sockets watching a turn's session (ST2)
     return deps

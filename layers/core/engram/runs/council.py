@@ -15,7 +15,6 @@ from engram.kernel.observability import logger
 from engram.recall.policy import ArchivePolicy
 from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunScratchpad, task_key
 from engram.runs.models import Run
-from engram.summaries.policy import SummaryPolicy
 from engram.wiring.model import ModelDeps
 
 _ROSTER_PERSONA_CHARS = 120
@@ -64,7 +63,7 @@ def _run_member(
         # Blind: no prior decisions (reviewDecisions off for this run), no shared session.
         blind = member.model_copy(update={"review_decisions": False})
         # The chain is extracted once, after the lead's turn: no extraction of a member on its own.
-        policies: list[TurnPolicy] = [CardPolicy(deps), ArchivePolicy(deps.archive), SummaryPolicy(deps.queues)]
+        policies: list[TurnPolicy] = [CardPolicy(deps), ArchivePolicy(deps.archive)]
         plan = TurnPlan(
             session_id=None,
             budget_s=deps.settings.run_budget_s,

@@ -41,7 +41,6 @@ from engram.runs.council import run_council, team_roster
 from engram.runs.expressions import shortest_interval
 from engram.runs.models import Run, RunJob
 from engram.runs.service import FALLBACK_PROMPT, queued
-from engram.summaries.policy import SummaryPolicy
 from engram.wiring.model import ModelDeps
 
 _CLAIM_MARGIN_S = 60.0
@@ -283,7 +282,6 @@ def _execute(deps: ModelDeps, tenant: str, run: Run, agent: Agent, inputs: Mappi
         CardPolicy(deps, override=card_type, required=card_type is not None),
         ArchivePolicy(deps.archive),
         ExtractionPolicy(deps.queues, chain_id=run.id[-8:] if agent.team else None, chain_messages=chain),
-        SummaryPolicy(deps.queues),  # the shared session's cuts (a clean slate cuts nothing)
     ]
     plan = TurnPlan(
         session_id=DASHBOARD if shared else None,

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from engram.engine.context import ContextSource
 from engram.engine.events import TurnEvents
 from engram.engine.prompt import PromptSection
 from engram.engine.providers import make_provider
@@ -20,6 +21,9 @@ class ModelDeps(Stores):
     sections: list[PromptSection] = field(default_factory=list)
     # Tools beyond the registry an agent may have (its MCP connections), found per turn.
     tool_sources: list[ToolSource] = field(default_factory=list)
+    # A session turn's context (the transcript's window, the running summary, the memory snapshot):
+    # the conversations feature's (conversations.context), set by the roots that run turns.
+    context_source: ContextSource | None = None
     provider_override: ModelProvider | None = None  # tests and benchmarks swap the model here
     # The events of a turn for whoever watches its session, (tenant, agent id, session id, run id)
     # -> events or None: the sockets of the WebSocket API (streaming.sink.watchers), set by the roots

@@ -1,7 +1,7 @@
 """The running summary of a session (CM8): what the history cap cut, folded by the small model.
 
 A turn whose save cuts messages keeps them in the transcript object (`History.cut`, numbered by
-the session's `trimmedCount`) and sends a job (summaries.policy) to the extraction queue; the
+the session's `trimmedCount`) and sends a job (conversations.summaries.policy) to the extraction queue; the
 extract function runs it here, off the reply path. One job:
 
   1. read the session row [1 GetItem]: the messages cut so far (`trimmedCount`), the summary and
@@ -12,7 +12,7 @@ extract function runs it here, off the reply path. One job:
   3. one model call (EXTRACT_MODEL, output forced through `record_summary`) writes a summary of
      those messages, given the summary so far; it is APPENDED to the summary as a part of its
      own (`parts`: the lines each fold added), which the prompt shows as a system block after the
-     earlier ones, so those stay byte-identical and cached across the cut (engine.prompt);
+     earlier ones, so those stay byte-identical and cached across the cut (conversations.context);
   4. past SUMMARY_MAX_TOKENS (800) the whole summary is condensed by a second call to about half
      of that, or, when the budget does not allow one, its oldest lines are dropped (one part again);
   5. store it on the session row, conditional on the summary being the one read and no Active
@@ -25,7 +25,7 @@ tool returned, its calls and results in short), inside a fence, so no text in a 
 tool input or a reply can pose as the user, close the fence or start a line of its own (TL4); the
 summary so far is sent the same way, one JSON string a line. The model is told to attribute what it
 writes to who said it, and that only `user` lines are the user's words. The summary is rendered as
-quoted data lines (engine.prompt.render_summary), never as instructions. The cost is bounded like extraction's (EXTRACT_BUDGET_USD for the job: the prompt at
+quoted data lines (conversations.summaries.view), never as instructions. The cost is bounded like extraction's (EXTRACT_BUDGET_USD for the job: the prompt at
 one token a character, `max_tokens` from what is left). A failure raises: SQS retries, then the
 DLQ; the turn never waits for any of it, and the next cut's job folds what this one did not.
 """
@@ -39,8 +39,10 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from engram.conversations.models import RunningSummary, SessionState
+from engram.conversations.summaries.view import summary_parts
 from engram.engine.pricing import usage_of
-from engram.engine.prompt import estimate_tokens, summary_parts
+from engram.engine.prompt import estimate_tokens
 from engram.extraction.prompt import MIN_OUTPUT_TOKENS, cap_transcript, output_budget, render_transcript, unclosable
 from engram.kernel.fencing import data_json
 from engram.kernel.ids import ID_PATTERN
@@ -190,20 +192,20 @@ def process_summary_job(deps: ModelDeps, raw: object, *, remaining_s: float | No
 
 def _run(deps: ModelDeps, job: SummaryJob, remaining_s: float | None) -> SummaryOutcome:
     started = time.monotonic()
-    session = deps.sessions.get(job.tenant, job.agent_id, job.session_id)
+    session = deps.sessions.state(job.tenant, job.agent_id, job.session_id)
     if session is None:
         return SummaryOutcome("skipped", "session_gone")
-    was = session.get("summary") if isinstance(session.get("summary"), dict) else None
-    cut_total = int(session.get("trimmedCount", 0) or 0)
-    floor = max(int((was or {}).get("through", 0) or 0), int(session.get("summaryFrom", 0) or 0))
+    was = session.summary
+    cut_total = session.trimmed_count
+    floor = session.summarised_through
     if floor >= cut_total:
         return SummaryOutcome("up_to_date", through=floor)
-    history = deps.history.load(job.tenant, job.agent_id, job.session_id, committed_run=session.get("lastRunId"))
+    history = deps.history.load(job.tenant, job.agent_id, job.session_id, committed_run=session.last_run_id)
     numbered = [(history.cut_from + k, m) for k, m in enumerate(history.cut)]
     messages = [m for n, m in numbered if floor <= n < cut_total and isinstance(m, dict)]
     if history.cut_from > floor:
         logger.warning("cut messages no longer held for the summary", extra={"missing": history.cut_from - floor})
-    previous = str((was or {}).get("text", ""))
+    previous = was.text if was else ""
     outcome = SummaryOutcome("stored", folded=len(messages), through=cut_total)
     settings = deps.settings
     budget = settings.extract_budget_usd
@@ -218,7 +220,7 @@ def _run(deps: ModelDeps, job: SummaryJob, remaining_s: float | None) -> Summary
             _count("SummaryMalformed")
             return SummaryOutcome("skipped", "malformed", usage=outcome.usage)  # paid and recorded; not retried
         text = f"{previous}\n{part}" if previous else part
-        parts.append(len(summary_parts({"text": part})[0]))
+        parts.append(len(summary_parts(RunningSummary(part))[0]))
         budget -= spent
     if estimate_tokens(text) > SUMMARY_MAX_TOKENS:
         outcome.condensed = True
@@ -227,7 +229,7 @@ def _run(deps: ModelDeps, job: SummaryJob, remaining_s: float | None) -> Summary
         text = condensed if condensed and estimate_tokens(condensed) <= SUMMARY_MAX_TOKENS else text
         if estimate_tokens(text) > SUMMARY_MAX_TOKENS:
             text = drop_oldest(text, CONDENSED_TOKENS)
-        parts = [sum(len(part) for part in summary_parts({"text": text}))]  # rewritten whole: one part again
+        parts = [sum(len(part) for part in summary_parts(RunningSummary(text)))]  # rewritten whole: one part again
     return _store(deps, job, session, was, text, parts, outcome)
 
 
@@ -288,24 +290,24 @@ def _call(
 def _store(
     deps: ModelDeps,
     job: SummaryJob,
-    session: Mapping[str, object],
-    was: dict[str, object] | None,
+    session: SessionState,
+    was: RunningSummary | None,
     text: str,
     parts: list[int],
     outcome: SummaryOutcome,
 ) -> SummaryOutcome:
-    summary = {
-        "text": text,
-        # How many lines each fold appended: engine.prompt renders each as a system block of its own,
-        # so a fold leaves the blocks before it (and their cache entry) as they were.
-        "parts": parts,
-        "through": outcome.through,
-        "updatedAt": now_iso(),
-        "model": outcome.model or deps.settings.extract_model,
-    }
+    summary = RunningSummary(
+        text=text,
+        # How many lines each fold appended: the prompt shows each as a system block of its own
+        # (conversations.summaries.view), so a fold leaves the blocks before it (and their cache entry) as they were.
+        parts=tuple(parts),
+        through=outcome.through,
+        updated_at=now_iso(),
+        model=outcome.model or deps.settings.extract_model,
+    )
     outcome.tokens = estimate_tokens(text)
     stored = deps.sessions.store_summary(
-        job.tenant, job.agent_id, job.session_id, summary, was=was, reset_at=session.get("lastResetAt")
+        job.tenant, job.agent_id, job.session_id, summary, was=was, reset_at=session.last_reset_at
     )
     if not stored:
         outcome.status, outcome.reason = "superseded", "summary_changed"  # another job or a reset got there first

@@ -1,0 +1,124 @@
+"""What a turn's caller chooses (`TurnPlan`, with the features' `TurnPolicy` hooks) and what it gets
+back (`TurnOutcome`); engine.turn runs it."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from engram.agents.models import Agent
+from engram.engine.cache import CachePolicy
+from engram.engine.events import TurnEvents
+from engram.engine.loop import LoopResult
+from engram.engine.tools import ToolContext
+from engram.kernel.observability import MetricUnit, metrics
+from engram.kernel.state import TurnState
+from engram.runs.models import Run
+from engram.usage.models import UsageRow
+
+
+class TurnPolicy:
+    """A feature's hooks into a turn; every hook is optional (the defaults do nothing)."""
+
+    def prepare(self, ctx: ToolContext) -> None:
+        """I/O the turn needs before the model runs; runs beside the transcript GET."""
+
+    def persona(self, ctx: ToolContext) -> list[str]:
+        """Paragraphs appended to the cached persona block."""
+        return []
+
+    def finish(self, ctx: ToolContext, loop: LoopResult, result: dict[str, object]) -> None:
+        """After the loop, before the commit: add to the run's result, or raise to fail the turn."""
+
+    def commit_items(self, ctx: ToolContext, messages: list[dict[str, object]], at: str) -> list[dict[str, object]]:
+        """Items written in the turn's own commit transaction (session turns only)."""
+        return []
+
+    def after_commit(self, ctx: ToolContext, outcome: TurnOutcome) -> None:
+        """Best-effort work once the turn is committed; it must never fail the turn."""
+
+
+@dataclass
+class TurnPlan:
+    """How one turn runs, chosen by its caller (a chat turn, a heartbeat, a council member, ...)."""
+
+    # None: a clean slate (no session, no lease, no transcript read or written).
+    session_id: str | None
+    run_id: str | None = None
+    # Fields of the run record the engine writes but does not interpret (kind, trigger, createdAt,
+    # parentRunId, councilRunId).
+    run_fields: dict[str, Any] = field(default_factory=dict)
+    budget_s: float | None = None
+    # time.monotonic() when the budget started: a request's arrival (it may have waited before
+    # the turn ran); None: when the turn starts.
+    started: float | None = None
+    wait_s: float | None = None
+    agent: Agent | None = None  # when the caller has read it already
+    session_counters: tuple[str, ...] = ()  # session attributes a successful turn counts up by one
+    system_blocks: list[str] = field(default_factory=list)  # run-specific instructions, last and uncached
+    tool_state: TurnState = field(default_factory=dict)  # what the plan's tools read from ToolContext.state
+    policies: list[TurnPolicy] = field(default_factory=list)
+    cache: CachePolicy = field(default_factory=CachePolicy)  # the TTLs of the prompt cache markers
+    # Who watches the turn (ST2): its events as they happen; None streams nothing and costs nothing.
+    events: TurnEvents | None = None
+
+
+@dataclass
+class TurnOutcome:
+    run: Run
+    reply: str
+    tool_calls: list[dict[str, Any]] = field(default_factory=list)
+    # Every message of the turn: the user's and what the model and its tools added.
+    messages: list[dict[str, Any]] = field(default_factory=list)
+    cut: int = 0  # messages the history cap cut from the session's transcript in this turn (CM8)
+
+    def public(self) -> dict[str, object]:
+        return {
+            "runId": self.run.id,
+            "sessionId": self.run.session_id,
+            "reply": self.reply,
+            "toolCalls": [public_tool_call(c) for c in self.tool_calls],
+            "usage": self.run.usage.model_dump(by_alias=True),
+        }
+
+
+# What a turn's answer and the run record show of each tool call beside name, input and result.
+TOOL_CALL_DETAILS = ("isError", "connection", "tool", "durationMs", "bytes", "error", "truncated", "fullResultKept")
+
+
+def public_tool_call(call: Mapping[str, object]) -> dict[str, object]:
+    return {
+        "name": call["name"],
+        "input": call["input"],
+        "result": call["result"],
+        **{key: call[key] for key in TOOL_CALL_DETAILS if key in call and (key != "isError" or call[key])},
+    }
+
+
+def usage_rows(run: Run, loop: LoopResult) -> list[UsageRow]:
+    """Usage of a session turn is keyed by its session; a clean-slate turn is its own session."""
+    return [
+        UsageRow(
+            id=f"{run.id}-{i}",
+            created_at=run.updated_at,
+            agent_id=run.agent_id,
+            session_key=run.session_id or run.id,
+            run_id=run.id,
+            model=model,
+            **usage.model_dump(),
+        )
+        for i, (model, usage) in enumerate(sorted(loop.usage_by_model.items()))
+    ]
+
+
+def record_metrics(run: Run, loop: LoopResult, started: float | None, *, ok: bool) -> None:
+    metrics.add_metric(name="TurnSucceeded" if ok else "TurnFailed", unit=MetricUnit.Count, value=1)
+    if started is not None:
+        metrics.add_metric(name="TurnLatency", unit=MetricUnit.Milliseconds, value=(time.monotonic() - started) * 1000)
+    usage = loop.usage
+    metrics.add_metric(name="InputTokens", unit=MetricUnit.Count, value=usage.input_tokens)
+    metrics.add_metric(name="OutputTokens", unit=MetricUnit.Count, value=usage.output_tokens)
+    metrics.add_metric(name="CacheReadTokens", unit=MetricUnit.Count, value=usage.cache_read_tokens)
+    metrics.add_metric(name="CostUsd", unit=MetricUnit.NoUnit, value=usage.cost_usd)
