@@ -75,8 +75,8 @@ def _forced(system: list[dict[str, Any]], tools: list[dict[str, Any]], messages:
 
 def through_the_prompts(case: dict[str, str]) -> Reached:
     """The case's run through the extraction call and a summary fold, answered by the offline model."""
+    from engram.conversations.summaries import service
     from engram.extraction import prompt
-    from engram.summaries import service
 
     transcript = prompt.render_transcript(conversation(case))
     parsed = prompt.parse_answer(_forced(*prompt.build_request(transcript, [], ["workspace", "agent"])))

@@ -65,11 +65,11 @@ def enqueue_turn(
         client_turn_id=client_turn_id or None,  # named in the turn's events, so its sender knows them
     )
     limit = deps.settings.max_active_turns
-    if deps.runs.active_turns(tenant) >= limit:  # ST7: a resend still learns its run
-        if client_turn_id and (earlier := deps.runs.claimed(tenant, run, client_turn_id)) is not None:
+    if deps.turn_admissions.active_turns(tenant) >= limit:  # ST7: a resend still learns its run
+        if client_turn_id and (earlier := deps.turn_admissions.claimed(tenant, run, client_turn_id)) is not None:
             return earlier
         raise TooManyTurns(limit)
-    earlier = deps.runs.create_turn(tenant, run, client_turn_id=client_turn_id, ttl_s=CLIENT_TURN_TTL_S)
+    earlier = deps.turn_admissions.create_turn(tenant, run, client_turn_id=client_turn_id, ttl_s=CLIENT_TURN_TTL_S)
     if earlier is not None:
         return earlier
     try:
@@ -83,7 +83,7 @@ def enqueue_turn(
 def _end_quietly(deps: ModelDeps, tenant: str, run_id: str) -> None:
     """The turn stops counting against its user's cap; if that fails, its row expires by itself."""
     try:
-        deps.runs.end_turn(tenant, run_id)
+        deps.turn_admissions.end_turn(tenant, run_id)
     except Exception:
         logger.warning("could not end an active turn's row; it expires", extra={"run_id": run_id})
 

@@ -34,24 +34,6 @@ class Runs(Protocol):
 
     def put(self, tenant: str, run: Run, *, only_if_new: bool = False) -> None: ...
 
-    def create_turn(self, tenant: str, run: Run, *, client_turn_id: str | None, ttl_s: int) -> Run | None:
-        """Records a queued turn, its row among the tenant's active turns and the claim of the
-        client's id of the turn (scoped to its agent and session) in one transaction (ST4, ST7).
-        None: written; else the run an earlier claim of the same id names, and nothing is written."""
-        ...
-
-    def claimed(self, tenant: str, run: Run, client_turn_id: str) -> Run | None:
-        """The run a live claim of `client_turn_id` on `run`'s agent and session names, if any."""
-        ...
-
-    def active_turns(self, tenant: str) -> int:
-        """The tenant's turns queued or running (ST7)."""
-        ...
-
-    def end_turn(self, tenant: str, run_id: str) -> None:
-        """The turn no longer counts against the tenant's cap."""
-        ...
-
     def get(self, tenant: str, run_id: str) -> Run | None: ...
 
     def page(self, tenant: str, agent_id: str, *, limit: int, token: str | None) -> tuple[list[Run], str | None]: ...
@@ -139,4 +121,27 @@ class Schedules(Protocol):
 
     def get(self, agent_id: str) -> dict[str, object] | None:
         """The GetSchedule response, or None when the agent has no schedule."""
+        ...
+
+
+class TurnAdmissions(Protocol):
+    """A queued turn's admission: its run, its active-turn row and its clientTurnId's claim in one
+    transaction (ST4), the tenant's active turns counted for the cap (ST7)."""
+
+    def create_turn(self, tenant: str, run: Run, *, client_turn_id: str | None, ttl_s: int) -> Run | None:
+        """Records a queued turn, its row among the tenant's active turns and the claim of the
+        client's id of the turn (scoped to its agent and session) in one transaction (ST4, ST7).
+        None: written; else the run an earlier claim of the same id names, and nothing is written."""
+        ...
+
+    def claimed(self, tenant: str, run: Run, client_turn_id: str) -> Run | None:
+        """The run a live claim of `client_turn_id` on `run`'s agent and session names, if any."""
+        ...
+
+    def active_turns(self, tenant: str) -> int:
+        """The tenant's turns queued or running (ST7)."""
+        ...
+
+    def end_turn(self, tenant: str, run_id: str) -> None:
+        """The turn no longer counts against the tenant's cap."""
         ...

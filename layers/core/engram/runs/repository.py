@@ -23,8 +23,6 @@ from engram.usage.repository import UsageRepository
 _TRANSACTION_ITEMS = 90  # TransactWriteItems takes at most 100 items
 # Routine runs expire (RUN_RETENTION_DAYS): scheduled heartbeats and chat turns, unless they
 # produced a card. Manual runs, re-examinations and council members were asked for; they stay.
-_CLAIM_TRIES = 6  # a clientTurnId's claim colliding with a concurrent one
-_CLAIMABLE = "attribute_not_exists(PK) OR expiresAt <= :now"
 ROUTINE_KINDS = frozenset({"heartbeat", "chat"})
 
 
@@ -90,14 +88,14 @@ class RunRepository:
         if expires_at is not None:
             item["expiresAt"] = expires_at
         if run.status in ("queued", "running"):
-            item.update(self._open(run.id, _epoch(run.updated_at) + self._stale_after(run.kind)))
+            item.update(self._open(run.id, _epoch(run.updated_at) + self.stale_after(run.kind)))
         if run.kind == "reexamination" and run.parent_run_id:
             # Sparse: GET /api/runs/{parent}/re-examinations is one Query, in creation order.
             item["GSI2PK"] = keys.reexaminations_of(tenant, run.parent_run_id)
             item["GSI2SK"] = f"{run.created_at}#{run.id}"
         return item
 
-    def _stale_after(self, kind: str) -> int:
+    def stale_after(self, kind: str) -> int:
         chat, other = self.stale_after_s
         return int(chat if kind == "chat" else other)
 
@@ -152,69 +150,6 @@ class RunRepository:
         except ConditionFailed:
             pass  # only_if_new: it is there already
 
-    def create_turn(self, tenant: str, run: Run, *, client_turn_id: str | None, ttl_s: int) -> Run | None:
-        """Records a queued turn in one transaction (ST4, ST7): its run, its row among the tenant's
-        active turns (until the worker ends it, or the run would be stale), and the claim of the
-        client's id of the turn (scoped to the run's agent and session) when there is one, so a
-        concurrent resend either wins all of them or finds the claim and, beside it, the run it
-        names. None: written; else the earlier claim's run. A transaction that collides with the
-        other one (TransactionConflict) is tried again."""
-        pk = keys.tenant_pk(tenant)
-        pauses = backoff(0.02, 0.5)
-        for attempt in range(_CLAIM_TRIES):
-            now = int(time.time())
-            ops = [
-                self.table.put_op(self.item(tenant, run), condition="attribute_not_exists(PK)"),
-                self.table.put_op(
-                    {"PK": pk, "SK": keys.active_turn_sk(run.id), "expiresAt": now + self._stale_after(run.kind) + 60}
-                ),
-            ]
-            if client_turn_id:
-                claim = {"PK": pk, "SK": self._claim_sk(run, client_turn_id), "runId": run.id, "expiresAt": now + ttl_s}
-                ops.insert(0, self.table.put_op(claim, condition=_CLAIMABLE, values={":now": now}))
-            try:
-                # a lost response's retry (same token) is answered, not refused
-                self.table.transact(ops, token=f"{run.id}-{attempt}"[-36:])
-                return None
-            except ConditionFailed as err:
-                if not client_turn_id or not err.failed_at(0):
-                    raise
-                found = self.claimed(tenant, run, client_turn_id)
-                if found is not None:
-                    return found
-            except Cancelled:
-                pass  # the other claimant's transaction was in flight: try again, it decides
-            time.sleep(next(pauses))
-        raise StorageUnavailable("the turn could not be recorded; send it again with the same clientTurnId")
-
-    @staticmethod
-    def _claim_sk(run: Run, client_turn_id: str) -> str:
-        return keys.stream_client_turn_sk(run.agent_id, run.session_id or "", client_turn_id)
-
-    def claimed(self, tenant: str, run: Run, client_turn_id: str) -> Run | None:
-        """The run a live claim of `client_turn_id` on `run`'s agent and session names; None if
-        there is no such claim. A claim whose run is gone is a 409."""
-        earlier = self.table.get(keys.tenant_pk(tenant), self._claim_sk(run, client_turn_id))
-        if not earlier or int(earlier.get("expiresAt", 0)) <= time.time():
-            return None
-        found = self.get(tenant, str(earlier["runId"]))
-        if found is None:
-            raise Conflict(
-                "this clientTurnId named a turn whose run is gone; send the turn with a new clientTurnId",
-                field="clientTurnId",
-            )
-        return found
-
-    def active_turns(self, tenant: str) -> int:
-        """The tenant's turns queued or running (their rows not yet ended nor expired)."""
-        now = time.time()
-        rows = self.table.query_all(keys.tenant_pk(tenant), sk_prefix=keys.ACTIVE_TURN_PREFIX)
-        return sum(1 for r in rows if int(r.get("expiresAt", 0)) > now)
-
-    def end_turn(self, tenant: str, run_id: str) -> None:
-        """The turn no longer counts against the tenant's cap (it ended, or was never queued)."""
-        self.table.delete(keys.tenant_pk(tenant), keys.active_turn_sk(run_id))
-
     def get(self, tenant: str, run_id: str) -> Run | None:
         item = self.table.get(keys.tenant_pk(tenant), keys.run_sk(run_id))
         return Run.model_validate(item) if item else None
@@ -235,7 +170,7 @@ class RunRepository:
         so a crashed worker's run can be taken again). None: finished, or another worker has it."""
         now = _now()
         until = now + int(claim_s) + 1
-        open_keys = self._open(run_id, max(until, now + self._stale_after("run")))
+        open_keys = self._open(run_id, max(until, now + self.stale_after("run")))
         try:
             item = self.table.update(
                 keys.tenant_pk(tenant),
@@ -269,7 +204,7 @@ class RunRepository:
                 values={
                     ":queued": "queued",
                     ":running": "running",
-                    ":stale": self._open(run_id, _now() + self._stale_after("run"))["GSI3SK"],
+                    ":stale": self._open(run_id, _now() + self.stale_after("run"))["GSI3SK"],
                 },
             )
         except ConditionFailed:
@@ -439,3 +374,78 @@ def _commit_token(run: Run) -> str:
     """The transaction's idempotency token: one per run and outcome (a failed run's record is a
     different request from its commit), 32 hex characters (DynamoDB allows 36)."""
     return hashlib.sha256(f"{run.id}:{run.status}:{run.updated_at}".encode()).hexdigest()[:32]
+
+
+# --- a queued turn's admission (ST4, ST7) ---------------------------------------------------------
+# PK <t> SK ACTIVETURN#<runId>: a turn queued or running (TTL `expiresAt`); the clientTurnId claim
+# (keys.stream_client_turn_sk) names its run. Written with the run in one transaction.
+_CLAIM_TRIES = 6  # a clientTurnId's claim colliding with a concurrent one
+_CLAIMABLE = "attribute_not_exists(PK) OR expiresAt <= :now"
+
+
+class TurnAdmissionRepository:
+    def __init__(self, table: Table, runs: RunRepository):
+        self.table, self.runs = table, runs
+
+    def create_turn(self, tenant: str, run: Run, *, client_turn_id: str | None, ttl_s: int) -> Run | None:
+        """Records a queued turn in one transaction (ST4, ST7): its run, its row among the tenant's
+        active turns (until the worker ends it, or the run would be stale), and the claim of the
+        client's id of the turn (scoped to the run's agent and session) when there is one, so a
+        concurrent resend either wins all of them or finds the claim and, beside it, the run it
+        names. None: written; else the earlier claim's run. A transaction that collides with the
+        other one (TransactionConflict) is tried again."""
+        pk = keys.tenant_pk(tenant)
+        pauses = backoff(0.02, 0.5)
+        for attempt in range(_CLAIM_TRIES):
+            now = int(time.time())
+            ops = [
+                self.table.put_op(self.runs.item(tenant, run), condition="attribute_not_exists(PK)"),
+                self.table.put_op(
+                    {"PK": pk, "SK": keys.active_turn_sk(run.id), "expiresAt": now + self.runs.stale_after(run.kind) + 60}
+                ),
+            ]
+            if client_turn_id:
+                claim = {"PK": pk, "SK": self._claim_sk(run, client_turn_id), "runId": run.id, "expiresAt": now + ttl_s}
+                ops.insert(0, self.table.put_op(claim, condition=_CLAIMABLE, values={":now": now}))
+            try:
+                # a lost response's retry (same token) is answered, not refused
+                self.table.transact(ops, token=f"{run.id}-{attempt}"[-36:])
+                return None
+            except ConditionFailed as err:
+                if not client_turn_id or not err.failed_at(0):
+                    raise
+                found = self.claimed(tenant, run, client_turn_id)
+                if found is not None:
+                    return found
+            except Cancelled:
+                pass  # the other claimant's transaction was in flight: try again, it decides
+            time.sleep(next(pauses))
+        raise StorageUnavailable("the turn could not be recorded; send it again with the same clientTurnId")
+
+    @staticmethod
+    def _claim_sk(run: Run, client_turn_id: str) -> str:
+        return keys.stream_client_turn_sk(run.agent_id, run.session_id or "", client_turn_id)
+
+    def claimed(self, tenant: str, run: Run, client_turn_id: str) -> Run | None:
+        """The run a live claim of `client_turn_id` on `run`'s agent and session names; None if
+        there is no such claim. A claim whose run is gone is a 409."""
+        earlier = self.table.get(keys.tenant_pk(tenant), self._claim_sk(run, client_turn_id))
+        if not earlier or int(earlier.get("expiresAt", 0)) <= time.time():
+            return None
+        found = self.runs.get(tenant, str(earlier["runId"]))
+        if found is None:
+            raise Conflict(
+                "this clientTurnId named a turn whose run is gone; send the turn with a new clientTurnId",
+                field="clientTurnId",
+            )
+        return found
+
+    def active_turns(self, tenant: str) -> int:
+        """The tenant's turns queued or running (their rows not yet ended nor expired)."""
+        now = time.time()
+        rows = self.table.query_all(keys.tenant_pk(tenant), sk_prefix=keys.ACTIVE_TURN_PREFIX)
+        return sum(1 for r in rows if int(r.get("expiresAt", 0)) > now)
+
+    def end_turn(self, tenant: str, run_id: str) -> None:
+        """The turn no longer counts against the tenant's cap (it ended, or was never queued)."""
+        self.table.delete(keys.tenant_pk(tenant), keys.active_turn_sk(run_id))

@@ -35,8 +35,8 @@ from engram.recall.archive import ArchiveRepository
 from engram.recall.ports import Archive
 from engram.run_memory.ports import RunMemories
 from engram.run_memory.repository import RunMemoryRepository
-from engram.runs.ports import RunDecisions, Runs, Schedules
-from engram.runs.repository import RunDecisionRepository, RunRepository
+from engram.runs.ports import RunDecisions, Runs, Schedules, TurnAdmissions
+from engram.runs.repository import RunDecisionRepository, RunRepository, TurnAdmissionRepository
 from engram.streaming.ports import Pusher, Streams
 from engram.streaming.repository import StreamRepository
 from engram.usage.ports import UsageLedger
@@ -63,6 +63,7 @@ class Stores:
     sessions: Sessions = field(init=False)
     runs: Runs = field(init=False)
     run_decisions: RunDecisions = field(init=False)
+    turn_admissions: TurnAdmissions = field(init=False)
     usage: UsageLedger = field(init=False)
     card_types: CardTypes = field(init=False)
     memories: Memories = field(init=False)
@@ -108,6 +109,7 @@ class Stores:
             ),
         )
         self.run_decisions = RunDecisionRepository(self.table)
+        self.turn_admissions = TurnAdmissionRepository(self.table, self.runs)
         self.extraction = ExtractionRepository(self.table, memories, usage)
         self.card_types = CardTypeRepository(self.table)
         self.facts = FactRepository(self.table)
