@@ -13,7 +13,14 @@ import pytest
 
 from engram_client import Client
 from engram_client.client import OPERATIONS
-from engram_client.errors import AuthenticationError, BadRequestError, ConflictError, NotFoundError, PermissionDeniedError
+from engram_client.errors import (
+    AuthenticationError,
+    BadRequestError,
+    ConflictError,
+    EngramError,
+    NotFoundError,
+    PermissionDeniedError,
+)
 from local.sample_mcp import start as start_sample_mcp
 
 
@@ -131,6 +138,13 @@ def test_every_operation_through_the_client(stack_url, sample):
     assert [t["name"] for t in engram.test_connection(conn["id"])["tools"]] == ["lookup_price", "search_tickets"]
     assert engram.refresh_connection_tools(conn["id"])["ok"] is True
     assert engram.get_connection(conn["id"])["tools"]["tools"]
+    # An OAuth connection to a server that asks for no sign-in: starting its authorization says why not.
+    open_conn = engram.create_connection(name="open", url=sample.url, oauth={})
+    assert open_conn["oauth"]["status"] == "needs_authorization"
+    with pytest.raises(EngramError) as refused:
+        engram.start_connection_authorization(open_conn["id"])
+    assert 400 <= refused.value.status < 500 and refused.value.message
+    assert engram.delete_connection(open_conn["id"])["deleted"] is True
     assert engram.update_connection(conn["id"], description="prices")["description"] == "prices"
     assert [c["id"] for c in engram.list_connections()["items"]] == [conn["id"]]
     engram.update_agent(agent["id"], tools=[{"connectionId": conn["id"]}])
@@ -152,22 +166,21 @@ def test_every_operation_through_the_client(stack_url, sample):
         with pytest.raises(PermissionDeniedError) as refused:
             by_key.create_agent(name="Not with a read key")
         assert refused.value.code == "insufficient_scope"
+        # the MCP server, one JSON-RPC call (it takes an API key or an access token, not a sign-in of the dev stack)
+        init = by_key.mcp(
+            {
+                "jsonrpc": "2.0",
+                "id": 1,
+                "method": "initialize",
+                "params": {
+                    "protocolVersion": "2025-06-18",
+                    "capabilities": {},
+                    "clientInfo": {"name": "engram-client", "version": "0"},
+                },
+            }
+        )
+        assert init["id"] == 1 and init["result"]["serverInfo"]["name"]
     assert engram.delete_api_key(key["id"])["deleted"] is True
-
-    # the MCP server, one JSON-RPC call
-    init = engram.mcp(
-        {
-            "jsonrpc": "2.0",
-            "id": 1,
-            "method": "initialize",
-            "params": {
-                "protocolVersion": "2025-06-18",
-                "capabilities": {},
-                "clientInfo": {"name": "engram-client", "version": "0"},
-            },
-        }
-    )
-    assert init["id"] == 1 and init["result"]["serverInfo"]["name"]
 
     # streaming: a ticket, then a turn over the socket
     assert engram.create_stream_ticket()["url"].startswith("ws://")
