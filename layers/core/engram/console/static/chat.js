@@ -8,6 +8,7 @@
 // the session (queued turns, webhooks, heartbeats) arrive live; without it, turns go over HTTP.
 import { get, post, del, all, id } from './api.js';
 import { openStream, turnId } from './stream.js';
+import { markdownView, renderMarkdown } from './markdown.js';
 import {
   h, clear, busy, confirmAction, dialog, field, errorBox, fmtCost, fmtTime, pretty, showError, badge, moreButton,
 } from './ui.js';
@@ -207,9 +208,11 @@ function liveView(start) {
         if (!text || event.round !== round) {
           round = event.round;
           text = h('div', { class: 'text' });
+          text.raw = '';
           body.append(text);
         }
-        text.textContent += event.text;
+        text.raw += event.text;
+        renderMarkdown(text, text.raw);
       } else if (event.type === 'tool.started') {
         const state = h('span', { class: 'muted', text: ' · running…' });
         const block = h('details', { class: 'tool-call' },
@@ -371,7 +374,7 @@ function messageView(message, results, details = new Map()) {
   const blocks = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : (message.content || []);
   const parts = [];
   for (const block of blocks) {
-    if (block.type === 'text' && block.text) parts.push(h('div', { class: 'text', text: block.text }));
+    if (block.type === 'text' && block.text) parts.push(message.role === 'assistant' ? markdownView(block.text) : h('div', { class: 'text', text: block.text }));
     else if (block.type === 'tool_use') parts.push(toolView(block, results.get(block.id), details.get(block.id)));
   }
   if (!parts.length) return null; // a message of tool results only: shown inside the calls
