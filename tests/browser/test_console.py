@@ -225,7 +225,7 @@ def test_memory_page_manual_rows_pin_and_filter(console):
     c.sign_in("hana")
     agent = c.api("POST", "/api/agents", {"name": "Keeper", "agentMemory": True})
     c.page.goto(f"/#/memory/agent/{agent['id']}")
-    expect(c.page.get_by_text("0 of 0 loaded")).to_be_visible()
+    expect(c.page.get_by_text("0 shown")).to_be_visible()
     c.page.get_by_label("Key").fill("deploy-day")
     c.page.get_by_label("Value").fill("We deploy on Thursdays")
     c.page.get_by_label("Importance").fill("7")
