@@ -120,3 +120,14 @@ def test_runs_of_another_person_never_show(stack):
     put_run(stack, mine, 2000, kind="manual", status="succeeded", prompt="my plan")
     assert [r["prompt"] for r in stack.call("GET", "/api/runs").data["items"]] == ["my plan"]
     assert stack.call("GET", "/api/runs", query={"agentId": theirs}).status == 404
+
+
+def test_a_council_leads_members_are_listed(stack):
+    lead_agent, member_agent = stack.agent()["id"], stack.agent(name="Specialist")["id"]
+    put_run(stack, member_agent, 500, kind="manual", status="succeeded")  # older, of no council
+    lead = put_run(stack, lead_agent, 1000, kind="manual", status="succeeded")
+    members = [put_run(stack, member_agent, 2000 + i, kind="council_member", council_run_id=lead) for i in range(3)]
+    put_run(stack, member_agent, 9000, kind="council_member", council_run_id="run_other")
+    r = stack.call("GET", "/api/runs", query={"councilRunId": lead})
+    assert r.status == 200 and [x["id"] for x in r.data["items"]] == members[::-1]
+    assert stack.call("GET", "/api/runs", query={"councilRunId": "run_nope"}).status == 404

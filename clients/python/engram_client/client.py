@@ -68,8 +68,8 @@ from .models import (
     RunStarted,
     Session,
     SessionCreate,
+    SessionDetail,
     SessionPage,
-    SessionWithMessages,
     StreamTicket,
     ToolResult,
     TurnResult,
@@ -382,8 +382,8 @@ class Client:
     def iter_sessions(self, agent_id: str, *, limit: int | None = None) -> Iterator[Session]:
         return self._pages(lambda token: self.list_sessions(agent_id, limit=limit, next_token=token))
 
-    def get_session(self, agent_id: str, session_id: str) -> SessionWithMessages:
-        return cast(SessionWithMessages, self._call("GET", f"/api/agents/{_seg(agent_id)}/sessions/{_seg(session_id)}"))
+    def get_session(self, agent_id: str, session_id: str) -> SessionDetail:
+        return cast(SessionDetail, self._call("GET", f"/api/agents/{_seg(agent_id)}/sessions/{_seg(session_id)}"))
 
     def delete_session(self, agent_id: str, session_id: str) -> Deleted:
         return cast(Deleted, self._call("DELETE", f"/api/agents/{_seg(agent_id)}/sessions/{_seg(session_id)}"))
@@ -441,13 +441,22 @@ class Client:
         since: str | None = None,
         until: str | None = None,
         q: str | None = None,
+        council_run_id: str | None = None,
         limit: int | None = None,
         next_token: str | None = None,
     ) -> RunPage:
         """Runs across the caller's agents, newest first: `kind` and `status` comma-separated,
         `since`/`until` a day or a UTC time; a page can hold fewer than `limit` runs."""
         params = _query(
-            agentId=agent_id, kind=kind, status=status, since=since, until=until, q=q, limit=limit, nextToken=next_token
+            agentId=agent_id,
+            kind=kind,
+            status=status,
+            since=since,
+            until=until,
+            q=q,
+            councilRunId=council_run_id,
+            limit=limit,
+            nextToken=next_token,
         )
         return cast(RunPage, self._call("GET", "/api/runs", params=params))
 
@@ -460,11 +469,20 @@ class Client:
         since: str | None = None,
         until: str | None = None,
         q: str | None = None,
+        council_run_id: str | None = None,
         limit: int | None = None,
     ) -> Iterator[Run]:
         return self._pages(
             lambda token: self.list_all_runs(
-                agent_id=agent_id, kind=kind, status=status, since=since, until=until, q=q, limit=limit, next_token=token
+                agent_id=agent_id,
+                kind=kind,
+                status=status,
+                since=since,
+                until=until,
+                q=q,
+                council_run_id=council_run_id,
+                limit=limit,
+                next_token=token,
             )
         )
 

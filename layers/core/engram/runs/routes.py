@@ -28,28 +28,15 @@ StatusFilter = Annotated[str | None, Query(pattern=rf"^({_STATUS})(,({_STATUS}))
 When = Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?Z?)?$")]
 
 
-def _runs(
-    agent_id: str | None,
-    kind: str | None,
-    status: str | None,
-    since: str | None,
-    until: str | None,
-    q: str | None,
-    limit: int,
-    token: str | None,
-) -> Reply:
+def _runs(wanted: RunFilter, limit: int, token: str | None) -> Reply:
     deps, tenant = deps_of(router), tenant_of(router)
-    if agent_id is not None:
-        get_agent(deps, tenant, check_id("agentId", agent_id))
-    wanted = RunFilter(
-        agent_id=agent_id,
-        kinds=listed(kind),
-        statuses=listed(status),
-        since=since,
-        until=until + "~" if until and "T" not in until else until,  # "~" sorts after the day's times
-        query=text_query(q),
-    )
+    if wanted.agent_id is not None:
+        get_agent(deps, tenant, check_id("agentId", wanted.agent_id))
     return ok(search_runs(deps, tenant, wanted, limit=limit, token=token))
+
+
+def _whole_day(until: str | None) -> str | None:
+    return until + "~" if until and "T" not in until else until  # "~" sorts after the day's times
 
 
 @router.get("/api/runs")
@@ -60,10 +47,23 @@ def list_all_runs(
     since: When = None,
     until: When = None,
     q: SearchText = None,
+    councilRunId: str | None = None,
     limit: Limit = PAGE,
     nextToken: Token = None,
 ) -> Reply:
-    return _runs(agentId, kind, status, since, until, q, limit, nextToken)
+    since_lead = None
+    if councilRunId is not None:  # its members were created after it: the read stops there
+        since_lead = run_records.get_run(deps_of(router), tenant_of(router), check_id("councilRunId", councilRunId)).created_at
+    wanted = RunFilter(
+        agent_id=agentId,
+        kinds=listed(kind),
+        statuses=listed(status),
+        since=max(filter(None, (since, since_lead)), default=None),
+        until=_whole_day(until),
+        query=text_query(q),
+        council_run_id=councilRunId,
+    )
+    return _runs(wanted, limit, nextToken)
 
 
 def _accepted(run: Run) -> Reply:
@@ -117,7 +117,8 @@ def list_runs(
     status: StatusFilter = None,
 ) -> Reply:
     if q or kind or status:  # filtered: read and kept as GET /api/runs does
-        return _runs(agentId, kind, status, None, None, q, limit, nextToken)
+        wanted = RunFilter(agent_id=agentId, kinds=listed(kind), statuses=listed(status), query=text_query(q))
+        return _runs(wanted, limit, nextToken)
     return ok(run_records.list_runs(deps_of(router), tenant_of(router), agentId, limit, nextToken))
 
 

@@ -35,8 +35,11 @@ class RunFilter:
     since: str | None = None  # ISO times, inclusive
     until: str | None = None
     query: TextQuery | None = None
+    council_run_id: str | None = None  # the members of this lead's council run
 
     def matches(self, run: Run) -> bool:
+        if self.council_run_id and run.council_run_id != self.council_run_id:
+            return False
         if self.kinds and run.kind not in self.kinds:
             return False
         if self.statuses and run.status not in self.statuses:

@@ -4,7 +4,7 @@
 import { get, post, patch, del, id } from './api.js';
 import * as auth from './auth.js';
 import {
-  h, clear, busy, confirmAction, dialog, field, badge, fmtTime, moreButton, showFormError, notice, errorBox, fmtBytes, latestOnly, clearMessages,
+  h, clear, busy, confirmAction, dialog, field, badge, fmtTime, moreButton, showFormError, notice, errorBox, fmtBytes, latestOnly, clearMessages, FAREWELL,
 } from './ui.js';
 
 const STALE_DAYS = 60;
@@ -145,8 +145,9 @@ function accountSection() {
     const ok = await confirmAction('This deletes every agent, session, transcript, memory, fact, run and usage row of your account. It cannot be undone.', { typed: 'delete', label: 'Delete everything' });
     if (!ok) return;
     await busy(deleteButton, async () => {
-      await del('/api/me');
-      notice('Your account data is deleted.');
+      const done = await del('/api/me');
+      // Said on the sign-in page the sign-out leads to (a notice here would vanish with the reload).
+      sessionStorage.setItem(FAREWELL, JSON.stringify(done.deleted || {}));
       auth.signOut();
     });
   });

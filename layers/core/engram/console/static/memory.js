@@ -39,7 +39,7 @@ export async function memoryTable(body, base, owner, scope, title = `${scope ===
   const archived = h('input', { type: 'checkbox', id: 'memory-archived' });
   const tbody = h('tbody', {}, h('tr', {}, h('td', { colspan: 8, class: 'loading', text: 'Loading memories…' })));
   const more = h('div');
-  const count = h('span', { class: 'muted' });
+  const count = h('span', { class: 'muted', role: 'status' }); // read out when a search changes it
   let rows = [];
 
   // The search and the filters go to the API, which searches every row of the owner's (not just
