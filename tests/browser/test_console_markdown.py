@@ -51,6 +51,7 @@ def test_a_reply_in_markdown_reads_as_formatted_text(console, width, height):
     expect(reply.locator("li")).to_have_count(2)
     expect(reply.locator("li strong")).to_have_text("first")
     expect(reply.locator("table th")).to_have_count(2)
+    expect(reply.get_by_role("columnheader", name="a")).to_be_visible()  # a table, on a phone too
     expect(reply.locator("pre code")).to_contain_text("print('hi')")
     link = reply.get_by_role("link", name="the docs")
     expect(link).to_have_attribute("href", "https://example.com/docs")

@@ -54,7 +54,7 @@ export async function runs(main) {
   const load = async (nextToken) => {
     const page = await get('/api/runs', { ...Object.fromEntries(FILTERS.map((n) => [n, chosen.get(n) || undefined])), nextToken });
     rows = nextToken ? rows.concat(page.items) : page.items;
-    clear(results, table(columns, rows, { empty: filtered ? 'No runs match these filters.' : 'No runs yet.', caption: `${rows.length}${page.nextToken ? '+' : ''} runs` }));
+    clear(results, table(columns, rows, { empty: filtered ? 'No runs match these filters.' : 'No runs yet.', caption: `${rows.length}${page.nextToken ? '+' : ''} run${rows.length === 1 && !page.nextToken ? '' : 's'}` }));
     clear(more, moreButton(page.nextToken, load));
   };
   clear(main, h('div', { class: 'page-head' }, h('h1', { text: 'Runs' })), form, results, more);
@@ -87,7 +87,8 @@ export async function decisions(main, agentId) {
     const page = await get(`/api/agents/${id(agent.id)}/decisions`, { limit: 20, nextToken });
     if (!nextToken) list.replaceChildren();
     if (!page.items.length && !nextToken) list.append(h('p', { class: 'empty', text: 'No decisions yet: a run with a card type records one.' }));
-    const views = page.items.map((d) => {
+    // A re-examination is a step of its parent's conviction history, shown there, not a decision.
+    const views = page.items.filter((d) => d.cardType !== 're-examination').map((d) => {
       const history = h('div', { class: 'conviction-history muted', text: 'Loading its conviction history…' });
       convictionHistory(history, d).catch((err) => clear(history, errorBox(err)));
       return h('article', { class: 'card decision' },
