@@ -35,6 +35,10 @@ def test_the_runs_page_filters_across_agents(console, width, height):
     expect(rows.first).to_contain_text("manual")
     assert "kind=manual" in c.page.url and f"agentId={beta['id']}" in c.page.url
     c.shot(f"runs-page-{width}", full_page=False)
+    c.page.goto(f"/#/agents/{alpha['id']}/runs")
+    c.page.get_by_role("link", name="Filter and search").click()
+    expect(c.page.get_by_label("Agent")).to_have_value(alpha["id"])
+    expect(rows).to_have_count(2)
     c.page.goto("/#/runs?q=zebras")
     expect(rows).to_have_count(1)
     expect(rows.first).to_contain_text("chat")

@@ -86,7 +86,9 @@ export async function list(main, agentId) {
   refresh.addEventListener('click', () => busy(refresh, () => load()));
   clear(main,
     h('div', { class: 'page-head' }, h('h1', {}, h('a', { href: `#/agents/${id(agent.id)}` }, agent.name), ' · runs'),
-      h('div', { class: 'actions' }, h('a', { href: `#/agents/${id(agent.id)}/decisions`, class: 'button secondary' }, 'Decisions'), refresh)),
+      h('div', { class: 'actions' },
+        h('a', { href: `#/runs?agentId=${id(agent.id)}`, class: 'button secondary' }, 'Filter and search'),
+        h('a', { href: `#/agents/${id(agent.id)}/decisions`, class: 'button secondary' }, 'Decisions'), refresh)),
     h('div', { class: 'table-wrap' }, h('table', { class: 'runs-table' },
       h('thead', {}, h('tr', {}, ['Run', 'Kind', 'Trigger', 'Status', 'Started', 'Finished', 'Duration', 'Cost', 'Decision'].map((t) => h('th', { scope: 'col', text: t })))),
       tbody)),
