@@ -136,6 +136,8 @@ def route_file_name(spec_short: str, route: HttpRoute) -> str:
             if not last.startswith("{")
             else f"{literals[0].removesuffix('s')}-{name}"
         )
+    if segments == ["runs"]:  # GET /api/runs (every agent's) beside an agent's /agents/{agentId}/runs
+        name = "all-runs"
     return f"{spec_short}-{route.method.lower()}-{name}.json"
 
 
