@@ -6,7 +6,7 @@ VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: dev test bench fuzz lint smoke clean install matrix
+.PHONY: dev test bench fuzz lint smoke clean install matrix console-vendor
 
 $(STAMP): requirements-dev.txt layers/core/requirements.txt clients/python/pyproject.toml
 	@$(PYTHON) -c 'import sys; assert sys.version_info[:2] == (3, 13), "Python 3.13 is required"'
@@ -50,6 +50,11 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.local_scale
 	$(BIN)/python -m bench.soak
 	$(BIN)/python -m bench.console_load
+
+# The console's Markdown renderer and sanitiser, copied into its static/ (committed) from the versions
+# layers/console-vendor/package-lock.json pins; run after changing a version there.
+console-vendor:
+	cd layers/console-vendor && npm ci --no-audit --no-fund --loglevel=error && npm run vendor
 
 # The schema fuzz of docs/openapi.yaml against the local stack, longer than make test's bounded one:
 # thousands of requests, schemathesis's coverage phase, a new seed each run (printed; FUZZ_SEED=...

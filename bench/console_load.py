@@ -7,7 +7,11 @@ the user already signed in (a token in sessionStorage, as after the sign-in form
   (gzip, headers included), split into the app's own code and styles (HTML, JS, CSS, icon) and
   everything else (API answers). There are no vendored libraries.
 - the time from navigation start until the agents list is visible, median of the 5 loads.
-Aims (issue 14): the app's own code and styles under 150 kB uncompressed, all of it under 300 kB.
+- a streamed chat turn (issue 38): the API requests and bytes from Send until the page is idle
+  again, median of 3 turns; and what the Markdown renderer and sanitiser (vendored, loaded with
+  the first reply shown, not with the first load) cost transferred.
+Aims (issue 14): the app's own code and styles under 150 kB uncompressed, all of it under 300 kB;
+(issue 38) the first load under 30 kB transferred, one data reload per streamed turn.
 
     python -m bench.console_load [--loads 5]
 """
@@ -33,7 +37,8 @@ OWN_AIM = 150_000
 ALL_AIM = 300_000
 
 
-def _seed(url: str) -> None:
+def _seed(url: str) -> list[str]:
+    ids = []
     for i in range(5):
         request = urllib.request.Request(
             f"{url}/api/agents",
@@ -41,7 +46,41 @@ def _seed(url: str) -> None:
             headers={"authorization": f"Bearer dev-{USER}", "content-type": "application/json"},
             method="POST",
         )
-        urllib.request.urlopen(request, timeout=30).read()
+        ids.append(json.loads(urllib.request.urlopen(request, timeout=30).read())["data"]["id"])
+    return ids
+
+
+def _wire(response: Any) -> int:
+    sizes = response.request.sizes()
+    return int(sizes["responseBodySize"] + sizes["responseHeadersSize"])
+
+
+def _streamed_turns(browser: Any, url: str, agent_id: str, turns: int = 3) -> tuple[list[int], list[int], int]:
+    """(API requests per turn, API bytes per turn, renderer bytes) of streamed chat turns."""
+    context = browser.new_context(viewport={"width": 1280, "height": 800})
+    context.add_init_script(
+        f"sessionStorage.setItem('engram.token', 'dev-{USER}'); sessionStorage.setItem('engram.user', '{USER}');"
+    )
+    page = context.new_page()
+    responses: list[Any] = []
+    page.on("response", lambda r: responses.append(r))
+    page.goto(f"{url}/#/agents/{agent_id}/chat")
+    page.locator(".live-badge.on").wait_for(timeout=30_000)
+    page.wait_for_load_state("networkidle")
+    requests, wire, renderer = [], [], 0
+    for n in range(turns):
+        responses.clear()
+        page.get_by_label("Message").fill(f"turn {n} of the bench")
+        page.get_by_role("button", name="Send").click()
+        page.locator(".message.assistant:not(.live)", has_text=f"turn {n} of the bench").wait_for(timeout=30_000)
+        page.wait_for_load_state("networkidle")
+        page.wait_for_timeout(2000)  # an HTTP follow of the run would poll within this
+        api = [r for r in responses if "/api/" in r.url]
+        requests.append(len(api))
+        wire.append(sum(_wire(r) for r in api))
+        renderer += sum(_wire(r) for r in responses if r.url.endswith(("/marked.esm.js", "/purify.min.js")))
+    context.close()
+    return requests, wire, renderer
 
 
 def main() -> int:
@@ -60,7 +99,7 @@ def main() -> int:
     stack = start_stack(port=0, model_provider="offline", retry_delay=1)
     try:
         url = stack.url.rstrip("/")
-        _seed(url)
+        agent_ids = _seed(url)
         times: list[float] = []
         sizes: dict[str, int] = {}
         with sync_playwright() as playwright:
@@ -91,6 +130,7 @@ def main() -> int:
                     sizes[f"{kind}_wire"] += wire["responseBodySize"] + wire["responseHeadersSize"]
                     sizes["files"] += kind == "own"
                 context.close()
+            turn_requests, turn_bytes, renderer = _streamed_turns(browser, url, agent_ids[0])
             browser.close()
     finally:
         stack.stop()
@@ -105,6 +145,15 @@ def main() -> int:
         f"   agents list visible: median {statistics.median(times):.0f} ms over {len(times)} first loads "
         f"(min {min(times):.0f}, max {max(times):.0f})"
     )
+    print(
+        f"   a streamed turn:     median {statistics.median(turn_requests):.0f} API requests, "
+        f"{statistics.median(turn_bytes) / 1000:.1f} kB transferred (per turn: {turn_requests}, from Send until idle)  aim: one reload"
+    )
+    print(
+        f"   Markdown renderer:   {renderer / 1000:.1f} kB transferred, once, with the first reply shown (not in the first load)"
+    )
+    first_load = sizes["own_wire"] + sizes["api_wire"]
+    print(f"   first load in all:   {first_load / 1000:.1f} kB transferred  aim < 30 kB")
     verdict = sizes["own_raw"] < OWN_AIM and total_raw < ALL_AIM
     print(f"   verdict: {'ok' if verdict else 'FAIL'}")
     return 0 if verdict else 1

@@ -138,6 +138,8 @@ def route_file_name(spec_short: str, route: HttpRoute) -> str:
         )
     if segments and segments[0] == ".well-known":  # RFC 9728's metadata: /.well-known/oauth-protected-resource[/mcp]
         name = "-".join(s.lstrip(".") for s in segments)
+    if segments == ["runs"]:  # GET /api/runs (every agent's) beside an agent's /agents/{agentId}/runs
+        name = "all-runs"
     return f"{spec_short}-{route.method.lower()}-{name}.json"
 
 

@@ -159,6 +159,6 @@ def test_managed_login_with_pkce_and_sign_out(console, login_domain):
 def test_a_forged_callback_is_refused(console, login_domain):
     c = console("forged-callback")
     c.page.goto("/?code=code-x&state=not-mine")
-    expect(c.page.get_by_role("alert")).to_contain_text("sign_in_failed")
+    expect(c.page.get_by_role("alert")).to_have_attribute("data-code", "sign_in_failed")
     expect(c.page.get_by_role("button", name="Sign in")).to_be_visible()
     assert c.page.evaluate("sessionStorage.getItem('engram.token')") is None

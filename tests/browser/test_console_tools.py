@@ -34,7 +34,7 @@ def test_a_person_adds_a_tool_server_and_an_agent_uses_it(console, servers):
     page.get_by_label("URL").fill(servers.url("shop"))
     page.get_by_role("button", name="Add server").click()
     expect(page.get_by_text("shop: not working")).to_be_visible()
-    expect(page.locator(".test-result .error")).to_contain_text("not_mcp")
+    expect(page.locator(".test-result .error")).to_have_attribute("data-code", "not_mcp")
 
     # The sample server, with an auth value that is never shown again.
     page.get_by_label("Name").fill("market")

@@ -69,8 +69,8 @@ from .models import (
     RunStarted,
     Session,
     SessionCreate,
+    SessionDetail,
     SessionPage,
-    SessionWithMessages,
     StreamTicket,
     ToolResult,
     TurnResult,
@@ -119,6 +119,7 @@ OPERATIONS: dict[str, Op] = {
     "rotateWebhookSecret": Op("POST", "/api/agents/{agentId}/webhook-secret", ("rotate_webhook_secret",)),
     "postWebhook": Op("POST", "/api/agents/{agentId}/webhook", ("post_webhook",)),
     "listRuns": Op("GET", "/api/agents/{agentId}/runs", ("list_runs", "iter_runs")),
+    "listAllRuns": Op("GET", "/api/runs", ("list_all_runs", "iter_all_runs")),
     "createRun": Op("POST", "/api/agents/{agentId}/runs", ("create_run",)),
     "getActiveMemory": Op("GET", "/api/agents/{agentId}/active-memory", ("get_active_memory",)),
     "resetActiveMemory": Op("POST", "/api/agents/{agentId}/active-memory/reset", ("reset_active_memory",)),
@@ -385,8 +386,8 @@ class Client:
     def iter_sessions(self, agent_id: str, *, limit: int | None = None) -> Iterator[Session]:
         return self._pages(lambda token: self.list_sessions(agent_id, limit=limit, next_token=token))
 
-    def get_session(self, agent_id: str, session_id: str) -> SessionWithMessages:
-        return cast(SessionWithMessages, self._call("GET", f"/api/agents/{_seg(agent_id)}/sessions/{_seg(session_id)}"))
+    def get_session(self, agent_id: str, session_id: str) -> SessionDetail:
+        return cast(SessionDetail, self._call("GET", f"/api/agents/{_seg(agent_id)}/sessions/{_seg(session_id)}"))
 
     def delete_session(self, agent_id: str, session_id: str) -> Deleted:
         return cast(Deleted, self._call("DELETE", f"/api/agents/{_seg(agent_id)}/sessions/{_seg(session_id)}"))
@@ -410,12 +411,84 @@ class Client:
 
     # --- runs ---------------------------------------------------------------------------------------
 
-    def list_runs(self, agent_id: str, *, limit: int | None = None, next_token: str | None = None) -> RunPage:
+    def list_runs(
+        self,
+        agent_id: str,
+        *,
+        limit: int | None = None,
+        next_token: str | None = None,
+        q: str | None = None,
+        kind: str | None = None,
+        status: str | None = None,
+    ) -> RunPage:
         path = f"/api/agents/{_seg(agent_id)}/runs"
-        return cast(RunPage, self._call("GET", path, params=_query(limit=limit, nextToken=next_token)))
+        params = _query(limit=limit, nextToken=next_token, q=q, kind=kind, status=status)
+        return cast(RunPage, self._call("GET", path, params=params))
 
-    def iter_runs(self, agent_id: str, *, limit: int | None = None) -> Iterator[Run]:
-        return self._pages(lambda token: self.list_runs(agent_id, limit=limit, next_token=token))
+    def iter_runs(
+        self,
+        agent_id: str,
+        *,
+        limit: int | None = None,
+        q: str | None = None,
+        kind: str | None = None,
+        status: str | None = None,
+    ) -> Iterator[Run]:
+        return self._pages(lambda token: self.list_runs(agent_id, limit=limit, next_token=token, q=q, kind=kind, status=status))
+
+    def list_all_runs(
+        self,
+        *,
+        agent_id: str | None = None,
+        kind: str | None = None,
+        status: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        q: str | None = None,
+        council_run_id: str | None = None,
+        limit: int | None = None,
+        next_token: str | None = None,
+    ) -> RunPage:
+        """Runs across the caller's agents, newest first: `kind` and `status` comma-separated,
+        `since`/`until` a day or a UTC time; a page can hold fewer than `limit` runs."""
+        params = _query(
+            agentId=agent_id,
+            kind=kind,
+            status=status,
+            since=since,
+            until=until,
+            q=q,
+            councilRunId=council_run_id,
+            limit=limit,
+            nextToken=next_token,
+        )
+        return cast(RunPage, self._call("GET", "/api/runs", params=params))
+
+    def iter_all_runs(
+        self,
+        *,
+        agent_id: str | None = None,
+        kind: str | None = None,
+        status: str | None = None,
+        since: str | None = None,
+        until: str | None = None,
+        q: str | None = None,
+        council_run_id: str | None = None,
+        limit: int | None = None,
+    ) -> Iterator[Run]:
+        return self._pages(
+            lambda token: self.list_all_runs(
+                agent_id=agent_id,
+                kind=kind,
+                status=status,
+                since=since,
+                until=until,
+                q=q,
+                council_run_id=council_run_id,
+                limit=limit,
+                next_token=token,
+            )
+        )
 
     def create_run(self, agent_id: str, **body: Unpack[RunCreate]) -> RunStarted:
         return cast(RunStarted, self._call("POST", f"/api/agents/{_seg(agent_id)}/runs", body=body))
@@ -494,8 +567,16 @@ class Client:
     # --- memories (agent and workspace scope) -------------------------------------------------------
 
     # One implementation per verb for both scopes; the typed methods below name the scope.
-    def _list_memories(self, base: str, include_archived: bool | None, limit: int | None, next_token: str | None) -> MemoryPage:
-        params = _query(includeArchived=include_archived, limit=limit, nextToken=next_token)
+    def _list_memories(
+        self,
+        base: str,
+        include_archived: bool | None,
+        limit: int | None,
+        next_token: str | None,
+        q: str | None = None,
+        source: str | None = None,
+    ) -> MemoryPage:
+        params = _query(includeArchived=include_archived, limit=limit, nextToken=next_token, q=q, source=source)
         return cast(MemoryPage, self._call("GET", base, params=params))
 
     def _memory(self, method: str, base: str, memory_id: str | None = None, suffix: str = "", body: Any = None) -> Any:
@@ -503,15 +584,31 @@ class Client:
         return self._call(method, path, body=body)
 
     def list_agent_memories(
-        self, agent_id: str, *, include_archived: bool | None = None, limit: int | None = None, next_token: str | None = None
+        self,
+        agent_id: str,
+        *,
+        include_archived: bool | None = None,
+        limit: int | None = None,
+        next_token: str | None = None,
+        q: str | None = None,
+        source: str | None = None,
     ) -> MemoryPage:
-        return self._list_memories(f"/api/agents/{_seg(agent_id)}/memories", include_archived, limit, next_token)
+        """`q`: rows matching these words, best first; `source`: e.g. "manual,chat"."""
+        return self._list_memories(f"/api/agents/{_seg(agent_id)}/memories", include_archived, limit, next_token, q, source)
 
     def iter_agent_memories(
-        self, agent_id: str, *, include_archived: bool | None = None, limit: int | None = None
+        self,
+        agent_id: str,
+        *,
+        include_archived: bool | None = None,
+        limit: int | None = None,
+        q: str | None = None,
+        source: str | None = None,
     ) -> Iterator[Memory]:
         return self._pages(
-            lambda token: self.list_agent_memories(agent_id, include_archived=include_archived, limit=limit, next_token=token)
+            lambda token: self.list_agent_memories(
+                agent_id, include_archived=include_archived, limit=limit, next_token=token, q=q, source=source
+            )
         )
 
     def upsert_agent_memory(self, agent_id: str, **body: Unpack[MemoryCreate]) -> Memory:
@@ -529,16 +626,30 @@ class Client:
         )
 
     def list_workspace_memories(
-        self, workspace_id: str, *, include_archived: bool | None = None, limit: int | None = None, next_token: str | None = None
+        self,
+        workspace_id: str,
+        *,
+        include_archived: bool | None = None,
+        limit: int | None = None,
+        next_token: str | None = None,
+        q: str | None = None,
+        source: str | None = None,
     ) -> MemoryPage:
-        return self._list_memories(f"/api/workspaces/{_seg(workspace_id)}/memories", include_archived, limit, next_token)
+        base = f"/api/workspaces/{_seg(workspace_id)}/memories"
+        return self._list_memories(base, include_archived, limit, next_token, q, source)
 
     def iter_workspace_memories(
-        self, workspace_id: str, *, include_archived: bool | None = None, limit: int | None = None
+        self,
+        workspace_id: str,
+        *,
+        include_archived: bool | None = None,
+        limit: int | None = None,
+        q: str | None = None,
+        source: str | None = None,
     ) -> Iterator[Memory]:
         return self._pages(
             lambda token: self.list_workspace_memories(
-                workspace_id, include_archived=include_archived, limit=limit, next_token=token
+                workspace_id, include_archived=include_archived, limit=limit, next_token=token, q=q, source=source
             )
         )
 
@@ -558,13 +669,20 @@ class Client:
     # --- facts, account, keys -----------------------------------------------------------------------
 
     def list_facts(
-        self, *, include_archived: bool | None = None, limit: int | None = None, next_token: str | None = None
+        self,
+        *,
+        include_archived: bool | None = None,
+        limit: int | None = None,
+        next_token: str | None = None,
+        q: str | None = None,
     ) -> FactPage:
-        params = _query(includeArchived=include_archived, limit=limit, nextToken=next_token)
+        params = _query(includeArchived=include_archived, limit=limit, nextToken=next_token, q=q)
         return cast(FactPage, self._call("GET", "/api/me/facts", params=params))
 
-    def iter_facts(self, *, include_archived: bool | None = None, limit: int | None = None) -> Iterator[Fact]:
-        return self._pages(lambda token: self.list_facts(include_archived=include_archived, limit=limit, next_token=token))
+    def iter_facts(
+        self, *, include_archived: bool | None = None, limit: int | None = None, q: str | None = None
+    ) -> Iterator[Fact]:
+        return self._pages(lambda token: self.list_facts(include_archived=include_archived, limit=limit, next_token=token, q=q))
 
     def add_fact(self, **body: Unpack[FactCreate]) -> Fact:
         return cast(Fact, self._call("POST", "/api/me/facts", body=body))

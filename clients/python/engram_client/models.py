@@ -491,6 +491,13 @@ class SessionWithMessages(Session):
     messages: list[Message]
 
 
+class SessionDetail(SessionWithMessages):
+    """One session as `GET /api/agents/{agentId}/sessions/{sessionId}` answers it."""
+
+    contextFrom: int
+    lastResetAt: str | None
+
+
 class ArchivedMessage(TypedDict):
     """One message (or part of a long one) of the conversation archive: the user's words and the"""
 

@@ -35,6 +35,7 @@ from engram.kernel.ids import check_id, tenant_key
 from engram.kernel.observability import logger
 from engram.kernel.scopes import granted_scopes as _granted_scopes
 from engram.kernel.settings import LIST_LIMIT_DEFAULT, LIST_LIMIT_MAX
+from engram.kernel.textsearch import QUERY_MAX_CHARS
 from engram.kernel.validation import refuse_unstorable_numbers
 from engram.wiring.stores import Stores
 
@@ -99,6 +100,15 @@ Reply = Response[str]
 Limit = Annotated[int, Query(ge=1, le=LIST_LIMIT_MAX)]
 Token = Annotated[str | None, Query(max_length=2048)]
 IncludeArchived = Annotated[bool, Query()]
+# A list's search (`q`: engram.kernel.textsearch), up to QUERY_MAX_CHARS characters.
+SearchText = Annotated[str | None, Query(max_length=QUERY_MAX_CHARS)]
+
+
+def listed(value: str | None) -> frozenset[str]:
+    """A comma-separated query filter (`kind=chat,manual`) as a set; empty means no filter."""
+    return frozenset(value.split(",")) if value else frozenset()
+
+
 PAGE = LIST_LIMIT_DEFAULT  # the default `limit` of every list
 
 

@@ -41,7 +41,15 @@ def get_session(deps: Stores, tenant: str, agent_id: str, session_id: str) -> di
             raise NotFound("agent not found", field="agentId")
         raise NotFound("session not found", field="sessionId")
     history = deps.history.load(tenant, agent_id, session_id, committed_run=item.get("lastRunId"))
-    return {**_session_public(item), "summary": summary_public(item.get("summary")), "messages": history.messages}
+    # Where the model's context starts (an Active Memory reset leaves the older messages on show).
+    context_from = min(int(item.get("contextFrom", 0) or 0), len(history.messages))
+    return {
+        **_session_public(item),
+        "summary": summary_public(item.get("summary")),
+        "messages": history.messages,
+        "contextFrom": context_from,
+        "lastResetAt": item.get("lastResetAt"),
+    }
 
 
 def delete_session(deps: Stores, tenant: str, agent_id: str, session_id: str) -> dict[str, object]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import PAGE, IncludeArchived, Limit, Reply, Token, deps_of, ok, tenant_of
+from engram.api.http import PAGE, IncludeArchived, Limit, Reply, SearchText, Token, deps_of, ok, tenant_of
 from engram.facts import service as facts
 from engram.facts.models import FactCreate, FactUpdate
 
@@ -12,9 +12,11 @@ router = Router()
 
 
 @router.get("/api/me/facts")
-def list_facts(includeArchived: IncludeArchived = False, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
+def list_facts(
+    includeArchived: IncludeArchived = False, limit: Limit = PAGE, nextToken: Token = None, q: SearchText = None
+) -> Reply:
     return ok(
-        facts.list_facts(deps_of(router), tenant_of(router), include_archived=includeArchived, limit=limit, token=nextToken)
+        facts.list_facts(deps_of(router), tenant_of(router), include_archived=includeArchived, limit=limit, token=nextToken, q=q)
     )
 
 

@@ -10,6 +10,7 @@ from engram.facts.ports import DuplicateText
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page_ranked
+from engram.kernel.textsearch import text_query
 from engram.kernel.validation import check_text, refuse_secrets
 from engram.wiring.stores import Stores
 
@@ -68,12 +69,22 @@ def _list_rank(f: Fact) -> str:
     return f"{1 if f.archived_at else 0}#{inverse_recency(f.last_referenced_at or f.created_at):013d}#{f.id}"
 
 
-def list_facts(deps: Stores, tenant: str, *, include_archived: bool = False, limit: int, token: str | None) -> dict[str, object]:
+def list_facts(
+    deps: Stores, tenant: str, *, include_archived: bool = False, limit: int, token: str | None, q: str | None = None
+) -> dict[str, object]:
     """One page of the caller's facts in `_list_rank` order, after the token's rank (the order
     mixes active and archived facts, which no index holds together, so the facts are read and
-    ordered: the response is bounded by `limit`, the read by the caller's facts)."""
+    ordered: the response is bounded by `limit`, the read by the caller's facts). `q` keeps the
+    facts whose words or topic match it, best match first as recall ranks them."""
     rows = [f for f in deps.facts.all(tenant) if include_archived or f.archived_at is None]
-    return page_ranked(rows, _list_rank, list_id="facts", limit=limit, token=token)
+    query = text_query(q)
+    if query is None:
+        return page_ranked(rows, _list_rank, list_id="facts", limit=limit, token=token)
+    scores = {f.id: query.score(f.fact, f.topic) for f in rows}
+    found = [f for f in rows if scores[f.id]]
+    return page_ranked(
+        found, lambda f: query.rank(scores[f.id], _list_rank(f)), list_id=query.list_id("facts"), limit=limit, token=token
+    )
 
 
 def get_fact(deps: Stores, tenant: str, fact_id: str) -> Fact:

@@ -2,22 +2,39 @@
 
 from __future__ import annotations
 
-from aws_lambda_powertools.event_handler.api_gateway import Router
+from typing import Annotated, get_args
 
-from engram.api.http import PAGE, IncludeArchived, Limit, Reply, Token, deps_of, ok, tenant_of
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from engram.api.http import PAGE, IncludeArchived, Limit, Reply, SearchText, Token, deps_of, listed, ok, tenant_of
 from engram.kernel.ids import check_id
 from engram.memory import service as memory_service
-from engram.memory.models import MemoryCreate, MemoryUpdate, OwnerScope, PinBody
+from engram.memory.models import MemoryCreate, MemorySource, MemoryUpdate, OwnerScope, PinBody
 
 router = Router()
+
+_SOURCE = "|".join(get_args(MemorySource))
+# `source=manual,chat`: the rows of any of these sources.
+SourceFilter = Annotated[str | None, Query(pattern=rf"^({_SOURCE})(,({_SOURCE}))*$", max_length=200)]
 
 
 # --- agent and workspace memory: the same routes for each scope, written out ---------------------
 # Each route checks its owner's id and calls the scope's handler below.
-def _list(scope: OwnerScope, owner_id: str, include_archived: bool, limit: int, token: str | None) -> Reply:
+def _list(
+    scope: OwnerScope, owner_id: str, include_archived: bool, limit: int, token: str | None, q: str | None, source: str | None
+) -> Reply:
     return ok(
         memory_service.list_memories(
-            deps_of(router), tenant_of(router), scope, owner_id, include_archived=include_archived, limit=limit, token=token
+            deps_of(router),
+            tenant_of(router),
+            scope,
+            owner_id,
+            include_archived=include_archived,
+            limit=limit,
+            token=token,
+            q=q,
+            sources=listed(source),
         )
     )
 
@@ -53,9 +70,14 @@ def _delete(scope: OwnerScope, owner_id: str, memory_id: str) -> Reply:
 
 @router.get("/api/agents/<agentId>/memories")
 def list_agent_memories(
-    agentId: str, includeArchived: IncludeArchived = False, limit: Limit = PAGE, nextToken: Token = None
+    agentId: str,
+    includeArchived: IncludeArchived = False,
+    limit: Limit = PAGE,
+    nextToken: Token = None,
+    q: SearchText = None,
+    source: SourceFilter = None,
 ) -> Reply:
-    return _list("agent", check_id("agentId", agentId), includeArchived, limit, nextToken)
+    return _list("agent", check_id("agentId", agentId), includeArchived, limit, nextToken, q, source)
 
 
 @router.post("/api/agents/<agentId>/memories")
@@ -80,9 +102,14 @@ def delete_agent_memory(agentId: str, memoryId: str) -> Reply:
 
 @router.get("/api/workspaces/<workspaceId>/memories")
 def list_workspace_memories(
-    workspaceId: str, includeArchived: IncludeArchived = False, limit: Limit = PAGE, nextToken: Token = None
+    workspaceId: str,
+    includeArchived: IncludeArchived = False,
+    limit: Limit = PAGE,
+    nextToken: Token = None,
+    q: SearchText = None,
+    source: SourceFilter = None,
 ) -> Reply:
-    return _list("workspace", check_id("workspaceId", workspaceId), includeArchived, limit, nextToken)
+    return _list("workspace", check_id("workspaceId", workspaceId), includeArchived, limit, nextToken, q, source)
 
 
 @router.post("/api/workspaces/<workspaceId>/memories")

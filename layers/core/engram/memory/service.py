@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -10,58 +9,11 @@ from typing import Any
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id
 from engram.kernel.model import now_iso, page_ranked
+from engram.kernel.textsearch import terms, text_query
 from engram.kernel.validation import check_text, refuse_secrets
 from engram.memory.models import Memory, MemoryUpdate, is_live, memory_id
 from engram.memory.repository import memory_rank
 from engram.wiring.stores import Stores
-
-_WORD = re.compile(r"[a-z0-9]+")
-
-
-_STOP = frozenset(
-    [
-        "a",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "by",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "has",
-        "have",
-        "i",
-        "in",
-        "is",
-        "it",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "so",
-        "that",
-        "the",
-        "this",
-        "to",
-        "was",
-        "we",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "with",
-        "you",
-        "your",
-    ]
-)
 
 
 def _owner_exists(deps: Stores, tenant: str, scope: str, owner_id: str) -> None:
@@ -132,15 +84,38 @@ def _list_rank(m: Memory) -> str:
 
 
 def list_memories(
-    deps: Stores, tenant: str, scope: str, owner_id: str, *, include_archived: bool = False, limit: int, token: str | None
+    deps: Stores,
+    tenant: str,
+    scope: str,
+    owner_id: str,
+    *,
+    include_archived: bool = False,
+    limit: int,
+    token: str | None,
+    q: str | None = None,
+    sources: frozenset[str] = frozenset(),
 ) -> dict[str, object]:
     """One page of the owner's memories in LT3's order. The order is no index's (archived rows and
     director learnings are in none), so the owner's rows are read and ordered, and the page is cut
-    after the token's rank: the response is bounded by `limit`, the read by the owner's rows."""
+    after the token's rank: the response is bounded by `limit`, the read by the owner's rows.
+    `q` keeps the rows whose key, value or topic match it (every row of the owner's, not a page),
+    best match first as recall ranks them, then LT3's order; `sources` keeps those sources only."""
     _owner_exists(deps, tenant, scope, owner_id)
     now = time.time()
-    rows = [m for m in deps.memories.all(tenant, scope, owner_id) if include_archived or is_live(m, now)]
-    return page_ranked(rows, _list_rank, list_id=f"{scope}:{owner_id}", limit=limit, token=token)
+    rows = [
+        m
+        for m in deps.memories.all(tenant, scope, owner_id)
+        if (include_archived or is_live(m, now)) and (not sources or m.source in sources)
+    ]
+    list_id = f"{scope}:{owner_id}" + (f"&source={','.join(sorted(sources))}" if sources else "")
+    query = text_query(q)
+    if query is None:
+        return page_ranked(rows, _list_rank, list_id=list_id, limit=limit, token=token)
+    scores = {m.id: query.score(m.key, m.value, m.topic) for m in rows}
+    found = [m for m in rows if scores[m.id]]
+    return page_ranked(
+        found, lambda m: query.rank(scores[m.id], _list_rank(m)), list_id=query.list_id(list_id), limit=limit, token=token
+    )
 
 
 def _get(deps: Stores, tenant: str, scope: str, owner_id: str, mid: str) -> Memory:
@@ -194,10 +169,6 @@ def archive_memory(deps: Stores, tenant: str, memory: Memory, owner_id: str, rea
     return archived
 
 
-def _terms(text: str) -> set[str]:
-    return {w for w in _WORD.findall(text.lower()) if w not in _STOP}
-
-
 def recall(
     deps: Stores,
     tenant: str,
@@ -212,7 +183,7 @@ def recall(
     """Live memories of the given scopes that share words with the query, best first (an empty
     query lists the top rows): the agent's (`agent_id`), its workspace's (`workspace_id`, if it
     has one), the user's facts. Reads only this tenant's partitions."""
-    wanted = _terms(query)
+    wanted = terms(query)
     candidates: list[tuple[str, Any]] = []
     if "agent" in scopes:
         candidates += [("agent", m) for m in deps.memories.all(tenant, "agent", agent_id)]
@@ -231,7 +202,7 @@ def recall(
             if not is_live(row, now) or (row.category == "conversation" and row.session_id != session_id):
                 continue
             text, key = f"{row.key} {row.value} {row.topic or ''}", row.key
-        overlap = len(wanted & _terms(text)) if wanted else 0
+        overlap = len(wanted & terms(text)) if wanted else 0
         if wanted and not overlap:
             continue
         importance = getattr(row, "importance", 0)

@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field, StringConstraints
 
 from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry, refuse_secrets_of_the_turn
 from engram.facts import service as facts
+from engram.kernel.textsearch import terms
 from engram.memory import service as memory_service
 from engram.memory.models import MemoryScope, memory_id
 from engram.wiring.stores import stores_of
@@ -180,9 +181,9 @@ def _forget(ctx: ToolContext, inp: ForgetInput) -> object:
     deps, tenant = stores_of(ctx), ctx.tenant
     fact_id = inp.fact_id
     if not fact_id and inp.fact:
-        wanted = memory_service._terms(inp.fact)
+        wanted = terms(inp.fact)
         best = max(
-            ((len(wanted & memory_service._terms(f.fact)), f) for f in deps.facts.all(tenant) if f.archived_at is None),
+            ((len(wanted & terms(f.fact)), f) for f in deps.facts.all(tenant) if f.archived_at is None),
             key=lambda pair: pair[0],
             default=(0, None),
         )

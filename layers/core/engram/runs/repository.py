@@ -7,6 +7,7 @@ import hashlib
 import time
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from itertools import takewhile
 from typing import Any
 
 from engram.aws import keys
@@ -159,6 +160,19 @@ class RunRepository:
             keys.runs_by_agent(tenant, agent_id), index="GSI1", limit=limit, token=token, newest_first=True
         )
         return [Run.model_validate(i) for i in items], nxt
+
+    def newest(self, tenant: str, *, agent_id: str | None, before: str | None, max_items: int) -> list[Run]:
+        """Up to `max_items` runs, newest first, older than the run `before` (ids are time-ordered):
+        one agent's through GSI1, or the tenant's, all agents, from its partition's RUN# rows (the
+        rows sorted before them are not runs: reading stops at the first)."""
+        if agent_id:
+            pk = keys.runs_by_agent(tenant, agent_id)
+            items = self.table.query_all(pk, index="GSI1", sk_before=before, newest_first=True, max_items=max_items)
+        else:
+            below = keys.run_sk(before) if before else "RUN$"  # "$" sorts right after "#"
+            rows = self.table.query_all(keys.tenant_pk(tenant), sk_before=below, newest_first=True, max_items=max_items)
+            items = list(takewhile(lambda i: str(i["SK"]).startswith("RUN#"), rows))
+        return [Run.model_validate(i) for i in items]
 
     def delete_all(self, tenant: str) -> int:
         """Every run row of the tenant (an account deletion; agent deletion removes its own)."""

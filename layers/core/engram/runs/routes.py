@@ -3,14 +3,67 @@ Active Memory panel. The runs themselves execute in the `heartbeat` function."""
 
 from __future__ import annotations
 
-from aws_lambda_powertools.event_handler.api_gateway import Router
+from typing import Annotated, get_args
 
-from engram.api.http import PAGE, Limit, Reply, Token, deps_of, ok, tenant_of
+from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.openapi.params import Query
+
+from engram.agents.service import get_agent
+from engram.api.http import PAGE, Limit, Reply, SearchText, Token, deps_of, listed, ok, tenant_of
+from engram.kernel.ids import check_id
+from engram.kernel.textsearch import text_query
 from engram.runs import active_memory
 from engram.runs import service as run_records
-from engram.runs.models import Run, RunCreate, RunUpdate
+from engram.runs.models import Run, RunCreate, RunKind, RunStatus, RunUpdate
+from engram.runs.search import RunFilter, search_runs
 
 router = Router()
+
+_KIND = "|".join(get_args(RunKind))
+# awaiting_approval: a run stopped for a person's approval of a tool call (DESIGN 9, TL)
+_STATUS = "|".join((*get_args(RunStatus), "awaiting_approval"))
+KindFilter = Annotated[str | None, Query(pattern=rf"^({_KIND})(,({_KIND}))*$", max_length=200)]
+StatusFilter = Annotated[str | None, Query(pattern=rf"^({_STATUS})(,({_STATUS}))*$", max_length=200)]
+# A day (the whole day) or a time, UTC.
+When = Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?Z?)?$")]
+
+
+def _runs(wanted: RunFilter, limit: int, token: str | None) -> Reply:
+    deps, tenant = deps_of(router), tenant_of(router)
+    if wanted.agent_id is not None:
+        get_agent(deps, tenant, check_id("agentId", wanted.agent_id))
+    return ok(search_runs(deps, tenant, wanted, limit=limit, token=token))
+
+
+def _whole_day(until: str | None) -> str | None:
+    return until + "~" if until and "T" not in until else until  # "~" sorts after the day's times
+
+
+@router.get("/api/runs")
+def list_all_runs(
+    agentId: str | None = None,
+    kind: KindFilter = None,
+    status: StatusFilter = None,
+    since: When = None,
+    until: When = None,
+    q: SearchText = None,
+    councilRunId: str | None = None,
+    limit: Limit = PAGE,
+    nextToken: Token = None,
+) -> Reply:
+    since_lead = None
+    if councilRunId is not None:  # its members were created after it: the read stops there
+        since_lead = run_records.get_run(deps_of(router), tenant_of(router), check_id("councilRunId", councilRunId)).created_at
+    wanted = RunFilter(
+        agent_id=agentId,
+        kinds=listed(kind),
+        statuses=listed(status),
+        since=max(filter(None, (since, since_lead)), default=None),
+        until=_whole_day(until),
+        query=text_query(q),
+        council_run_id=councilRunId,
+    )
+    return _runs(wanted, limit, nextToken)
 
 
 def _accepted(run: Run) -> Reply:
@@ -55,7 +108,17 @@ def get_run_memory(runId: str, limit: Limit = PAGE, nextToken: Token = None) -> 
 
 
 @router.get("/api/agents/<agentId>/runs")
-def list_runs(agentId: str, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
+def list_runs(
+    agentId: str,
+    limit: Limit = PAGE,
+    nextToken: Token = None,
+    q: SearchText = None,
+    kind: KindFilter = None,
+    status: StatusFilter = None,
+) -> Reply:
+    if q or kind or status:  # filtered: read and kept as GET /api/runs does
+        wanted = RunFilter(agent_id=agentId, kinds=listed(kind), statuses=listed(status), query=text_query(q))
+        return _runs(wanted, limit, nextToken)
     return ok(run_records.list_runs(deps_of(router), tenant_of(router), agentId, limit, nextToken))
 
 

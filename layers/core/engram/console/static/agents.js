@@ -2,7 +2,7 @@
 // and the agent page with its Active Memory panel.
 import { get, post, patch, del, all, id } from './api.js';
 import {
-  h, clear, table, moreButton, busy, confirmAction, field, showFormError, notice, badge, fmtTime, fmtAge, errorBox, dialog, secretBox,
+  h, clear, table, moreButton, busy, confirmAction, field, showFormError, notice, badge, fmtTime, fmtAge, errorBox, errorTitle, dialog, secretBox,
 } from './ui.js';
 
 export async function list(main) {
@@ -43,6 +43,10 @@ function agentCard(agent) {
 async function fillPill(agent, slot) {
   try {
     const am = await get(`/api/agents/${id(agent.id)}/active-memory`);
+    if (!am.enabled) {
+      clear(slot);
+      return;
+    }
     const text = `${am.status === 'fresh' ? 'Fresh' : 'Carrying context'} · ${am.runsSinceReset} runs`;
     clear(slot, badge(text, am.warning ? 'warn' : 'memory'));
     if (am.warning) {
@@ -54,7 +58,7 @@ async function fillPill(agent, slot) {
       slot.append(' ', reset);
     }
   } catch (err) {
-    clear(slot, badge(`memory: ${err.code}`, 'error'));
+    clear(slot, badge(`memory: ${errorTitle(err.code).toLowerCase()}`, 'error'));
   }
 }
 
@@ -162,7 +166,7 @@ async function form(main, agent) {
 async function toolPicker(connections, grants) {
   const granted = new Map(grants.map((g) => [g.connectionId, g.allow]));
   const details = await Promise.all(connections.map((c) => get(`/api/connections/${id(c.id)}`).catch(() => c)));
-  return h('fieldset', { class: 'tools', name: 'tools' }, h('legend', { text: 'Tools (MCP servers this agent may call)' }),
+  return h('fieldset', { class: 'tools', name: 'tools', onchange: (e) => syncServerBox(e.target) }, h('legend', { text: 'Tools (MCP servers this agent may call)' }),
     connections.length ? null : h('p', { class: 'muted' }, 'No tool servers yet: add one under ', h('a', { href: '#/tools', text: 'Tools' }), '.'),
     details.map((c) => {
       const on = granted.has(c.id);
@@ -178,12 +182,28 @@ async function toolPicker(connections, grants) {
     }));
 }
 
+// A server is granted only with at least one of its tools: unticking its last tool unticks the
+// server, ticking a tool ticks it, and ticking the server with none ticked ticks them all.
+function syncServerBox(changed) {
+  const row = changed.closest('.connection-pick');
+  if (!row) return;
+  const server = row.querySelector('.connection-box');
+  const tools = [...row.querySelectorAll('.tool-box')];
+  if (!tools.length) return;
+  if (changed === server) {
+    if (server.checked && !tools.some((t) => t.checked)) for (const t of tools) t.checked = true;
+  } else {
+    server.checked = tools.some((t) => t.checked);
+  }
+}
+
 function chosenTools(box) {
   return [...box.querySelectorAll('.connection-pick')].filter((row) => row.querySelector('.connection-box').checked).map((row) => {
     const tools = [...row.querySelectorAll('.tool-box')];
     const picked = tools.filter((t) => t.checked).map((t) => t.value);
+    if (tools.length && !picked.length) return null; // none of its tools: not granted (never `allow: []`)
     return tools.length && picked.length < tools.length ? { connectionId: row.dataset.connectionId, allow: picked } : { connectionId: row.dataset.connectionId };
-  });
+  }).filter(Boolean);
 }
 
 export async function detail(main, agentId) {
@@ -191,7 +211,8 @@ export async function detail(main, agentId) {
   const toolNames = agent.tools && agent.tools.length
     ? (await all('/api/connections')).filter((c) => agent.tools.some((g) => g.connectionId === c.id)).map((c) => {
       const grant = agent.tools.find((g) => g.connectionId === c.id);
-      return grant.allow ? `${c.name} (${grant.allow.join(', ')})` : `${c.name} (all tools)`;
+      if (!grant.allow) return `${c.name} (all tools)`;
+      return grant.allow.length ? `${c.name} (${grant.allow.join(', ')})` : `${c.name} (no tools)`;
     }).join('; ')
     : '—';
   const [workspace, team] = await Promise.all([
@@ -270,14 +291,15 @@ export async function activeMemoryPanel(panel, agent) {
   }));
   clear(panel,
     h('h2', { id: 'am-title', text: 'Active Memory' }),
-    am.enabled ? null : h('p', { class: 'muted', text: 'Off: chat and scheduled runs do not share a session. Turn it on in Edit.' }),
-    h('dl', { class: 'facts' },
+    // Off, the API still reports the shared session's state; showing it beside "Off" contradicted it.
+    am.enabled ? null : h('p', { class: 'muted am-off' }, badge('Off', 'off'), ' Chat and scheduled runs do not share a session. Turn it on in Edit.'),
+    am.enabled ? h('dl', { class: 'facts' },
       h('dt', { text: 'Status' }), h('dd', {}, badge(am.status === 'fresh' ? 'Fresh' : 'Carrying context', am.warning ? 'warn' : am.status)),
       h('dt', { text: 'Runs since reset' }), h('dd', {}, h('span', { class: 'runs-since-reset', text: String(am.runsSinceReset) }),
         h('span', { class: 'muted small-text', text: ' scheduled and manual runs only; chat turns are not counted (the Runs page lists every run)' })),
       h('dt', { text: 'Session age' }), h('dd', { class: 'session-age', text: am.contextStartedAt ? `${fmtAge(am.sessionAgeSeconds)} (carrying context since ${fmtTime(am.contextStartedAt)})` : '— (fresh)' }),
       h('dt', { text: 'Last active' }), h('dd', { class: 'last-active', text: am.lastActiveAt ? `${fmtAge(am.lastActiveSeconds)} ago` : 'never' }),
-      h('dt', { text: 'Last reset' }), h('dd', { text: am.lastResetAt ? fmtTime(am.lastResetAt) : 'never' })),
+      h('dt', { text: 'Last reset' }), h('dd', { text: am.lastResetAt ? fmtTime(am.lastResetAt) : 'never' })) : null,
     am.warning ? h('div', { class: 'warning', role: 'alert', text: am.warning }) : null,
     am.enabled ? reset : null);
 }

@@ -2,7 +2,7 @@
 // Pages are modules loaded when first opened; each exports render(main, params).
 import * as auth from './auth.js';
 import { whenSignedOut } from './api.js';
-import { h, clear, errorBox, clearMessages } from './ui.js';
+import { h, clear, errorBox, clearMessages, FAREWELL } from './ui.js';
 
 const ROUTES = [
   [/^#\/agents\/?$/, 'agents.js', 'list'],
@@ -11,6 +11,8 @@ const ROUTES = [
   [/^#\/agents\/([^/]+)\/edit$/, 'agents.js', 'edit'],
   [/^#\/agents\/([^/]+)\/chat(?:\/([^/]+))?$/, 'chat.js', 'chat'],
   [/^#\/agents\/([^/]+)\/runs$/, 'runs.js', 'list'],
+  [/^#\/agents\/([^/]+)\/decisions$/, 'allruns.js', 'decisions'],
+  [/^#\/runs\/?(?:\?(.*))?$/, 'allruns.js', 'runs'],
   [/^#\/runs\/([^/]+)$/, 'runs.js', 'detail'],
   [/^#\/memory(?:\/(agent|workspace)\/([^/]+))?$/, 'memory.js', 'memory'],
   [/^#\/workspaces\/?$/, 'workspaces.js', 'list'],
@@ -22,6 +24,7 @@ const ROUTES = [
 
 const NAV = [
   ['#/agents', 'Agents'],
+  ['#/runs', 'Runs'],
   ['#/memory', 'Memory'],
   ['#/workspaces', 'Workspaces'],
   ['#/tools', 'Tools'],
@@ -50,12 +53,13 @@ function shell() {
 
 function markNav(hash) {
   clear(nav, NAV.map(([href, label]) => {
-    const active = hash === href || hash.startsWith(`${href}/`) || hash.startsWith(`${href}?`) || (href === '#/agents' && /^#\/(agents|runs)\//.test(hash));
+    const active = hash === href || hash.startsWith(`${href}/`) || hash.startsWith(`${href}?`) || (href === '#/agents' && /^#\/agents\//.test(hash));
     return h('a', { href, 'aria-current': active ? 'page' : null }, label);
   }));
 }
 
 async function route() {
+  sessionStorage.removeItem(FAREWELL);
   const hash = location.hash && location.hash !== '#/' ? location.hash : '#/agents';
   clearMessages();
   markNav(hash);
@@ -81,11 +85,23 @@ async function route() {
   clear(main, errorBox({ code: 'not_found', message: `no page ${hash}` }));
 }
 
+// After "Delete my account": the confirmation that it happened, once.
+function farewell() {
+  const raw = sessionStorage.getItem(FAREWELL); // kept until someone signs in (route() drops it)
+  if (raw === null) return null;
+  let counts = {};
+  try { counts = JSON.parse(raw) || {}; } catch { counts = {}; }
+  const total = typeof counts === 'object' ? Object.values(counts).reduce((a, n) => a + (Number(n) || 0), 0) : 0;
+  return h('div', { class: 'notice account-deleted', role: 'status' },
+    h('strong', { text: 'Your account was deleted.' }),
+    ` Everything it held (${total} record${total === 1 ? '' : 's'}: agents, sessions, memories, facts, runs, usage) is gone; signing in again starts an empty account.`);
+}
+
 function signInPage(config, failure) {
   const app = document.getElementById('app');
   const box = h('div', { class: 'signin-error' });
   if (failure) box.append(errorBox(failure));
-  const card = h('section', { class: 'signin card' }, h('h1', { text: 'Engram console' }), box);
+  const card = h('section', { class: 'signin card' }, h('h1', { text: 'Engram console' }), farewell(), box);
   if (config.signIn === 'dev') {
     const input = h('input', { id: 'dev-user', name: 'user', autocomplete: 'username', required: true, placeholder: 'alice' });
     const form = h('form', { onsubmit: (e) => {

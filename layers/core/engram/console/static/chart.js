@@ -4,7 +4,8 @@ import { h, svg } from './ui.js';
 
 const W = 640;
 const H = 220;
-const PAD = { left: 48, right: 12, top: 12, bottom: 28 };
+const BASE_PAD = { left: 48, right: 12, top: 12, bottom: 28 };
+const AXIS_CHAR = 7.2; // an axis label's character width at its font size, in viewBox units (with room)
 
 function niceMax(value) {
   if (!(value > 0)) return 1;
@@ -23,13 +24,16 @@ export function timeChart({ series, kind = 'line', yMax = null, yFormat = (v) =>
   if (t0 === t1) { const pad = kind === 'bar' ? 86_400_000 : 3_600_000; t0 -= pad; t1 += pad; }
   else if (kind === 'bar') { t0 -= 43_200_000; t1 += 43_200_000; } // half a day: the end bars fit
   const top = yMax ?? niceMax(Math.max(...all.map((p) => p.y)));
+  // The left margin fits the longest y label ("$0.0125", "12,500"): a fixed one clipped them.
+  const yLabels = [0, 1, 2, 3, 4].map((i) => yFormat((top * i) / 4));
+  const PAD = { ...BASE_PAD, left: Math.max(BASE_PAD.left, 10 + AXIS_CHAR * Math.max(...yLabels.map((l) => String(l).length))) };
   const x = (t) => PAD.left + ((t - t0) / (t1 - t0)) * (W - PAD.left - PAD.right);
   const y = (v) => H - PAD.bottom - (Math.min(v, top) / top) * (H - PAD.top - PAD.bottom);
   const root = svg('svg', { viewBox: `0 0 ${W} ${H}`, class: `chart chart-${kind}`, role: 'img', 'aria-label': title });
   for (let i = 0; i <= 4; i += 1) {
     const v = (top * i) / 4;
     root.append(svg('line', { x1: PAD.left, x2: W - PAD.right, y1: y(v), y2: y(v), class: 'grid' }),
-      svg('text', { x: PAD.left - 6, y: y(v) + 4, class: 'axis', 'text-anchor': 'end' }, yFormat(v)));
+      svg('text', { x: PAD.left - 6, y: y(v) + 4, class: 'axis', 'text-anchor': 'end' }, yLabels[i]));
   }
   const day = (t) => new Date(t).toLocaleDateString(undefined, { month: 'short', day: 'numeric', timeZone: 'UTC' });
   if (kind === 'bar') {

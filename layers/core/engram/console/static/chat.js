@@ -12,12 +12,15 @@
 // links to its run and is followed over HTTP; a message the socket refused goes back in the box.
 import { get, post, del, all, id } from './api.js';
 import { openStream, turnId } from './stream.js';
+import { markdownView, renderMarkdown } from './markdown.js';
 import {
-  h, clear, busy, confirmAction, dialog, field, errorBox, fmtCost, fmtTime, pretty, showError, badge, moreButton,
+  h, clear, busy, confirmAction, dialog, field, errorBox, errorTitle, fmtCost, fmtTime, pretty, showError, badge, moreButton,
 } from './ui.js';
 
 const POLL_MS = 1500;
 const RECONNECT_MS = [500, 1000, 2000, 4000, 8000, 15000];
+const LIVE_HELP = 'Live: the reply streams in as the agent writes it, and turns started elsewhere (queued turns, webhooks, heartbeats) show up here as they run. HTTP: no live connection; a reply shows when its turn has finished.';
+const ASYNC_HELP = 'Queue it (async): the turn runs in the background as a run; you can leave the page, and the reply shows here when the run is done.';
 
 export async function chat(main, agentId, sessionId = 'dashboard') {
   const agent = await get(`/api/agents/${id(agentId)}`);
@@ -30,12 +33,15 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   const asyncBox = h('input', { type: 'checkbox', id: 'chat-async' });
   const send = h('button', { type: 'submit' }, 'Send');
   const search = archiveSearch(agent);
-  const liveBadge = h('span', { class: 'live-badge muted', role: 'status', text: 'HTTP' });
+  const liveBadge = h('span', { class: 'live-badge muted', role: 'status', text: 'HTTP', tabindex: '0', 'aria-describedby': 'live-badge-help', title: LIVE_HELP });
+  asyncBox.setAttribute('aria-describedby', 'chat-async-help');
   const composer = h('form', { class: 'composer' },
     h('label', { for: 'chat-input', class: 'visually-hidden', text: 'Message' }), box,
     h('div', { class: 'composer-row' },
       h('div', { class: 'check' }, asyncBox, h('label', { for: 'chat-async', text: 'Queue it (async)' })),
-      send));
+      send),
+    h('p', { id: 'chat-async-help', class: 'muted small-text', text: ASYNC_HELP }),
+    h('p', { id: 'live-badge-help', class: 'visually-hidden', text: LIVE_HELP }));
 
   clear(main,
     h('div', { class: 'page-head' },
@@ -50,13 +56,14 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   let loads = 0;
   const reload = async () => {
     const mine = ++loads; // reloads may overlap (a turn ends as the page loads): the newest one shows
-    const details = callDetails(agent);
     try {
       const session = await get(`/api/agents/${id(agent.id)}/sessions/${id(sessionId)}`);
-      const known = await details;
+      const known = await callDetails(agent, toolUseIds(session.messages || []));
       if (mine !== loads) return;
       renderTranscript(transcript, session.messages || [], session, known);
       for (const view of new Set(live.values())) transcript.append(view.root); // turns still running stay below
+      // On a phone the page scrolls, not the transcript: after the newest message, the box to answer it.
+      composer.scrollIntoView({ block: 'nearest' });
     } catch (err) {
       if (err.status === 404 && sessionId === 'dashboard') renderTranscript(transcript, []);
       else clear(transcript, errorBox(err));
@@ -66,10 +73,19 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   let stream = null;
   // Events are best-effort (a push may be throttled away): the run is also followed over HTTP,
   // and whichever sees it end first shows the transcript.
+  // A turn ends once for the page: by its stream event or by the HTTP follow, whichever is first;
+  // the other finds it settled, so a streamed turn reloads the data once, not twice.
+  const settled = new Set();
+  const settle = async (runId) => {
+    if (settled.has(runId)) return;
+    settled.add(runId);
+    await reload();
+    await renderPicker(picker, agent, sessionId);
+  };
   const finished = (runId) => async () => {
     const view = live.get(runId);
     if (view) { view.root.remove(); live.delete(runId); }
-    await reload();
+    await settle(runId);
   };
   const onEvent = (event) => {
     if (!transcript.isConnected) { if (stream) stream.close(); return; }
@@ -92,7 +108,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
     if (event.type === 'turn.queued') {
       const view = live.get(event.clientTurnId);
       if (view) { live.delete(event.clientTurnId); live.set(event.runId, view); view.runId = event.runId; }
-      if (!following.has(event.runId)) { following.add(event.runId); follow(event.runId, pending, finished(event.runId)); }
+      if (!following.has(event.runId)) { following.add(event.runId); follow(event.runId, pending, finished(event.runId), () => settled.has(event.runId)); }
       return;
     }
     if (!event.runId || (event.sessionId && event.sessionId !== sessionId)) return;
@@ -106,7 +122,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
       if (done) { live.delete(event.runId); done.root.remove(); }
       if (event.type === 'turn.completed') clear(usage, usageView(event.usage, Date.now() - (done ? done.started : Date.now())));
       else clear(errors, errorBox({ code: event.error.code, message: `${event.error.message} (run ${event.runId})` }));
-      reload().then(() => renderPicker(picker, agent, sessionId));
+      settle(event.runId);
       return;
     }
     let view = live.get(event.runId);
@@ -271,9 +287,11 @@ function liveView(start) {
         if (!text || event.round !== round) {
           round = event.round;
           text = h('div', { class: 'text' });
+          text.raw = '';
           body.append(text);
         }
-        text.textContent += event.text;
+        text.raw += event.text;
+        renderMarkdown(text, text.raw);
       } else if (event.type === 'tool.started') {
         const state = h('span', { class: 'muted', text: ' · running…' });
         const block = h('details', { class: 'tool-call' },
@@ -353,17 +371,38 @@ async function newSession(agent, button) {
 // (text, tool_use, tool_result). A tool's result is shown inside its call's block.
 // What the run records say of the recent tool calls (connection, duration, bytes, error, whether
 // the model got the result cut), by tool_use id; the transcript holds what the model saw.
-async function callDetails(agent) {
+// Only when the transcript has tool calls, and back through older runs until every call is found
+// (a call whose run is older than the newest 50 kept its details too), at most DETAIL_PAGES pages.
+const DETAIL_PAGES = 10;
+async function callDetails(agent, wanted) {
   const details = new Map();
+  let nextToken;
   try {
-    const page = await get(`/api/agents/${id(agent.id)}/runs`, { limit: 50 });
-    for (const run of page.items) {
-      for (const call of run.toolCalls || []) if (call.toolUseId) details.set(call.toolUseId, { ...call, runId: run.id });
+    for (let pages = 0; wanted.size && pages < DETAIL_PAGES; pages += 1) {
+      const page = await get(`/api/agents/${id(agent.id)}/runs`, { limit: pages ? 100 : 50, nextToken });
+      for (const run of page.items) {
+        for (const call of run.toolCalls || []) {
+          if (call.toolUseId && wanted.has(call.toolUseId)) {
+            details.set(call.toolUseId, { ...call, runId: run.id });
+            wanted.delete(call.toolUseId);
+          }
+        }
+      }
+      nextToken = page.nextToken;
+      if (!nextToken) break;
     }
   } catch {
     // the transcript still shows; the blocks just lack their timings
   }
   return details;
+}
+
+function toolUseIds(messages) {
+  const ids = new Set();
+  for (const m of messages) {
+    if (Array.isArray(m.content)) for (const block of m.content) if (block.type === 'tool_use') ids.add(block.id);
+  }
+  return ids;
 }
 
 function renderTranscript(transcript, messages, session = {}, details = new Map()) {
@@ -373,7 +412,10 @@ function renderTranscript(transcript, messages, session = {}, details = new Map(
       for (const block of m.content) if (block.type === 'tool_result') results.set(block.tool_use_id, block);
     }
   }
-  const views = messages.map((m) => messageView(m, results, details)).filter(Boolean);
+  const views = messages.map((m, i) => [
+    i === session.contextFrom && i > 0 ? resetMarker(session) : null,
+    messageView(m, results, details),
+  ]).flat().filter(Boolean);
   const trimmed = trimMarker(session);
   clear(transcript, trimmed, views.length || trimmed ? views : h('p', { class: 'empty', text: 'No messages yet. Say hello.' }));
   transcript.scrollTop = transcript.scrollHeight;
@@ -384,6 +426,13 @@ function renderTranscript(transcript, messages, session = {}, details = new Map(
 function showNewest(transcript) {
   const last = transcript.lastElementChild;
   if (last && typeof last.scrollIntoView === 'function') last.scrollIntoView({ block: 'nearest' });
+}
+
+// An Active Memory reset: the messages above stay on screen, but the agent no longer sees them.
+function resetMarker(session) {
+  return h('div', { class: 'reset-marker', role: 'note' },
+    h('span', { text: `Active Memory reset${session.lastResetAt ? ` · ${fmtTime(session.lastResetAt)}` : ''}` }),
+    h('span', { class: 'muted', text: ' · the agent starts fresh here and does not see the messages above' }));
 }
 
 // The messages the history cap cut (CM8): how many, and the summary the agent receives of them.
@@ -412,7 +461,8 @@ function archiveSearch(agent) {
     if (!nextToken) results.replaceChildren();
     results.querySelector('button.more')?.remove();
     if (!page.items.length && !nextToken) results.append(h('p', { class: 'empty', text: `Nothing said matches “${q}”.` }));
-    results.append(...page.items.map(hitView));
+    const names = await sessionNames(agent);
+    results.append(...page.items.map((hit) => hitView(agent, hit, names)));
     const more = moreButton(page.nextToken, (token) => load(q, token));
     if (more) results.append(more);
   };
@@ -425,9 +475,22 @@ function archiveSearch(agent) {
   return h('div', {}, form, results);
 }
 
-function hitView(hit) {
+// The agent's sessions by id, named as the picker names them (for the archive's results).
+async function sessionNames(agent) {
+  try {
+    return new Map((await all(`/api/agents/${id(agent.id)}/sessions`, {}, 500)).map((s) => [s.id, sessionName(s)]));
+  } catch {
+    return new Map();
+  }
+}
+
+function hitView(agent, hit, names) {
+  const name = names.get(hit.sessionId) || (hit.sessionId === 'dashboard' ? 'Dashboard' : 'a deleted session');
+  const where = names.has(hit.sessionId) || hit.sessionId === 'dashboard'
+    ? h('a', { href: `#/agents/${id(agent.id)}/chat/${id(hit.sessionId)}`, class: 'archive-session', text: name })
+    : h('span', { text: name });
   return h('article', { class: 'archive-hit' },
-    h('div', { class: 'muted', text: `${hit.role === 'user' ? 'You' : 'Agent'} · session ${hit.sessionId} · ${fmtTime(hit.createdAt)}` }),
+    h('div', { class: 'muted' }, `${hit.role === 'user' ? 'You' : 'Agent'} · in `, where, ` · ${fmtTime(hit.createdAt)}`),
     h('div', { class: 'text', text: hit.text }));
 }
 
@@ -435,7 +498,7 @@ function messageView(message, results, details = new Map()) {
   const blocks = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : (message.content || []);
   const parts = [];
   for (const block of blocks) {
-    if (block.type === 'text' && block.text) parts.push(h('div', { class: 'text', text: block.text }));
+    if (block.type === 'text' && block.text) parts.push(message.role === 'assistant' ? markdownView(block.text) : h('div', { class: 'text', text: block.text }));
     else if (block.type === 'tool_use') parts.push(toolView(block, results.get(block.id), details.get(block.id)));
   }
   if (!parts.length) return null; // a message of tool results only: shown inside the calls
@@ -509,10 +572,10 @@ function track(runId, status, pending, reload) {
 }
 
 // Follows an async run until it finishes, then shows the transcript it wrote.
-async function follow(runId, pending, reload) {
+async function follow(runId, pending, reload, settled = () => false) {
   for (;;) {
     await new Promise((r) => setTimeout(r, POLL_MS));
-    if (!pending.isConnected) return;
+    if (!pending.isConnected || settled()) return;
     let run;
     try {
       run = await get(`/api/runs/${id(runId)}`);
@@ -527,7 +590,7 @@ async function follow(runId, pending, reload) {
     }
     if (view) view.remove();
     if (run.status === 'failed') {
-      pending.append(h('div', { class: 'error', role: 'alert' }, h('strong', { text: run.error?.code || 'failed' }), ' ', run.error?.message || 'the queued turn failed', ` (run ${runId})`));
+      pending.append(h('div', { class: 'error', role: 'alert' }, h('strong', { text: `${errorTitle(run.error?.code || 'failed')}:` }), ' ', run.error?.message || 'the queued turn failed', ` (run ${runId})`));
     }
     await reload();
     return;

@@ -4,13 +4,14 @@
 import { get, post, patch, del, id } from './api.js';
 import * as auth from './auth.js';
 import {
-  h, clear, busy, confirmAction, dialog, field, badge, fmtTime, moreButton, showFormError, notice, errorBox, fmtBytes, latestOnly, clearMessages,
+  h, clear, busy, confirmAction, dialog, field, badge, fmtTime, moreButton, showFormError, notice, errorBox, fmtBytes, latestOnly, clearMessages, FAREWELL,
 } from './ui.js';
 
 const STALE_DAYS = 60;
 
 export async function facts(main) {
   const archived = h('input', { type: 'checkbox', id: 'facts-archived' });
+  const search = h('input', { type: 'search', id: 'facts-search', name: 'q', maxlength: 200, placeholder: 'words in a fact or its topic' });
   const list = h('div', { class: 'facts-list' }, h('p', { class: 'loading', text: 'Loading facts…' }));
   const more = h('div');
   let items = [];
@@ -18,10 +19,12 @@ export async function facts(main) {
   const begin = latestOnly();
   const load = async (nextToken) => {
     const current = begin();
-    const page = await get('/api/me/facts', { includeArchived: archived.checked ? 'true' : undefined, nextToken });
+    const q = search.value.trim(); // searched by the API over every fact, best match first
+    const page = await get('/api/me/facts', { includeArchived: archived.checked ? 'true' : undefined, q, nextToken });
     if (!current()) return; // an older load answered after a newer one
     items = nextToken ? items.concat(page.items) : page.items;
-    clear(list, items.length ? items.map(factView) : h('p', { class: 'empty', text: archived.checked ? 'No facts at all yet.' : 'I know nothing about you yet. Tell an agent something to remember, or add a fact here.' }));
+    const empty = q ? `No fact matches “${q}”.` : archived.checked ? 'No facts at all yet.' : 'I know nothing about you yet. Tell an agent something to remember, or add a fact here.';
+    clear(list, items.length ? items.map(factView) : h('p', { class: 'empty', text: empty }));
     clear(more, moreButton(page.nextToken, load));
   };
 
@@ -56,6 +59,8 @@ export async function facts(main) {
   };
 
   archived.addEventListener('change', () => busy(null, () => load()));
+  let typing;
+  search.addEventListener('input', () => { clearTimeout(typing); typing = setTimeout(() => busy(null, () => load()), 250); });
 
   const text = h('textarea', { name: 'fact', rows: 2, required: true });
   const topic = h('input', { name: 'topic', maxlength: 40 });
@@ -78,7 +83,7 @@ export async function facts(main) {
   clear(main,
     h('h1', { text: 'What I know about you' }),
     h('p', { class: 'muted', text: 'Agents remember these facts about you across every agent and session. The 10 most recently referenced active facts go into each prompt. Edit or archive anything that is wrong.' }),
-    h('div', { class: 'filters' }, field('Show archived', archived)),
+    h('div', { class: 'filters' }, field('Search', search), field('Show archived', archived)),
     list, more, add, accountSection());
   await load();
 }
@@ -145,8 +150,9 @@ function accountSection() {
     const ok = await confirmAction('This deletes every agent, session, transcript, memory, fact, run and usage row of your account. It cannot be undone.', { typed: 'delete', label: 'Delete everything' });
     if (!ok) return;
     await busy(deleteButton, async () => {
-      await del('/api/me');
-      notice('Your account data is deleted.');
+      const done = await del('/api/me');
+      // Said on the sign-in page the sign-out leads to (a notice here would vanish with the reload).
+      sessionStorage.setItem(FAREWELL, JSON.stringify(done.deleted || {}));
       auth.signOut();
     });
   });

@@ -30,33 +30,36 @@ export async function memory(main, scope, ownerId) {
 }
 
 export async function memoryTable(body, base, owner, scope, title = `${scope === 'agent' ? 'Agent' : 'Workspace'} memory: ${owner.name}`) {
-  const search = h('input', { type: 'search', id: 'memory-search', name: 'q', placeholder: 'key or value contains…' });
+  const search = h('input', { type: 'search', id: 'memory-search', name: 'q', placeholder: 'words in a key or value', maxlength: 200 });
   const source = h('select', { id: 'memory-source', name: 'source' },
     [['all', 'all'], ['manual', 'manual (by hand or asked for in chat)'], ['chat', 'chat'], ['auto', 'auto'], ['director', 'director'], ['profile', 'profile']]
       .map(([v, label]) => h('option', { value: v }, label)));
   // "manual" is what a person put there: by hand, or by asking the agent in chat to remember it.
-  const matches = (m) => source.value === 'all' || m.source === source.value || (source.value === 'manual' && m.source === 'chat');
+  const sources = () => (source.value === 'all' ? undefined : source.value === 'manual' ? 'manual,chat' : source.value);
   const archived = h('input', { type: 'checkbox', id: 'memory-archived' });
   const tbody = h('tbody', {}, h('tr', {}, h('td', { colspan: 8, class: 'loading', text: 'Loading memories…' })));
   const more = h('div');
-  const count = h('span', { class: 'muted' });
+  const count = h('span', { class: 'muted', role: 'status' }); // read out when a search changes it
   let rows = [];
 
-  const render = () => {
-    const q = search.value.trim().toLowerCase();
-    const shown = rows.filter((m) => matches(m)
-      && (!q || m.key.toLowerCase().includes(q) || String(m.value).toLowerCase().includes(q)));
-    clear(tbody, shown.length ? shown.map((m) => rowView(m)) : h('tr', {}, h('td', { colspan: 8, class: 'empty', text: 'No memories match.' })));
-    count.textContent = `${shown.length} of ${rows.length} loaded`;
+  // The search and the filters go to the API, which searches every row of the owner's (not just
+  // the page on screen) and ranks the best match first, as the agent's recall does.
+  let filtered = false;
+  const render = (hasMore) => {
+    const empty = filtered ? 'No memories match.' : 'No memories yet.';
+    clear(tbody, rows.length ? rows.map((m) => rowView(m)) : h('tr', {}, h('td', { colspan: 8, class: 'empty', text: empty })));
+    count.textContent = `${rows.length}${hasMore ? '+' : ''} ${filtered ? 'matching' : 'shown'}`;
   };
   const begin = latestOnly();
   const load = async (nextToken) => {
     const current = begin();
-    const page = await get(base, { includeArchived: archived.checked ? 'true' : undefined, nextToken });
+    const q = search.value.trim();
+    const page = await get(base, { includeArchived: archived.checked ? 'true' : undefined, q, source: sources(), nextToken });
     if (!current()) return; // an older load answered after a newer one
+    filtered = Boolean(q || sources());
     rows = nextToken ? rows.concat(page.items) : page.items;
     clear(more, moreButton(page.nextToken, load));
-    render();
+    render(Boolean(page.nextToken));
   };
   const reload = () => busy(null, () => load());
 
@@ -88,8 +91,9 @@ export async function memoryTable(body, base, owner, scope, title = `${scope ===
       h('td', { 'data-label': 'Actions', class: 'row-actions' }, editButton, pin, remove));
   };
 
-  search.addEventListener('input', render);
-  source.addEventListener('change', render);
+  let typing;
+  search.addEventListener('input', () => { clearTimeout(typing); typing = setTimeout(reload, 250); });
+  source.addEventListener('change', reload);
   archived.addEventListener('change', reload);
 
   const key = h('input', { name: 'key', required: true, maxlength: 255 });
@@ -119,8 +123,12 @@ export async function memoryTable(body, base, owner, scope, title = `${scope ===
     }
   });
 
+  // An agent with agent memory off is never given its rows (only the workspace's and the facts).
+  const unused = scope === 'agent' && !owner.agentMemory
+    ? h('p', { class: 'warning memory-off', role: 'note' }, `Agent memory is off for ${owner.name}: the agent is not given these rows, and rows added here stay unused until you turn it on (Edit the agent).`)
+    : null;
   clear(body,
-    h('h2', { text: title }),
+    h('h2', { text: title }), unused,
     h('div', { class: 'filters' },
       field('Search', search), field('Source', source), field('Show archived and superseded', archived), count),
     h('div', { class: 'table-wrap' }, h('table', { class: 'memory-table' },

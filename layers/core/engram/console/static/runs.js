@@ -4,9 +4,10 @@
 // first and each value opened on demand.
 import { get, post, patch, all, id } from './api.js';
 import {
-  h, clear, busy, field, badge, fmtTime, fmtDuration, fmtCost, fmtBytes, moreButton, pretty, showFormError, errorBox, notice, table,
+  h, clear, busy, field, badge, fmtTime, fmtDuration, fmtCost, fmtBytes, moreButton, pretty, showFormError, errorBox, errorTitle, notice, table,
 } from './ui.js';
 import { timeChart } from './chart.js';
+import { councilMembers } from './allruns.js';
 
 const POLL_MS = 1500;
 const NAMESPACES = ['input', 'task', 'shared', 'step'];
@@ -84,7 +85,10 @@ export async function list(main, agentId) {
   const refresh = h('button', { type: 'button', class: 'secondary' }, 'Refresh');
   refresh.addEventListener('click', () => busy(refresh, () => load()));
   clear(main,
-    h('div', { class: 'page-head' }, h('h1', {}, h('a', { href: `#/agents/${id(agent.id)}` }, agent.name), ' · runs'), refresh),
+    h('div', { class: 'page-head' }, h('h1', {}, h('a', { href: `#/agents/${id(agent.id)}` }, agent.name), ' · runs'),
+      h('div', { class: 'actions' },
+        h('a', { href: `#/runs?agentId=${id(agent.id)}`, class: 'button secondary' }, 'Filter and search'),
+        h('a', { href: `#/agents/${id(agent.id)}/decisions`, class: 'button secondary' }, 'Decisions'), refresh)),
     h('div', { class: 'table-wrap' }, h('table', { class: 'runs-table' },
       h('thead', {}, h('tr', {}, ['Run', 'Kind', 'Trigger', 'Status', 'Started', 'Finished', 'Duration', 'Cost', 'Decision'].map((t) => h('th', { scope: 'col', text: t })))),
       tbody)),
@@ -162,6 +166,8 @@ async function render(body, run) {
 
   const history = h('section', { class: 'card reexaminations' });
   const memory = h('section', { class: 'card run-memory' });
+  const council = h('section', { class: 'card council-members' });
+  const mayLead = run.kind === 'heartbeat' || run.kind === 'manual';
   clear(body,
     h('div', { class: 'page-head' }, h('h1', { text: `Run ${run.id}` })),
     h('div', { class: 'columns' },
@@ -178,8 +184,10 @@ async function render(body, run) {
         h('div', { class: 'tool-io' }, h('div', { class: 'label', text: 'Input' }), h('pre', { text: pretty(c.input) }),
           h('div', { class: 'label', text: 'Result' }), h('pre', { text: pretty(c.result) }))))) : null,
     card && run.kind !== 'reexamination' ? history : null,
+    mayLead ? council : null,
     memory);
   const jobs = [runMemory(memory, run)];
+  if (mayLead) jobs.push(councilMembers(council, run).catch((err) => clear(council, errorBox(err))));
   if (card && run.kind !== 'reexamination') jobs.push(reexaminations(history, run));
   await Promise.all(jobs);
 }
@@ -210,7 +218,7 @@ async function reexaminations(section, run) {
       { label: 'Status', cell: (r) => badge(r.status) },
       { label: 'Score', cell: (r) => String(r.result?.card?.conviction_score ?? '—') },
       { label: 'Suggested action', cell: (r) => r.result?.card?.suggested_action || '—' },
-      { label: 'Notes', cell: (r) => r.result?.card?.notes || (r.error ? `${r.error.code}: ${r.error.message}` : '—') },
+      { label: 'Notes', cell: (r) => r.result?.card?.notes || (r.error ? r.error.message || errorTitle(r.error.code) : '—') },
     ], items, { empty: 'Not re-examined yet.' }));
 }
 

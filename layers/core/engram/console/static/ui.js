@@ -39,11 +39,32 @@ export function clear(el, ...children) {
   return el;
 }
 
-// An API error (or any error) as a readable message: the envelope's code and message.
+// sessionStorage key: what a deleted account's sign-out says on the sign-in page that follows.
+export const FAREWELL = 'engram.accountDeleted';
+
+// What went wrong, in words: a few codes a person meets get a heading of their own; any other code
+// is read as words ("missing_default_prompt" -> "Missing default prompt"). The raw code stays on
+// the element (data-code) for support and tests, not in the text.
+const TITLES = {
+  validation_error: 'Check this value', not_found: 'Not found', network_error: 'No answer from the API',
+  unauthorized: 'Signed out', signed_out: 'Signed out', forbidden: 'Not allowed', conflict: 'Conflict',
+  rate_limited: 'Too many requests', quota_exceeded: 'Quota reached', value_too_long: 'Too long',
+  secret_detected: 'Looks like a secret', model_not_configured: 'The model is not set up',
+};
+export function errorTitle(code) {
+  if (!code) return 'Something went wrong';
+  if (TITLES[code]) return TITLES[code];
+  if (/_not_found$/.test(code)) return 'Not found';
+  if (/^http_\d+$/.test(code)) return `The API answered ${code.slice(5)}`;
+  const words = String(code).replace(/_/g, ' ');
+  return words.charAt(0).toUpperCase() + words.slice(1);
+}
+
+// An API error (or any error) as a readable message: a heading in words and the API's message.
 export function errorBox(err) {
   const code = err && err.code ? err.code : 'error';
   const message = err && err.message ? err.message : String(err);
-  const box = h('div', { class: 'error', role: 'alert' }, h('strong', { text: code }), ' ', message);
+  const box = h('div', { class: 'error', role: 'alert', dataset: { code } }, h('strong', { text: `${errorTitle(code)}:` }), ' ', message);
   if (err && err.runId) box.append(' ', h('span', { class: 'muted', text: `(run ${err.runId})` }));
   return box;
 }
@@ -155,13 +176,14 @@ export function field(label, control, hint) {
 
 // Puts an API error next to the field it names (error.field), else at the form's top.
 export function showFormError(form, err) {
-  for (const el of form.querySelectorAll('.field-error')) el.textContent = '';
+  for (const el of form.querySelectorAll('.field-error')) { el.textContent = ''; delete el.dataset.code; }
   const name = err && err.field ? String(err.field).split('.')[0] : null;
   const control = name ? form.querySelector(`[name="${CSS.escape(name)}"]`) : null;
   if (control) {
     const slot = control.closest('.field')?.querySelector('.field-error');
     if (slot) {
-      slot.textContent = `${err.code}: ${err.message}`;
+      slot.textContent = err.message || errorTitle(err.code);
+      slot.dataset.code = err.code || '';
       control.focus();
       return;
     }
