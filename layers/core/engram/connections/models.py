@@ -9,6 +9,7 @@ from urllib.parse import parse_qsl, urlsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints, field_validator
 
 from engram.kernel.model import Body, Resource
+from engram.kernel.secrets import find_secret
 
 # Used in tool names (`mcp__<name>__<tool>`): lowercase letters, digits and single hyphens, so the
 # double underscore that separates the parts can never occur inside a name.
@@ -44,8 +45,6 @@ _CREDENTIAL_PARAMETER = re.compile(
 
 def _credential_parameter(query: str) -> str | None:
     """The first query parameter that names a credential or whose value reads as one."""
-    from engram.kernel.secrets import find_secret
-
     for name, value in parse_qsl(query, keep_blank_values=True):
         if _CREDENTIAL_PARAMETER.search(name) or (value and find_secret(f"{name}={value}")):
             return name
