@@ -394,15 +394,20 @@ class Client:
     def iter_archive(self, agent_id: str, q: str, *, limit: int | None = None) -> Iterator[ArchivedMessage]:
         return self._pages(lambda token: self.search_archive(agent_id, q, limit=limit, next_token=token))
 
-    def send_message(self, agent_id: str, session_id: str, message: str) -> TurnResult:
-        """A synchronous turn: the reply, tool calls and usage (a 25 s budget on the server)."""
+    def send_message(self, agent_id: str, session_id: str, message: str, client_turn_id: str | None = None) -> TurnResult:
+        """A synchronous turn: the reply, tool calls and usage (a 25 s budget on the server).
+        `client_turn_id` names the turn: sent again with it, the turn is not run twice, and the
+        answer is the first send's."""
         path = f"/api/agents/{_seg(agent_id)}/sessions/{_seg(session_id)}/messages"
-        return cast(TurnResult, self._call("POST", path, body={"message": message}))
+        body = {"message": message, **({"clientTurnId": client_turn_id} if client_turn_id else {})}
+        return cast(TurnResult, self._call("POST", path, body=body))
 
-    def queue_message(self, agent_id: str, session_id: str, message: str) -> RunAccepted:
-        """An asynchronous turn (`?async=true`): follow it with get_run or a stream subscription."""
+    def queue_message(self, agent_id: str, session_id: str, message: str, client_turn_id: str | None = None) -> RunAccepted:
+        """An asynchronous turn (`?async=true`): follow it with get_run or a stream subscription.
+        `client_turn_id`: a resend answers with the run the first send queued."""
         path = f"/api/agents/{_seg(agent_id)}/sessions/{_seg(session_id)}/messages"
-        return cast(RunAccepted, self._call("POST", path, body={"message": message}, params={"async": "true"}))
+        body = {"message": message, **({"clientTurnId": client_turn_id} if client_turn_id else {})}
+        return cast(RunAccepted, self._call("POST", path, body=body, params={"async": "true"}))
 
     # --- runs ---------------------------------------------------------------------------------------
 

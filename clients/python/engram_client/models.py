@@ -121,6 +121,7 @@ class MessageIn(TypedDict):
     """The `MessageIn` schema."""
 
     message: str
+    clientTurnId: NotRequired[str]
 
 
 class WebhookIn(TypedDict):

@@ -146,6 +146,13 @@ def request_clock(router: Router | APIGatewayHttpResolver) -> tuple[float, float
     return waited, (remaining() / 1000 if callable(remaining) else None)
 
 
+def idempotency_key(router: Router | APIGatewayHttpResolver) -> str | None:
+    """The request's `Idempotency-Key` header (an id: 1-64 of letters, digits, `_`, `-`), or None."""
+    headers = {k.lower(): v for k, v in (router.current_event.headers or {}).items()}
+    value = headers.get("idempotency-key")
+    return None if value is None else check_id("Idempotency-Key", value)
+
+
 # Methods that read: a key without the `write` scope may call these only.
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 

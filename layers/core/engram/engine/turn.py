@@ -46,6 +46,7 @@ from engram.engine.trim import sequence_problems, trim_history, trim_in_steps
 from engram.kernel.errors import (
     EngramError,
     NotFound,
+    OutcomeUnknown,
     PayloadTooLarge,
     SessionBusy,
     StorageUnavailable,
@@ -379,11 +380,14 @@ def _load_agent_and_session(
     return agent, session
 
 
-def _release_quietly(deps: TurnDeps, tenant: str, agent_id: str, session_id: str, run_id: str) -> None:
+def _release_quietly(
+    deps: TurnDeps, tenant: str, agent_id: str, session_id: str, run_id: str, *, give_up: float | None = None
+) -> None:
     """Frees a lease this turn took, tried again if refused (best-effort: it expires on its own
     within SESSION_LEASE_SECONDS), with a short bound of its own: it runs when the turn's
-    deadline may have passed already."""
-    give_up = time.monotonic() + _FAILURE_GRACE_S
+    deadline may have passed already. `give_up`: a failing turn's own grace, which recording the
+    failure shares, so the answer still comes within the turn's budget and one grace."""
+    give_up = min(give_up, time.monotonic() + _FAILURE_GRACE_S) if give_up else time.monotonic() + _FAILURE_GRACE_S
     for attempt in range(_RELEASE_TRIES):
         try:
             with within(give_up):
@@ -641,6 +645,9 @@ def _commit(turn: _Turn, result: Mapping[str, object], new_etag: str | None, tri
             extra += policy.commit_items(turn.ctx, _turn_messages(turn), run.updated_at)
     try:
         deps.runs.finish_turn(turn.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes, extra_items=extra)
+    except OutcomeUnknown as err:
+        # Sent, unanswered, unreadable: recording a failure could contradict a landed commit.
+        raise _as_turn_failure(err, run.id) from err
     except Exception as err:
         # The transcript written for this turn stays in S3 but is never read: the session row
         # still names the previous run (conversations.transcripts), so nothing needs undoing.
@@ -722,7 +729,14 @@ def _fail(turn: _Turn, err: Exception) -> bool:
         logger.exception("could not record the failed run", extra={"run_id": failed.id})
         recorded = False
         if turn.plan.session_id is not None:  # freeing the lease now lets the next turn in at once
-            _release_quietly(turn.deps, turn.tenant, turn.ctx.agent.id, turn.plan.session_id, turn.run.id)
+            _release_quietly(
+                turn.deps,
+                turn.tenant,
+                turn.ctx.agent.id,
+                turn.plan.session_id,
+                turn.run.id,
+                give_up=turn.deadline + _FAILURE_GRACE_S,
+            )
     _record_metrics(failed, loop, None, ok=False)
     return recorded
 

@@ -12,7 +12,7 @@ from typing import Any
 from engram.aws import keys
 from engram.aws.items import deserialize, encode_token, serialize
 from engram.aws.table import Cancelled, ConditionFailed, IdempotencyMismatch, Table, backoff
-from engram.kernel.errors import Conflict, NotFound, SessionBusy, StorageUnavailable, aws_unavailable
+from engram.kernel.errors import Conflict, NotFound, OutcomeUnknown, SessionBusy, StorageUnavailable, aws_unavailable
 from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
 from engram.runs.models import Run
@@ -162,14 +162,18 @@ class RunRepository:
         for attempt in range(_CLAIM_TRIES):
             now = int(time.time())
             claim = {"PK": pk, "SK": claim_sk, "runId": run.id, "expiresAt": now + ttl_s}
+            ops = [
+                self.table.put_op(claim, condition="attribute_not_exists(PK) OR expiresAt <= :now", values={":now": now}),
+                self.table.put_op(self.item(tenant, run), condition="attribute_not_exists(PK)"),
+            ]
+            token = f"{run.id}-{attempt}"[-36:]  # a lost response's retry is answered, not refused
             try:
-                self.table.transact(
-                    [
-                        self.table.put_op(claim, condition="attribute_not_exists(PK) OR expiresAt <= :now", values={":now": now}),
-                        self.table.put_op(self.item(tenant, run), condition="attribute_not_exists(PK)"),
-                    ],
-                    token=f"{run.id}-{attempt}"[-36:],  # a lost response's retry is answered, not refused
-                )
+                try:
+                    self.table.transact(ops, token=token)
+                except Exception as err:
+                    if not aws_unavailable(err):
+                        raise
+                    self.table.transact(ops, token=token)  # no answer: the same request again tells
                 return None
             except ConditionFailed as err:
                 if not err.failed_at(0):
@@ -187,6 +191,29 @@ class RunRepository:
                 pass  # the other claimant's transaction was in flight: try again, it decides
             time.sleep(next(pauses))
         raise StorageUnavailable("the turn could not be recorded; send it again with the same clientTurnId")
+
+    def _delete_queued_op(self, tenant: str, run_id: str) -> dict[str, object]:
+        op = self.table.delete_op(
+            keys.tenant_pk(tenant), keys.run_sk(run_id), condition="#s = :queued", values={":queued": "queued"}
+        )
+        inner = op["Delete"]
+        assert isinstance(inner, dict)
+        inner["ExpressionAttributeNames"] = {"#s": "status"}  # status is a reserved word
+        return op
+
+    def drop_claim(self, tenant: str, run: Run, *, client_turn_id: str) -> None:
+        pk = keys.tenant_pk(tenant)
+        claim_sk = keys.stream_client_turn_sk(run.agent_id, run.session_id or "", client_turn_id)
+        try:
+            self.table.transact(
+                [
+                    self.table.delete_op(pk, claim_sk, condition="runId = :run", values={":run": run.id}),
+                    self._delete_queued_op(tenant, run.id),
+                ],
+                token=f"drop-{run.id}"[-36:],
+            )
+        except ConditionFailed:
+            pass  # the run started after all, or another send holds the claim: it stands
 
     def get(self, tenant: str, run_id: str) -> Run | None:
         item = self.table.get(keys.tenant_pk(tenant), keys.run_sk(run_id))
@@ -266,16 +293,20 @@ class RunRepository:
             return False
         return True
 
-    def _committed(self, tenant: str, run: Run, usage_rows: list[UsageRow]) -> bool:
+    def _committed(self, tenant: str, run: Run, usage_rows: list[UsageRow], *, unknown_if_unread: bool = False) -> bool:
         """Whether this very commit is already stored: the run record as we write it and every
         usage row (a retry after a lost response meets its own conditions, or DynamoDB answers
-        its token as a different request's). An unreadable table counts as "no"."""
+        its token as a different request's). An unreadable table counts as "no" after an answer
+        that refused the write; after no answer at all (`unknown_if_unread`) it may have landed:
+        OutcomeUnknown, naming the run."""
         expected = deserialize(serialize(self.item(tenant, run)))
         try:
             stored = self.table.get(expected["PK"], expected["SK"])
             rows = [self.usage.item(tenant, row) for row in usage_rows]
             found = self.table.get_many([(r["PK"], r["SK"]) for r in rows])
-        except Exception:
+        except Exception as err:
+            if unknown_if_unread:
+                raise OutcomeUnknown(run.id) from err
             return False
         return stored == expected and len(found) == len(rows)
 
@@ -328,7 +359,7 @@ class RunRepository:
                 raise Conflict("this run has already finished", field="runId", code="run_finished") from None
         except Exception as err:
             # No answer (a lost response, a timeout): the transaction may have been applied.
-            if not aws_unavailable(err) or not self._committed(tenant, run, usage_rows):
+            if not aws_unavailable(err) or not self._committed(tenant, run, usage_rows, unknown_if_unread=True):
                 raise
         overflow = extra[room:]
         if overflow:
