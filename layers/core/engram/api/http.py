@@ -165,6 +165,7 @@ class Principal:
     sub: str
     via: str
     scopes: frozenset[str]
+    name: str | None = None  # a sign-in token's `name` claim
 
     @property
     def tenant(self) -> str:
@@ -201,7 +202,8 @@ def principal(router: Router | APIGatewayHttpResolver) -> Principal:
     missing = [scope for scope in required if scope not in granted]
     if missing:
         raise Forbidden(f"the access token lacks the scope {missing[0]!r} this API requires", code="insufficient_scope")
-    return Principal(sub, "jwt", frozenset(granted))
+    name = context.get("name")
+    return Principal(sub, "jwt", frozenset(granted), name if isinstance(name, str) and name else None)
 
 
 def tenant_of(router: Router | APIGatewayHttpResolver, *, writes: bool | None = None) -> str:

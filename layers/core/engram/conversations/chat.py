@@ -14,7 +14,7 @@ from engram.kernel.errors import Conflict, EngramError, NotFound, SessionBusy, T
 from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
-from engram.recall.policy import ArchivePolicy
+from engram.recall.policy import TOKEN_NAME, ArchivePolicy
 from engram.runs.models import Run
 from engram.runs.service import unqueued
 from engram.summaries.policy import SummaryPolicy
@@ -99,7 +99,7 @@ def turn_policies(deps: ModelDeps) -> list[TurnPolicy]:
     the running summary of what the history cap cuts."""
     return [
         CardPolicy(deps),
-        ArchivePolicy(deps.archive),
+        ArchivePolicy(deps.archive, deps.profiles),
         ExtractionPolicy(deps.queues),
         SummaryPolicy(deps.queues),
     ]
@@ -145,6 +145,7 @@ def run_chat_turn(
     waited_s: float = 0.0,
     remaining_s: float | None = None,
     client_turn_id: str | None = None,
+    person_name: str | None = None,
 ) -> TurnOutcome:
     """A sync chat turn (POST .../messages). Its budget counts from the request's arrival
     (`waited_s` ago: API Gateway's clock), not from when the function got to it, so it answers
@@ -164,6 +165,8 @@ def run_chat_turn(
         budget = min(budget, waited_s + remaining_s - _RECORDING_S)
     plan = chat_plan(deps, agent_id, session_id, budget_s=budget)
     plan.started = time.monotonic() - waited_s
+    if person_name:
+        TOKEN_NAME.put(plan.tool_state, person_name)
     if client_turn_id:
         check_message(deps, message)
         claimed = queued_run(agent_id, session_id, message, "api")

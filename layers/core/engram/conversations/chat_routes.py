@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from engram.api.http import Reply, deps_of, idempotency_key, ok, request_clock, tenant_of
+from engram.api.http import Reply, deps_of, idempotency_key, ok, principal, request_clock, tenant_of
 from engram.conversations import chat, webhooks
 from engram.conversations.models import MessageIn
 from engram.kernel.errors import BadRequest
@@ -41,6 +41,7 @@ def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotate
         )
         return ok({"runId": run.id, "sessionId": sessionId, "status": run.status}, 202)
     waited_s, remaining_s = request_clock(router)
+    who = principal(router)
     outcome = chat.run_chat_turn(
         deps,
         tenant,
@@ -50,6 +51,7 @@ def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotate
         waited_s=waited_s,
         remaining_s=remaining_s,
         client_turn_id=_turn_key(body),
+        person_name=who.name,
     )
     return ok(outcome.public())
 
