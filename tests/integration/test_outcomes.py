@@ -181,3 +181,16 @@ def test_a_queued_turn_whose_failure_record_an_outage_refused_is_marked_failed_a
     run = any_stack.call("GET", f"/api/runs/{r.data['runId']}").data
     assert run["status"] == "failed" and run["error"]["code"] == "storage_unavailable", run
     assert _session(any_stack, agent["id"])["revision"] == 0
+
+
+def test_a_keyed_turn_that_never_started_leaves_no_claim_and_runs_on_retry(any_stack):
+    """The session did not exist yet: nothing ran, so the key's claim and its queued run are dropped."""
+    agent = any_stack.agent()
+    path = f"/api/agents/{agent['id']}/sessions/later/messages"
+    first = any_stack.call("POST", path, body={"message": "hello"}, headers={"Idempotency-Key": "turn-0005"})
+    assert first.status == 404 and first.error["field"] == "sessionId", first.body
+    assert any_stack.runs(agent["id"]) == []  # no queued run left behind
+    assert any_stack.call("POST", f"/api/agents/{agent['id']}/sessions", body={"id": "later"}).status == 201
+    again = any_stack.call("POST", path, body={"message": "hello"}, headers={"Idempotency-Key": "turn-0005"})
+    assert again.status == 200, again.body
+    assert [r["status"] for r in any_stack.runs(agent["id"])] == ["succeeded"]
