@@ -36,6 +36,8 @@ bench: $(STAMP)
 	-$(BIN)/python -m bench.prompt_cache --held-out-2
 	$(BIN)/python -m bench.mcp_tools
 	$(BIN)/python -m bench.mcp_matrix
+	$(BIN)/python -m bench.mcp_health
+	$(BIN)/python -m bench.oauth
 	$(BIN)/python -m bench.authorizer
 	$(BIN)/python -m bench.mcp_server
 	$(BIN)/python -m bench.streaming

@@ -4,9 +4,10 @@ for each server kind of the matrix, through a whole HTTP chat turn on the local 
 Each kind is a real server process on loopback (tests/mcp_matrix: Python SDK 1.30 stateful/SSE and
 stateless/JSON, TypeScript SDK 1.32.2 stateful/SSE and stateless/JSON, Python SDK 1.9.4 speaking
 only 2025-03-26) plus the Python SDK 2.x sample server (local/sample_mcp.py, in this process). For
-each: TURNS turns without a tool call ("hello") and TURNS turns with one ("use lookup_price for
-sol"), each on a fresh session of the same agent (so history does not grow), timed over HTTP. The
-overhead of a call is its turn's time minus the turn without a call just before it minus the server's
+each: TURNS turns calling the built-in `get_current_time` (the same two model rounds, a tool call
+recorded, no server) and TURNS turns calling the server's `lookup_price`, in pairs, each on a fresh
+session of the same agent (so history does not grow), timed over HTTP. The overhead of a call is its
+turn's time minus the built-in tool's turn just before it minus the server's
 own time for the turn's requests (the server measures it, GET /stats; its GET stream, open as long
 as the session, is not counted). "The call alone": the call's durationMs in the run record (session
 taken or opened, tools/call) minus the server's time. It includes the session's
@@ -60,7 +61,8 @@ def _measure(url: str, kind: str, server_url: str, server_ms: Callable[[], float
     turn(0, "use lookup_price for sol")  # warm: the era of the server is learnt, the code paths loaded
     plain, overheads, in_process = [], [], []
     for i in range(TURNS):  # in pairs, so the machine's drift falls on both sides
-        without = turn(1000 + i, "hello")[0]
+        without, _, plain_data = turn(1000 + i, "use get_current_time for now")
+        assert plain_data["toolCalls"], plain_data  # the same two model rounds, a built-in tool's call
         total, server, data = turn(i + 1, "use lookup_price for sol")
         calls = data["toolCalls"]
         assert isinstance(calls, list) and calls and not calls[0].get("error"), calls
@@ -102,7 +104,7 @@ def main() -> int:
         print(
             f"{kind:15} HTTP turn: median {median:6.1f} ms  p95 {_percentile(found, 0.95):6.1f} ms;"
             f" the call alone: median {statistics.median(inside):5.1f} ms"
-            f"  (turn without a call: {baseline:.1f} ms)  {what}"
+            f"  (turn with the built-in tool: {baseline:.1f} ms)  {what}"
         )
     print("aim: median under 15 ms for every kind")
     return 0 if worst < 15 else 1

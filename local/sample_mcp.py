@@ -33,10 +33,11 @@ TICKETS = [
 ]
 
 
-def build_server() -> Any:
+def build_server(**options: Any) -> Any:
+    """The sample server; `options` go to `MCPServer` (e.g. `auth` and `token_verifier`)."""
     from mcp.server.mcpserver import MCPServer
 
-    server = MCPServer("engram-sample", instructions="Deterministic sample tools: a price lookup and a ticket search.")
+    server = MCPServer("engram-sample", instructions="Deterministic sample tools: a price lookup and a ticket search.", **options)
 
     @server.tool()
     def lookup_price(symbol: str) -> dict[str, Any]:

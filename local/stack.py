@@ -163,7 +163,10 @@ class _HttpHandler(BaseHTTPRequestHandler):
         self.end_headers()
         if self.command != "HEAD":
             self.wfile.write(response.body)
-        log.info("%s %s -> %d (%.0f ms)", self.command, self.path, response.status, (time.monotonic() - started) * 1000)
+        # The path without its query, as API Gateway's access log has the route (a query may carry
+        # an OAuth callback's code and state).
+        path = self.path.split("?", 1)[0]
+        log.info("%s %s -> %d (%.0f ms)", self.command, path, response.status, (time.monotonic() - started) * 1000)
 
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_OPTIONS = do_HEAD = _serve
 

@@ -1,12 +1,16 @@
 """Real MCP servers on loopback for the tests: the official SDK's `MCPServer` over Streamable HTTP
-(the sample server of local/sample_mcp.py, and one whose tools misbehave), and endpoints that are
-not MCP at all (401, malformed JSON-RPC, a plain web page), all in one uvicorn server.
+(the sample server of local/sample_mcp.py, one whose tools misbehave, one whose tools/list hangs),
+and endpoints that are not MCP at all (401, malformed JSON-RPC, a plain web page), all in one
+uvicorn server; and the sample server alone on a port of its own, to stop and start again (a
+server that dies mid-conversation and comes back).
 
-    servers = McpServers.start()    # servers.url("sample"), servers.url("faulty"), ...
+    servers = McpServers.start()    # servers.url("sample"), servers.url("faulty"), servers.url("hanging") ...
+    mortal = Mortal.start()         # mortal.url; mortal.stop(); mortal.restart()
 """
 
 from __future__ import annotations
 
+import socket
 from dataclasses import dataclass
 from typing import Any
 
@@ -55,6 +59,59 @@ def faulty_server() -> Any:
     return server
 
 
+def hanging_server() -> Any:
+    """The sample server, except that its tools/list never answers (while `hang` is set)."""
+    from mcp.server.mcpserver import MCPServer
+
+    class Hanging(MCPServer):
+        hang = True
+
+        async def list_tools(self) -> Any:
+            while self.hang:
+                await anyio.sleep(0.05)
+            return await super().list_tools()
+
+    server = Hanging("engram-hanging")
+
+    @server.tool()
+    def ping(text: str) -> str:
+        """Answers pong."""
+        return f"pong {text}"
+
+    return server
+
+
+@dataclass
+class Mortal:
+    """The sample server on a port of its own: `stop()` kills it (connections are refused), and
+    `restart()` brings a new one up on the same port."""
+
+    port: int
+    running: Running | None = None
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}/mcp"
+
+    @classmethod
+    def start(cls) -> Mortal:
+        with socket.socket() as probe:
+            probe.bind(("127.0.0.1", 0))
+            port = int(probe.getsockname()[1])
+        mortal = cls(port)
+        mortal.restart()
+        return mortal
+
+    def restart(self) -> None:
+        app = build_server().streamable_http_app(json_response=True, stateless_http=True)
+        self.running = serve_app(app, port=self.port)
+
+    def stop(self) -> None:
+        if self.running is not None:
+            self.running.stop()
+            self.running = None
+
+
 async def hand_written_server(request: Any) -> Any:
     """A minimal MCP server written by hand (JSON-RPC over POST, the handshake-era protocol), whose
     tool list is whatever `BROKEN_TOOLS` holds: how a careless server lists a broken schema."""
@@ -85,6 +142,7 @@ class McpServers:
     running: Running
     sample: Any
     faulty: Any
+    hanging: Any
 
     def url(self, name: str) -> str:
         base = self.running.url.removesuffix("/mcp")
@@ -96,10 +154,10 @@ class McpServers:
         from starlette.responses import HTMLResponse, PlainTextResponse, Response
         from starlette.routing import Mount, Route
 
-        sample, faulty = build_server(), faulty_server()
+        sample, faulty, hanging = build_server(), faulty_server(), hanging_server()
         apps = {
             name: server.streamable_http_app(json_response=True, stateless_http=True, streamable_http_path="/mcp")
-            for name, server in (("sample", sample), ("faulty", faulty))
+            for name, server in (("sample", sample), ("faulty", faulty), ("hanging", hanging))
         }
 
         async def unauthorized(request: Any) -> Response:
@@ -122,7 +180,7 @@ class McpServers:
         ]
 
         app = Starlette(routes=routes, lifespan=lifespans(apps))
-        return cls(serve_app(app), sample, faulty)
+        return cls(serve_app(app), sample, faulty, hanging)
 
 
 def lifespans(apps: dict[str, Any]) -> Any:

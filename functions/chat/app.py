@@ -7,6 +7,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from engram.api.http import build_app, cors_of
+from engram.connections.oauth_routes import router as connection_oauth
 from engram.connections.probe_routes import router as connection_probes
 from engram.conversations.chat import process_turn_job
 from engram.conversations.chat_routes import router as chat
@@ -19,7 +20,7 @@ from engram.streaming import gateway
 
 ROOT = FunctionRoot(chat_root.build)
 preload(get_settings())  # the model SDK in init, not in the first request (bench/cold_start.py)
-app = build_app(chat, connection_probes, cors=cors_of(get_settings().cors_allow_origins))
+app = build_app(chat, connection_probes, connection_oauth, cors=cors_of(get_settings().cors_allow_origins))
 # A failed turn holds back the rest of its session's group; other sessions carry on.
 processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 

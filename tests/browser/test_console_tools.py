@@ -90,3 +90,34 @@ def test_a_cut_result_can_be_read_in_full(console, servers):
     assert len(block.locator("pre").last.inner_text()) == 20000
     c.shot("chat-full-result")
     no_page_errors(c)
+
+
+def test_a_servers_health_shows_on_the_tools_page(console, servers):
+    c = console()
+    c.sign_in("tool-health")
+    c.api("POST", "/api/connections", {"name": "market", "url": servers.url("sample")})
+    c.api("POST", "/api/connections", {"name": "gone", "url": "http://127.0.0.1:9/mcp"})
+    page = c.page
+    page.get_by_role("link", name="Tools").click()
+    page.get_by_role("heading", name="Tool servers").wait_for()
+    market = page.locator("tr", has_text="market")
+    gone = page.locator("tr", has_text="gone")
+    expect(market.locator(".health")).to_contain_text("not used yet")
+    market.get_by_role("button", name="Test").click()
+    expect(market.locator(".health")).to_contain_text("healthy")
+
+    # A server that cannot be reached: degraded after one failure, down after two, with the error
+    # and until when turns skip it.
+    gone.get_by_role("button", name="Test").click()
+    expect(gone.locator(".health")).to_contain_text("degraded")
+    expect(gone.locator(".health")).to_contain_text("unreachable")
+    gone.get_by_role("button", name="Test").click()
+    expect(gone.locator(".health")).to_contain_text("down")
+    expect(gone.locator(".health")).to_contain_text("skipped until")
+    gone.get_by_role("button", name="Tools").click()
+    facts = page.locator(".health-facts")
+    expect(facts).to_contain_text("Failures in a row")
+    expect(facts).to_contain_text("could not be reached")
+    expect(facts).to_contain_text("Not contacted before")
+    c.shot("tools-health")
+    no_page_errors(c)

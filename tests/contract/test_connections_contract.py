@@ -8,7 +8,7 @@ import time
 import pytest
 
 from engram.aws.kms import SealedValueUnreadable
-from engram.connections.models import Connection, DiscoveredTool, ToolList, secret_context
+from engram.connections.models import Connection, DiscoveredTool, HealthError, ToolList, secret_context, utc_now
 from engram.kernel.errors import NotFound, QuotaExceeded
 from engram.kernel.ids import tenant_key
 from engram.wiring.stores import Stores
@@ -82,3 +82,60 @@ def test_a_sealed_value_opens_only_with_its_own_context(stores):
     for context in (secret_context(OTHER, "conn_a"), secret_context(T, "conn_b")):
         with pytest.raises(SealedValueUnreadable):
             box.open(sealed, context)
+
+
+def test_health_is_written_only_on_the_failure_count_the_writer_read(stores):
+    stores.connections.create(T, _connection("conn_h", "flaky"), "sealed", limit=10)
+    fresh = stores.connections.get(T, "conn_h")
+    assert fresh.health.state == "unknown"
+    error = HealthError(code="unreachable", message="the tool server could not be reached")
+    once = fresh.health.failed(error, utc_now())
+    assert stores.connections.record_health(T, "conn_h", once, seen=0) is True
+    # A second turn that read the row before the first wrote: its write is refused, the first stands.
+    assert stores.connections.record_health(T, "conn_h", once.failed(error, utc_now()), seen=0) is False
+    stored = stores.connections.get(T, "conn_h").health
+    assert stored.state == "degraded" and stored.consecutive_failures == 1 and stored.last_error == error
+    twice = stored.failed(error, utc_now())
+    assert stores.connections.record_health(T, "conn_h", twice, seen=1) is True
+    down = stores.connections.get_with_secret(T, "conn_h")[0].health
+    assert down.state == "down" and down.retry_after is not None and down.cooling(down.last_error_at or "")
+    # A change of the connection keeps it; a success resets the count and keeps the last error.
+    assert stores.connections.update(T, "conn_h", {"description": "x"}).health == down
+    assert stores.connections.record_health(T, "conn_h", down.succeeded(utc_now()), seen=2) is True
+    healed = stores.connections.get_many_with_secrets(T, ["conn_h"])["conn_h"][0].health
+    assert healed.state == "healthy" and healed.consecutive_failures == 0 and healed.last_error == error
+    # Another tenant's row, or a deleted one, is never created by a health write.
+    assert stores.connections.record_health(OTHER, "conn_h", once, seen=0) is False
+    stores.connections.delete(T, "conn_h")
+    assert stores.connections.record_health(T, "conn_h", once, seen=0) is False
+    assert stores.connections.get(T, "conn_h") is None
+
+
+def test_an_oauth_state_is_taken_once_and_a_grant_is_replaced_only_over_the_one_read(stores):
+    state = "ab" * 32
+    stores.oauth_states.put(state, {"tenant": T, "connectionId": "conn_a", "verifier": "v"}, expires_at=2_000_000_000)
+    taken = stores.oauth_states.take(state)
+    assert taken is not None and taken["connectionId"] == "conn_a" and int(taken["expiresAt"]) == 2_000_000_000
+    assert stores.oauth_states.take(state) is None  # one-time
+
+    stores.connections.create(T, _connection("conn_a", "a"), None, limit=10, extra={"oauthClientId": "client-1"})
+    status = {"status": "authorized", "scope": "tools"}
+    assert stores.connections.replace_tokens(T, "conn_a", expected=None, sealed="grant-1", oauth=status)
+    assert not stores.connections.replace_tokens(T, "conn_a", expected=None, sealed="grant-x", oauth=status)
+    assert not stores.connections.replace_tokens(T, "conn_a", expected="grant-0", sealed="grant-x", oauth=status)
+    assert stores.connections.replace_tokens(T, "conn_a", expected="grant-1", sealed="grant-2", oauth=status)
+    row = stores.connections.oauth_row(T, "conn_a")
+    assert row.sealed_tokens == "grant-2" and row.preregistered_client_id == "client-1"
+    assert row.connection.oauth is not None and row.connection.oauth.status == "authorized"
+
+    # One refresh lease at a time; a lapsed one is taken over; a release or a new grant frees it.
+    assert stores.connections.claim_refresh(T, "conn_a", until=110, now=100)
+    assert not stores.connections.claim_refresh(T, "conn_a", until=115, now=105)
+    assert stores.connections.claim_refresh(T, "conn_a", until=125, now=111)
+    stores.connections.release_refresh(T, "conn_a")
+    assert stores.connections.claim_refresh(T, "conn_a", until=135, now=125)
+    assert stores.connections.replace_tokens(
+        T, "conn_a", expected="grant-2", sealed=None, oauth={"status": "needs_authorization"}
+    )
+    assert stores.connections.claim_refresh(T, "conn_a", until=145, now=126)
+    assert not stores.connections.claim_refresh(T, "conn_missing", until=145, now=126)

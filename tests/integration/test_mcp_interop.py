@@ -182,37 +182,56 @@ def test_a_tool_whose_output_schema_changed_is_listed_again_once_and_its_result_
     assert stack.say(agent["id"], "use report with sales").data["toolCalls"][0].get("error") is None
 
 
-def test_a_turns_sessions_are_reused_across_its_rounds_and_closed_at_its_end():
+def _one_round(sessions: Any, url: str, *symbols: str) -> list[Any]:
+    """One model round of a turn: lookup_price for each symbol, at once, through the turn's sessions."""
+    from engram.connections.mcp_client import Call, Endpoint, call_tools
+
+    endpoint = Endpoint(url, timeout_s=10)
+    calls = [Call(endpoint, "lookup_price", {"symbol": symbol}) for symbol in symbols]
+    return call_tools(calls, sessions.policy, deadline=time.monotonic() + 20, max_bytes=2_000_000, sessions=sessions)
+
+
+def _turn_sessions() -> Any:
     from engram.connections.egress import EgressPolicy
-    from engram.connections.mcp_client import Call, Endpoint, Sessions, call_tools
+    from engram.connections.mcp_client import Sessions
+
+    return Sessions(EgressPolicy.of("local", True), None, 2_000_000)
+
+
+def test_a_turns_sessions_are_reused_across_its_rounds_and_closed_at_its_end():
     from tests.mcp_matrix import start
 
     server = start("ts-stateful")
     try:
-        policy = EgressPolicy.of("local", True)
-        sessions = Sessions(policy, None, 2_000_000)
-        endpoint = Endpoint(server.url, timeout_s=10)
+        sessions = _turn_sessions()
         for symbol in ("sol", "eth"):  # two model rounds of one turn
-            (result,) = call_tools(
-                [Call(endpoint, "lookup_price", {"symbol": symbol})],
-                policy,
-                deadline=time.monotonic() + 20,
-                max_bytes=2_000_000,
-                sessions=sessions,
-            )
+            (result,) = _one_round(sessions, server.url, symbol)
             assert result.ok and symbol.upper() in result.content[0]["text"]
         assert server.stats()["opened"] == 1 and server.stats()["open"] == 1  # one session, still open
         # a round with two calls at once: the idle session for one, a new one for the other
-        both = call_tools(
-            [Call(endpoint, "lookup_price", {"symbol": "a"}), Call(endpoint, "lookup_price", {"symbol": "b"})],
-            policy,
-            deadline=time.monotonic() + 20,
-            max_bytes=2_000_000,
-            sessions=sessions,
-        )
+        both = _one_round(sessions, server.url, "a", "b")
         assert all(r.ok for r in both) and server.stats()["opened"] == 2
         sessions.close()  # the turn ends
         seen = server.stats()
         assert seen["open"] == 0 and seen["deletes"] == 2, seen
+    finally:
+        server.stop()
+
+
+def test_a_session_the_server_forgot_is_replaced_and_the_call_made_once():
+    """The server restarts between two rounds of a turn: the reused session gets a 404 (the call never
+    ran), so the call goes out once more in a new session."""
+    from tests.mcp_matrix import start
+
+    server = start("py1-stateful")
+    sessions = _turn_sessions()
+    try:
+        assert _one_round(sessions, server.url, "sol")[0].ok
+        server.stop()
+        server = start("py1-stateful", server.port)  # the same address, no memory of the session
+        (again,) = _one_round(sessions, server.url, "eth")
+        assert again.ok and "ETH" in again.content[0]["text"], again.failure
+        sessions.close()
+        assert server.stats()["open"] == 0
     finally:
         server.stop()

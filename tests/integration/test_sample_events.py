@@ -13,8 +13,10 @@ from engram.kernel.ids import tenant_key
 EVENTS = Path(__file__).resolve().parents[2] / "events"
 # The console's page and files answer HTML, scripts and styles, not the JSON envelope.
 CONSOLE_EVENTS = ("api-get-root.json", "api-get-console.json")
+# OAuth's own answers (TL9): the callback's page for the person's browser, the client metadata document.
+OAUTH_EVENTS = ("chat-get-callback.json", "chat-get-client-metadata.json.json")
 HTTP_EVENTS = sorted(
-    p.name for p in EVENTS.glob("*.json") if p.name.startswith(("api-", "chat-")) and p.name not in CONSOLE_EVENTS
+    p.name for p in EVENTS.glob("*.json") if p.name.startswith(("api-", "chat-")) and p.name not in CONSOLE_EVENTS + OAUTH_EVENTS
 )
 
 
@@ -41,6 +43,17 @@ def test_console_sample_events_get_the_page_and_a_404_for_an_unknown_file(stack)
     assert b"/console/app.js" in base64.b64decode(page["body"])
     unknown = stack.functions["ApiFunction"].invoke(json.loads((EVENTS / "api-get-console.json").read_text()))
     assert unknown["statusCode"] == 404 and json.loads(unknown["body"])["error"]["code"] == "not_found"
+
+
+def test_oauth_sample_events_get_the_refusal_page_and_the_client_metadata_document(stack):
+    chat = stack.functions["ChatFunction"]
+    page = chat.invoke(json.loads((EVENTS / "chat-get-callback.json").read_text()))  # no state in it
+    assert page["statusCode"] == 400 and page["headers"]["Content-Type"] == "text/html; charset=utf-8"
+    assert "no state" in page["body"]
+    document = chat.invoke(json.loads((EVENTS / "chat-get-client-metadata.json.json").read_text()))
+    body = json.loads(document["body"])
+    assert document["statusCode"] == 200 and body["client_id"].endswith("/api/connections/oauth/client-metadata.json")
+    assert body["redirect_uris"] == [body["client_id"].replace("client-metadata.json", "callback")]
 
 
 def test_sample_agent_event_reaches_the_agent_of_its_user(stack):

@@ -130,8 +130,10 @@ class MatrixServer:
             self.process.wait()
 
 
-def start(kind: str) -> MatrixServer:
-    command = _command(kind, port := _free_port())
+def start(kind: str, port: int | None = None) -> MatrixServer:
+    """The server of that kind on `port` (a free one by default), once it answers."""
+    port = port or _free_port()
+    command = _command(kind, port)
     log = CACHE / f"{kind}-{port}.log"
     with open(log, "wb") as out:  # a file, not a pipe nobody reads (a full pipe would stall the server)
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)

@@ -77,7 +77,18 @@ DEFERRED = {
         "engram.connections.mcp_client",
     ): "the MCP SDK and its HTTP stack only with a turn that lists or calls MCP tools",
     ("engram.connections.probe", "engram.connections.mcp_client"): "as connections.tools: only when a connection is tested",
+    (
+        "engram.connections.tools",
+        "engram.connections.mcp_http",
+    ): "as engram.connections.mcp_client: the HTTP under it, with a turn's first MCP failure",
+    ("engram.connections.probe", "engram.connections.mcp_http"): "as connections.tools: only when a connection is tested",
+    ("engram.connections.source", "engram.connections.mcp_client"): "as connections.tools: only when a turn lists tools",
+    ("engram.connections.source", "engram.connections.mcp_http"): "as connections.tools: only when a turn lists tools",
     ("engram.connections.mcp_client", "jsonschema"): "the schema checker only for a result whose tool has an output schema",
+    (
+        "engram.connections.oauth",
+        "engram.connections.oauth_http",
+    ): "httpx2 only when an OAuth connection is authorised, refreshed or revoked (TL9), never on the api's import",
     (
         "engram.connections.egress",
         "httpcore2",

@@ -31,7 +31,7 @@ def _expected_routes() -> set[tuple[str, str]]:
     from engram.agents import routes as agents
     from engram.apikeys import routes as api_keys
     from engram.cards import routes as cards
-    from engram.connections import probe_routes
+    from engram.connections import oauth_routes, probe_routes
     from engram.connections import routes as connections
     from engram.conversations import chat_routes
     from engram.conversations import routes as sessions
@@ -46,7 +46,7 @@ def _expected_routes() -> set[tuple[str, str]]:
 
     api = (agents, sessions, recall, memory, facts, account, cards, runs, usage, connections, api_keys, mcp, streaming, health)
     routes = _routes_of("ApiFunction", *(m.router for m in api)) | _routes_of(
-        "ChatFunction", chat_routes.router, probe_routes.router
+        "ChatFunction", chat_routes.router, probe_routes.router, oauth_routes.router
     )
     return routes | {PREFLIGHT} | CONSOLE
 
@@ -111,6 +111,10 @@ def test_only_the_webhook_cors_preflights_health_and_the_console_files_skip_the_
     open_routes = sorted(r.route_key for r in template.routes() if r.auth_none)
     assert open_routes == [
         "GET /",
+        # OAuth connections (TL9): the browser's return, authenticated by its one-time state, and
+        # the client metadata document the authorization server fetches.
+        "GET /api/connections/oauth/callback",
+        "GET /api/connections/oauth/client-metadata.json",
         "GET /api/health",
         "GET /console/{proxy+}",
         "OPTIONS /{proxy+}",

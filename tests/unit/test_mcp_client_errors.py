@@ -15,7 +15,8 @@ from mcp_types import INTERNAL_ERROR, PARSE_ERROR
 from pydantic import BaseModel, ValidationError
 
 from engram.connections import mcp_client
-from engram.connections.mcp_client import _Trace, failure_of
+from engram.connections.mcp_http import Trace as _Trace
+from engram.connections.mcp_http import failure_of
 
 
 def test_an_sdk_error_is_named_by_its_code_and_the_statuses_seen():

@@ -13,7 +13,8 @@ import httpcore2
 import pytest
 
 from engram.connections.egress import EgressPolicy, EgressRefused, guarded_backend
-from engram.connections.mcp_client import Endpoint, McpFailure, list_tools
+from engram.connections.mcp_client import Endpoint, list_tools
+from engram.connections.mcp_http import McpFailure
 from engram.connections.tools import result_text, tool_name
 from engram.engine.loop import offered_tools
 from engram.engine.tools import ToolContext, default_registry
@@ -138,7 +139,8 @@ def test_result_text_shows_what_a_model_can_read():
 def test_each_tool_call_is_counted_per_connection(monkeypatch, capsys):
     import json
 
-    from engram.connections.mcp_client import CallResult, McpFailure
+    from engram.connections.mcp_client import CallResult
+    from engram.connections.mcp_http import McpFailure
     from engram.connections.tools import _count
 
     monkeypatch.delenv("POWERTOOLS_METRICS_DISABLED", raising=False)

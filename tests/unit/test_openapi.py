@@ -31,7 +31,7 @@ from engram.apikeys import routes as api_key_routes
 from engram.cards import models as card_models
 from engram.cards import routes as card_routes
 from engram.connections import models as connection_models
-from engram.connections import probe_routes
+from engram.connections import oauth_routes, probe_routes
 from engram.connections import routes as connection_routes
 from engram.conversations import chat_routes, webhooks
 from engram.conversations import models as conversation_models
@@ -72,6 +72,7 @@ ROUTERS = tuple(
         health_routes,
         connection_routes,
         probe_routes,
+        oauth_routes,
         api_key_routes,
         mcp_routes,
         stream_routes,
@@ -99,6 +100,9 @@ models = SimpleNamespace(
 HTTP_METHODS = {"get", "put", "post", "delete", "patch", "head", "options", "trace"}
 WEBHOOK = ("POST", "/api/agents/{agentId}/webhook")
 HEALTH = ("GET", "/api/health")  # no token: a person setting the stack up checks it
+# No token (TL9): the browser returning from an authorization server (its one-time state is the
+# proof), and Engram's client metadata document, which authorization servers fetch.
+OAUTH_PUBLIC = {("GET", "/api/connections/oauth/callback"), ("GET", "/api/connections/oauth/client-metadata.json")}
 # The webhook reads its raw body itself (the HMAC covers the exact bytes), so no route parameter names its model.
 RAW_BODY_MODELS = {WEBHOOK: models.WebhookIn}
 RESOURCE_SCHEMAS = {
@@ -233,7 +237,13 @@ def body_model_of(key: tuple[str, str], func: Any) -> type[BaseModel] | None:
 
 # Routes whose answer is another protocol's: the MCP SDK's transport sets the status (a JSON-RPC
 # response, or 202 for a notification).
-SDK_STATUSES = {("POST", "/mcp"): {"200", "202"}}
+# The OAuth callback answers the person's browser a page; the client metadata document is OAuth's
+# own JSON, not the envelope.
+SDK_STATUSES = {
+    ("POST", "/mcp"): {"200", "202"},
+    ("GET", "/api/connections/oauth/callback"): {"200"},
+    ("GET", "/api/connections/oauth/client-metadata.json"): {"200"},
+}
 
 
 def success_statuses(func: Any) -> set[str]:
@@ -321,7 +331,7 @@ def test_security_bearer_everywhere_but_the_signed_webhook_and_health():
             signature = webhooks.sign("secret", "1700000000", '{"message":"hi"}')
             assert re.fullmatch(headers["X-Engram-Signature"]["schema"]["pattern"], signature)
             assert "401" in op["responses"]
-        elif (method, path) == HEALTH:
+        elif (method, path) == HEALTH or (method, path) in OAUTH_PUBLIC:
             assert op["security"] == [] and "401" not in op["responses"]
         else:
             assert op.get("security", DOC["security"]) == [{"bearerAuth": []}], f"{method} {path}"

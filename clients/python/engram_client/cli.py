@@ -206,6 +206,52 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def _connection_auth(c: dict[str, Any]) -> str:
+    oauth = c.get("oauth")
+    if oauth:
+        return "oauth: connected" if oauth["status"] == "authorized" else "oauth: needs authorization"
+    return f"header {c['authHeaderName']}" if c.get("hasAuth") else ""
+
+
+def find_connection(client: Client, ref: str) -> dict[str, Any]:
+    """A connection by id, or by its name."""
+    from .errors import BadRequestError, NotFoundError
+
+    try:
+        return dict(client.get_connection(ref))
+    except (NotFoundError, BadRequestError):
+        pass
+    named = [dict(c) for c in client.iter_connections(limit=100) if c["name"] == ref]
+    if not named:
+        raise CliError(f"no tool server {ref!r}")
+    return named[0]
+
+
+def cmd_connections(args: argparse.Namespace) -> int:
+    """Lists the tool servers, or (`authorize CONN`) prints the URL that grants an OAuth one."""
+    with _client(args) as client:
+        if args.action == "authorize":
+            if not args.connection:
+                raise CliError("name the tool server: engram connections authorize CONNECTION", 2)
+            connection = find_connection(client, args.connection)
+            if not connection.get("oauth"):
+                raise CliError(f"{connection['name']} authorises with a header, not OAuth", 2)
+            started = client.start_connection_authorization(connection["id"])
+            if args.json:
+                _emit_json(started)
+            else:
+                print(f"Open this URL in a browser to connect {connection['name']} (valid until {started['expiresAt']}):")
+                print(started["authorizationUrl"])
+            return 0
+        connections = list(client.iter_connections(limit=100))
+    if args.json:
+        _emit_json(connections)
+        return 0
+    rows = [(c["id"], c["name"], c["url"], _connection_auth(dict(c))) for c in connections]
+    _table(rows, ["ID", "NAME", "URL", "AUTH"], "No tool servers yet.")
+    return 0
+
+
 def cmd_usage(args: argparse.Namespace) -> int:
     if args.session and not args.agent:
         raise CliError("--session needs --agent", 2)
@@ -487,6 +533,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("agent", help="the agent's id or name")
     p.add_argument("--limit", type=int, default=20, help="how many (default 20)")
     p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("connections", parents=[common], help="your tool servers; `authorize CONN` prints an OAuth grant URL")
+    p.add_argument("action", nargs="?", choices=["list", "authorize"], default="list")
+    p.add_argument("connection", nargs="?", help="the tool server's id or name (for authorize)")
+    p.set_defaults(func=cmd_connections)
 
     p = sub.add_parser("usage", parents=[common], help="tokens and cost")
     p.add_argument("--agent", help="only this agent (id or name)")

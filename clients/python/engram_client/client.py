@@ -34,6 +34,7 @@ from .models import (
     ApiKeyPage,
     ArchivedMessage,
     ArchivePage,
+    AuthorizationStart,
     CardType,
     CardTypeBody,
     CardTypePage,
@@ -163,6 +164,9 @@ OPERATIONS: dict[str, Op] = {
     "deleteConnection": Op("DELETE", "/api/connections/{connectionId}", ("delete_connection",)),
     "testConnection": Op("POST", "/api/connections/{connectionId}/test", ("test_connection",)),
     "refreshConnectionTools": Op("POST", "/api/connections/{connectionId}/refresh", ("refresh_connection_tools",)),
+    "startConnectionAuthorization": Op(
+        "POST", "/api/connections/{connectionId}/oauth/start", ("start_connection_authorization",)
+    ),
     "getToolResult": Op("GET", "/api/runs/{runId}/tool-results/{toolUseId}", ("get_tool_result",)),
     "listCardTypes": Op("GET", "/api/card-types", ("list_card_types", "iter_card_types")),
     "getCardType": Op("GET", "/api/card-types/{name}", ("get_card_type",)),
@@ -640,6 +644,10 @@ class Client:
 
     def refresh_connection_tools(self, connection_id: str) -> ConnectionTest:
         return cast(ConnectionTest, self._call("POST", f"/api/connections/{_seg(connection_id)}/refresh"))
+
+    def start_connection_authorization(self, connection_id: str) -> AuthorizationStart:
+        """An OAuth connection: the URL a person opens in a browser to grant Engram access."""
+        return cast(AuthorizationStart, self._call("POST", f"/api/connections/{_seg(connection_id)}/oauth/start"))
 
     # --- card types ---------------------------------------------------------------------------------
 

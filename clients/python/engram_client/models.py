@@ -232,6 +232,14 @@ class AuthHeader(TypedDict):
     value: str
 
 
+class OAuthOptions(TypedDict):
+    """OAuth 2.1 instead of authHeader (not both); {} discovers everything from the server (TL9)."""
+
+    clientId: NotRequired[str]
+    clientSecret: NotRequired[str]
+    scope: NotRequired[str]
+
+
 class ConnectionCreate(TypedDict):
     """The `ConnectionCreate` schema."""
 
@@ -239,7 +247,38 @@ class ConnectionCreate(TypedDict):
     url: str
     description: NotRequired[str]
     authHeader: NotRequired[AuthHeader]
+    oauth: NotRequired[OAuthOptions]
     timeoutSeconds: NotRequired[int]
+
+
+class OAuthStatus(TypedDict):
+    """The `OAuthStatus` schema."""
+
+    status: Literal["needs_authorization", "authorized"]
+    issuer: NotRequired[str | None]
+    scope: NotRequired[str | None]
+    registration: NotRequired[Literal["preregistered", "metadata_document", "dynamic"] | None]
+    clientId: NotRequired[str | None]
+    authorizedAt: NotRequired[str | None]
+    reason: NotRequired[str | None]
+
+
+class AuthorizationStart(TypedDict):
+    """The `AuthorizationStart` schema."""
+
+    authorizationUrl: str
+    expiresAt: str
+
+
+class PendingAuthorization(TypedDict):
+    """The `PendingAuthorization` schema."""
+
+    status: Literal["needs_authorization"]
+    reason: str
+    start: str
+    authorizationUrl: NotRequired[str]
+    expiresAt: NotRequired[str]
+    error: NotRequired[dict[str, Any]]
 
 
 class ConnectionUpdate(TypedDict):
@@ -287,6 +326,17 @@ class StreamTicket(TypedDict):
     url: str
 
 
+class ConnectionHealth(TypedDict):
+    """What turns last met on the server (TL8), shared by every turn. A listing or call failing as unreachable, timeout, server_error or malformed_response counts as a failure (a tool's own isError does not); any success resets the count. Two failures in a row make the server `down`: no turn contacts it before `retryAfter` (30 s, doubling with each further failure up to 10 minutes), its tools are offered to the model as unavailable with the reason, and a call answers `unavailable` at once. After `retryAfter` the next turn lists its tools again (a probe it waits for about a second); the test action probes it too. A new URL or auth header resets it to `unknown`."""
+
+    state: Literal["unknown", "healthy", "degraded", "down"]
+    consecutiveFailures: int
+    lastSuccessAt: str | None
+    lastErrorAt: str | None
+    lastError: dict[str, Any] | None
+    retryAfter: str | None
+
+
 class Connection(TypedDict):
     """The `Connection` schema."""
 
@@ -299,6 +349,8 @@ class Connection(TypedDict):
     authHeaderName: str | None
     hasAuth: bool
     timeoutSeconds: int
+    health: ConnectionHealth
+    oauth: OAuthStatus | None
 
 
 class DiscoveredTools(TypedDict):
@@ -312,6 +364,7 @@ class ConnectionWithTools(Connection):
     """The `ConnectionWithTools` schema."""
 
     tools: DiscoveredTools | None
+    authorization: NotRequired[PendingAuthorization | None]
 
 
 class ConnectionTest(TypedDict):
@@ -322,6 +375,7 @@ class ConnectionTest(TypedDict):
     tools: NotRequired[list[dict[str, Any]]]
     durationMs: NotRequired[float]
     error: NotRequired[dict[str, Any]]
+    authorization: NotRequired[PendingAuthorization | None]
 
 
 class ApiKeyPage(TypedDict):
@@ -791,6 +845,7 @@ class ConnectionDeleted(TypedDict):
     id: str
     deleted: Literal[True]
     agentsChanged: int
+    grantRevoked: NotRequired[bool]
 
 
 class ToolResult(TypedDict):

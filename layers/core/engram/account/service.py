@@ -18,6 +18,7 @@ from typing import Any
 from engram.account.models import ExportJob
 from engram.agents.models import Agent, Workspace
 from engram.aws import keys
+from engram.connections.service import revoke_all as revoke_grants
 from engram.conversations.models import summary_public
 from engram.kernel.errors import NotFound, PayloadTooLarge, QueueUnavailable, error_of
 from engram.kernel.ids import check_id, new_id
@@ -277,6 +278,7 @@ def delete_everything(deps: Stores, tenant: str) -> dict[str, int]:
     counts["exports"] = deps.export_objects.delete_prefix(keys.export_prefix(tenant))
     # What is left in the tenant partition: custom card types, runs whose agent row was already gone.
     deps.card_types.delete_all(tenant)
+    revoke_grants(deps, tenant)  # OAuth connections' grants end at their servers too (TL9)
     counts["connections"] = deps.connections.delete_all(tenant)
     deps.streams.delete_all(tenant)  # open sockets and the turns they sent (ST2)
     deps.runs.delete_all(tenant)

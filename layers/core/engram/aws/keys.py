@@ -243,6 +243,14 @@ def connection_tools_sk(connection_id: str) -> str:
     return f"CONNTOOLS#{check_id('connectionId', connection_id)}"
 
 
+def oauth_state_pk(state_hash: str) -> str:
+    """An OAuth authorization in flight (TL9), found by the SHA-256 of its `state` (the callback
+    carries no principal); one-time, expiring by TTL."""
+    if len(state_hash) != 64 or any(c not in "0123456789abcdef" for c in state_hash):
+        raise ValueError("an OAuth state key is a SHA-256 in hex")
+    return f"OAUTHSTATE#{state_hash}"
+
+
 def tool_result_object(tenant: str, agent_id: str, run_id: str, tool_use_id: str) -> str:
     """The full result of a tool call that was cut before it reached the model, beside the agent's
     transcripts (deleting the agent deletes it)."""

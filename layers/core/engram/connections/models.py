@@ -3,10 +3,22 @@
 from __future__ import annotations
 
 import re
-from typing import Annotated, Any
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Annotated, Any, Literal
 from urllib.parse import parse_qsl, urlsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, StringConstraints, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    StringConstraints,
+    computed_field,
+    field_validator,
+    model_validator,
+)
+from pydantic.alias_generators import to_camel
 
 from engram.kernel.model import Body, Resource
 from engram.kernel.secrets import find_secret
@@ -99,6 +111,22 @@ class AuthHeader(Body):
         return value
 
 
+class OAuthOptions(Body):
+    """OAuth 2.1 instead of a header (TL9): optionally a client the authorization server knows
+    Engram by (its id, and its secret, sealed and never returned), and the scopes to ask for
+    (default: what the server's metadata names)."""
+
+    client_id: Annotated[str, StringConstraints(min_length=1, max_length=512)] | None = None
+    client_secret: Annotated[SecretStr, StringConstraints(min_length=1, max_length=4096)] | None = None
+    scope: Annotated[str, StringConstraints(min_length=1, max_length=1000, pattern=r"^[\x21\x23-\x5B\x5D-\x7E ]+$")] | None = None
+
+    @model_validator(mode="after")
+    def _secret_needs_id(self) -> OAuthOptions:
+        if self.client_secret is not None and self.client_id is None:
+            raise ValueError("clientSecret needs the clientId it belongs to")
+        return self
+
+
 # A call is bounded by this and by what is left of its turn: a sync turn's 25 s stays the real bound
 # there, while a long turn (TURN_BUDGET_SECONDS, up to 870 s) may wait minutes for a slow tool.
 TOOL_TIMEOUT_MAX_S = 840
@@ -109,12 +137,20 @@ class ConnectionCreate(Body):
     url: Annotated[str, StringConstraints(min_length=8, max_length=URL_MAX_CHARS)]
     description: Annotated[str, StringConstraints(max_length=500)] = ""
     auth_header: AuthHeader | None = None
+    # OAuth instead of the header: `{}` discovers everything from the server (TL9).
+    oauth: OAuthOptions | None = None
     timeout_seconds: Annotated[int, Field(ge=1, le=TOOL_TIMEOUT_MAX_S)] = 20
 
     @field_validator("url")
     @classmethod
     def _url(cls, value: str) -> str:
         return check_url(value)
+
+    @model_validator(mode="after")
+    def _one_kind_of_auth(self) -> ConnectionCreate:
+        if self.oauth is not None and self.auth_header is not None:
+            raise ValueError("a connection authorises with authHeader or with oauth, not both")
+        return self
 
 
 class ConnectionUpdate(Body):
@@ -131,6 +167,105 @@ class ConnectionUpdate(Body):
         return None if value is None else check_url(value)
 
 
+# --- health (TL8) -----------------------------------------------------------------------------
+# A listing or call that fails in one of these ways counts against the server; a tool's own
+# is_error, a refused credential or a bad schema do not (they are not the server being down).
+COUNTED_FAILURES = frozenset({"unreachable", "timeout", "server_error", "malformed_response"})
+FAILURES_TO_COOL = 2  # failures in a row before the server is skipped
+COOL_FIRST_S = 30  # the first cool-down; each further failure doubles it...
+COOL_MAX_S = 600  # ...up to ten minutes
+HealthState = Literal["unknown", "healthy", "degraded", "down"]
+
+
+def _iso(at: datetime) -> str:
+    return at.isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def cool_down_s(failures: int) -> int:
+    """How long a server that failed `failures` times in a row is skipped (0 below the threshold)."""
+    if failures < FAILURES_TO_COOL:
+        return 0
+    return int(min(COOL_MAX_S, COOL_FIRST_S * 2 ** min(failures - FAILURES_TO_COOL, 10)))
+
+
+class HealthError(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    code: str
+    message: str
+
+
+class Health(BaseModel):
+    """What Engram remembers of a server's last listings and calls, shared by every turn through
+    the connection's row. `state`: unknown (never reached), healthy (the last attempt worked),
+    degraded (failed lately, still tried), down (failed FAILURES_TO_COOL times in a row: not
+    contacted before `retryAfter`, then one listing probes it)."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+
+    consecutive_failures: int = 0
+    last_success_at: str | None = None
+    last_error_at: str | None = None
+    last_error: HealthError | None = None
+    retry_after: str | None = None  # ISO time; set while the server is down
+
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def state(self) -> HealthState:
+        if self.consecutive_failures >= FAILURES_TO_COOL:
+            return "down"
+        if self.consecutive_failures > 0:
+            return "degraded"
+        return "healthy" if self.last_success_at else "unknown"
+
+    def cooling(self, now: str) -> bool:
+        """Skipped now: down, and its cool-down has not passed."""
+        return self.state == "down" and self.retry_after is not None and now < self.retry_after
+
+    def failed(self, error: HealthError, now: datetime) -> Health:
+        failures = self.consecutive_failures + 1
+        pause = cool_down_s(failures)
+        return self.model_copy(
+            update={
+                "consecutive_failures": failures,
+                "last_error_at": _iso(now),
+                "last_error": error,
+                "retry_after": _iso(now + timedelta(seconds=pause)) if pause else None,
+            }
+        )
+
+    def succeeded(self, now: datetime) -> Health:
+        return Health(last_success_at=_iso(now), last_error_at=self.last_error_at, last_error=self.last_error)
+
+    def stored(self) -> dict[str, object]:
+        """The row's `health` attribute (without the derived state)."""
+        return self.model_dump(by_alias=True, exclude={"state"}, exclude_none=True, mode="json")
+
+
+def utc_now() -> datetime:
+    return datetime.now(UTC)
+
+
+OAuthState = Literal["needs_authorization", "authorized"]
+Registration = Literal["preregistered", "metadata_document", "dynamic"]
+
+
+class OAuthStatus(BaseModel):
+    """What anyone may see of an OAuth connection's grant: whether it is usable, where it came
+    from (issuer, registration), what it allows (scope), when it was given."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+
+    status: OAuthState = "needs_authorization"
+    issuer: str | None = None
+    scope: str | None = None
+    registration: Registration | None = None
+    client_id: str | None = None
+    authorized_at: str | None = None
+    # Why it needs (again) an authorization: never granted, expired, revoked by the server.
+    reason: str | None = None
+
+
 class Connection(Resource):
     name: str
     url: str
@@ -139,6 +274,23 @@ class Connection(Resource):
     auth_header_name: str | None = None
     has_auth: bool = False
     timeout_seconds: int = 20
+    health: Health = Field(default_factory=Health)
+    # Set for an OAuth connection (TL9): its grant's state, never a token.
+    oauth: OAuthStatus | None = None
+
+
+@dataclass(frozen=True)
+class OAuthRow:
+    """An OAuth connection's row as the OAuth code needs it: the sealed grant (`sealedAuth`), the
+    discovered server and client (JSON, no secret), what the person gave (a client id and its
+    sealed secret, the scope to ask for)."""
+
+    connection: Connection
+    sealed_tokens: str | None
+    server: str | None
+    preregistered_client_id: str | None
+    requested_scope: str | None
+    sealed_client_secret: str | None
 
 
 class DiscoveredTool(BaseModel):

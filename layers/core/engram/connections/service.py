@@ -4,9 +4,10 @@ is in `probe`, served by the chat function: the api function never loads the MCP
 
 from __future__ import annotations
 
+from engram.connections import oauth
 from engram.connections.egress import EgressPolicy
-from engram.connections.models import Connection, ConnectionCreate, ConnectionUpdate, secret_context
-from engram.kernel.errors import Conflict, NotFound
+from engram.connections.models import Connection, ConnectionCreate, ConnectionUpdate, OAuthStatus, secret_context
+from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import changes_of, now_iso, page
 from engram.wiring.stores import Stores
@@ -37,13 +38,24 @@ def create_connection(deps: Stores, tenant: str, body: ConnectionCreate) -> Conn
         auth_header_name=body.auth_header.name if body.auth_header else None,
         has_auth=body.auth_header is not None,
         timeout_seconds=body.timeout_seconds,
+        oauth=OAuthStatus(client_id=body.oauth.client_id, reason="not_authorized") if body.oauth else None,
     )
     sealed = (
         deps.secret_box.seal(body.auth_header.value.get_secret_value(), secret_context(tenant, connection.id))
         if body.auth_header
         else None
     )
-    deps.connections.create(tenant, connection, sealed, limit=deps.settings.max_connections)
+    extra: dict[str, object] = {}
+    if body.oauth:  # the client given with it (TL9), its secret sealed like an auth header
+        secret = body.oauth.client_secret
+        extra = {
+            "oauthClientId": body.oauth.client_id,
+            "oauthScope": body.oauth.scope,
+            "sealedOAuthClient": oauth.seal_client_secret(deps, tenant, connection.id, secret.get_secret_value())
+            if secret
+            else None,
+        }
+    deps.connections.create(tenant, connection, sealed, limit=deps.settings.max_connections, extra=extra)
     return connection
 
 
@@ -53,7 +65,10 @@ def get_connection(deps: Stores, tenant: str, connection_id: str) -> dict[str, o
     if connection is None:
         raise NotFound("connection not found", field="connectionId")
     listed = deps.connections.tools(tenant, [connection.id]).get(connection.id)
-    return {**connection.public(), "tools": listed.public() if listed else None}
+    out = {**connection.public(), "tools": listed.public() if listed else None}
+    if connection.oauth is not None:
+        out["authorization"] = oauth.pending(deps, tenant, connection)
+    return out
 
 
 def list_connections(deps: Stores, tenant: str, limit: int, token: str | None) -> dict[str, object]:
@@ -63,10 +78,19 @@ def list_connections(deps: Stores, tenant: str, limit: int, token: str | None) -
 def update_connection(deps: Stores, tenant: str, connection_id: str, body: ConnectionUpdate) -> Connection:
     changes = changes_of(body, nullable={"authHeader"})
     check_id("connectionId", connection_id)
-    if deps.connections.get(tenant, connection_id) is None:
+    existing = deps.connections.get(tenant, connection_id)
+    if existing is None:
         raise NotFound("connection not found", field="connectionId")
+    if existing.oauth is not None and "authHeader" in changes:
+        raise BadRequest(
+            "this connection authorises with OAuth; it takes no authHeader", field="authHeader", code="not_header_auth"
+        )
     if "url" in changes:
         _policy(deps).check_url(changes["url"])
+        if existing.oauth is not None and changes["url"] != existing.url:  # another server: its grant goes
+            _forget_grant(deps, tenant, connection_id, changes)
+    if "url" in changes or "authHeader" in changes:
+        changes["health"] = None  # another server or credential: what was known of the old one is void
     if "name" in changes:
         _check_name_free(deps, tenant, changes["name"], other_than=connection_id)
     if "authHeader" in changes:
@@ -81,9 +105,28 @@ def update_connection(deps: Stores, tenant: str, connection_id: str, body: Conne
     return deps.connections.update(tenant, connection_id, changes)
 
 
+def _forget_grant(deps: Stores, tenant: str, connection_id: str, changes: dict[str, object]) -> None:
+    row = deps.connections.oauth_row(tenant, connection_id)
+    if row is not None:
+        oauth.revoke(deps, tenant, row)
+        status = (row.connection.oauth or OAuthStatus()).model_copy(
+            update={
+                "status": "needs_authorization",
+                "reason": "url_changed",
+                "issuer": None,
+                "scope": None,
+                "authorized_at": None,
+            }
+        )
+        changes.update(sealedAuth=None, oauthServer=None, oauth=status.model_dump(by_alias=True))
+
+
 def delete_connection(deps: Stores, tenant: str, connection_id: str) -> dict[str, object]:
-    """Deletes the connection, then takes it out of every agent that names it."""
+    """Deletes the connection (revoking an OAuth grant first, where the server offers it), then
+    takes it out of every agent that names it."""
     check_id("connectionId", connection_id)
+    row = deps.connections.oauth_row(tenant, connection_id)
+    revoked = oauth.revoke(deps, tenant, row) if row is not None and row.connection.oauth is not None else None
     deps.connections.delete(tenant, connection_id)
     changed = 0
     token: str | None = None
@@ -100,4 +143,20 @@ def delete_connection(deps: Stores, tenant: str, connection_id: str) -> dict[str
                     pass  # deleted meanwhile
         if not token:
             break
-    return {"id": connection_id, "deleted": True, "agentsChanged": changed}
+    out: dict[str, object] = {"id": connection_id, "deleted": True, "agentsChanged": changed}
+    if revoked is not None:
+        out["grantRevoked"] = revoked
+    return out
+
+
+def revoke_all(deps: Stores, tenant: str) -> int:
+    """Revokes every OAuth grant of the tenant (its account is being deleted); how many the
+    servers took. Best effort: a server that does not answer does not stop the deletion."""
+    revoked = 0
+    for connection in deps.connections.all(tenant):
+        if connection.oauth is None:
+            continue
+        row = deps.connections.oauth_row(tenant, connection.id)
+        if row is not None and oauth.revoke(deps, tenant, row):
+            revoked += 1
+    return revoked

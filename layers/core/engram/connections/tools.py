@@ -16,10 +16,11 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
-from engram.agents.models import AgentTool
+from engram.connections import health as health_book
 from engram.connections.egress import EgressPolicy
-from engram.connections.models import Connection, DiscoveredTool, ToolList, secret_context
-from engram.connections.ports import Connections, SecretBox
+from engram.connections.models import Connection, DiscoveredTool, Health, HealthError, ToolList, secret_context
+from engram.connections.oauth import NeedsAuthorization, OAuthDeps, bearer, distrust
+from engram.connections.ports import SecretBox
 from engram.conversations.ports import Transcripts
 from engram.engine.tools import ToolContext, ToolOutcome
 from engram.kernel.model import now_iso
@@ -35,13 +36,7 @@ _UNSAFE = re.compile(r"[^A-Za-z0-9_-]")
 _SECRET_TTL_S = 300.0  # an opened auth value is reused this long within a container
 
 
-class McpToolDeps(Protocol):
-    @property
-    def settings(self) -> Settings: ...
-    @property
-    def connections(self) -> Connections: ...
-    @property
-    def secret_box(self) -> SecretBox: ...
+class McpToolDeps(OAuthDeps, Protocol):
     @property
     def history(self) -> Transcripts: ...
 
@@ -100,14 +95,20 @@ class _Entry:
 
 @dataclass
 class McpToolSet:
-    """The MCP tools of one agent for one turn."""
+    """The MCP tools of one agent for one turn. Tools of a server that is down (or could not be
+    listed just now) are still offered, marked unavailable with the reason, so the model can tell
+    the person; a call to one answers an error at once, without contacting the server."""
 
     deps: McpToolDeps
     tenant: str
     entries: dict[str, _Entry] = field(default_factory=dict)
     call_tools: Callable[..., list[CallResult]] | None = None  # tests may swap the transport here
-    lists: dict[str, ToolList] = field(default_factory=dict)  # connection id -> the list the entries came from
     _sessions: Sessions | None = None  # the turn's MCP sessions, reused by its model rounds
+    lists: dict[str, ToolList] = field(default_factory=dict)  # connection id -> the list the entries came from
+    # By connection id: its health as this turn knows it, and why its tools are unavailable.
+    health: dict[str, Health] = field(default_factory=dict)
+    unavailable: dict[str, str] = field(default_factory=dict)
+    write: health_book.Write = field(default=health_book.write_now)  # where health writes run
 
     def close(self) -> None:
         """The end of the turn: its MCP sessions closed (HTTP DELETE on stateful servers)."""
@@ -122,17 +123,31 @@ class McpToolSet:
         return [
             {
                 "name": name,
-                "description": (f"[{entry.connection.name}] {entry.tool.description}".strip())[:1024],
+                "description": self._description(entry)[:1024],
                 "input_schema": entry.tool.input_schema or {"type": "object", "properties": {}},
             }
             for name, entry in sorted(self.entries.items())
         ]
 
+    def _description(self, entry: _Entry) -> str:
+        why = self.unavailable.get(entry.connection.id)
+        head = f"[{entry.connection.name}]{_lapsed(entry.connection)}" + (
+            f" [UNAVAILABLE: {why}; calling it only returns this error]" if why else ""
+        )
+        return f"{head} {entry.tool.description}".strip()
+
     def owns(self, name: str) -> bool:
         return name in self.entries
 
+    def _why_unavailable(self, connection_id: str) -> str | None:
+        health = self.health.get(connection_id)
+        if health is not None and health.cooling(now_iso()):
+            return health_book.unavailable_reason(health)
+        return self.unavailable.get(connection_id)
+
     def call_many(self, uses: list[dict[str, Any]], ctx: ToolContext, deadline: float) -> list[ToolOutcome]:
-        from engram.connections.mcp_client import Call, McpFailure, Sessions, call_tools
+        from engram.connections.mcp_client import Call, Sessions, call_tools
+        from engram.connections.mcp_http import McpFailure
 
         settings = self.deps.settings
         outcomes: list[ToolOutcome | None] = [None] * len(uses)
@@ -142,8 +157,15 @@ class McpToolSet:
             entry = self.entries[use["name"]]
             given = use.get("input")
             arguments: dict[str, Any] = given if isinstance(given, dict) else {}
+            why = self._why_unavailable(entry.connection.id)
+            if why is not None:
+                outcomes[i] = _failed(entry, McpFailure("unavailable", f"not called: {why}. Tell the user if the task needs it"))
+                continue
             try:
                 endpoint = endpoint_of(self.deps, self.tenant, entry.connection, entry.sealed_auth)
+            except NeedsAuthorization as err:  # an OAuth grant that lapsed (TL9): this call says so
+                outcomes[i] = _failed(entry, err)
+                continue
             except Exception:  # the auth value could not be opened: this call fails, the turn goes on
                 logger.warning("a connection's auth value could not be opened", extra={"connection": entry.connection.id})
                 outcomes[i] = _failed(entry, McpFailure("unauthorized", "the connection's stored credentials could not be read"))
@@ -160,15 +182,33 @@ class McpToolSet:
             results = call_tools(calls, policy, deadline=deadline, max_bytes=limit, sessions=self._sessions)
         for i, result in zip(placed, results, strict=True):
             outcomes[i] = self._outcome(ctx, uses[i], self.entries[uses[i]["name"]], result)
+        self._note_health([(self.entries[uses[i]["name"]].connection, result) for i, result in zip(placed, results, strict=True)])
         done = [o for o in outcomes if o is not None]
         assert len(done) == len(uses), "every tool use gets an outcome"
         return done
+
+    def _note_health(self, reached: list[tuple[Connection, CallResult]]) -> None:
+        """One outcome per server for a batch: a success if any call reached it, else its first
+        counted failure."""
+        by_server: dict[str, tuple[Connection, HealthError | None]] = {}
+        for connection, result in reached:
+            failure = None if result.failure is None else HealthError(code=result.failure.code, message=result.failure.message)
+            known = by_server.get(connection.id)
+            if known is None or (known[1] is not None and (failure is None or not health_book.counts(known[1].code))):
+                by_server[connection.id] = (connection, failure)
+        for connection, failure in by_server.values():
+            seen = self.health.get(connection.id, connection.health)
+            self.health[connection.id] = health_book.note(
+                self.deps.connections, self.tenant, connection, seen, failure, self.write
+            )
 
     def _outcome(self, ctx: ToolContext, use: dict[str, object], entry: _Entry, result: CallResult) -> ToolOutcome:
         _count(entry.connection.name, result)
         if result.schema_changed:
             self._new_output_schema(str(use["name"]), entry, result.output_schema)
         if result.failure is not None:
+            if result.failure.code == "unauthorized" and entry.connection.oauth is not None:
+                distrust(self.deps, self.tenant, entry.connection.id)  # TL9: renewed before the next call
             outcome = _failed(entry, result.failure)
             return ToolOutcome(
                 outcome.content,
@@ -221,9 +261,19 @@ def endpoint_of(deps: McpToolDeps, tenant: str, connection: Connection, sealed: 
     from engram.connections.mcp_client import Endpoint
 
     headers: tuple[tuple[str, str], ...] = ()
-    if sealed and connection.auth_header_name:
+    if connection.oauth is not None:  # an OAuth grant, refreshed here when it is about to expire (TL9)
+        token = bearer(deps, tenant, connection, sealed, opened=lambda t, c, s: OPENED.get(deps.secret_box, t, c, s))
+        headers = (("Authorization", f"Bearer {token}"),)
+    elif sealed and connection.auth_header_name:
         headers = ((connection.auth_header_name, OPENED.get(deps.secret_box, tenant, connection.id, sealed)),)
     return Endpoint(url=connection.url, headers=headers, timeout_s=float(connection.timeout_seconds))
+
+
+def _lapsed(connection: Connection) -> str:
+    """The note on the tools of an OAuth connection that needs authorization (TL9)."""
+    if connection.oauth is not None and connection.oauth.status != "authorized":
+        return " [unavailable: the connection needs authorization by its owner]"
+    return ""
 
 
 def _failed(entry: _Entry, failure: Any) -> ToolOutcome:
@@ -270,84 +320,3 @@ def result_text(content: list[dict[str, Any]], structured: object) -> str:
 
 def policy_of(settings: Settings) -> EgressPolicy:
     return EgressPolicy.of(settings.tool_egress, settings.allow_private_tool_hosts)
-
-
-class McpToolSource:
-    """Finds an agent's MCP tools for a turn: its granted connections (one BatchGetItem), their
-    cached tool lists (one more), and for a list that is missing or expired a fresh tools/list."""
-
-    def __init__(self, deps: McpToolDeps, *, list_tools: Callable[..., list[DiscoveredTool]] | None = None):
-        self.deps = deps
-        self._list_tools = list_tools
-
-    def toolset(self, ctx: ToolContext) -> McpToolSet | None:
-        grants: list[AgentTool] = list(ctx.agent.tools)
-        if not grants:
-            return None
-        tenant = ctx.tenant
-        ids = [grant.connection_id for grant in grants]
-        found = self.deps.connections.get_many_with_secrets(tenant, ids)
-        cached = self.deps.connections.tools(tenant, ids)
-        toolset = McpToolSet(self.deps, tenant)
-        now = int(time.time())
-        for grant in grants:
-            if grant.connection_id not in found:
-                continue  # deleted meanwhile: its grant is being removed from the agent
-            connection, sealed = found[grant.connection_id]
-            listed = cached.get(connection.id)
-            if listed is None or listed.expires_at <= now:
-                listed = self._refresh(toolset, connection, sealed, stale=listed)
-            if listed is None:
-                continue
-            toolset.lists[connection.id] = listed
-            allowed = set(grant.allow) if grant.allow is not None else None
-            for tool in listed.tools:
-                if allowed is None or tool.name in allowed:
-                    toolset.entries[tool_name(connection.name, tool.name)] = _Entry(connection, tool, sealed)
-        return toolset if toolset.entries else None
-
-    def _refresh(
-        self, toolset: McpToolSet, connection: Connection, sealed: str | None, *, stale: ToolList | None
-    ) -> ToolList | None:
-        try:
-            return refresh_tools(self.deps, toolset.tenant, connection, sealed, list_tools=self._list_tools)
-        except Exception as err:
-            logger.warning(
-                "a connection's tools could not be listed; its last list is used if there is one",
-                extra={"connection": connection.id, "error": repr(err)},
-            )
-            return stale
-
-
-def refresh_tools(
-    deps: McpToolDeps,
-    tenant: str,
-    connection: Connection,
-    sealed: str | None,
-    *,
-    list_tools: Callable[..., list[DiscoveredTool]] | None = None,
-) -> ToolList:
-    """Lists the server's tools now and caches the list (raises McpFailure when it cannot)."""
-    from engram.connections.mcp_client import list_tools as sdk_list_tools
-
-    settings = deps.settings
-    from engram.connections.mcp_client import McpFailure
-
-    tools = (list_tools or sdk_list_tools)(
-        endpoint_of(deps, tenant, connection, sealed),
-        policy_of(settings),
-        max_tools=settings.tool_list_max_tools,
-        max_schema_bytes=settings.tool_schema_max_bytes,
-        max_bytes=settings.tool_response_max_bytes,
-    )
-    collisions = name_collisions(connection.name, tools)
-    if collisions:
-        first, second, name = collisions[0]
-        raise McpFailure(
-            "tool_name_collision",
-            f"tools {first!r} and {second!r} would both be named {name!r} (names are made safe and cut to"
-            f" {_NAME_MAX} characters); rename one on the server or give the connection a shorter name",
-        )
-    listed = ToolList(tools=tools, listed_at=now_iso(), expires_at=int(time.time()) + settings.tool_list_ttl_s)
-    deps.connections.put_tools(tenant, connection.id, listed)
-    return listed

@@ -135,6 +135,11 @@ class Settings(BaseModel):
     # tenant and the connection bound in as encryption context.
     connection_key_id: str = Field("", alias="CONNECTION_KEY_ID")
     max_connections: int = Field(20, ge=1, le=1_000, alias="MAX_CONNECTIONS")
+    # OAuth connections (TL9): how long an authorization may take from start to callback, and the
+    # API's public URL for the redirect URI and the client metadata document (empty: the URL the
+    # start request came to, as API Gateway saw its host).
+    oauth_state_ttl_s: int = Field(600, ge=60, le=3600, alias="OAUTH_STATE_TTL_SECONDS")
+    public_api_url: str = Field("", alias="PUBLIC_API_URL")
     # Personal API keys (MX2) per user; the authorizer's JWT rules: the issuer (empty: the
     # created user pool's, AUTH_ISSUER is then its URL) and the accepted audiences (comma-separated).
     max_api_keys: int = Field(10, ge=1, le=100, alias="MAX_API_KEYS")

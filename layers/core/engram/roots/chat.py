@@ -6,7 +6,7 @@ import functools
 from typing import Unpack
 
 from engram.cards.tools import register_tools as card_tools
-from engram.connections.tools import McpToolSource
+from engram.connections.source import McpToolSource
 from engram.engine.tools import ToolRegistry, default_registry
 from engram.kernel.settings import Settings
 from engram.memory.section import memory_sections

@@ -20,8 +20,8 @@ from engram.aws.sockets import SocketPusher
 from engram.aws.table import Table
 from engram.cards.ports import CardTypes
 from engram.cards.repository import CardTypeRepository
-from engram.connections.ports import Connections, SecretBox
-from engram.connections.repository import ConnectionRepository
+from engram.connections.ports import Connections, OAuthStates, SecretBox
+from engram.connections.repository import ConnectionRepository, OAuthStateRepository
 from engram.conversations.ports import Sessions, Transcripts
 from engram.conversations.repository import SessionRepository
 from engram.conversations.transcripts import HistoryRepository
@@ -74,6 +74,7 @@ class Stores:
     exports: ExportJobs = field(init=False)
     export_objects: ExportObjects = field(init=False)
     connections: Connections = field(init=False)
+    oauth_states: OAuthStates = field(init=False)
     api_keys: ApiKeys = field(init=False)
     profiles: Profiles = field(init=False)
     streams: Streams = field(init=False)
@@ -117,6 +118,7 @@ class Stores:
         self.exports = ExportJobRepository(self.table)
         self.export_objects = ExportObjectRepository(self.settings.bucket_name)
         self.connections = ConnectionRepository(self.table)
+        self.oauth_states = OAuthStateRepository(self.table)
         self.api_keys = ApiKeyRepository(self.table)
         self.profiles = ProfileRepository(self.table)
         self.streams = StreamRepository(self.table)
