@@ -21,7 +21,7 @@ from typing import Any, Protocol
 
 from engram.agents.models import Agent
 from engram.agents.ports import Agents
-from engram.aws.deadline import OutOfTime, within
+from engram.aws.deadline import OutOfTime, remaining, within
 from engram.conversations.ports import Sessions, Transcripts
 from engram.engine.cache import CachePolicy
 from engram.engine.events import TurnEvents
@@ -46,7 +46,6 @@ from engram.engine.trim import sequence_problems, trim_history, trim_in_steps
 from engram.kernel.errors import (
     EngramError,
     NotFound,
-    OutcomeUnknown,
     PayloadTooLarge,
     SessionBusy,
     StorageUnavailable,
@@ -380,14 +379,9 @@ def _load_agent_and_session(
     return agent, session
 
 
-def _release_quietly(
-    deps: TurnDeps, tenant: str, agent_id: str, session_id: str, run_id: str, *, give_up: float | None = None
-) -> None:
-    """Frees a lease this turn took, tried again if refused (best-effort: it expires on its own
-    within SESSION_LEASE_SECONDS), with a short bound of its own: it runs when the turn's
-    deadline may have passed already. `give_up`: a failing turn's own grace, which recording the
-    failure shares, so the answer still comes within the turn's budget and one grace."""
-    give_up = min(give_up, time.monotonic() + _FAILURE_GRACE_S) if give_up else time.monotonic() + _FAILURE_GRACE_S
+def _release_quietly(deps: TurnDeps, tenant: str, agent_id: str, session_id: str, run_id: str) -> None:
+    """Frees a lease this turn took, retried if refused (it expires anyway), within the grace left of recording a failure."""
+    give_up = time.monotonic() + min(_FAILURE_GRACE_S, max(remaining() or _FAILURE_GRACE_S, 0.5))
     for attempt in range(_RELEASE_TRIES):
         try:
             with within(give_up):
@@ -645,9 +639,6 @@ def _commit(turn: _Turn, result: Mapping[str, object], new_etag: str | None, tri
             extra += policy.commit_items(turn.ctx, _turn_messages(turn), run.updated_at)
     try:
         deps.runs.finish_turn(turn.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes, extra_items=extra)
-    except OutcomeUnknown as err:
-        # Sent, unanswered, unreadable: recording a failure could contradict a landed commit.
-        raise _as_turn_failure(err, run.id) from err
     except Exception as err:
         # The transcript written for this turn stays in S3 but is never read: the session row
         # still names the previous run (conversations.transcripts), so nothing needs undoing.
@@ -705,6 +696,8 @@ def _section_failed(name: str, err: Exception) -> None:
 def _fail(turn: _Turn, err: Exception) -> bool:
     """Records the failed run (and the tokens it spent) and frees the session; history is
     untouched. Returns whether the run record was written; the lease is freed either way."""
+    if getattr(err, "code", None) == "outcome_unknown":  # a commit sent, unanswered, unreadable: nothing over it
+        return True
     error = error_of(err)
     loop = turn.loop
     at = now_iso()
@@ -729,14 +722,7 @@ def _fail(turn: _Turn, err: Exception) -> bool:
         logger.exception("could not record the failed run", extra={"run_id": failed.id})
         recorded = False
         if turn.plan.session_id is not None:  # freeing the lease now lets the next turn in at once
-            _release_quietly(
-                turn.deps,
-                turn.tenant,
-                turn.ctx.agent.id,
-                turn.plan.session_id,
-                turn.run.id,
-                give_up=turn.deadline + _FAILURE_GRACE_S,
-            )
+            _release_quietly(turn.deps, turn.tenant, turn.ctx.agent.id, turn.plan.session_id, turn.run.id)
     _record_metrics(failed, loop, None, ok=False)
     return recorded
 
