@@ -48,6 +48,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.hostile_tools
 	$(BIN)/python -m bench.runs
 	$(BIN)/python -m bench.local_scale
+	$(BIN)/python -m bench.user_size
 	$(BIN)/python -m bench.soak
 	$(BIN)/python -m bench.console_load
 

@@ -4,8 +4,9 @@ Per conversation, through the project's own storage (moto in-process, the table 
 template.yaml) and the product's own archive path: an agent named after speaker_b with one
 session per LoCoMo session; speaker_a's lines are role user and speaker_b's role assistant, and
 each user line with the assistant lines after it is one turn, archived by
-`recall.policy.ArchivePolicy.commit_items` (what a turn's commit transaction writes: the agent's
-name as the assistant's speaker, no name for the user, which the product does not know), said a
+`recall.policy.ArchivePolicy` (`prepare`, then `commit_items`: what a turn's commit transaction
+writes: the agent's name as the assistant's speaker, and speaker_a's name as the person's, set
+as `PATCH /api/me` sets it: issue 39), said a
 second after the turn before from the session's date and time. Nothing of the benchmark is
 written on the items: the hits are mapped back to LoCoMo's dia_ids by (session, run, seq). Every
 question that has evidence is then asked through `recall.index.conversation_search` (the tool's
@@ -130,7 +131,7 @@ def _turns_of(session: dict[str, Any], roles: dict[str, str]) -> list[list[dict[
 
 
 def _archive_session(
-    archive: Any, agent: Any, conv: dict[str, Any], session: dict[str, Any], fallback: str
+    archive: Any, agent: Any, conv: dict[str, Any], session: dict[str, Any], fallback: str, profiles: Any = None
 ) -> tuple[list[dict[str, Any]], dict[tuple[str, str, int], str]]:
     """One LoCoMo session archived as the product archives a session: one `ArchivePolicy.commit_items`
     per turn (what a turn's commit transaction writes), speaker_a as role user and speaker_b as
@@ -140,7 +141,7 @@ def _archive_session(
     from engram.engine.tools import ToolContext
     from engram.recall.policy import ArchivePolicy
 
-    policy = ArchivePolicy(archive)
+    policy = ArchivePolicy(archive, profiles)
     roles = {conv["speaker_a"]: "user", conv["speaker_b"]: "assistant"}
     start = datetime.strptime(session["createdAt"] or fallback, "%Y-%m-%dT%H:%M:%S.%fZ")
     items: list[dict[str, Any]] = []
@@ -150,6 +151,7 @@ def _archive_session(
         at = (start + timedelta(seconds=n)).strftime("%Y-%m-%dT%H:%M:%S.000Z")
         ctx = ToolContext(tenant=TENANT, agent=agent, session_id=session["id"], run_id=run_id)
         messages = [{"role": m["role"], "content": [{"type": "text", "text": m["text"]}]} for m in turn]
+        policy.prepare(ctx)  # as a turn does: reads the person's name
         turn_items = policy.commit_items(ctx, messages, at)
         said = [m for m in turn if m["text"].strip()]
         if len(turn_items) != len(said):
@@ -211,6 +213,7 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
             from engram.aws.table import Table
             from engram.conversations.models import Session
             from engram.conversations.repository import SessionRepository
+            from engram.facts.repository import ProfileRepository
             from engram.kernel.model import now_iso
             from engram.recall import index as recall
             from engram.recall.archive import ArchiveRepository
@@ -221,6 +224,7 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
             table_name = resources.env()["TABLE_NAME"]
             table = Table(table_name, client=boto3.client("dynamodb", region_name="us-east-1"))
             archive = ArchiveRepository(table)
+            profiles = ProfileRepository(table)
             agents, sessions = AgentRepository(table), SessionRepository(table)
             deps = SimpleNamespace(table=table, archive=archive)
             recall.clear_cache()
@@ -244,11 +248,14 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
                     max_scheduled=1,
                 )
                 refs: dict[tuple[str, str, int], str] = {}
+                # speaker_a is the person: their name is set as PATCH /api/me sets it (one user
+                # talks to each conversation's agent, one conversation at a time).
+                profiles.set_name(TENANT, conv["speaker_a"])
                 for session in conv["sessions"]:
                     sessions.create(
                         TENANT, Session(id=session["id"], agent_id=agent_id, created_at=now, updated_at=now), limit=10_000
                     )
-                    items, session_refs = _archive_session(archive, agent, conv, session, fallback=now)
+                    items, session_refs = _archive_session(archive, agent, conv, session, fallback=now, profiles=profiles)
                     refs.update(session_refs)
                     items_total += archive.put_many(TENANT, agent_id, items)
                 conv_results = []
@@ -319,7 +326,7 @@ def _first_search_ms(conversations: list[dict[str, Any]], turns: int, repeats: i
                             "SK": f"ARCHIVE#{n:06d}",
                             "sessionId": f"{conv['id']}-{round_}-{session['id']}",
                             "role": "assistant" if said_by_agent else "user",
-                            **({"speaker": turn["speaker"]} if said_by_agent else {}),
+                            "speaker": turn["speaker"],  # both named, as ArchivePolicy names them
                             "text": turn["text"],
                             "createdAt": at,
                             "archivedAt": f"{at}#{n:06d}",
@@ -354,7 +361,7 @@ def _index_for(conv: dict[str, Any], params: Any) -> Any:
     for session in conv["sessions"]:
         for turn in session["turns"]:
             role = roles.get(turn["speaker"], "user")
-            speaker = turn["speaker"] if role == "assistant" else None  # as ArchivePolicy names them
+            speaker = turn["speaker"]  # both sides named, as ArchivePolicy names them (issue 39)
             index.add(turn["text"], speaker=speaker, group=session["id"], when=session["createdAt"], role=role)
             index.refs.append(turn["ref"])  # type: ignore[attr-defined]
     return index

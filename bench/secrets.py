@@ -1,6 +1,7 @@
 """The secret detector on its corpus (tests/unit/data/secrets): recall and false-positive rate of
-the part it was tuned on and of the held-out part written before the redesign, what each part
-missed or flagged, the time per text, and the time of a first check (the library's rules and the
+the part it was tuned on and of the held-out part written before the redesign, then issue 39's
+two parts (other languages, passphrases, spaced keys, SSH fingerprints, postal PIN codes, npm
+hashes: tuned on i39_dev, i39_heldout run at the end), what each part missed or flagged, the time per text, and the time of a first check (the library's rules and the
 confusables table load then); then, where the LoCoMo data is (bench.locomo's default path), how
 many of its ordinary chat turns are flagged.
 
@@ -24,7 +25,7 @@ def main() -> None:
 
     find_secret("p\u0430ssword: warm-up")
     print(f"first check (imports, rules, confusables): {1000 * (time.perf_counter() - started):.0f} ms")
-    for part in ("tune", "heldout"):
+    for part in ("tune", "heldout", "i39_dev", "i39_heldout"):
         corpus = json.loads((CORPUS / f"{part}.json").read_text())
         texts = [s["text"] for s in corpus["secrets"]] + [n["text"] for n in corpus["lookalikes"]]
         started = time.perf_counter()
@@ -33,7 +34,7 @@ def main() -> None:
         per_text = (time.perf_counter() - started) / len(texts) * 1e6
         n_secrets, n_lookalikes = len(corpus["secrets"]), len(corpus["lookalikes"])
         print(
-            f"{part:8} recall {1 - len(missed) / n_secrets:.3f} ({n_secrets - len(missed)}/{n_secrets}), "
+            f"{part:11} recall {1 - len(missed) / n_secrets:.3f} ({n_secrets - len(missed)}/{n_secrets}), "
             f"false positives {len(flagged)}/{n_lookalikes} ({len(flagged) / n_lookalikes:.3f}, "
             f"{60 * len(flagged) / n_lookalikes:.1f} per 60), {per_text:.0f} us per text"
         )

@@ -61,10 +61,13 @@ def test_the_quota_holds_and_a_delete_removes_both_rows(stores):
     stores.api_keys.delete(T, "key_a")
     assert stores.api_keys.grant(digest) is None
     _create(stores, T, "key_c", limit=2)
+    stores.api_keys.delete(T, "key_a")  # revoked already: remembered for a day, answered as the first time
     with pytest.raises(NotFound):
-        stores.api_keys.delete(T, "key_a")
+        stores.api_keys.delete(T, "key_never")
     with pytest.raises(NotFound):
         stores.api_keys.delete(OTHER, "key_b")
+    with pytest.raises(QuotaExceeded):  # the repeated revocation released nothing
+        _create(stores, T, "key_d", limit=2)
 
 
 def test_delete_all_removes_the_tenants_keys_only(stores):

@@ -159,6 +159,7 @@ def test_every_operation_through_the_client(stack_url, sample):
     assert usage["items"] and usage["totals"]["inputTokens"] == sum(u["inputTokens"] for u in usage["items"])
 
     # API keys: made with the sign-in token, then used as the bearer
+    assert engram.update_me("Caroline") == {"name": "Caroline"} and engram.get_me() == {"name": "Caroline"}
     key = engram.create_api_key(name="laptop", scopes=["read"])
     assert key["key"].startswith("egk_") and [k["id"] for k in engram.list_api_keys()["items"]] == [key["id"]]
     with Client(stack_url, key["key"], transport=recorder) as by_key:

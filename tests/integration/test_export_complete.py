@@ -38,6 +38,7 @@ EXPORTED = {
     ("#A#*", "RUNMEM"): "runMemory",
     ("#A#*", "ARCH"): "archive",
     ("#U", "FACT"): "fact",
+    ("#U", "PROFILE"): "profile",
     ("#USAGE", "<time>"): "usage",
 }
 # Bookkeeping: not something the user said, stored or asked for, each with its reason.
@@ -54,6 +55,8 @@ NOT_USER_DATA = {
     ("", "CONNTOOLS"): "a connection's cached tool list (the server's own, listed again from it)",
     ("", "STREAMEVENT"): "a turn's events kept an hour for a socket that resumes (the run and transcript are exported)",
     ("", "ACTIVETURN"): "a queued or running turn's place in the per-user cap (expiring)",
+    ("", "APIKEYGONE"): "a revoked key's tombstone (its id, expiring in a day): a resent revocation answers 200",
+    ("", "APIKEYREQ"): "an Idempotency-Key's claim of the key it made (expiring in a day)",
 }
 OBJECTS_EXPORTED = {"state/sessions": "message"}  # object key prefix -> record type of its content
 TOOL_RESULTS = "/tool-results/"  # under an agent's sessions: the full results of cut tool calls
@@ -122,6 +125,7 @@ def _a_full_account(stack: Any, servers: McpServers) -> dict[str, Any]:
     stack.drain_turns()
     assert stack.call("POST", "/api/me/facts", body={"fact": "I like hiking"}).status == 201
     assert stack.call("POST", "/api/me/api-keys", body={"name": "laptop"}).status == 201
+    assert stack.call("PATCH", "/api/me", body={"name": "Caroline"}).status == 200
     # a tool connection (its auth value sealed) and a tool result too long for the model, kept in full
     conn = stack.call(
         "POST",

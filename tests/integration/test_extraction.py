@@ -5,6 +5,7 @@ mocked HTTP transport."""
 from __future__ import annotations
 
 import json
+from pathlib import Path
 from typing import Any
 
 import boto3
@@ -779,3 +780,19 @@ def test_twenty_chat_lines_holding_secrets_store_none_of_them(stack, team, caplo
     stored = json.dumps(rows(stack, agent_path, archived=True) + rows(stack, ws_path, archived=True))
     assert not [value for _, value in SECRET_LINES if value in stored]
     assert '"dropped":{"secret":40}' in info_log(caplog)
+
+
+def test_the_issue_39_secret_lines_store_none_of_them(stack, team, caplog):
+    """Issue 39, item 4: the issue's dev corpus (other languages, passphrases, spaced keys, cards
+    with their CVV): the model restates each line as a fact; none is stored, the harmless one is."""
+    agent, ws_path, agent_path = team
+    corpus = json.loads((Path(__file__).parents[1] / "unit" / "data" / "secrets" / "i39_dev.json").read_text())
+    lines = [s["text"] for s in corpus["secrets"]]
+    said = [{"role": "user", "content": [{"type": "text", "text": line}]} for line in lines]
+    candidates = [fact("drink", "The user prefers tea to coffee.", scope="agent", confidence=0.95)]
+    candidates += [fact(f"said-{i}", f"The user said: {line}", scope="agent") for i, line in enumerate(lines)]
+    use_claude(stack, Claude((200, answer(candidates))))
+    send(stack, job(agent, messages=said))
+    drain(stack)
+    assert set(auto_rows(stack, agent_path)) == {"auto:drink"} and auto_rows(stack, ws_path) == {}
+    assert f'"dropped":{{"secret":{len(lines)}}}' in info_log(caplog)

@@ -126,3 +126,14 @@ def test_without_an_issuer_no_jwt_passes(issuer):
     url, _ = issuer
     with pytest.raises(Refused):
         JwtVerifier("", ["client-a"]).claims(_token(url, aud="client-a"))
+
+
+def test_an_id_tokens_name_claim_is_handed_on_as_the_persons_name(issuer):
+    """Issue 39, item 7: the name a sign-in token carries names the person's archived turns."""
+    url, _ = issuer
+    verifier = JwtVerifier(url, ["client-a"])
+    named = authorize(NoKeys(), _event(_token(url, aud="client-a", name=" Caroline Smith ")), verifier)  # type: ignore[arg-type]
+    assert named["context"]["name"] == "Caroline Smith"
+    for odd in ("", "x" * 101, 42):
+        answer = authorize(NoKeys(), _event(_token(url, aud="client-a", name=odd)), verifier)  # type: ignore[arg-type]
+        assert "name" not in answer["context"]

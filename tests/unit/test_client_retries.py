@@ -184,7 +184,8 @@ def test_chat_without_a_socket_sends_the_turn_over_http(monkeypatch):
         if request.url.path == "/api/stream-tickets":
             data = {"ticket": "t", "expiresAt": 0, "url": f"ws://127.0.0.1:{closed}"}
         elif request.url.path.endswith("/messages"):
-            assert json.loads(request.content) == {"message": "hi"}
+            sent = json.loads(request.content)  # named, so a retried 503 gets the first outcome
+            assert sent["message"] == "hi" and sent["clientTurnId"].startswith("py-") and len(sent) == 2
             data = turn
         else:
             data = agent

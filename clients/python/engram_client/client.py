@@ -56,6 +56,7 @@ from .models import (
     FactPage,
     FactUpdate,
     Health,
+    Me,
     Memory,
     MemoryCreate,
     MemoryPage,
@@ -150,6 +151,8 @@ OPERATIONS: dict[str, Op] = {
     "exportMe": Op("GET", "/api/me/export", ("export_inline",)),
     "getExport": Op("GET", "/api/me/export/{exportId}", ("get_export",)),
     "deleteMe": Op("DELETE", "/api/me", ("delete_account",)),
+    "getMe": Op("GET", "/api/me", ("get_me",)),
+    "updateMe": Op("PATCH", "/api/me", ("update_me",)),
     "createApiKey": Op("POST", "/api/me/api-keys", ("create_api_key",)),
     "listApiKeys": Op("GET", "/api/me/api-keys", ("list_api_keys", "iter_api_keys")),
     "deleteApiKey": Op("DELETE", "/api/me/api-keys/{keyId}", ("delete_api_key",)),
@@ -399,15 +402,22 @@ class Client:
     def iter_archive(self, agent_id: str, q: str, *, limit: int | None = None) -> Iterator[ArchivedMessage]:
         return self._pages(lambda token: self.search_archive(agent_id, q, limit=limit, next_token=token))
 
-    def send_message(self, agent_id: str, session_id: str, message: str) -> TurnResult:
-        """A synchronous turn: the reply, tool calls and usage (a 25 s budget on the server)."""
+    def send_message(self, agent_id: str, session_id: str, message: str, client_turn_id: str | None = None) -> TurnResult:
+        """A synchronous turn: the reply, tool calls and usage (a 25 s budget on the server).
+        `client_turn_id` names the turn (one is made when none is given): sent again with it, the
+        turn is not run twice, and the answer is the first send's."""
         path = f"/api/agents/{_seg(agent_id)}/sessions/{_seg(session_id)}/messages"
-        return cast(TurnResult, self._call("POST", path, body={"message": message}))
+        # Always named: this client retries a 503 (outcome_unknown among them), and a retry with
+        # the same id gets the first outcome instead of running the turn twice.
+        body = {"message": message, "clientTurnId": client_turn_id or f"py-{uuid.uuid4().hex}"}
+        return cast(TurnResult, self._call("POST", path, body=body))
 
-    def queue_message(self, agent_id: str, session_id: str, message: str) -> RunAccepted:
-        """An asynchronous turn (`?async=true`): follow it with get_run or a stream subscription."""
+    def queue_message(self, agent_id: str, session_id: str, message: str, client_turn_id: str | None = None) -> RunAccepted:
+        """An asynchronous turn (`?async=true`): follow it with get_run or a stream subscription.
+        `client_turn_id`: a resend answers with the run the first send queued."""
         path = f"/api/agents/{_seg(agent_id)}/sessions/{_seg(session_id)}/messages"
-        return cast(RunAccepted, self._call("POST", path, body={"message": message}, params={"async": "true"}))
+        body = {"message": message, **({"clientTurnId": client_turn_id} if client_turn_id else {})}
+        return cast(RunAccepted, self._call("POST", path, body=body, params={"async": "true"}))
 
     # --- runs ---------------------------------------------------------------------------------------
 
@@ -702,6 +712,14 @@ class Client:
     def export_inline(self) -> Export:
         """The deprecated one-response export (413 export_too_large past 4 MB): prefer start_export."""
         return cast(Export, self._call("GET", "/api/me/export"))
+
+    def get_me(self) -> Me:
+        """The caller's name (the speaker of their archived turns), or None."""
+        return cast(Me, self._call("GET", "/api/me"))
+
+    def update_me(self, name: str | None) -> Me:
+        """Sets the caller's name (None removes it)."""
+        return cast(Me, self._call("PATCH", "/api/me", body={"name": name}))
 
     def delete_account(self) -> AccountDeleted:
         """Delete everything stored about the caller (a sign-in token only; a key gets 403)."""

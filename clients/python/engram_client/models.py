@@ -127,10 +127,23 @@ class SessionCreate(TypedDict):
     title: NotRequired[str]
 
 
+class Me(TypedDict):
+    """The `Me` schema."""
+
+    name: str | None
+
+
+class MeUpdate(TypedDict):
+    """The `MeUpdate` schema."""
+
+    name: str | None
+
+
 class MessageIn(TypedDict):
     """The `MessageIn` schema."""
 
     message: str
+    clientTurnId: NotRequired[str]
 
 
 class WebhookIn(TypedDict):
@@ -727,6 +740,7 @@ class Export(TypedDict):
     """The `Export` schema."""
 
     exportedAt: str
+    profile: Me
     agents: list[Agent]
     workspaces: list[Workspace]
     facts: list[Fact]

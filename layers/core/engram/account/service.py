@@ -94,6 +94,9 @@ def records(deps: Stores, tenant: str) -> Iterator[Record]:
 
 def _account_rows(deps: Stores, tenant: str) -> Iterator[Record]:
     """The rows of the account itself: facts, usage, card types, connections, API keys."""
+    name = deps.profiles.name(tenant)
+    if name is not None:
+        yield "profile", {"name": name}
     for fact in deps.facts.all(tenant):
         yield "fact", fact.public()
     for row in _pages(lambda **page: deps.usage.page(tenant, agent_id=None, session_key=None, **page)):
@@ -197,7 +200,8 @@ def inline_export(deps: Stores, tenant: str) -> dict[str, object]:
     this route never holds more than that in memory."""
     budget = deps.settings.inline_export_max_bytes
     out: dict[str, Any] = {"exportedAt": now_iso(), "agents": [], "workspaces": []}
-    out |= {"facts": [], "runs": [], "usage": [], "cardTypes": [], "connections": [], "apiKeys": []}
+    out |= {"profile": {"name": None}, "facts": [], "runs": [], "usage": []}
+    out |= {"cardTypes": [], "connections": [], "apiKeys": []}
     owners: dict[str, dict[str, Any]] = {}
     sessions: dict[tuple[str, str], dict[str, Any]] = {}
     size = 0
@@ -224,6 +228,8 @@ def inline_export(deps: Stores, tenant: str) -> dict[str, object]:
             owners[record["agentId"]]["runMemory"].append({k: v for k, v in record.items() if k != "agentId"})
         elif kind == "toolResult":
             owners[record["agentId"]]["toolResults"].append({k: v for k, v in record.items() if k != "agentId"})
+        elif kind == "profile":
+            out["profile"] = record
         elif kind == "workspace":
             owners[record["id"]] = {**record, "memories": []}
             out["workspaces"].append(owners[record["id"]])

@@ -162,6 +162,13 @@ def request_clock(router: Router | APIGatewayHttpResolver) -> tuple[float, float
     return waited, (remaining() / 1000 if callable(remaining) else None)
 
 
+def idempotency_key(router: Router | APIGatewayHttpResolver) -> str | None:
+    """The request's `Idempotency-Key` header (an id: 1-64 of letters, digits, `_`, `-`), or None."""
+    headers = {k.lower(): v for k, v in (router.current_event.headers or {}).items()}
+    value = headers.get("idempotency-key")
+    return None if value is None else check_id("Idempotency-Key", value)
+
+
 # Methods that read: a key without the `write` scope may call these only.
 READ_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
 
@@ -175,6 +182,7 @@ class Principal:
     via: str
     scopes: frozenset[str]
     key_id: str = ""  # the API key's id (via key)
+    name: str | None = None  # a sign-in token's `name` claim
 
     @property
     def tenant(self) -> str:
@@ -218,7 +226,8 @@ def principal_of(deps: Stores, context: Mapping[str, object], *, checked_now: bo
     missing = [scope for scope in required if scope not in granted]
     if missing:
         raise Forbidden(f"the access token lacks the scope {missing[0]!r} this API requires", code="insufficient_scope")
-    return Principal(sub, "jwt", frozenset(granted))
+    name = context.get("name")
+    return Principal(sub, "jwt", frozenset(granted), name=name if isinstance(name, str) and name else None)
 
 
 def _live_key(deps: Stores, sub: str, key_id: str, scope: str, *, read: bool = True) -> Principal:

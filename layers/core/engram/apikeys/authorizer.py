@@ -179,4 +179,7 @@ def _authorize(deps: KeyDeps, token: str, digest: str, grant: KeyGrant | None, v
     else:
         claims = (verifier or verifier_for(deps.settings)).claims(token)
         context = {"sub": str(claims["sub"]), "via": "jwt", "scope": " ".join(sorted(granted_scopes(claims)))}
+        name = claims.get("name")
+        if isinstance(name, str) and 0 < len(name.strip()) <= 100:
+            context["name"] = name.strip()  # the person's name: the speaker of their archived turns
     return {"isAuthorized": True, "context": context}

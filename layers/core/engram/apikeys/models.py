@@ -14,7 +14,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
 
-from engram.kernel.model import Body, Resource
+from engram.kernel.model import DATE_TIME_TEXT, Body, Resource
 
 KEY_PREFIX = "egk_"
 KEY_BYTES = 32  # 256 bits
@@ -40,7 +40,7 @@ class ApiKeyCreate(Body):
     name: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
     scopes: Annotated[list[Scope], Field(min_length=1, max_length=2)] = ["read", "write"]
     # An ISO 8601 time with a zone, in the future; none: the key works until it is deleted.
-    expires_at: Annotated[datetime, Field(strict=False)] | None = None  # JSON has no datetime: from its text
+    expires_at: Annotated[datetime, DATE_TIME_TEXT, Field(strict=False)] | None = None  # JSON has no datetime: from its text
 
     @field_validator("scopes")
     @classmethod

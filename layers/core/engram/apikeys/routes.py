@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import PAGE, Limit, Reply, Token, deps_of, ok, signed_in
+from engram.api.http import PAGE, Limit, Reply, Token, deps_of, idempotency_key, ok, signed_in
 from engram.apikeys import service as api_keys
 from engram.apikeys.models import ApiKeyCreate
 
@@ -14,7 +14,7 @@ router = Router()
 @router.post("/api/me/api-keys")
 def create_api_key(body: ApiKeyCreate) -> Reply:
     who = signed_in(router)
-    return ok(api_keys.create_key(deps_of(router), who.tenant, who.sub, body), 201)
+    return ok(api_keys.create_key(deps_of(router), who.tenant, who.sub, body, idempotency_key(router)), 201)
 
 
 @router.get("/api/me/api-keys")

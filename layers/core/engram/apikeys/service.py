@@ -10,8 +10,10 @@ from engram.streaming import closing as streaming
 from engram.wiring.stores import Stores
 
 
-def create_key(deps: Stores, tenant: str, sub: str, body: ApiKeyCreate) -> dict[str, object]:
-    """The new key's resource and, once only, the key itself (`key`)."""
+def create_key(deps: Stores, tenant: str, sub: str, body: ApiKeyCreate, request_key: str | None = None) -> dict[str, object]:
+    """The new key's resource and, once only, the key itself (`key`). `request_key` (the
+    Idempotency-Key header): a retry within a day gets the key the first send made, with a new
+    secret (the first one stops working), so a lost answer leaves no orphan key."""
     secret = new_key()
     now = now_iso()
     expires = body.expires_at
@@ -25,8 +27,8 @@ def create_key(deps: Stores, tenant: str, sub: str, body: ApiKeyCreate) -> dict[
         expires_at=expires.isoformat(timespec="seconds").replace("+00:00", "Z") if expires else None,
     )
     grant = KeyGrant(sub=sub, key_id=key.id, scopes=tuple(body.scopes), expires_at=int(expires.timestamp()) if expires else None)
-    deps.api_keys.create(tenant, key, grant, key_hash(secret), limit=deps.settings.max_api_keys)
-    return {**key.public(), "key": secret}
+    stored = deps.api_keys.create(tenant, key, grant, key_hash(secret), limit=deps.settings.max_api_keys, request_key=request_key)
+    return {**stored.public(), "key": secret}
 
 
 def list_keys(deps: Stores, tenant: str, limit: int, token: str | None) -> dict[str, object]:

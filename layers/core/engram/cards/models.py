@@ -5,11 +5,14 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
-from engram.kernel.model import Body, Resource
+from engram.kernel.model import Body, Resource, json_types
 
 FieldName = Annotated[str, StringConstraints(pattern=r"^[a-z][a-z0-9_]{0,39}$")]
 ActionWord = Annotated[str, StringConstraints(pattern=r"^[A-Z][A-Z0-9_]{0,29}$")]
-ReExaminable = Literal[False, True, "until_resolved"]  # one Literal, so an error names just the field
+# One Literal, so an error names just the field; 0 and 1 are not false and true.
+ReExaminable = Annotated[
+    Literal[False, True, "until_resolved"], json_types(bool, str, expected='true, false or "until_resolved"')
+]
 CardFieldType = Literal["string", "number", "integer", "boolean", "enum"]
 
 

@@ -19,6 +19,7 @@ from engram.cards.models import CardedRun, CardType, CardTypeBody, Decision
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id
 from engram.kernel.model import now_iso, page, page_ranked
+from engram.kernel.secrets import redact
 from engram.wiring.stores import Stores
 
 _EPOCH = "2025-01-01T00:00:00.000Z"
@@ -294,7 +295,7 @@ def clean_card(card_type: CardType, card: dict[str, Any]) -> dict[str, object]:
         if spec["type"] == "integer":
             value = int(value)
         elif isinstance(value, str):
-            value = value.strip()
+            value = redact(value.strip())  # the card is shown in later prompts (decisions): no secret in it
         out[name] = value
     return out
 

@@ -1,9 +1,10 @@
 """Connections to remote MCP servers: request bodies, the public resource, discovered tools."""
 
+import re
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import (
     BaseModel,
@@ -18,6 +19,7 @@ from pydantic import (
 from pydantic.alias_generators import to_camel
 
 from engram.kernel.model import Body, Resource
+from engram.kernel.secrets import find_secret
 
 # Used in tool names (`mcp__<name>__<tool>`): lowercase letters, digits and single hyphens, so the
 # double underscore that separates the parts can never occur inside a name.
@@ -44,6 +46,21 @@ def secret_context(tenant: str, connection_id: str) -> dict[str, str]:
     return {"tenant": tenant, "connectionId": connection_id}
 
 
+# Query parameter names that carry a credential (`?token=`, `?api_key=`, `?X-Amz-Signature=`, ...).
+_CREDENTIAL_PARAMETER = re.compile(
+    r"(?i)(?:^|[^a-z])(?:api_?key|key|(?:access_?|auth_?|id_?|refresh_?)?token|(?:client_?)?secret|passw(?:or)?d|pwd|"
+    r"sig|signature|auth|authorization|credentials?|bearer)$"
+)
+
+
+def _credential_parameter(query: str) -> str | None:
+    """The first query parameter that names a credential or whose value reads as one."""
+    for name, value in parse_qsl(query, keep_blank_values=True):
+        if _CREDENTIAL_PARAMETER.search(name) or (value and find_secret(f"{name}={value}")):
+            return name
+    return None
+
+
 def check_url(value: str) -> str:
     """A URL of a Streamable HTTP endpoint: http(s), a host, no credentials in it (they go in the
     auth header, which is encrypted; a URL is shown in every list). The egress policy decides
@@ -59,6 +76,13 @@ def check_url(value: str) -> str:
         raise ValueError("must be an http(s) URL with a host, e.g. https://tools.example.com/mcp")
     if parts.username is not None or parts.password is not None:
         raise ValueError("must not carry credentials; put them in authHeader, which is stored encrypted")
+    named = _credential_parameter(parts.query)
+    if named:
+        raise ValueError(
+            f"must not carry credentials in its query string ({named}): a URL is shown by GET and the export; "
+            'put the credential in authHeader, which is stored encrypted, e.g. {"name": "Authorization", '
+            '"value": "Bearer <token>"} or {"name": "X-Api-Key", "value": "<key>"}'
+        )
     if any(ch.isspace() or ord(ch) < 0x20 for ch in value):
         raise ValueError("must not contain spaces or control characters")
     return value

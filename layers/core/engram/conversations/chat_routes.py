@@ -7,9 +7,10 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from engram.api.http import Reply, deps_of, ok, request_clock, tenant_of
+from engram.api.http import Reply, deps_of, idempotency_key, ok, principal, request_clock, tenant_of
 from engram.conversations import chat, webhooks
 from engram.conversations.models import MessageIn
+from engram.kernel.errors import BadRequest
 from engram.kernel.ids import check_id
 from engram.wiring.model import ModelDeps
 
@@ -30,12 +31,38 @@ def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotate
     check_id("agentId", agentId), check_id("sessionId", sessionId)
     if async_:
         run = chat.enqueue_turn(
-            deps, tenant=tenant, agent_id=agentId, session_id=sessionId, message=body.message, trigger="async"
+            deps,
+            tenant=tenant,
+            agent_id=agentId,
+            session_id=sessionId,
+            message=body.message,
+            trigger="async",
+            client_turn_id=_turn_key(body),
         )
         return ok({"runId": run.id, "sessionId": sessionId, "status": run.status}, 202)
     waited_s, remaining_s = request_clock(router)
-    outcome = chat.run_chat_turn(deps, tenant, agentId, sessionId, body.message, waited_s=waited_s, remaining_s=remaining_s)
+    who = principal(router)
+    outcome = chat.run_chat_turn(
+        deps,
+        tenant,
+        agentId,
+        sessionId,
+        body.message,
+        waited_s=waited_s,
+        remaining_s=remaining_s,
+        client_turn_id=_turn_key(body),
+        person_name=who.name,
+    )
     return ok(outcome.public())
+
+
+def _turn_key(body: MessageIn) -> str | None:
+    """The turn's idempotency key: the `Idempotency-Key` header or the body's `clientTurnId` (the
+    same id if both are sent)."""
+    header = idempotency_key(router)
+    if header is not None and body.client_turn_id is not None and body.client_turn_id != header:
+        raise BadRequest("Idempotency-Key and clientTurnId name different turns", field="clientTurnId")
+    return header or body.client_turn_id
 
 
 @router.post("/api/agents/<agentId>/webhook")

@@ -46,6 +46,8 @@ def summary_public(summary: object) -> dict[str, object] | None:
 
 class MessageIn(Body):
     message: Annotated[str, StringConstraints(min_length=1)]
+    # The turn's idempotency key (as the Idempotency-Key header): a retry returns the first outcome.
+    client_turn_id: Id | None = None
 
 
 class TurnJob(BaseModel):

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 from engram.agents.models import Agent
 from engram.agents.ports import Agents
-from engram.aws.deadline import OutOfTime, within
+from engram.aws.deadline import OutOfTime, remaining, within
 from engram.conversations.models import SessionState
 from engram.conversations.ports import Sessions
 from engram.engine.context import ContextSource, Conversation, MemoryReads, TurnContext
@@ -287,7 +287,9 @@ def _load_agent_and_session(
 
 
 def _release_quietly(deps: TurnDeps, tenant: str, agent_id: str, session_id: str, run_id: str) -> None:
-    release_quietly(deps.sessions, tenant, agent_id, session_id, run_id, grace_s=_FAILURE_GRACE_S)
+    # within the grace left of recording a failure (the answer comes within 29 s of arrival)
+    grace = min(_FAILURE_GRACE_S, max(remaining() or _FAILURE_GRACE_S, 0.5))
+    release_quietly(deps.sessions, tenant, agent_id, session_id, run_id, grace_s=grace)
 
 
 def _load_context(turn: _Turn) -> TurnContext:
@@ -449,6 +451,8 @@ def _section_failed(name: str, err: Exception) -> None:
 def _fail(turn: _Turn, err: Exception) -> bool:
     """Records the failed run (and the tokens it spent) and frees the session; history is
     untouched. Returns whether the run record was written; the lease is freed either way."""
+    if getattr(err, "code", None) == "outcome_unknown":  # a commit sent, unanswered, unreadable: nothing over it
+        return True
     error = error_of(err)
     loop = turn.loop
     at = now_iso()

@@ -2,7 +2,9 @@
 
 import hashlib
 import re
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
+
+from pydantic import StringConstraints
 
 from engram.kernel.model import Body, Confidence, Resource, Topic
 
@@ -43,3 +45,12 @@ def normalised(text: str) -> str:
 def text_digest(text: str) -> str:
     """The key of a fact's normalised text in the duplicate check."""
     return hashlib.sha256(normalised(text).encode()).hexdigest()
+
+
+PersonName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+
+
+class MeUpdate(Body):
+    """PATCH /api/me: the person's name (null removes it), the speaker of their archived turns."""
+
+    name: PersonName | None

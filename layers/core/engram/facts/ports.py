@@ -48,3 +48,13 @@ class Facts(Protocol):
         ...
 
     def delete_all(self, tenant: str) -> int: ...
+
+
+class Profiles(Protocol):
+    """The person's own name (`PATCH /api/me`, the sign-in token's `name` claim, or "my name is ...")."""
+
+    def name(self, tenant: str) -> str | None: ...
+
+    def set_name(self, tenant: str, name: str | None, *, only_if_unset: bool = False) -> bool:
+        """Sets (None: removes) the name; `only_if_unset` leaves a name already set. Whether it changed."""
+        ...

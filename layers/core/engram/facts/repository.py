@@ -151,3 +151,34 @@ class FactRepository:
         self.table.delete_all(keys.user_pk(tenant))  # the text rows, their marker and the quota counter
         quotas.forget(self.table, quotas.facts(tenant))
         return facts
+
+
+PROFILE_SK = "PROFILE"  # in the facts partition: deleted with it, exported with the account
+
+
+class ProfileRepository:
+    def __init__(self, table: Table):
+        self.table = table
+
+    def name(self, tenant: str) -> str | None:
+        item = self.table.get(keys.user_pk(tenant), PROFILE_SK)
+        name = (item or {}).get("name")
+        return name if isinstance(name, str) and name else None
+
+    def set_name(self, tenant: str, name: str | None, *, only_if_unset: bool = False) -> bool:
+        pk = keys.user_pk(tenant)
+        try:
+            if name is None:
+                self.table.update(pk, PROFILE_SK, "REMOVE #n", names={"#n": "name"})
+            else:
+                self.table.update(
+                    pk,
+                    PROFILE_SK,
+                    "SET #n = :name",
+                    condition="attribute_not_exists(#n)" if only_if_unset else None,
+                    names={"#n": "name"},
+                    values={":name": name},
+                )
+        except ConditionFailed:
+            return False
+        return True

@@ -6,7 +6,7 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from engram.api.http import PAGE, IncludeArchived, Limit, Reply, SearchText, Token, deps_of, ok, tenant_of
 from engram.facts import service as facts
-from engram.facts.models import FactCreate, FactUpdate
+from engram.facts.models import FactCreate, FactUpdate, MeUpdate
 
 router = Router()
 
@@ -36,3 +36,13 @@ def update_fact(factId: str, body: FactUpdate) -> Reply:
 @router.delete("/api/me/facts/<factId>")
 def archive_fact(factId: str) -> Reply:
     return ok(facts.archive_fact(deps_of(router), tenant_of(router), factId, "user_deleted").public())
+
+
+@router.get("/api/me")
+def get_me() -> Reply:
+    return ok(facts.me(deps_of(router), tenant_of(router)))
+
+
+@router.patch("/api/me")
+def update_me(body: MeUpdate) -> Reply:
+    return ok(facts.set_my_name(deps_of(router), tenant_of(router), body.name))

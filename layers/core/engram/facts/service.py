@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping
 
 from engram.aws.keys import inverse_recency
@@ -133,3 +134,31 @@ def archive_fact(deps: Stores, tenant: str, fact_id: str, reason: str) -> Fact:
     archived = fact.model_copy(update={"archived_at": now, "archived_reason": reason, "updated_at": now})
     deps.facts.put(tenant, archived, expect_updated_at=fact.updated_at, was_active=True)
     return archived
+
+
+# --- the person's name: the speaker of their archived turns (recall.policy.ArchivePolicy) ----------
+_NAME_MAX = 100
+_STATED_NAME = re.compile(
+    r"\b(?i:my name is|my name's|call me|i am called|i'm called)\s{1,3}"
+    r"(?P<name>[A-Z][\w'-]{0,40}(?:\s[A-Z][\w'-]{0,40})?)"
+)
+
+
+def me(deps: Stores, tenant: str) -> dict[str, object]:
+    return {"name": deps.profiles.name(tenant)}
+
+
+def set_my_name(deps: Stores, tenant: str, name: str | None) -> dict[str, object]:
+    """PATCH /api/me: the name is checked like every text Engram stores (no secret in it)."""
+    if name is not None:
+        name = check_text("name", name, 1, _NAME_MAX)
+        refuse_secrets("name", name)
+    deps.profiles.set_name(tenant, name)
+    return {"name": name}
+
+
+def stated_name(message: str) -> str | None:
+    """The name a person gives in a message ("my name is Caroline", "call me Mel"): a capitalised
+    word or two, as typed."""
+    found = _STATED_NAME.search(message[:2000])
+    return found.group("name") if found else None

@@ -261,6 +261,18 @@ class StorageUnavailable(EngramError):
     default_message = "the service's storage did not answer in time; nothing was changed, retry shortly"
 
 
+class OutcomeUnknown(EngramError):
+    """A commit was sent and its answer lost, and reading it back failed too: it may have landed.
+    The client gets the run id to look it up, never "nothing was changed"."""
+
+    status = 503
+    code = "outcome_unknown"
+
+    def __init__(self, run_id: str | None = None, *, see: str | None = None, field: str = "runId"):
+        super().__init__(f"outcome unknown, see {see or f'GET /api/runs/{run_id}'}", field=field)
+        self.run_id = run_id
+
+
 class QueueUnavailable(EngramError):
     """The job could not be queued; the run it would have been is recorded as failed."""
 

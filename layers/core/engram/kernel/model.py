@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
+from pydantic import BaseModel, BeforeValidator, ConfigDict, StringConstraints
 from pydantic.alias_generators import to_camel
 
 from engram.kernel.errors import BadRequest
@@ -20,6 +20,23 @@ Id = Annotated[str, StringConstraints(pattern=ID_PATTERN)]
 # Vocabulary shared by long-term memory and user facts.
 Confidence = Literal["asserted", "inferred"]
 Topic = Annotated[str, StringConstraints(min_length=1, max_length=40)]
+
+
+def json_types(*types: type, expected: str) -> BeforeValidator:
+    """Refuses a value whose JSON type is not one of `types` before pydantic reads it: a Literal
+    holding booleans takes 0 as False, and a lax datetime takes a number as epoch seconds; a strict
+    body must do neither (bool is checked exactly: True is no int here)."""
+
+    def check(value: object) -> object:
+        if value is not None and type(value) not in types:
+            raise ValueError(f"must be {expected}")
+        return value
+
+    return BeforeValidator(check)
+
+
+# A date-time in a body: an ISO 8601 string only (JSON has no datetime type; a number is refused).
+DATE_TIME_TEXT = json_types(str, expected="an ISO 8601 date-time string, e.g. 2030-01-01T00:00:00Z")
 
 
 def now_iso() -> str:

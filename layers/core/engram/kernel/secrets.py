@@ -6,6 +6,6 @@ the confusables table are built on the first check."""
 
 from __future__ import annotations
 
-from engram.secrets.matcher import find_secret, find_secret_in_value, repeats_secret, secret_values
+from engram.secrets.matcher import find_secret, find_secret_in_value, redact, repeats_secret, secret_values
 
-__all__ = ["find_secret", "find_secret_in_value", "repeats_secret", "secret_values"]
+__all__ = ["find_secret", "find_secret_in_value", "redact", "repeats_secret", "secret_values"]

@@ -37,12 +37,15 @@ def upsert_memory(
     session_id: str | None = None,
     origin: Mapping[str, object] | None = None,
     owner_checked: bool = False,
+    key_derived: bool = False,
 ) -> tuple[Memory, bool]:
-    """Creates the row for (scope, owner, key) or updates it in place; returns (row, created)."""
+    """Creates the row for (scope, owner, key) or updates it in place; returns (row, created). A key
+    the caller derived from the value (`key_derived`, memory_store without a key) is not judged on
+    its own: the value is (a slug joins words into something that can look like a token)."""
     s = deps.settings
     key = check_text("key", key, 1, s.memory_key_max_chars)
     value = check_text("value", value, 1, s.memory_value_max_chars)
-    refuse_secrets("value", key, value)
+    refuse_secrets("value", value, None if key_derived else key)
     fields = dict(fields or {})
     if not owner_checked:
         _owner_exists(deps, tenant, scope, owner_id)

@@ -68,6 +68,7 @@ def _store(ctx: ToolContext, inp: StoreInput) -> object:
         session_id=ctx.session_id,
         origin=_origin(ctx),
         owner_checked=True,
+        key_derived=inp.key is None,
     )
     out: dict[str, Any] = {"stored": f"{inp.scope} memory", "key": row.key, "created": created}
     if inp.scope == "agent" and not agent.agent_memory:

@@ -129,7 +129,7 @@ class TurnAdmissions(Protocol):
     """A queued turn's admission: its run, its active-turn row and its clientTurnId's claim in one
     transaction (ST4), the tenant's active turns counted for the cap (ST7)."""
 
-    def create_turn(self, tenant: str, run: Run, *, client_turn_id: str | None, ttl_s: int) -> Run | None:
+    def create_turn(self, tenant: str, run: Run, *, client_turn_id: str | None, ttl_s: int, counted: bool = True) -> Run | None:
         """Records a queued turn, its row among the tenant's active turns and the claim of the
         client's id of the turn (scoped to its agent and session) in one transaction (ST4, ST7).
         None: written; else the run an earlier claim of the same id names, and nothing is written."""
@@ -145,4 +145,9 @@ class TurnAdmissions(Protocol):
 
     def end_turn(self, tenant: str, run_id: str) -> None:
         """The turn no longer counts against the tenant's cap."""
+        ...
+
+    def drop_claim(self, tenant: str, run: Run, *, client_turn_id: str) -> None:
+        """Removes a claim and its run while the run is still queued (the turn never started: a
+        retry with the same id runs it). Raises when storage does not answer."""
         ...

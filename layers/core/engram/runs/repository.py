@@ -13,7 +13,7 @@ from typing import Any
 from engram.aws import keys
 from engram.aws.items import deserialize, encode_token, serialize
 from engram.aws.table import Cancelled, ConditionFailed, IdempotencyMismatch, Table, backoff
-from engram.kernel.errors import Conflict, NotFound, SessionBusy, StorageUnavailable, aws_unavailable
+from engram.kernel.errors import Conflict, NotFound, OutcomeUnknown, SessionBusy, StorageUnavailable, aws_unavailable
 from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
 from engram.runs.models import Run
@@ -243,16 +243,20 @@ class RunRepository:
             return False
         return True
 
-    def _committed(self, tenant: str, run: Run, usage_rows: list[UsageRow]) -> bool:
+    def _committed(self, tenant: str, run: Run, usage_rows: list[UsageRow], *, unknown_if_unread: bool = False) -> bool:
         """Whether this very commit is already stored: the run record as we write it and every
         usage row (a retry after a lost response meets its own conditions, or DynamoDB answers
-        its token as a different request's). An unreadable table counts as "no"."""
+        its token as a different request's). An unreadable table counts as "no" after an answer
+        that refused the write; after no answer at all (`unknown_if_unread`) it may have landed:
+        OutcomeUnknown, naming the run."""
         expected = deserialize(serialize(self.item(tenant, run)))
         try:
             stored = self.table.get(expected["PK"], expected["SK"])
             rows = [self.usage.item(tenant, row) for row in usage_rows]
             found = self.table.get_many([(r["PK"], r["SK"]) for r in rows])
-        except Exception:
+        except Exception as err:
+            if unknown_if_unread:
+                raise OutcomeUnknown(run.id) from err
             return False
         return stored == expected and len(found) == len(rows)
 
@@ -305,7 +309,7 @@ class RunRepository:
                 raise Conflict("this run has already finished", field="runId", code="run_finished") from None
         except Exception as err:
             # No answer (a lost response, a timeout): the transaction may have been applied.
-            if not aws_unavailable(err) or not self._committed(tenant, run, usage_rows):
+            if not aws_unavailable(err) or not self._committed(tenant, run, usage_rows, unknown_if_unread=True):
                 raise
         overflow = extra[room:]
         if overflow:
@@ -401,7 +405,7 @@ class TurnAdmissionRepository:
     def __init__(self, table: Table, runs: RunRepository):
         self.table, self.runs = table, runs
 
-    def create_turn(self, tenant: str, run: Run, *, client_turn_id: str | None, ttl_s: int) -> Run | None:
+    def create_turn(self, tenant: str, run: Run, *, client_turn_id: str | None, ttl_s: int, counted: bool = True) -> Run | None:
         """Records a queued turn in one transaction (ST4, ST7): its run, its row among the tenant's
         active turns (until the worker ends it, or the run would be stale), and the claim of the
         client's id of the turn (scoped to the run's agent and session) when there is one, so a
@@ -412,18 +416,22 @@ class TurnAdmissionRepository:
         pauses = backoff(0.02, 0.5)
         for attempt in range(_CLAIM_TRIES):
             now = int(time.time())
-            ops = [
-                self.table.put_op(self.runs.item(tenant, run), condition="attribute_not_exists(PK)"),
-                self.table.put_op(
-                    {"PK": pk, "SK": keys.active_turn_sk(run.id), "expiresAt": now + self.runs.stale_after(run.kind) + 60}
-                ),
-            ]
+            ops = [self.table.put_op(self.runs.item(tenant, run), condition="attribute_not_exists(PK)")]
+            if counted:  # a queued turn holds a slot of the tenant's cap until the worker ends it (ST7)
+                active = {"PK": pk, "SK": keys.active_turn_sk(run.id), "expiresAt": now + self.runs.stale_after(run.kind) + 60}
+                ops.append(self.table.put_op(active))
             if client_turn_id:
                 claim = {"PK": pk, "SK": self._claim_sk(run, client_turn_id), "runId": run.id, "expiresAt": now + ttl_s}
                 ops.insert(0, self.table.put_op(claim, condition=_CLAIMABLE, values={":now": now}))
             try:
                 # a lost response's retry (same token) is answered, not refused
-                self.table.transact(ops, token=f"{run.id}-{attempt}"[-36:])
+                token = f"{run.id}-{attempt}"[-36:]
+                try:
+                    self.table.transact(ops, token=token)
+                except Exception as err:
+                    if not aws_unavailable(err):
+                        raise
+                    self.table.transact(ops, token=token)  # no answer: the same request again tells
                 return None
             except ConditionFailed as err:
                 if not client_turn_id or not err.failed_at(0):
@@ -463,3 +471,26 @@ class TurnAdmissionRepository:
     def end_turn(self, tenant: str, run_id: str) -> None:
         """The turn no longer counts against the tenant's cap (it ended, or was never queued)."""
         self.table.delete(keys.tenant_pk(tenant), keys.active_turn_sk(run_id))
+
+    def _delete_queued_op(self, tenant: str, run_id: str) -> dict[str, object]:
+        op = self.table.delete_op(
+            keys.tenant_pk(tenant), keys.run_sk(run_id), condition="#s = :queued", values={":queued": "queued"}
+        )
+        inner = op["Delete"]
+        assert isinstance(inner, dict)
+        inner["ExpressionAttributeNames"] = {"#s": "status"}  # status is a reserved word
+        return op
+
+    def drop_claim(self, tenant: str, run: Run, *, client_turn_id: str) -> None:
+        pk = keys.tenant_pk(tenant)
+        claim_sk = keys.stream_client_turn_sk(run.agent_id, run.session_id or "", client_turn_id)
+        try:
+            self.table.transact(
+                [
+                    self.table.delete_op(pk, claim_sk, condition="runId = :run", values={":run": run.id}),
+                    self._delete_queued_op(tenant, run.id),
+                ],
+                token=f"drop-{run.id}"[-36:],
+            )
+        except ConditionFailed:
+            pass  # the run started after all, or another send holds the claim: it stands

@@ -20,6 +20,10 @@ kind of secret a text seems to hold, after the text is normalised the way a leak
   Sonnenblume77", `SMTP_PASSWORD=mailpw2024`, "my bank PIN, 4417,", "482913 unlocks my phone". A
   password-shaped word (letters with digits or symbols) near a password word, a 4-12 digit number
   near a PIN word, a value after "is"/":"/"=" that is not an ordinary word;
+- statements in any of the 90+ languages Django's translators keep a word for "password" in
+  (`languages`, `words`): the word, then a password-shaped value in its sentence; passphrases
+  written as a sentence; a card's CVV;
+- a key spelled with a space between its characters is joined and read again;
 - base64 and hex runs that decode to text are judged by that text;
 - generic tokens: 20+ characters of the base64/URL-safe alphabet with upper case, lower case and a
   digit, and a Shannon entropy (bits per character) of at least 0.8 * log2(min(length, 64)), which
@@ -28,7 +32,8 @@ kind of secret a text seems to hold, after the text is normalised the way a leak
   first: a key split by spaces.
 
 Deliberately not flagged (documented in docs/ARCHITECTURE.md): pure hex (git SHAs, checksums), UUIDs,
-our own ids (`run_01k...`), URLs without credentials, dates, prices, hex colours - they are ids or
+our own ids (`run_01k...`), URLs without credentials, dates, prices, hex colours, digests named
+by their algorithm (`SHA256:...` SSH fingerprints, `sha512-...` npm integrity), postal PIN codes - they are ids or
 data far more often than keys; a hex key is still caught after a keyword ("secret: 9f86d0...").
 
 Every repetition in a pattern is bounded (a test checks ours and the library's, which are rewritten
@@ -37,7 +42,8 @@ so a scan is linear in the text's length. Callers check sizes first. The pattern
 rules and the confusables table are built on the first check, not on import.
 
 The package: `text` (normalising, what the rules share), `formats` (known key formats, cards, PEM
-bodies), `statements` (keywords and what follows them, assignments), `tokens` (high-entropy
-tokens, encoded runs), `matcher` (the functions the kernel calls: `engram.kernel.secrets`). It
+bodies), `statements` (keywords and what follows them, assignments), `languages` (other languages'
+password words from `words`, passphrases), `tokens` (high-entropy tokens, encoded runs), `matcher`
+(the functions the kernel calls: `engram.kernel.secrets`, `redact` among them). It
 imports nothing of Engram.
 """

@@ -8,9 +8,13 @@ from collections.abc import Iterator
 from typing import Any
 
 from engram.secrets.formats import cards, known, pem_bodies
+from engram.secrets.languages import stated_anywhere
 from engram.secrets.statements import stated
 from engram.secrets.text import SPACE, Finding, normalise
 from engram.secrets.tokens import BASE64_RUN, HEX_RUN, candidates, decoded, hex_decoded, random_token
+
+# A key spelled with a space between its characters: "s k - a n t - a p i 0 3 - ...".
+SPACED_OUT = re.compile(r"(?<!\S)\S(?: \S){11,1023}(?!\S)")
 
 
 def _findings(text: str, *, decode: bool) -> Iterator[Finding]:
@@ -20,6 +24,10 @@ def _findings(text: str, *, decode: bool) -> Iterator[Finding]:
     yield from cards(text)
     yield from pem_bodies(text)
     yield from stated(text)
+    yield from stated_anywhere(text)
+    for run in SPACED_OUT.finditer(text) if decode else ():
+        for label, value in _findings(SPACE.sub("", run.group(0)), decode=False):
+            yield f"{label} (spaced out)", value
     for run in BASE64_RUN.finditer(text) if decode else ():
         inner = decoded(run.group(0))
         if inner is not None:
@@ -83,3 +91,29 @@ def repeats_secret(text: str, values: set[str]) -> bool:
         if re.search(rf"(?<![A-Za-z0-9]){re.escape(value)}(?![A-Za-z0-9])", plain) or (len(value) >= 12 and value in joined):
             return True
     return False
+
+
+REDACTED = "[redacted]"
+_REDACT_PASSES = 3
+
+
+def _spelled(value: str) -> re.Pattern[str]:
+    """`value` as it may stand in the text: any whitespace between its characters (split keys)."""
+    return re.compile(r"\s{0,3}".join(re.escape(c) for c in value))
+
+
+def redact(text: str) -> str:
+    """`text` with every secret it holds replaced by "[redacted]", for text Engram writes itself (a
+    summary fold, a card's notes): the rest is kept. A text that needs a change is returned
+    normalised (look-alike letters folded); a secret that cannot be located (one inside a base64
+    run) takes its line with it. The result passes `find_secret`."""
+    if not text or find_secret(text) is None:
+        return text
+    out = normalise(text)
+    for _ in range(_REDACT_PASSES):
+        values = sorted({value for _, value in _findings(out, decode=True) if value.strip()}, key=len, reverse=True)
+        for value in values:
+            out = _spelled(value).sub(REDACTED, out)
+        if find_secret(out) is None:
+            return out
+    return "\n".join(REDACTED if find_secret(line) else line for line in out.splitlines())

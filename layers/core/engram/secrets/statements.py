@@ -23,6 +23,7 @@ _KEYWORD = re.compile(
     r"codes? (?:for|of|to) (?:the |my |our )?(?:front |back |side )?(?:door|gate|garage|alarm|safe|lock|house|flat)))|"
     r"(?P<strong>pass(?:words?|w[oö]rt(?:er)?|wd|phrases?)|pwd|pw|kennw[oö]rter|kennwort|mots? de passe|mdp|"
     r"contrase[nñ]as?|senhas?|wachtwoord(?:en)?|parola d'ordine|(?:admin|root|user|wifi|wlan|account)[ _-]?pass|claves?)|"
+    r"(?P<cvv>cvv2?|cvc2?|csc|card security code|card verification (?:code|value))|"
     r"(?P<login>logins?|log-ins?|credentials?|creds|zugangsdaten|identifiants)|"
     r"(?P<phrase>(?:recovery|seed|mnemonic|backup|wallet)[ -](?:phrase|words))|"
     r"(?P<weak>secrets?(?:[ _-]?key)?|client[ _-]?secret|api[ _-]?keys?|apikey|access[ _-]?(?:key|token)s?|"
@@ -54,7 +55,7 @@ _COMPOUNDS = _word_set(
     "scanner scanning detection detector filter leak leaks pad pads budget economy economics limit limits "
     "usage price prices santa ingredient feature features"
 )
-_ORDINARY = _word_set(
+ORDINARY = _word_set(
     "a an the my your his her their our its this that these those it not no none null nil n/a na empty blank "
     "now still also very too so quite really just only always never in on at to for of with by from into under "
     "stored saved kept written required needed necessary missing wrong incorrect correct right invalid valid "
@@ -93,10 +94,13 @@ _VERSION = re.compile(r"v?\d{1,6}(?:\.\d{1,6}){1,4}[a-z]{0,8}\d{0,4}")
 _FILE = re.compile(r".{1,64}\.(?:[a-z]{2,5})", re.I)
 
 
+_ADDRESS = re.compile(r"^@|@[\w-]{1,64}\.[A-Za-z]|://")  # @handle, user@host.tld, scheme://
+
+
 def password_shaped(value: str) -> bool:
     """Letters with digits or symbols, 6-64 characters, and not an address, a path, a file name, an id
     or a version ("hunter2", "Sommer2024!", "tr0ub4dor&3"; not "1Password", "JIRA-4821", "v2.14.3")."""
-    if not 6 <= len(value) <= 64 or any(c in value for c in "/\\@") or "://" in value:
+    if not 6 <= len(value) <= 64 or any(c in value for c in "/\\") or _ADDRESS.search(value):
         return False
     letters = any(c.isalpha() for c in value)
     digits = any(c.isdigit() for c in value)
@@ -118,12 +122,15 @@ def _pin(value: str) -> bool:
 
 
 def _is_credential(kind: str, value: str, quoted: bool, after: str | None, english: bool = True) -> bool:
-    if not value or value.lower() in _ORDINARY or (after or "").lower().rstrip(".,;") in _UNITS:
-        return False
+    after = (after or "").lower().rstrip(".,;")
+    if not value or value.lower() in ORDINARY or after in _UNITS or after == "than":
+        return False  # "16 characters", "longer than yours"
     if not quoted and (_CALL.match(value) or _DESCRIPTIVE.fullmatch(value) or _REFERENCE.search(value)):
         return False  # code reading a secret (`token = fetch(limit=100)`), or "the password was refused"
     if kind == "pin":
         return _pin(value)
+    if kind == "cvv":  # a card's security code: 3 or 4 digits
+        return value.isdigit() and 3 <= len(value) <= 4
     if kind == "strong" and english:
         return len(value) >= 4 or (quoted and len(value) >= 3)
     if kind in ("strong", "login"):
@@ -150,6 +157,10 @@ def _title(keyword: re.Match[str], text: str, value: str) -> bool:
     return not at_start and keyword.group(0)[:1].isupper() and value[:1].isupper() and value.isalpha()
 
 
+def _comparison(words: list[str]) -> bool:
+    return words[0].isalpha() and any(w.lower() == "than" for w in words[1:5])
+
+
 def _after(kind: str, keyword: re.Match[str], text: str) -> str | None:
     """The value a keyword is followed by: "password: x", "PIN 4821", "the password for y is x"."""
     window = text[keyword.end() : keyword.end() + _WINDOW]
@@ -167,7 +178,7 @@ def _after(kind: str, keyword: re.Match[str], text: str) -> str | None:
     if not words or words[0].lower().strip(".,;:") in _COMPOUNDS:
         return None
     first = _value(words[0])[0]
-    if kind in ("pin", "strong") and any(c.isdigit() for c in first) and _follows(kind, words[:2]):
+    if kind in ("pin", "strong", "cvv") and any(c.isdigit() for c in first) and _follows(kind, words[:2]):
         return first  # "PIN 4821", "my passcode 771234"
     if kind == "weak" and len(first) >= 12 and classes(first) >= 2 and _follows(kind, words[:2]):
         return first  # "api key 4f9c2a7e1b8d3f60"
@@ -180,6 +191,8 @@ def _after(kind: str, keyword: re.Match[str], text: str) -> str | None:
             if len(rest) >= 3 and rest[1] == "/":
                 rest = rest[2:]  # "admin / Stag1ng!pass": a user name, then the password
             english = lower in _ENGLISH_VERBS or word.endswith(":")
+            if rest and _comparison(rest):
+                return None  # "easier to remember than a random password"
             if rest and _follows(kind, rest[:2], english) and not (kind == "strong" and _title(keyword, text, rest[0])):
                 return _value(rest[0])[0]
             return None
@@ -218,7 +231,7 @@ def _near(kind: str, keyword: re.Match[str], text: str) -> str | None:
                 and (following or "").lower().rstrip(".,;") not in _UNITS
             ):
                 return value
-        elif password_shaped(value) and value.lower() not in _ORDINARY:
+        elif password_shaped(value) and value.lower() not in ORDINARY:
             return value
     return None
 
@@ -241,7 +254,7 @@ def _assignments(text: str) -> Iterator[Finding]:
             p in ("key", "keys") and i and parts[i - 1] in _KEY_QUALIFIERS for i, p in enumerate(parts)
         )
         value, quoted = _value(match.group("value"))
-        if not credential or len(value) < 3 or value.lower() in _ORDINARY or _REFERENCE.search(value):
+        if not credential or len(value) < 3 or value.lower() in ORDINARY or _REFERENCE.search(value):
             continue
         if _CALL.match(value) and not quoted:
             continue
@@ -258,12 +271,39 @@ _UNLOCKS = re.compile(
 )
 
 
+# An Indian postal PIN code: six digits after "PIN code" with an address around them ("for
+# Koramangala, Bangalore", "400050, Bandra West", "Road", "delivery") or after "pincode".
+_POSTAL_WORDS = re.compile(
+    r"(?i)\b(?:post(?:al)?|address|deliver(?:y|ed)?|ship(?:ping)?|courier|city|district|state|india|gpo|road|nagar|"
+    r"street|colony|sector|locality|area|village|town|taluk|mandal)\b"
+)
+_PLACE_AFTER = re.compile(r"\s{0,2}[,(]\s{0,2}[A-Z][a-z]")
+_PLACE_BEFORE = re.compile(r"\b(?:for|of|in)\s{1,3}[A-Z][a-z]")
+
+
+def _postal(keyword: re.Match[str], text: str, value: str) -> bool:
+    if not (len(value) == 6 and value.isdigit() and value[0] != "0"):
+        return False
+    if keyword.group(0).lower() == "pincode":
+        return True
+    start = max(0, keyword.start() - _WINDOW)
+    around = text[start : keyword.end() + _WINDOW]
+    at = text.find(value, keyword.end())
+    return bool(
+        _POSTAL_WORDS.search(around)
+        or (at >= 0 and _PLACE_AFTER.match(text, at + len(value)))
+        or _PLACE_BEFORE.search(text, keyword.end(), at if at >= 0 else keyword.end() + _WINDOW)
+    )
+
+
 def stated(text: str) -> Iterator[Finding]:
     for keyword in _KEYWORD.finditer(text):
         kind = keyword.lastgroup or "weak"
         value = _after(kind, keyword, text)
         if value is None and kind in ("strong", "login", "pin"):
             value = _near(kind, keyword, text)
+        if value is not None and kind == "pin" and _postal(keyword, text, value):
+            continue
         if value is not None:
             yield "a password or secret", value
     yield from _assignments(text)

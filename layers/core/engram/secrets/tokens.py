@@ -15,6 +15,9 @@ from engram.secrets.text import classes
 _TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{20,1024}")
 BASE64_RUN = re.compile(r"[A-Za-z0-9+/_-]{12,4096}={0,2}")
 _URL = re.compile(r"(?i)\b[a-z][a-z0-9+.-]{0,30}://[^\s\"'<>]{1,2048}")
+# A digest named by its algorithm: an SSH key's fingerprint (SHA256:...), an npm integrity hash
+# (sha512-...), an image digest; public, and as random as a key.
+_DIGEST = re.compile(r"(?i)(?<![A-Za-z0-9])(?:sha(?:1|224|256|384|512)|md5)[:-][A-Za-z0-9+/=]{16,1024}")
 _OWN_ID = re.compile(r"[a-z]{1,12}_[0-9a-hjkmnp-tv-z]{26}")
 _UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
 _HEX = re.compile(r"(?:0x)?[0-9a-fA-F]{1,1024}")
@@ -67,7 +70,7 @@ def decoded(run: str) -> str | None:
 
 def candidates(text: str) -> Iterator[str]:
     """Candidates for the generic check: tokens outside URLs, and runs of random-looking words."""
-    outside_urls = _URL.sub(" ", text)
+    outside_urls = _DIGEST.sub(" ", _URL.sub(" ", text))
     for run in _TOKEN.finditer(outside_urls):
         yield run.group(0)
     # A run of words most of which look random ("wJalr XUtnF EMI/K 7MDEN ..."): a key split by

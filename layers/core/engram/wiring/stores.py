@@ -25,8 +25,8 @@ from engram.conversations.repository import SessionRepository
 from engram.conversations.transcripts import HistoryRepository
 from engram.extraction.ports import ExtractionClaims
 from engram.extraction.repository import ExtractionRepository
-from engram.facts.ports import Facts
-from engram.facts.repository import FactRepository
+from engram.facts.ports import Facts, Profiles
+from engram.facts.repository import FactRepository, ProfileRepository
 from engram.kernel.ports import JobQueues
 from engram.kernel.settings import Settings
 from engram.memory.ports import Memories
@@ -76,6 +76,7 @@ class Stores:
     connections: Connections = field(init=False)
     oauth_states: OAuthStates = field(init=False)
     api_keys: ApiKeys = field(init=False)
+    profiles: Profiles = field(init=False)
     streams: Streams = field(init=False)
     _pusher: SocketPusher | None = field(default=None, init=False, repr=False)
     _secret_box: SecretBox | None = field(default=None, init=False, repr=False)
@@ -120,6 +121,7 @@ class Stores:
         self.connections = ConnectionRepository(self.table)
         self.oauth_states = OAuthStateRepository(self.table)
         self.api_keys = ApiKeyRepository(self.table)
+        self.profiles = ProfileRepository(self.table)
         self.streams = StreamRepository(self.table)
 
     @property

@@ -48,6 +48,7 @@ from engram.kernel.fencing import data_json
 from engram.kernel.ids import ID_PATTERN
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
+from engram.kernel.secrets import redact
 from engram.usage.models import Usage, UsageRow
 
 if TYPE_CHECKING:
@@ -152,7 +153,9 @@ def parse_summary(content: Sequence[Mapping[str, object]]) -> str | None:
     text = given.get("summary")
     if not isinstance(text, str):
         return None
-    lines = [" ".join(line.split()) for line in text.splitlines()]
+    # A summary is injected into every later prompt and exported: a secret the person typed is
+    # redacted line by line, the rest of the line kept (issue 39).
+    lines = [redact(" ".join(line.split())) for line in text.splitlines()]
     return "\n".join(line for line in lines if line) or None
 
 
