@@ -52,6 +52,7 @@ def test_a_message_the_socket_refuses_stays_in_the_box(console):
     box = c.page.get_by_label("Message")
     box.fill("are you there?")
     box.press("Enter")
-    expect(c.page.locator(".chat-error")).to_contain_text("not_found")
+    expect(c.page.locator(".chat-error")).to_contain_text("agent not found")
+    expect(c.page.locator(".chat-error [data-code='not_found'], .chat-error[data-code='not_found']").first).to_be_attached()
     expect(box).to_have_value("are you there?")
     expect(c.page.locator(".live-turn")).to_have_count(0)

@@ -123,6 +123,7 @@ def test_every_operation_through_the_client(stack_url, sample):
     run = engram.wait_for_run(started["runId"])
     assert run["status"] == "succeeded" and run["result"]["card"]
     assert [r["id"] for r in engram.list_runs(trader["id"])["items"]] == [run["id"]]
+    assert [r["id"] for r in engram.list_all_runs(agent_id=trader["id"], kind="manual")["items"]] == [run["id"]]
     assert engram.get_run(run["id"])["kind"] == "manual"
     assert engram.list_decisions(trader["id"])["items"][0]["runId"] == run["id"]
     assert "input:asset" in [e["key"] for e in engram.get_run_memory(run["id"])["items"]]
