@@ -1,7 +1,8 @@
 """The conformance matrix (TL7) as a user meets it: MCP servers built with the SDKs people run, each
 a real process on loopback (tests/mcp_matrix), registered over HTTP on the local stack, tested
 (POST /api/connections/{id}/test lists their tools) and called in a chat turn by the offline model;
-after the turn a stateful server has no session left open (Engram closed each with a DELETE)."""
+after the turn a stateful server has no session left open (Engram closed each with a DELETE, after
+the answer) and was never asked for a standing GET stream."""
 
 from __future__ import annotations
 
@@ -67,12 +68,13 @@ def test_each_server_of_the_matrix_is_listed_and_called_in_a_turn(live, matrix, 
     assert "ETH: 182.3" in results["lookup_price"]["result"] and "BTC" in results["quote"]["result"], results
     assert all(c.get("error") is None for c in results.values()), results
 
-    seen = server.stats()
+    seen = server.closed(deletes=4 if kind in STATEFUL else 0)  # closed after the answer, in the background
     assert seen["open"] == 0, f"{kind} still holds {seen['open']} of the {seen['opened']} sessions it opened"
     if kind in STATEFUL:
         # the listing, the first turn's call, the second turn's two calls: each session closed by DELETE
         # (`opened` may count one more: the 1.x SDK names a session in the 400 refusing the probe, and keeps none)
         assert seen["deletes"] >= 4, seen
+        assert seen["gets"] == 0, seen  # no standing GET stream: Engram takes no server-initiated messages
 
 
 def test_the_python_sdk_2_server_is_in_the_matrix_too(live):

@@ -212,26 +212,31 @@ def test_a_turns_sessions_are_reused_across_its_rounds_and_closed_at_its_end():
         both = _one_round(sessions, server.url, "a", "b")
         assert all(r.ok for r in both) and server.stats()["opened"] == 2
         sessions.close()  # the turn ends
-        seen = server.stats()
+        seen = server.closed(deletes=2)
         assert seen["open"] == 0 and seen["deletes"] == 2, seen
+        # no standing GET stream was opened beside the calls (Engram takes no server-initiated messages)
+        assert seen["gets"] == 0, seen
     finally:
         server.stop()
 
 
-def test_a_session_the_server_forgot_is_replaced_and_the_call_made_once():
-    """The server restarts between two rounds of a turn: the reused session gets a 404 (the call never
-    ran), so the call goes out once more in a new session."""
+@pytest.mark.parametrize("kind", ["py1-stateful", "ts-stateful"])
+def test_a_session_the_server_forgot_is_replaced_and_the_call_made_once(kind):
+    """The server restarts between two rounds of a turn: the reused session is refused before the call
+    runs (the Python SDK answers 404, the TypeScript SDK's example server 400 with an id-less JSON-RPC
+    error "No valid session ID provided"), so the call goes out once more in a new session."""
     from tests.mcp_matrix import start
 
-    server = start("py1-stateful")
+    server = start(kind)
     sessions = _turn_sessions()
     try:
         assert _one_round(sessions, server.url, "sol")[0].ok
         server.stop()
-        server = start("py1-stateful", server.port)  # the same address, no memory of the session
+        server = start(kind, server.port)  # the same address, no memory of the session
         (again,) = _one_round(sessions, server.url, "eth")
         assert again.ok and "ETH" in again.content[0]["text"], again.failure
+        assert server.stats()["opened"] == 1  # one new session, the call made in it once
         sessions.close()
-        assert server.stats()["open"] == 0
+        assert server.closed(deletes=1)["open"] == 0
     finally:
         server.stop()

@@ -116,10 +116,20 @@ class MatrixServer:
         return f"http://127.0.0.1:{self.port}/mcp"
 
     def stats(self) -> dict[str, Any]:
-        """What the server saw: `open` sessions, `opened`, `deletes`, `spentMs` per request."""
+        """What the server saw: `open` sessions, `opened`, `deletes`, `gets` (GET streams), `spentMs` per request."""
         with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/stats", timeout=5) as answer:
             found: dict[str, Any] = json.loads(answer.read())
         return found
+
+    def closed(self, deletes: int = 0, within_s: float = 10.0) -> dict[str, Any]:
+        """`stats()` once no session is open and `deletes` DELETEs came (or `within_s` passed):
+        Engram closes a turn's sessions in the background, the turn's answer does not wait for them."""
+        until = time.monotonic() + within_s
+        while True:
+            seen = self.stats()
+            if (seen["open"] == 0 and seen["deletes"] >= deletes) or time.monotonic() > until:
+                return seen
+            time.sleep(0.05)
 
     def stop(self) -> None:
         self.process.terminate()

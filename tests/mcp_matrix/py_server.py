@@ -39,7 +39,7 @@ class Stats:
 
     def __init__(self, app):
         self.app = app
-        self.open, self.opened, self.deletes, self.spent_ms = set(), 0, 0, []
+        self.open, self.opened, self.deletes, self.gets, self.spent_ms = set(), 0, 0, 0, []
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
@@ -50,12 +50,14 @@ class Stats:
                     "open": len(server.session_manager._server_instances),
                     "opened": self.opened,
                     "deletes": self.deletes,
+                    "gets": self.gets,
                     "spentMs": self.spent_ms,
                 }
             ).encode()
             await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
             return await send({"type": "http.response.body", "body": body})
         headers = dict(scope["headers"])
+        self.gets += scope["method"] == "GET"
         asked = headers.get(b"mcp-session-id", b"").decode()
         started = time.perf_counter()
 

@@ -70,3 +70,27 @@ def test_the_client_reads_no_private_field_of_the_sdk():
         and str(node.args[1].value).startswith("_")
     )
     assert private + by_name == []
+
+
+def test_only_a_request_refused_unread_or_a_forgotten_session_is_sent_again():
+    """A reused session's call is sent once more in a new session only when the server refused it
+    before running it: HTTP 404, or HTTP 400 with a JSON-RPC error of id null (the TypeScript SDK's
+    example server on an unknown session). A 400 carrying the call's id is the call's own answer."""
+    import anyio
+
+    from engram.connections.mcp_http import watcher
+
+    def refused(status: int, body: object, kind: str = "application/json") -> bool:
+        trace = _Trace()
+        request = httpx2.Request("POST", "http://127.0.0.1/mcp")
+        answer = httpx2.Response(status, headers={"content-type": kind}, json=body, request=request)
+        anyio.run(watcher(trace), answer)
+        return mcp_client._session_refused(trace)
+
+    unknown = {"jsonrpc": "2.0", "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"}, "id": None}
+    assert refused(400, unknown)
+    assert refused(404, {"jsonrpc": "2.0", "error": {"code": -32600, "message": "Session not found"}, "id": None})
+    assert refused(404, None, "text/plain")
+    assert not refused(400, {**unknown, "id": 7})  # answered the call: it may have run
+    assert not refused(400, unknown, "text/plain")  # not a JSON-RPC answer: nothing is certain
+    assert not refused(500, unknown)

@@ -2,7 +2,7 @@
 // StreamableHTTPServerTransport) as its README shows it, run by the conformance matrix:
 //     node server.mjs PORT stateful|stateless
 // Stateful: a transport per session (SSE answers). Stateless: a server and transport per request
-// (JSON answers). GET /stats tells what the server saw (sessions open, DELETEs, its own time).
+// (JSON answers). GET /stats tells what the server saw (sessions open, DELETEs, GET streams, its own time).
 import http from "node:http";
 import { randomUUID } from "node:crypto";
 import { McpServer } from "@modelcontextprotocol/sdk/server/mcp.js";
@@ -13,7 +13,7 @@ import { z } from "zod";
 const port = Number(process.argv[2]);
 const stateful = process.argv[3] === "stateful";
 const transports = {};
-const stats = { opened: 0, deletes: 0, spentMs: [] };
+const stats = { opened: 0, deletes: 0, gets: 0, spentMs: [] };
 
 function build() {
   const server = new McpServer({ name: "matrix-ts", version: "1.0.0" });
@@ -81,6 +81,7 @@ async function handle(req, res) {
     await build().connect(transport);
   }
   if (req.method === "DELETE") stats.deletes += 1;
+  if (req.method === "GET") stats.gets += 1;
   return transport.handleRequest(req, res, body);
 }
 

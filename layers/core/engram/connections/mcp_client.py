@@ -16,7 +16,10 @@ found to speak the handshake is remembered for a while, so later sessions skip t
 Sessions: the calls of one turn go through its `Sessions`, a pool per server. A call takes an idle
 session or opens one (parallel calls open parallel sessions, so one flooded or stalled call never
 takes another down); the turn's later model rounds reuse them; `Sessions.close()` at the end of the
-turn closes them, with HTTP DELETE and the `Mcp-Session-Id` on a stateful server.
+turn closes them, with HTTP DELETE and the `Mcp-Session-Id` on a stateful server, in the background
+(the turn's answer does not wait for the DELETEs). A reused session the server refuses as unknown
+(it restarted) is replaced once: the call never ran. The SDK's standing GET stream is not opened
+(mcp_http.GuardedTransport): Engram takes no server-initiated messages.
 """
 
 from __future__ import annotations
@@ -229,7 +232,6 @@ class Sessions:
         self.policy, self.resolver, self.max_bytes = policy, resolver, max_bytes
         self._idle: dict[Endpoint, list[_Held]] = {}
         self._busy: list[_Held] = []
-        self._owners: list[anyio.Event] = []  # set when a session's owner task has closed it
 
     def run[T](self, main: Callable[[], Awaitable[T]]) -> T:
         """`main()` on the background loop, from synchronous code."""
@@ -237,8 +239,6 @@ class Sessions:
 
     async def _hold(self, endpoint: Endpoint, trace: Trace, *, task_status: TaskStatus[_Held | BaseException]) -> None:
         started = False
-        done = anyio.Event()
-        self._owners.append(done)
         scope = anyio.CancelScope()
         try:
             with scope:
@@ -251,8 +251,6 @@ class Sessions:
         except Exception as err:  # opening failed: the caller gets the error; closing failed: nothing to do
             if not started:
                 task_status.started(err)
-        finally:
-            done.set()
 
     async def checkout(self, endpoint: Endpoint) -> tuple[_Held, bool]:
         """An idle session with the server (reused: True), or a new one."""
@@ -282,21 +280,19 @@ class Sessions:
             held.release.set()
 
     def close(self) -> None:
-        """Closes every session of the turn (a DELETE each on a stateful server, together, at most
-        ~2 s) and waits for them."""
-        if not self._owners:
-            return
+        """Closes every session of the turn (a DELETE each on a stateful server) without waiting for
+        them: the sessions' owner tasks send the DELETEs on the background loop, together, each
+        bounded by `_CLOSE_S`, while the turn's answer goes out."""
         held = [h for pool in self._idle.values() for h in pool] + self._busy
-        owners, self._owners, self._idle, self._busy = self._owners, [], {}, []
+        self._idle, self._busy = {}, []
+        if not held:
+            return
 
-        async def close_all() -> None:
+        async def release_all() -> None:
             for one in held:
                 one.release.set()
-            with anyio.move_on_after(_CLOSE_S + 1.0):
-                for done in owners:
-                    await done.wait()
 
-        self.run(close_all)
+        self.run(release_all)
 
 
 class _Opening(Exception):
@@ -336,7 +332,7 @@ async def _call(sessions: Sessions, call: Call, result: CallResult) -> None:
             healthy = True
             return
         except MCPError as err:
-            if reused and attempt == 0 and held.trace.statuses[-1:] == [404]:
+            if reused and attempt == 0 and _session_refused(held.trace):
                 continue  # the server forgot the session (it restarted): the call never ran, so a new one
             result.ok, result.failure = False, failure_of(err, held.trace)
             return
@@ -346,6 +342,15 @@ async def _call(sessions: Sessions, call: Call, result: CallResult) -> None:
         finally:
             result.bytes += held.trace.bytes - before
             sessions.checkin(call.endpoint, held, healthy=healthy)
+
+
+def _session_refused(trace: Trace) -> bool:
+    """The server refused the request for its session, before running it: HTTP 404 (the spec's answer
+    to a session it no longer knows; the Python SDK's), or HTTP 400 with a JSON-RPC error of id null,
+    a request refused unread (the TypeScript SDK's examples answer an unknown session so: "Bad
+    Request: No valid session ID provided"). A 400 answering the call itself carries its id."""
+    status = trace.statuses[-1] if trace.statuses else None
+    return status == 404 or (status == 400 and trace.unheard)
 
 
 async def _check_structured(client: Client, call: Call, out: types.CallToolResult, result: CallResult) -> None:

@@ -9,11 +9,13 @@ hook that records what the SDK turns into generic errors, and the naming of ever
 from __future__ import annotations
 
 import functools
+import json
 import ssl
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
+import anyio
 import httpcore2
 import httpx2
 from mcp.shared.exceptions import MCPError
@@ -48,6 +50,9 @@ class Trace:
     foreign_type: str | None = None
     fatal: McpFailure | None = None
     bytes: int = 0
+    # The last refused POST was answered with a JSON-RPC error of id null: the server refused the
+    # request before reading it (e.g. for its session), so it never ran.
+    unheard: bool = False
 
     def fail(self, failure: McpFailure) -> McpFailure:
         self.fatal = self.fatal or failure
@@ -107,6 +112,15 @@ class _DecodedStream(httpx2.AsyncByteStream):
         await self._inner.aclose()
 
 
+class _Silent(httpx2.AsyncByteStream):
+    """The body of the standing GET stream Engram does not open: nothing, until the session closes
+    (its task is cancelled then)."""
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        await anyio.sleep_forever()
+        yield b""  # never reached: makes this an async generator
+
+
 @functools.cache
 def _ssl_context() -> ssl.SSLContext:
     """One verifying context per container: loading the CA bundle costs ~20 ms, too much per call."""
@@ -130,6 +144,12 @@ class GuardedTransport(httpx2.AsyncHTTPTransport):
         except EgressRefused as err:
             self._trace.fail(McpFailure("egress_refused", err.message))
             raise
+        if request.method == "GET" and "last-event-id" not in request.headers:
+            # The SDK opens a standing GET stream for server-initiated messages on every stateful
+            # session, and has no option not to. Engram takes none (no sampling, elicitation or roots;
+            # no list-changed cache): the stream is answered here, silent, and never costs the server
+            # a connection. A GET resuming a broken answer (Last-Event-ID) goes to the server.
+            return httpx2.Response(200, headers={"content-type": "text/event-stream"}, stream=_Silent(), request=request)
         response = await super().handle_async_request(request)
         encoding = response.headers.get("content-encoding", "identity").strip().lower() or "identity"
         if encoding not in ("identity", "gzip", "x-gzip", "deflate"):
@@ -239,6 +259,18 @@ def _transport_failure(err: BaseException) -> McpFailure:
     return McpFailure("protocol_error", f"the tool call failed: {type(err).__name__}")
 
 
+async def _unheard(response: httpx2.Response) -> bool:
+    """Whether an error answer is a JSON-RPC error with id null (the body is read here, within the
+    transport's limit; the SDK reads it again from memory)."""
+    if not response.headers.get("content-type", "").lower().startswith("application/json"):
+        return False
+    try:
+        body = json.loads(await response.aread())
+    except (ValueError, httpx2.HTTPError, TooLarge):
+        return False
+    return isinstance(body, dict) and "error" in body and body.get("id", 0) is None
+
+
 def watcher(trace: Trace) -> Callable[[httpx2.Response], Awaitable[None]]:
     """The response hook: credentials refused end the session at once; other error answers are only
     recorded, so the SDK can fall back from the discover probe to the initialize handshake (an HTTP
@@ -252,6 +284,7 @@ def watcher(trace: Trace) -> Callable[[httpx2.Response], Awaitable[None]]:
             return  # the GET stream (405 where a server has none) and the DELETE are the SDK's business
         if response.status_code >= 400:
             trace.statuses.append(response.status_code)
+            trace.unheard = await _unheard(response)
             return
         kind = response.headers.get("content-type", "").split(";")[0].strip().lower()
         if (
