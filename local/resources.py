@@ -43,6 +43,8 @@ LOCAL_ENV_OVERRIDES: dict[str, str] = {
     # No issuer either: the authorizer function takes API keys only (`dev-<user>` never reaches it).
     "AUTH_ISSUER": "",
     "AUTH_AUDIENCE": "",
+    # Nor client registration (RFC 7591): the loopback authorization server registers clients itself.
+    "USER_POOL_ID": "",
     # The WebSocket API: the local stack serves it on its own port (local/sockets.py) and sets
     # the port it picked when it starts; this is `make dev`'s default.
     "STREAM_URL": LOCAL_STREAM_URL,

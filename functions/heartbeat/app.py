@@ -7,6 +7,7 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from engram.account.service import process_export_job
+from engram.apikeys.oauth_clients import sweep_registrations
 from engram.engine.providers import preload
 from engram.kernel.observability import logger, metrics, tracer
 from engram.kernel.settings import get_settings
@@ -50,6 +51,10 @@ def lambda_handler(event: dict, context: LambdaContext) -> dict:
         return process_partial_response(event=event, record_handler=handle_run_record, processor=processor, context=context)
     logger.remove_keys(["run_id"])
     if is_sweep(event):  # the SweepStaleRuns rule, every 5 minutes
-        return sweep_stale_runs(ROOT.deps)
+        swept = sweep_stale_runs(ROOT.deps)
+        deps = ROOT.deps
+        if deps.oauth_clients is not None:  # and the OAuth clients registered but never used (MX4)
+            swept["oauthClientsDeleted"] = sweep_registrations(deps.oauth_clients, deps.settings.user_pool_id)
+        return swept
     # Anything else is a schedule firing (Scheduler invokes asynchronously; the result is for logs and tests).
     return process_schedule_event(ROOT.deps, event)

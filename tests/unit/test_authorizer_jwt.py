@@ -74,6 +74,7 @@ class _NoFailedAttempts:
 class NoKeys:
     settings = None
     api_keys = _NoFailedAttempts()
+    oauth_clients = None
 
 
 def _event(token: str) -> dict[str, Any]:
@@ -137,3 +138,27 @@ def test_an_id_tokens_name_claim_is_handed_on_as_the_persons_name(issuer):
     for odd in ("", "x" * 101, 42):
         answer = authorize(NoKeys(), _event(_token(url, aud="client-a", name=odd)), verifier)  # type: ignore[arg-type]
         assert "name" not in answer["context"]
+
+
+def test_a_token_of_a_registered_client_passes_and_of_an_unknown_one_does_not(issuer):
+    """Clients registered through RFC 7591 (engram.apikeys.oauth_clients) get Cognito access tokens
+    whose client_id is theirs, outside the configured audiences: the registry decides."""
+    url, _ = issuer
+    verifier = JwtVerifier(url, ["client-a"])
+    registry = {"dcr-1"}
+    asked: list[str] = []
+
+    def registered(client_id: str) -> bool:
+        asked.append(client_id)
+        return client_id in registry
+
+    token = _token(url, client_id="dcr-1", scope="openid", token_use="access")
+    assert verifier.claims(token, registered)["sub"] == "user-1"
+    with pytest.raises(Refused):
+        verifier.claims(token)  # without the registry, as where the stack registers no clients
+    with pytest.raises(Refused):
+        verifier.claims(_token(url, client_id="dcr-2", token_use="access"), registered)
+    with pytest.raises(Refused):  # an ID token's aud is never looked up
+        verifier.claims(_token(url, aud="dcr-1"), registered)
+    assert verifier.claims(_token(url, client_id="client-a"), registered)["sub"] == "user-1"
+    assert asked == ["dcr-1", "dcr-2"]  # the configured audiences need no read

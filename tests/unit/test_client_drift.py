@@ -82,12 +82,14 @@ def data_schemas(op: dict[str, Any]) -> list[dict[str, Any]]:
 # What a browser or an authorization server calls, never a program: the OAuth callback (a person's
 # browser returning with a code) and Engram's client metadata document (TL9). No client method.
 BROWSER_ONLY = {"connectionAuthorizationCallback", "getClientMetadataDocument"}
+# RFC 7591 registration (MX4): what MCP clients' OAuth providers call, not Engram's client.
+OAUTH_ONLY = {"registerOAuthClient"}
 # GET and DELETE /mcp only ever answer 405 (MX5): nothing for a client to call; RFC 9728's
 # metadata is for MCP clients' OAuth discovery, not for Engram's client.
 OPS = [
     o
     for o in operations()
-    if o[2]["operationId"] not in BROWSER_ONLY
+    if o[2]["operationId"] not in BROWSER_ONLY | OAUTH_ONLY
     and any(str(code).startswith("2") for code in o[2]["responses"])
     and not o[1].startswith("/.well-known/")
 ]

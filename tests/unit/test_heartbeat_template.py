@@ -148,6 +148,7 @@ def test_heartbeat_function_policy_matches_the_chat_functions_for_state_and_mode
         "AnthropicKey": "CreateAnthropicSecret",
         "GivenAnthropicKey": "UseGivenAnthropicSecret",
         "Bedrock": "UseBedrock",
+        "DeleteUnusedOAuthClients": "CreateUserPool",  # the sweeper's RFC 7591 clean-up (MX4)
     }
 
 

@@ -28,6 +28,7 @@ STORES = {
     "engram.conversations.transcripts",
     "engram.runs.schedules",
     "engram.account.objects",
+    "engram.apikeys.oauth_clients",  # the RFC 7591 registrations' rows and their sweep
 }
 # Pure domain rules beside the models (no I/O): the schedule-expression parser the API and the
 # local schedule loop share.

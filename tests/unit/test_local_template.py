@@ -112,6 +112,7 @@ def test_only_the_webhook_cors_preflights_health_and_the_console_files_skip_the_
     assert open_routes == [
         "DELETE /mcp",  # 405 to anyone (MX5)
         "GET /",
+        "GET /.well-known/oauth-authorization-server",  # Engram's RFC 8414 metadata (MX4)
         "GET /.well-known/oauth-protected-resource",  # read before signing in (MX4)
         "GET /.well-known/oauth-protected-resource/mcp",
         # OAuth connections (TL9): the browser's return, authenticated by its one-time state, and
@@ -123,6 +124,7 @@ def test_only_the_webhook_cors_preflights_health_and_the_console_files_skip_the_
         "GET /mcp",  # 405 to anyone (MX5)
         "OPTIONS /{proxy+}",
         "POST /api/agents/{agentId}/webhook",
+        "POST /api/oauth/register",  # RFC 7591 registration, public with a quota and a rate (MX4)
         "POST /mcp",  # checks its callers itself, so that its 401 names how to sign in (MX4)
     ]
 

@@ -106,7 +106,10 @@ OAUTH_PUBLIC = {("GET", "/api/connections/oauth/callback"), ("GET", "/api/connec
 # RFC 9728's metadata of /mcp: read before signing in (MX4).
 PRM = {("GET", "/.well-known/oauth-protected-resource"), ("GET", "/.well-known/oauth-protected-resource/mcp")}
 # GET and DELETE /mcp answer 405 to anyone (MX5): nothing to protect, so no token asked.
-NO_TOKEN = {HEALTH, *OAUTH_PUBLIC, ("GET", "/mcp"), ("DELETE", "/mcp"), *PRM}
+# RFC 8414 metadata and RFC 7591 registration (MX4): public, as those RFCs expect.
+REGISTRATION = ("POST", "/api/oauth/register")
+AS_METADATA = {("GET", "/.well-known/oauth-authorization-server"), REGISTRATION}
+NO_TOKEN = {HEALTH, *OAUTH_PUBLIC, ("GET", "/mcp"), ("DELETE", "/mcp"), *PRM, *AS_METADATA}
 # The webhook reads its raw body itself (the HMAC covers the exact bytes), so no route parameter names its model.
 RAW_BODY_MODELS = {WEBHOOK: models.WebhookIn}
 RESOURCE_SCHEMAS = {
@@ -248,6 +251,8 @@ SDK_STATUSES = {
     ("GET", "/api/connections/oauth/callback"): {"200"},
     ("GET", "/api/connections/oauth/client-metadata.json"): {"200"},
     **{route: {"200"} for route in PRM},
+    ("GET", "/.well-known/oauth-authorization-server"): {"200"},
+    REGISTRATION: {"201"},
 }
 
 
@@ -352,6 +357,8 @@ def test_request_bodies_match_models():
         method, path = key
         op = DOC["paths"][path][method.lower()]
         model = body_model_of(key, func)
+        if key == REGISTRATION:
+            continue  # RFC 7591's client metadata: unknown fields are ignored, as that RFC asks
         if model is None:
             assert "requestBody" not in op, f"{method} {path} takes no body"
             continue

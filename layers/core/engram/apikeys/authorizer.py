@@ -29,9 +29,11 @@ import json
 import threading
 import time
 import urllib.request
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 from engram.apikeys.models import KEY_PREFIX, KeyGrant, key_hash, looks_like_key
+from engram.apikeys.oauth_clients import OAuthClients
 from engram.apikeys.ports import ApiKeys
 from engram.kernel.observability import logger
 from engram.kernel.scopes import granted_scopes
@@ -58,6 +60,7 @@ class Refused(Exception):
 class KeyDeps(Protocol):
     settings: Settings
     api_keys: ApiKeys
+    oauth_clients: OAuthClients | None  # where the stack registers clients (USER_POOL_ID)
 
 
 class JwtVerifier:
@@ -86,7 +89,9 @@ class JwtVerifier:
         ) as answer:  # the stack's own issuer
             return str(json.loads(answer.read())["jwks_uri"])
 
-    def claims(self, token: str) -> dict[str, object]:
+    def claims(self, token: str, registered: Callable[[str], bool] | None = None) -> dict[str, object]:
+        """The token's claims if it is valid; `registered` says whether a `client_id` outside the
+        audiences is a client registered with Engram (RFC 7591, `oauth_clients`)."""
         import jwt
 
         if not self.issuer or not self.audiences:
@@ -106,7 +111,9 @@ class JwtVerifier:
             raise Refused() from None
         audience = claims.get("aud", claims.get("client_id"))
         given = audience if isinstance(audience, list) else [audience]
-        if not any(isinstance(a, str) and a in self.audiences for a in given):
+        if not any(isinstance(a, str) and a in self.audiences for a in given) and not (
+            registered is not None and "aud" not in claims and isinstance(audience, str) and registered(audience)
+        ):
             logger.info("token refused", extra={"reason": "audience"})
             raise Refused()
         return claims
@@ -143,7 +150,7 @@ def bearer(event: dict[str, Any]) -> str:
     return token
 
 
-def _source(event: dict[str, object]) -> str:
+def source_of(event: dict[str, object]) -> str:
     context = event.get("requestContext")
     http = context.get("http") if isinstance(context, dict) else None
     return str((http.get("sourceIp") if isinstance(http, dict) else None) or "unknown")[:64]
@@ -153,7 +160,7 @@ def authorize(deps: KeyDeps, event: dict[str, object], verifier: JwtVerifier | N
     """The simple response for the request `event`; Refused when it may not pass, or when its
     source has failed too often this minute. A key and the source's count are read together (one
     BatchGetItem); a JWT needs the count only."""
-    source, minute = _source(event), int(time.time()) // 60
+    source, minute = source_of(event), int(time.time()) // 60
     try:
         token = bearer(event)
         digest = key_hash(token) if looks_like_key(token) else ""
@@ -177,7 +184,9 @@ def _authorize(deps: KeyDeps, token: str, digest: str, grant: KeyGrant | None, v
             raise Refused()
         context = {"sub": found.sub, "via": "key", "scope": " ".join(found.scopes), "keyId": found.key_id}
     else:
-        claims = (verifier or verifier_for(deps.settings)).claims(token)
+        # Clients registered onto the created pool (RFC 7591) are read from the table when met.
+        registered = deps.oauth_clients.registered if deps.oauth_clients is not None else None
+        claims = (verifier or verifier_for(deps.settings)).claims(token, registered)
         context = {"sub": str(claims["sub"]), "via": "jwt", "scope": " ".join(sorted(granted_scopes(claims)))}
         name = claims.get("name")
         if isinstance(name, str) and 0 < len(name.strip()) <= 100:

@@ -143,6 +143,19 @@ class Settings(BaseModel):
     max_api_keys: int = Field(10, ge=1, le=100, alias="MAX_API_KEYS")
     auth_issuer: str = Field("", alias="AUTH_ISSUER")
     auth_audience: str = Field("", alias="AUTH_AUDIENCE")
+    # RFC 7591 registration onto the created Cognito pool (MX4; empty: no registration here). The
+    # pool's managed-login domain (console_login_url) names the authorize and token endpoints.
+    user_pool_id: str = Field("", alias="USER_POOL_ID")
+    # Exact redirect URIs a registering client may name (comma-separated; loopback ones always may).
+    mcp_redirect_allowlist: str = Field(
+        "https://claude.ai/api/mcp/auth_callback,https://claude.com/api/mcp/auth_callback,"
+        "https://chatgpt.com/connector_platform_oauth_redirect",
+        alias="MCP_REDIRECT_ALLOWLIST",
+    )
+    mcp_client_scopes: str = Field("openid aws.cognito.signin.user.admin", alias="MCP_CLIENT_SCOPES")
+    registered_clients_max: int = Field(500, ge=1, le=900, alias="REGISTERED_CLIENTS_MAX")
+    registrations_per_source_hour: int = Field(10, ge=1, le=1000, alias="REGISTRATIONS_PER_SOURCE_HOUR")
+    registration_unused_s: int = Field(86_400, ge=300, le=30 * 86_400, alias="REGISTRATION_UNUSED_SECONDS")
     # The WebSocket API (ST2): its wss:// URL (the worker posts to the same host over https), the
     # open sockets a user may hold, and how long a ticket, a connection, a subscription last.
     stream_url: str = Field("", alias="STREAM_URL")

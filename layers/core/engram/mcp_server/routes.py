@@ -15,14 +15,16 @@ with `error="insufficient_scope"`.
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from urllib.parse import urlsplit
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from engram.api.http import Principal, Reply, deps_of, principal_of
-from engram.apikeys.authorizer import Refused, authorize
-from engram.kernel.errors import Forbidden, Unauthorized
+from engram.apikeys.authorizer import Refused, authorize, source_of
+from engram.kernel.errors import EngramError, Forbidden, Unauthorized
+from engram.mcp_server import registration
 from engram.wiring.stores import Stores
 
 router = Router()
@@ -67,6 +69,8 @@ def protected_resource() -> Reply:
     headers = {str(k).lower(): str(v) for k, v in (router.current_event.headers or {}).items()}
     settings = deps_of(router).settings
     issuer = settings.auth_issuer.rstrip("/")
+    if settings.user_pool_id:  # Engram registers clients: it names itself (its RFC 8414 document)
+        issuer = resource_of(headers).removesuffix("/mcp")
     metadata = {
         "resource": resource_of(headers),
         "authorization_servers": [issuer] if issuer else [],
@@ -77,6 +81,42 @@ def protected_resource() -> Reply:
     return Response(
         status_code=200, content_type="application/json", body=json.dumps(metadata), headers={"Cache-Control": "max-age=300"}
     )
+
+
+def _json(status: int, body: Mapping[str, object], headers: dict[str, str] | None = None) -> Reply:
+    return Response(status_code=status, content_type="application/json", body=json.dumps(body), headers=headers)
+
+
+@router.get("/.well-known/oauth-authorization-server")
+def authorization_server_metadata() -> Reply:
+    """RFC 8414 metadata of Engram as /mcp's authorization server where it registers clients
+    (`registration`): Cognito's managed-login endpoints and Engram's registration endpoint."""
+    settings = deps_of(router).settings
+    if not settings.user_pool_id:
+        return _json(404, {"error": "not_found", "error_description": registration.NOT_HERE})
+    headers = {str(k).lower(): str(v) for k, v in (router.current_event.headers or {}).items()}
+    origin = resource_of(headers).removesuffix("/mcp")
+    return _json(200, registration.authorization_server(settings, origin), {"Cache-Control": "max-age=300"})
+
+
+@router.post(registration.REGISTER_PATH)
+def register_client() -> Reply:
+    """RFC 7591 dynamic client registration (public: no credential, as the RFC's open registration)."""
+    deps = deps_of(router)
+    event = router.current_event
+    try:
+        body = event.json_body
+        answer = registration.register(deps.settings, deps.oauth_clients, registration.cognito, body, source_of(event.raw_event))
+    except EngramError as err:
+        error = {
+            "error": err.code,
+            "error_description": err.message,
+            "code": err.code,
+            "message": err.message,
+            "field": err.field,
+        }
+        return _json(err.status, error, {"Cache-Control": "no-store"})
+    return _json(201, answer, {"Cache-Control": "no-store"})
 
 
 @router.get("/mcp")

@@ -11,6 +11,7 @@ from engram.account.ports import ExportJobs, ExportObjects
 from engram.account.repository import ExportJobRepository
 from engram.agents.ports import Agents, Workspaces
 from engram.agents.repository import AgentRepository
+from engram.apikeys.oauth_clients import OAuthClients
 from engram.apikeys.ports import ApiKeys
 from engram.apikeys.repository import ApiKeyRepository
 from engram.aws.deadline import ContextThreadPool
@@ -76,6 +77,7 @@ class Stores:
     connections: Connections = field(init=False)
     oauth_states: OAuthStates = field(init=False)
     api_keys: ApiKeys = field(init=False)
+    oauth_clients: OAuthClients | None = field(init=False)  # RFC 7591 registrations (USER_POOL_ID)
     profiles: Profiles = field(init=False)
     streams: Streams = field(init=False)
     _pusher: SocketPusher | None = field(default=None, init=False, repr=False)
@@ -121,6 +123,7 @@ class Stores:
         self.connections = ConnectionRepository(self.table)
         self.oauth_states = OAuthStateRepository(self.table)
         self.api_keys = ApiKeyRepository(self.table)
+        self.oauth_clients = OAuthClients(self.table) if settings.user_pool_id else None
         self.profiles = ProfileRepository(self.table)
         self.streams = StreamRepository(self.table)
 
