@@ -111,6 +111,13 @@ def test_a_redirect_uri_off_the_allowlist_is_refused_and_nothing_is_made(pool, u
         ({"grant_types": ["refresh_token"]}, "grant_types"),
         ({"client_name": "x" * 101}, "client_name"),
         ({"redirect_uris": "http://127.0.0.1:9/cb"}, "redirect_uris"),
+        # wrong JSON types, never coerced (the strict-bodies test's cases for this route, which
+        # needs a user pool: test_strict_bodies runs on a stack without one)
+        ({"client_name": 5}, "client_name"),
+        ({"client_name": True}, "client_name"),
+        ({"client_name": 1.5}, "client_name"),
+        ({"token_endpoint_auth_method": 0}, "token_endpoint_auth_method"),
+        ({"token_endpoint_auth_method": True}, "token_endpoint_auth_method"),
     ],
 )
 def test_bad_client_metadata_is_a_400_naming_the_field(pool, fields, field):

@@ -40,9 +40,14 @@ def _wrong_values(schema: dict[str, Any]) -> list[Any]:
     return []
 
 
+# RFC 7591 registration answers 404 on a stack without its own user pool (as this one): its
+# wrong-type cases run with a pool in tests/integration/test_oauth_registration.py.
+NEEDS_A_USER_POOL = {"/api/oauth/register"}
+
 CASES = [
     pytest.param(method.upper(), path, name, wrong, id=f"{method.upper()} {path} {name}={wrong!r}")
     for path, operations in SPEC["paths"].items()
+    if path not in NEEDS_A_USER_POOL
     for method, operation in operations.items()
     if isinstance(operation, dict) and "application/json" in operation.get("requestBody", {}).get("content", {})
     for name, prop in _resolve(operation["requestBody"]["content"]["application/json"]["schema"]).get("properties", {}).items()

@@ -76,15 +76,14 @@ def test_only_a_request_refused_unread_or_a_forgotten_session_is_sent_again():
     """A reused session's call is sent once more in a new session only when the server refused it
     before running it: HTTP 404, or HTTP 400 with a JSON-RPC error of id null (the TypeScript SDK's
     example server on an unknown session). A 400 carrying the call's id is the call's own answer."""
-    import anyio
-
     from engram.connections.mcp_http import watcher
+    from engram.kernel.aio import run_sync
 
     def refused(status: int, body: object, kind: str = "application/json") -> bool:
         trace = _Trace()
         request = httpx2.Request("POST", "http://127.0.0.1/mcp")
         answer = httpx2.Response(status, headers={"content-type": kind}, json=body, request=request)
-        anyio.run(watcher(trace), answer)
+        run_sync(lambda: watcher(trace)(answer))  # on a thread of its own where a loop already runs
         return mcp_client._session_refused(trace)
 
     unknown = {"jsonrpc": "2.0", "error": {"code": -32000, "message": "Bad Request: No valid session ID provided"}, "id": None}
