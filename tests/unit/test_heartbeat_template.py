@@ -94,6 +94,8 @@ def test_api_function_enqueues_runs_and_knows_the_scheduler_pieces():
         "SCHEDULER_ROLE_ARN": {"Fn::GetAtt": ["SchedulerRole", "Arn"]},
         "HEARTBEAT_FUNCTION_ARN": {"Ref": "HeartbeatFunction.Alias"},  # new schedules invoke the `live` alias
         "SCHEDULER_DLQ_ARN": {"Fn::GetAtt": ["SchedulerDLQ", "Arn"]},
+        # RFC 7591 registration onto the created pool (MX4); empty with an external issuer
+        "USER_POOL_ID": {"Fn::If": ["CreateUserPool", {"Ref": "UserPool"}, ""]},
     }
     # every function finds the run queue; HeartbeatFunction never sees its own ARN (no cycle)
     assert TEMPLATE.function_globals["Environment"]["Variables"]["RUN_QUEUE_URL"] == {"Ref": "RunQueue"}
