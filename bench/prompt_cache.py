@@ -197,19 +197,21 @@ class ScriptedClaude:
             said = blocks[0].get("text", "")
             content, stop = self._answer(said)
         usage = {"input_tokens": tokens(len(request.content)), "output_tokens": 40}
-        return httpx2.Response(
-            200,
-            json={
-                "id": f"msg_{self._n}",
-                "type": "message",
-                "role": "assistant",
-                "model": MODEL,
-                "content": content,
-                "stop_reason": stop,
-                "stop_sequence": None,
-                "usage": usage,
-            },
-        )
+        answer = {
+            "id": f"msg_{self._n}",
+            "type": "message",
+            "role": "assistant",
+            "model": MODEL,
+            "content": content,
+            "stop_reason": stop,
+            "stop_sequence": None,
+            "usage": usage,
+        }
+        if body.get("stream"):  # a watched turn (a session's heartbeat has its watchers) streams
+            from tests.fakes.claude import sse
+
+            return sse(answer)
+        return httpx2.Response(200, json=answer)
 
     def _summary(self, body: dict[str, Any], request: Any) -> Any:
         """A summary as a small model writes one: a line for each thing the user said, in its words;
