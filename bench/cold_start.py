@@ -21,7 +21,13 @@ Then, with SnapStart in mind: what the before-snapshot hook does per function (v
 clients warmed, its time: paid once per published version instead of by every cold start), and the
 api function's ten most expensive modules by their own import time (`python -X importtime`).
 
-    python -m bench.cold_start [--repeats 7] [--layer DIR]
+`--instructions`: the same comparison counted in CPU instructions instead of milliseconds, each
+import run once under valgrind's callgrind (a count that other work on the machine does not move,
+unlike a time on a shared machine): the interpreter's own start (`python -c pass`) is subtracted
+from each, then the api function's import (tracing as shipped by default, no X-Ray SDK) is given
+as a multiple of a bare `import boto3`. Needs valgrind; takes a minute or two.
+
+    python -m bench.cold_start [--repeats 7] [--layer DIR] [--instructions]
 """
 
 from __future__ import annotations
@@ -166,10 +172,35 @@ def import_top(function: str, layer: Path, count: int = 10) -> list[tuple[float,
     return sorted(rows, reverse=True)[:count]
 
 
+def instructions(code: str, env: dict[str, str]) -> int:
+    """The instructions a fresh interpreter running `code` executes (valgrind's callgrind)."""
+    command = ["valgrind", "--tool=callgrind", "--callgrind-out-file=/dev/null", sys.executable, "-c", code]
+    out = subprocess.run(command, capture_output=True, text=True, check=True, env={**env, "PYTHONHASHSEED": "0"})
+    collected = [line for line in out.stderr.splitlines() if "Collected :" in line]
+    return int(collected[-1].rsplit(":", 1)[1])
+
+
+def instruction_counts(layer: Path) -> None:
+    """The api function's import and a bare `import boto3`, in instructions, the interpreter's start taken off."""
+    bare_env = {**template_constants(), "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "POWERTOOLS_TRACE_DISABLED": "true"}
+    empty = instructions("pass", bare_env)
+    boto3 = instructions(_BARE_BOTO3.format(layer=str(layer)), bare_env) - empty
+    libraries = instructions(_BARE_BOTO3.format(layer=str(layer)).replace("import boto3", _LIBRARIES), bare_env) - empty
+    print(f"   instructions (callgrind, the interpreter's start of {empty / 1e6:,.0f} M taken off):")
+    print(f"   {'bare import boto3':<28} {boto3 / 1e6:>8,.0f} M")
+    print(f"   {'the libraries alone':<28} {libraries / 1e6:>8,.0f} M  {libraries / boto3:.2f}x boto3")
+    for function in FUNCTIONS:
+        env = {**lambda_env(function), "MODEL_PROVIDER": "offline" if function == "api" else "anthropic"}
+        code = _PROBE.format(task_root=str(ROOT / "functions" / function), layer=str(layer)).split("init = ")[0]
+        count = instructions(code, env) - empty
+        print(f"   {function + ' function import':<28} {count / 1e6:>8,.0f} M  {count / boto3:.2f}x boto3", flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeats", type=int, default=7)  # the issue: medians of 7
     parser.add_argument("--layer", help="an already built layer folder (with python/ compiled); default: build one")
+    parser.add_argument("--instructions", action="store_true", help="count instructions under callgrind instead of timing")
     args = parser.parse_args(argv)
     print("== cold start as shipped: handler import from the built core layer (tracing on, /opt read-only)")
     work = Path(tempfile.mkdtemp(prefix="engram-layer-"))
@@ -182,6 +213,9 @@ def main(argv: list[str] | None = None) -> int:
             compiled_layer = build_layer(work / "compiled", compiled=True)
             plain_layer = work / "plain"
             shutil.copytree(compiled_layer, plain_layer, ignore=shutil.ignore_patterns("__pycache__"))
+        if args.instructions:
+            instruction_counts(compiled_layer)
+            return 0
         boto3_ms = statistics.median(bare_boto3(compiled_layer) for _ in range(args.repeats))
         libraries_ms = statistics.median(bare_boto3(compiled_layer, _LIBRARIES) for _ in range(args.repeats))
         print(f"   a bare `import boto3` from the layer: {boto3_ms:.0f} ms (median of {args.repeats})")
