@@ -22,7 +22,7 @@ print(sorted(m for m in ("anthropic", "httpx2", "moto", "mcp", "httpcore2", "sta
 print(sorted(m for m in sys.modules if m.startswith(("engram.engine", "engram.recall.index", "engram.recall.search", "engram.roots"))
              or m.endswith((".tools", ".policy", ".section"))))
 print(sorted(m for m in ("engram.aws.kms", "engram.runs.schedules", "engram.runs.expressions",
-                         "engram.run_memory.store") if m in sys.modules))
+                         "engram.run_memory.store", "engram.secrets.matcher") if m in sys.modules))
 print(" ".join(sorted(m for m in sys.modules if m.startswith("engram"))))
 """
 
@@ -76,8 +76,8 @@ def test_api_handler_loads_no_engine_tools_or_search_index():
 
 
 def test_api_handler_defers_what_only_a_few_requests_use():
-    # The scheduler and its expression parser, the KMS box and the run scratchpad
-    # load with the first request that needs them (issue 33, item 7).
+    # The scheduler and its expression parser, the KMS box, the run scratchpad and the secret
+    # detector's rules load with the first request that needs them (issue 33, item 7).
     assert _probe("api")[2] == "[]"
 
 

@@ -64,6 +64,7 @@ DEFERRED = {
         "engram.kernel.secrets",
     ): "the secret detector's patterns compile with the first write checked, not with the api's import (most requests read)",
     ("engram.aws.snapstart", "boto3"): "as boto3: imported when a snapshot is primed, not with the module",
+    ("engram.kernel.secrets", "engram.secrets.matcher"): "the rules (a hundred compiled patterns) with the first check",
     (
         "engram.secrets.text",
         "confusable_homoglyphs.confusables",

@@ -187,7 +187,7 @@ def cool_down_s(failures: int) -> int:
 
 
 class HealthError(BaseModel):
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)
 
     code: str
     message: str
@@ -199,7 +199,7 @@ class Health(BaseModel):
     degraded (failed lately, still tried), down (failed FAILURES_TO_COOL times in a row: not
     contacted before `retryAfter`, then one listing probes it)."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True, defer_build=True)
 
     consecutive_failures: int = 0
     last_success_at: str | None = None
@@ -252,7 +252,7 @@ class OAuthStatus(BaseModel):
     """What anyone may see of an OAuth connection's grant: whether it is usable, where it came
     from (issuer, registration), what it allows (scope), when it was given."""
 
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore")
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True)
 
     status: OAuthState = "needs_authorization"
     issuer: str | None = None
