@@ -318,3 +318,23 @@ def test_faults_while_resuming_lose_no_decision_and_run_the_tool_once(stack, ser
 
     assert process_resume_job(stack.deps, ResumeJob(tenant=tenant_key("alice"), run_id=run_id)) == "ignored"
     assert "awaitingRunId" not in session_row(stack, agent["id"]) and stack.say(agent["id"], "hi").status == 200
+
+
+def test_a_paused_turn_is_announced_on_the_approvals_topic_without_its_input(moto_stack, servers):
+    import boto3
+
+    sns, sqs = boto3.client("sns"), boto3.client("sqs")
+    topic = sns.create_topic(Name="engram-approvals")["TopicArn"]
+    inbox = sqs.create_queue(QueueName="approvals-inbox")["QueueUrl"]
+    inbox_arn = sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=inbox_arn)  # an e-mail subscription's stand-in
+    moto_stack.deps.settings = moto_stack.deps.settings.model_copy(update={"approval_topic_arn": topic})
+    agent = held_agent(moto_stack, servers)
+    r = moto_stack.say(agent["id"], "use lookup_price for BTC")
+    assert r.status == 202, r.body
+    (message,) = sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10)["Messages"]
+    envelope = json.loads(message["Body"])
+    body = json.loads(envelope["Message"])
+    assert body["runId"] == r.data["runId"] and body["agentId"] == agent["id"] and body["agentName"] == "Ada"
+    assert body["tools"] == ["mcp__market__lookup_price"] and "waits for your approval" in envelope["Subject"]
+    assert "BTC" not in message["Body"]  # the call's input stays out of the notice
