@@ -31,16 +31,12 @@ ROUNDS = 20
 WARM = 2  # the first rounds warm the containers' clients and the tool list
 
 
-def _percentile(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(round(q * (len(ordered) - 1))))]
-
-
 def main() -> int:
     import urllib.request
 
     from websockets.sync.client import connect
 
+    from bench.streaming import _percentile, load_line
     from local.sample_mcp import start
     from local.stack import start_stack
 
@@ -105,13 +101,7 @@ def main() -> int:
         f"decision -> turn.completed (the tool call, the answer) median {statistics.median(completes):.1f} ms, "
         f"p95 {_percentile(completes, 0.95):.1f} ms"
     )
-    print(
-        "load average (1, 5, 15 min) before "
-        + ", ".join(f"{x:.2f}" for x in load_before)
-        + "; after "
-        + ", ".join(f"{x:.2f}" for x in load_after)
-        + f" on {os.cpu_count()} cores"
-    )
+    print(load_line(load_before, load_after))
     return 0
 
 
