@@ -338,3 +338,24 @@ def test_a_paused_turn_is_announced_on_the_approvals_topic_without_its_input(mot
     assert body["runId"] == r.data["runId"] and body["agentId"] == agent["id"] and body["agentName"] == "Ada"
     assert body["tools"] == ["mcp__market__lookup_price"] and "waits for your approval" in envelope["Subject"]
     assert "BTC" not in message["Body"]  # the call's input stays out of the notice
+
+
+def test_two_held_calls_resume_only_when_both_are_decided(stack, servers):
+    agent = held_agent(stack, servers, rule=True)
+    r = stack.say(agent["id"], "use lookup_price for ETH and use search_tickets with login")
+    assert r.status == 202 and r.data["toolCalls"] == []
+    first, second = r.data["pendingApprovals"]
+    assert decide(stack, r.data["runId"], first["toolUseId"], "approve").status == 200
+    stack.drain_turns()
+    waiting = stack.call("GET", f"/api/runs/{r.data['runId']}").data
+    assert waiting["status"] == "awaiting_approval"  # one still undecided: nothing resumed
+    assert stack.say(agent["id"], "hello").error["code"] == "approval_pending"
+    assert decide(stack, r.data["runId"], second["toolUseId"], "deny").status == 200
+    stack.drain_turns()
+    run = stack.call("GET", f"/api/runs/{r.data['runId']}").data
+    assert run["status"] == "succeeded"
+    by_name = {c["name"]: c for c in run["toolCalls"]}
+    assert "3412.75" in by_name["mcp__market__lookup_price"]["result"]
+    assert by_name["mcp__market__search_tickets"]["isError"] is True
+    assert [p["decision"] for p in run["pendingApprovals"]] == ["approve", "deny"]
+    assert_pairs_intact(session_of(stack, agent["id"])["messages"])

@@ -26,7 +26,8 @@ def _sns() -> _Publisher:
 def notice(outcome: TurnOutcome, agent_name: str) -> dict[str, str]:
     """The message: subject and body (JSON), with no input values."""
     run = outcome.run
-    tools = sorted({str(p["name"]) for p in run.pending_approvals})
+    waiting = [p for p in run.pending_approvals if "decision" not in p]
+    tools = sorted({str(p["name"]) for p in waiting})
     body = {
         "runId": run.id,
         "agentId": run.agent_id,
@@ -34,7 +35,7 @@ def notice(outcome: TurnOutcome, agent_name: str) -> dict[str, str]:
         "kind": run.kind,
         "sessionId": run.session_id,
         "tools": tools,
-        "expiresAt": min(str(p["expiresAt"]) for p in run.pending_approvals),
+        "expiresAt": min(str(p["expiresAt"]) for p in waiting),
         "decide": f"POST /api/runs/{run.id}/approvals, or `engram approvals`",
     }
     subject = f"Engram: {agent_name[:40]} waits for your approval ({', '.join(tools)})"[:100]
@@ -48,7 +49,7 @@ class ApprovalNotice(TurnPolicy):
         self.topic_arn = topic_arn
 
     def paused(self, ctx: ToolContext, outcome: TurnOutcome) -> None:
-        if not self.topic_arn or not outcome.run.pending_approvals:
+        if not self.topic_arn or all("decision" in p for p in outcome.run.pending_approvals):
             return
         try:
             message = notice(outcome, ctx.agent.name)
