@@ -359,3 +359,15 @@ def test_two_held_calls_resume_only_when_both_are_decided(stack, servers):
     assert by_name["mcp__market__search_tickets"]["isError"] is True
     assert [p["decision"] for p in run["pendingApprovals"]] == ["approve", "deny"]
     assert_pairs_intact(session_of(stack, agent["id"])["messages"])
+
+
+def test_a_council_member_cannot_wait_its_held_call_fails_it_and_the_lead_goes_on(stack, servers):
+    member = held_agent(stack, servers)
+    lead = stack.agent(name="Lead", team=[member["id"]])
+    run = stack.run_now(lead["id"], prompt="use lookup_price for BTC. Then decide.")
+    assert run["status"] == "succeeded", run
+    members = stack.call("GET", "/api/runs", query={"councilRunId": run["id"]}).data["items"]
+    (failed,) = members
+    assert failed["status"] == "failed" and failed["error"]["code"] == "approval_not_possible"
+    assert "lookup_price" in failed["error"]["message"] and failed["toolCalls"] == []  # the call was not made
+    assert stack.call("GET", "/api/runs", query={"status": "awaiting_approval"}).data["items"] == []
