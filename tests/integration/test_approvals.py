@@ -118,7 +118,14 @@ def test_a_held_call_pauses_the_turn_and_an_approval_resumes_it(stack, servers):
     assert usage  # the usage view answers with the run's rows counted (no duplicate rows by id)
 
 
-def test_a_denied_call_gets_an_error_result_with_the_note_and_the_turn_answers(stack, servers):
+@pytest.fixture(params=["fake", "moto"])
+def any_stack(request: pytest.FixtureRequest) -> Any:
+    """The in-memory fakes and moto: the decision's list-index update and its conditions on both."""
+    return request.getfixturevalue("stack" if request.param == "fake" else "moto_stack")
+
+
+def test_a_denied_call_gets_an_error_result_with_the_note_and_the_turn_answers(any_stack, servers):
+    stack = any_stack
     agent = held_agent(stack, servers, rule=True)
     r = stack.say(agent["id"], "use lookup_price for ETH")
     assert r.status == 202, r.body
@@ -371,3 +378,24 @@ def test_a_council_member_cannot_wait_its_held_call_fails_it_and_the_lead_goes_o
     assert failed["status"] == "failed" and failed["error"]["code"] == "approval_not_possible"
     assert "lookup_price" in failed["error"]["message"] and failed["toolCalls"] == []  # the call was not made
     assert stack.call("GET", "/api/runs", query={"status": "awaiting_approval"}).data["items"] == []
+
+
+def test_a_heartbeat_on_the_shared_session_pauses_it_and_resumes_into_it(stack, servers):
+    agent = held_agent(stack, servers, activeMemory=True, defaultPrompt="use lookup_price for SOL", schedule="rate(1 hour)")
+    fired = stack.fire(agent["id"])
+    assert fired["status"] == "awaiting_approval", fired
+    run = stack.call("GET", f"/api/runs/{fired['runId']}").data
+    assert run["sessionId"] == "dashboard" and session_row(stack, agent["id"])["awaitingRunId"] == run["id"]
+    assert stack.say(agent["id"], "hello").error["code"] == "approval_pending"  # the chat waits with it
+    reset = stack.call("POST", f"/api/agents/{agent['id']}/active-memory/reset")
+    assert reset.status == 409 and reset.error["code"] == "approval_pending"
+    assert decide(stack, run["id"], run["pendingApprovals"][0]["toolUseId"], "approve").status == 200
+    stack.drain_runs()
+    done = stack.call("GET", f"/api/runs/{run['id']}").data
+    assert done["status"] == "succeeded" and "182.3" in done["toolCalls"][0]["result"]
+    messages = session_of(stack, agent["id"])["messages"]
+    assert messages[0]["meta"]["runId"] == run["id"] and messages[0]["meta"]["kind"] == "heartbeat"
+    assert_pairs_intact(messages)
+    panel = stack.call("GET", f"/api/agents/{agent['id']}/active-memory").data
+    assert panel["runsSinceReset"] == 1  # the shared session counted the run once, when it committed
+    assert stack.say(agent["id"], "hello").status == 200
