@@ -90,6 +90,8 @@ def test_a_held_call_pauses_the_turn_and_an_approval_resumes_it(stack, servers):
     )
     assert queued.status == 409 and queued.error["code"] == "approval_pending"
 
+    spent = stack.call("GET", "/api/usage", query={"agentId": agent["id"]}).data["items"]
+    assert {u["runId"] for u in spent} == {run_id} and sum(u["inputTokens"] for u in spent) == run["usage"]["inputTokens"] > 0
     decided = decide(stack, run_id, held["toolUseId"], "approve", note="fine")
     assert decided.status == 200, decided.body
     assert decided.data["pendingApprovals"][0]["decision"] == "approve"
@@ -114,8 +116,11 @@ def test_a_held_call_pauses_the_turn_and_an_approval_resumes_it(stack, servers):
     again = stack.say(agent["id"], "hello again")
     assert again.status == 200, again.body
     assert stack.call("GET", "/api/runs", query={"status": "awaiting_approval"}).data["items"] == []
-    usage = stack.call("GET", "/api/usage").data
-    assert usage  # the usage view answers with the run's rows counted (no duplicate rows by id)
+    rows = [u for u in stack.call("GET", "/api/usage", query={"agentId": agent["id"]}).data["items"] if u["runId"] == run_id]
+    # Each spend is recorded once, when it happened: the pause's rows, then the resumed part's.
+    assert {u["id"] for u in spent} < {u["id"] for u in rows} and len(rows) == 2 * len(spent)
+    assert sum(u["inputTokens"] for u in rows) == run["usage"]["inputTokens"] > sum(u["inputTokens"] for u in spent)
+    assert sum(u["costUsd"] for u in rows) == pytest.approx(run["usage"]["costUsd"])
 
 
 @pytest.fixture(params=["fake", "moto"])

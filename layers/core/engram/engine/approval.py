@@ -170,6 +170,7 @@ def resumed(
     out.tool_calls = list(paused.tool_calls)
     out.reply = paused.reply
     out.usage_by_model = {model: Usage.model_validate(u) for model, u in paused.usage_by_model.items()}
+    out.spent_before, out.segment = dict(out.usage_by_model), len(plan.approvals)  # recorded at the pause
     by_id = {str(a["toolUseId"]): a for a in plan.approvals}
     if events is not None:
         events.seq = max(events.seq, paused.seq)  # the run's events go on where they paused
