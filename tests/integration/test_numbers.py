@@ -190,7 +190,24 @@ def _connection_route(patch: bool) -> Route:
     return prepare, stored
 
 
+def _agent_route(patch: bool) -> Route:
+    """An agent's approvalTimeoutS (TL10)."""
+
+    def prepare(stack: Any) -> tuple[str, Any]:
+        stack.deps.settings = stack.deps.settings.model_copy(update={"max_agents": 1_000})
+        if not patch:
+            return "/api/agents", {"name": "A"}
+        return f"/api/agents/{stack.agent()['id']}", {}
+
+    def stored(stack: Any, reply: Any, path: str) -> Any:
+        return reply.data["approvalTimeoutS"]
+
+    return prepare, stored
+
+
 ROUTES: dict[tuple[str, str], Route] = {
+    ("POST", "/api/agents"): _agent_route(patch=False),
+    ("PATCH", "/api/agents/{agentId}"): _agent_route(patch=True),
     ("POST", "/api/connections"): _connection_route(patch=False),
     ("PATCH", "/api/connections/{connectionId}"): _connection_route(patch=True),
     ("POST", "/api/agents/{agentId}/memories"): _memory_route("agents", patch=False),

@@ -86,7 +86,8 @@ def test_api_function_passes_the_scheduler_role_to_scheduler_only():
 
 def test_api_function_enqueues_runs_and_knows_the_scheduler_pieces():
     enqueue = [s for s in _statements("ApiFunction").values() if "sqs:SendMessage" in _actions(s)]
-    assert [s["Resource"] for s in enqueue] == [{"Fn::GetAtt": ["RunQueue", "Arn"]}]
+    # runs, and a decided paused turn's resumption (TL10): a chat turn's on the turn queue
+    assert [s["Resource"] for s in enqueue] == [[{"Fn::GetAtt": ["RunQueue", "Arn"]}, {"Fn::GetAtt": ["TurnQueue", "Arn"]}]]
     env = _props("ApiFunction")["Environment"]["Variables"]
     # CONSOLE_*: the console's sign-in; AUTH_*: POST /mcp checks tokens itself (MX4).
     assert {k: v for k, v in env.items() if not k.startswith(("CONSOLE_", "AUTH_"))} == {
@@ -134,8 +135,9 @@ def test_heartbeat_function_has_no_scheduler_or_pass_role_permission():
     assert not any(a.startswith(("scheduler:", "iam:")) for a in actions)
     flat = json.dumps(_props("HeartbeatFunction")["Policies"])
     assert '"Resource": "*"' not in flat
+    # extraction jobs, and the sweeper's resume jobs of decided paused turns (TL10)
     assert [s["Resource"] for s in statements.values() if "sqs:SendMessage" in _actions(s)] == [
-        {"Fn::GetAtt": ["ExtractQueue", "Arn"]}
+        [{"Fn::GetAtt": ["ExtractQueue", "Arn"]}, {"Fn::GetAtt": ["TurnQueue", "Arn"]}, {"Fn::GetAtt": ["RunQueue", "Arn"]}]
     ]
 
 
@@ -151,7 +153,18 @@ def test_heartbeat_function_policy_matches_the_chat_functions_for_state_and_mode
         "GivenAnthropicKey": "UseGivenAnthropicSecret",
         "Bedrock": "UseBedrock",
         "DeleteUnusedOAuthClients": "CreateUserPool",  # the sweeper's RFC 7591 clean-up (MX4)
+        "NotifyApprovals": "NotifyByEmail",  # a paused run's notice (TL10)
     }
+    assert (
+        heartbeat["NotifyApprovals"]
+        == chat["NotifyApprovals"]
+        == {
+            "Sid": "NotifyApprovals",
+            "Effect": "Allow",
+            "Action": "sns:Publish",
+            "Resource": {"Ref": "ApprovalTopic"},
+        }
+    )
 
 
 def test_outputs_name_the_run_queue_and_the_schedule_group():

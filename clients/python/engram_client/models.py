@@ -46,6 +46,7 @@ class ToolGrant(TypedDict):
 
     connectionId: str
     allow: NotRequired[list[str] | None]
+    requireApproval: NotRequired[bool | None | list[str]]
 
 
 class AgentCreate(TypedDict):
@@ -64,6 +65,8 @@ class AgentCreate(TypedDict):
     team: NotRequired[list[str]]
     tools: NotRequired[list[ToolGrant]]
     serverTools: NotRequired[list[Literal["web_search", "web_fetch"]]]
+    requireApproval: NotRequired[list[str]]
+    approvalTimeoutS: NotRequired[int]
 
 
 class CardField(TypedDict):
@@ -104,6 +107,8 @@ class AgentUpdate(TypedDict):
     team: NotRequired[list[str]]
     tools: NotRequired[list[ToolGrant]]
     serverTools: NotRequired[list[Literal["web_search", "web_fetch"]]]
+    requireApproval: NotRequired[list[str]]
+    approvalTimeoutS: NotRequired[int]
 
 
 class WorkspaceCreate(TypedDict):
@@ -208,6 +213,14 @@ class RunCreate(TypedDict):
     inputs: NotRequired[dict[str, Any]]
 
 
+class ApprovalIn(TypedDict):
+    """The `ApprovalIn` schema."""
+
+    toolUseId: str
+    decision: Literal["approve", "deny"]
+    note: NotRequired[str | None]
+
+
 class RunUpdate(TypedDict):
     """The `RunUpdate` schema."""
 
@@ -233,6 +246,8 @@ class Agent(TypedDict):
     team: list[str]
     tools: list[ToolGrant]
     serverTools: list[str]
+    requireApproval: list[str]
+    approvalTimeoutS: int
 
 
 class AuthHeader(TypedDict):
@@ -558,6 +573,12 @@ class ToolCall(TypedDict):
     error: NotRequired[str]
     truncated: NotRequired[int]
     fullResultKept: NotRequired[bool]
+    decision: NotRequired[Literal["approve", "deny"]]
+    decidedBy: NotRequired[str]
+    decidedAt: NotRequired[str]
+    note: NotRequired[str]
+    inputSha256: NotRequired[str]
+    resultSha256: NotRequired[str]
 
 
 class TurnResult(TypedDict):
@@ -566,6 +587,31 @@ class TurnResult(TypedDict):
     runId: str
     sessionId: str
     reply: str
+    toolCalls: list[ToolCall]
+    usage: Usage
+
+
+class PendingApproval(TypedDict):
+    """The `PendingApproval` schema."""
+
+    toolUseId: str
+    name: str
+    input: dict[str, Any]
+    requestedAt: str
+    expiresAt: str
+    decision: NotRequired[Literal["approve", "deny"]]
+    decidedBy: NotRequired[str]
+    decidedAt: NotRequired[str]
+    note: NotRequired[str]
+
+
+class TurnPaused(TypedDict):
+    """A turn that paused for its owner's approval of a tool call (TL10): decide with `POST /api/runs/{runId}/approvals`; the answer comes when it resumes (poll the run or watch the session's stream)."""
+
+    runId: str
+    sessionId: str | None
+    status: Literal["awaiting_approval"]
+    pendingApprovals: list[PendingApproval]
     toolCalls: list[ToolCall]
     usage: Usage
 
@@ -664,7 +710,7 @@ class Run(TypedDict):
     agentId: str
     kind: Literal["chat", "heartbeat", "manual", "reexamination", "council_member"]
     trigger: Literal["api", "async", "webhook", "schedule", "reexamine", "council"]
-    status: Literal["queued", "running", "succeeded", "failed"]
+    status: Literal["queued", "running", "succeeded", "failed", "awaiting_approval"]
     prompt: str
     sessionId: str | None
     sessionRevisionBefore: int | None
@@ -677,6 +723,7 @@ class Run(TypedDict):
     resolutionStatus: Literal["open", "resolved", "expired"] | None
     latestConviction: int | None
     model: str | None
+    pendingApprovals: list[PendingApproval]
     toolCalls: list[ToolCall]
 
 

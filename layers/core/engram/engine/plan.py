@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from engram.agents.models import Agent
 from engram.engine.cache import CachePolicy
 from engram.engine.events import TurnEvents
@@ -16,7 +18,7 @@ from engram.engine.tools import ToolContext
 from engram.kernel.observability import MetricUnit, metrics
 from engram.kernel.state import TurnState
 from engram.runs.models import Run
-from engram.usage.models import UsageRow
+from engram.usage.models import Usage, UsageRow
 
 
 class TurnPolicy:
@@ -38,6 +40,9 @@ class TurnPolicy:
 
     def after_commit(self, ctx: ToolContext, outcome: TurnOutcome) -> None:
         """Best-effort work once the turn is committed; it must never fail the turn."""
+
+    def paused(self, ctx: ToolContext, outcome: TurnOutcome) -> None:
+        """Best-effort work once the turn paused for its owner's approval (TL10), e.g. telling them."""
 
 
 @dataclass
@@ -63,6 +68,32 @@ class TurnPlan:
     cache: CachePolicy = field(default_factory=CachePolicy)  # the TTLs of the prompt cache markers
     # Who watches the turn (ST2): its events as they happen; None streams nothing and costs nothing.
     events: TurnEvents | None = None
+    # TL10: what the caller needs to build this plan again when a paused turn resumes (JSON, stored
+    # with the paused turn); and, for a resumed turn, the turn as it paused and its decided approvals.
+    resume_data: dict[str, Any] = field(default_factory=dict)
+    resume: PausedTurn | None = None
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    pausable: bool = True  # False: a call that needs approval fails the turn (a council's member)
+
+
+class PausedTurn(BaseModel):
+    """A turn stopped before tool calls its owner must approve (TL10), as the run record keeps it
+    (`Run.paused`): the user's message, the messages the model and its tools added so far (the
+    last, the answer asking for the held calls), the results of that answer's other calls, the
+    held tool_use blocks, the calls and usage so far, the events' sequence, and what rebuilds the
+    plan (`plan`: session, run fields, system blocks, counters and the caller's `resume_data`)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    message: str
+    new_messages: list[dict[str, Any]]
+    obtained: list[dict[str, Any]]
+    pending: list[dict[str, Any]]
+    tool_calls: list[dict[str, Any]]
+    usage_by_model: dict[str, dict[str, Any]]
+    reply: str
+    seq: int
+    plan: dict[str, Any]
 
 
 @dataclass
@@ -75,6 +106,15 @@ class TurnOutcome:
     cut: int = 0  # messages the history cap cut from the session's transcript in this turn (CM8)
 
     def public(self) -> dict[str, object]:
+        if self.run.status == "awaiting_approval":  # TL10: paused; the answer comes when it resumes
+            return {
+                "runId": self.run.id,
+                "sessionId": self.run.session_id,
+                "status": self.run.status,
+                "pendingApprovals": self.run.pending_approvals,
+                "toolCalls": [public_tool_call(c) for c in self.tool_calls],
+                "usage": self.run.usage.model_dump(by_alias=True),
+            }
         return {
             "runId": self.run.id,
             "sessionId": self.run.session_id,
@@ -85,7 +125,23 @@ class TurnOutcome:
 
 
 # What a turn's answer and the run record show of each tool call beside name, input and result.
-TOOL_CALL_DETAILS = ("isError", "connection", "tool", "durationMs", "bytes", "error", "truncated", "fullResultKept")
+TOOL_CALL_DETAILS = (
+    "isError",
+    "connection",
+    "tool",
+    "durationMs",
+    "bytes",
+    "error",
+    "truncated",
+    "fullResultKept",
+    # TL10's audit: who decided a held call, when, why; digests of what went in and came out
+    "decision",
+    "decidedBy",
+    "decidedAt",
+    "note",
+    "inputSha256",
+    "resultSha256",
+)
 
 
 def public_tool_call(call: Mapping[str, object]) -> dict[str, object]:
@@ -98,19 +154,19 @@ def public_tool_call(call: Mapping[str, object]) -> dict[str, object]:
 
 
 def usage_rows(run: Run, loop: LoopResult) -> list[UsageRow]:
-    """Usage of a session turn is keyed by its session; a clean-slate turn is its own session."""
-    return [
-        UsageRow(
-            id=f"{run.id}-{i}",
-            created_at=run.updated_at,
-            agent_id=run.agent_id,
-            session_key=run.session_id or run.id,
-            run_id=run.id,
-            model=model,
-            **usage.model_dump(),
-        )
-        for i, (model, usage) in enumerate(sorted(loop.usage_by_model.items()))
-    ]
+    """Usage of a session turn is keyed by its session; a clean-slate turn is its own session. A
+    resumed turn (TL10) records what it spent since its pause (`loop.spent_before` was recorded
+    then), under ids of its own: each spend is one row set, when it happened."""
+    before, part = loop.spent_before, f"-{loop.segment}" if loop.segment else ""
+    rows = []
+    for i, (model, usage) in enumerate(sorted(loop.usage_by_model.items())):
+        earlier = before.get(model)
+        spent = usage if earlier is None else Usage(**{f: getattr(usage, f) - getattr(earlier, f) for f in Usage.model_fields})
+        if earlier is not None and spent == Usage():
+            continue
+        row = UsageRow(id=f"{run.id}{part}-{i}", created_at=run.updated_at, agent_id=run.agent_id, session_key=run.session_id or run.id, run_id=run.id, model=model, **spent.model_dump())  # fmt: skip
+        rows.append(row)
+    return rows
 
 
 def record_metrics(run: Run, loop: LoopResult, started: float | None, *, ok: bool) -> None:
