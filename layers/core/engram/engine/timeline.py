@@ -11,13 +11,13 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from engram.agents.models import Agent
-from engram.engine.prompt import PromptSection
+from engram.engine.prompt import PromptSection, estimate_tokens
 from engram.engine.providers.base import ModelResponse
 from engram.engine.tools import ToolContext, ToolOutcome
 from engram.kernel import trace as t
@@ -83,6 +83,8 @@ def start_sections_traced(sections: list[PromptSection], ctx: ToolContext, execu
             rows = section.load(ctx)
             if isinstance(rows, (list, tuple, dict, set)):
                 span.set(engram__memory__rows=len(rows))
+            with suppress(Exception):  # the tokens of every row read, before the shared budget fits them
+                span.set(engram__memory__tokens=estimate_tokens(section.render(rows, None) or ""))
             return rows
 
     return {s.name: executor.submit(load, s) for s in sections}
@@ -319,7 +321,7 @@ def job(kind: str, run_id: str, runs: Runs, tenant: str, settings: Settings) -> 
         if root.end is None:
             trace.end(root)
         try:
-            run = runs.get(tenant, run_id)
+            run = runs.get(tenant, run_id) if trace.keep else None
             if run is not None:
                 runs.traces.put(tenant, run, trace.stored(max_bytes=settings.trace_max_bytes), kind)
         except Exception:
