@@ -232,3 +232,17 @@ def test_a_watched_turns_model_call_says_its_time_to_first_chunk(stack):
     assert chat["gen_ai.request.stream"] is True and chat["gen_ai.response.time_to_first_chunk"] >= 0
     unwatched = _one(_trace(stack, stack.say(agent["id"], "hello").data["runId"]), "chat")["attributes"]
     assert "gen_ai.request.stream" not in unwatched and "gen_ai.response.time_to_first_chunk" not in unwatched
+
+
+def test_a_queued_run_has_no_timeline_until_it_ends_and_a_clean_slate_run_reads_its_agent_instead_of_a_lease(stack):
+    agent = stack.agent()
+    r = stack.call("POST", f"/api/agents/{agent['id']}/runs", body={"prompt": "check the weather"})
+    assert r.status == 202, r.body
+    queued = stack.call("GET", f"/api/runs/{r.data['runId']}/trace")
+    assert queued.status == 404 and queued.error["code"] == "trace_not_found"
+    stack.drain_runs()
+    trace = _trace(stack, r.data["runId"])
+    assert trace["kind"] == "manual" and trace["status"] == "succeeded"
+    assert _one(trace, "agent")["attributes"]["engram.run.kind"] == "manual"
+    assert [s["name"] for s in _by_kind(trace, "lease")] == ["agent.read"]
+    assert _by_kind(trace, "transcript.get") == [] and len(_by_kind(trace, "chat")) == 1
