@@ -97,3 +97,14 @@ def test_a_job_the_turn_caused_joins_the_same_trace_under_its_root(stack, export
     assert f"{job.parent.span_id:016x}" == turn_root["id"] and job.parent.is_remote
     calls = [s for s in exported.get_finished_spans() if s.parent is not None and s.parent.span_id == job.context.span_id]
     assert [c.attributes["gen_ai.operation.name"] for c in calls] == ["chat"]
+
+
+def test_a_collector_that_is_down_never_fails_the_turn(stack):
+    # the real OTLP/HTTP exporter, pointed at a loopback port nothing listens on
+    stack.deps.settings = stack.deps.settings.model_copy(update={"tracing_export": "otlp", "otlp_endpoint": "http://127.0.0.1:9"})
+    agent = stack.agent()
+    r = stack.say(agent["id"], "hello there")
+    assert r.status == 200, r.body
+    assert stack.call("GET", f"/api/runs/{r.data['runId']}/trace").data["status"] == "succeeded"
+    provider, _ = otel._exporting("http://127.0.0.1:9")
+    provider.shutdown()
