@@ -204,7 +204,9 @@ def test_the_trace_is_exported_with_the_account_and_deleted_with_the_agent(stack
     exported = stack.call("GET", "/api/me/export").data
     (traces,) = [a["traces"] for a in exported["agents"] if a["id"] == agent["id"]]
     assert [t["runId"] for t in traces] == [run_id] and traces[0]["spans"][0]["kind"] == "agent"
-    assert len(_trace_items(stack, "alice", agent["id"])) == 1
+    (item,) = _trace_items(stack, "alice", agent["id"])
+    run_item = stack.deps.table.get(keys.tenant_pk(tenant_key("alice")), keys.run_sk(run_id))
+    assert item["expiresAt"] == run_item["expiresAt"]  # a chat run expires (RUN_RETENTION_DAYS): its timeline with it
 
     assert stack.call("DELETE", f"/api/agents/{agent['id']}").status == 200
     assert stack.call("GET", f"/api/runs/{run_id}/trace").status == 404
@@ -246,3 +248,12 @@ def test_a_queued_run_has_no_timeline_until_it_ends_and_a_clean_slate_run_reads_
     assert _one(trace, "agent")["attributes"]["engram.run.kind"] == "manual"
     assert [s["name"] for s in _by_kind(trace, "lease")] == ["agent.read"]
     assert _by_kind(trace, "transcript.get") == [] and len(_by_kind(trace, "chat")) == 1
+
+
+def test_deleting_the_account_deletes_its_timelines(stack):
+    agent = stack.agent()
+    run_id = stack.say(agent["id"], "hello there").data["runId"]
+    assert len(_trace_items(stack, "alice", agent["id"])) == 1
+    assert stack.call("DELETE", "/api/me").status == 200
+    assert _trace_items(stack, "alice", agent["id"]) == []
+    assert stack.call("GET", f"/api/runs/{run_id}/trace").status == 404
