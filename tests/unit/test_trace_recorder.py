@@ -99,3 +99,13 @@ print(sorted(m for m in sys.modules if m.startswith("opentelemetry")))
         env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "layers" / "core")},
     )
     assert out.stdout.strip() == "[]"
+
+
+def test_a_council_members_root_names_the_run_it_worked_for():
+    from engram.engine import timeline
+
+    fields = {"kind": "council_member", "council_run_id": "run_lead", "parent_run_id": None}
+    trace = timeline.begin_turn("run_member", None, fields, 0.0)
+    (root,) = trace.stored()["spans"]  # type: ignore[misc]
+    assert root["attributes"]["engram.run.kind"] == "council_member"
+    assert root["attributes"]["engram.run.council_id"] == "run_lead" and "engram.run.parent_id" not in root["attributes"]

@@ -55,6 +55,11 @@ def begin_turn(run_id: str, session_id: str | None, run_fields: Mapping[str, obj
     trace.wall_start -= time.monotonic() - trace.mono_start
     root = trace.start("invoke_agent", t.AGENT, span_id=trace.root_id, at=started)
     root.set(**{t.OPERATION: "invoke_agent", t.CONVERSATION_ID: session_id, "engram.run.id": run_id, "engram.run.kind": kind})
+    # the run it worked for (a council member's lead, a re-examination's decision): its timeline is that run's
+    for field_name, attribute in (("council_run_id", "engram.run.council_id"), ("parent_run_id", "engram.run.parent_id")):
+        linked = run_fields.get(field_name)
+        if isinstance(linked, str) and linked:
+            root.put({attribute: linked})
     return trace
 
 
