@@ -119,7 +119,8 @@ class ModelCall:
         )
         if self.first_chunk is not None:
             span.put({t.TIME_TO_FIRST_CHUNK: round(self.first_chunk - span.start, 6)})
-        self.trace.end(span)
+        if span.end is None:  # (ended when the call returned, when answered after the block)
+            self.trace.end(span)
 
 
 @contextmanager
