@@ -182,7 +182,12 @@ def instructions(code: str, env: dict[str, str]) -> int:
 
 def instruction_counts(layer: Path) -> None:
     """The api function's import and a bare `import boto3`, in instructions, the interpreter's start taken off."""
-    bare_env = {**template_constants(), "PATH": "/usr/bin:/bin", "PYTHONDONTWRITEBYTECODE": "1", "POWERTOOLS_TRACE_DISABLED": "true"}
+    bare_env = {
+        **template_constants(),
+        "PATH": "/usr/bin:/bin",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "POWERTOOLS_TRACE_DISABLED": "true",
+    }
     empty = instructions("pass", bare_env)
     boto3 = instructions(_BARE_BOTO3.format(layer=str(layer)), bare_env) - empty
     libraries = instructions(_BARE_BOTO3.format(layer=str(layer)).replace("import boto3", _LIBRARIES), bare_env) - empty

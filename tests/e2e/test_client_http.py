@@ -167,6 +167,8 @@ def test_every_operation_through_the_client(stack_url, sample):
         time.sleep(0.1)
         resumed = engram.get_run(paused["runId"])
     assert resumed["status"] == "succeeded" and resumed["toolCalls"][-1]["decision"] == "approve"
+    timeline = engram.get_run_trace(priced["runId"])  # OB1: the run's spans, the tool call among them
+    assert [s["name"] for s in timeline["spans"] if s["kind"] == "tool"] == ["execute_tool mcp__market__lookup_price"]
     assert engram.delete_connection(conn["id"])["agentsChanged"] == 1
 
     # usage

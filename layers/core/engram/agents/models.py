@@ -92,6 +92,8 @@ class AgentFields(Body):
     server_tools: Annotated[list[ServerTool], Field(max_length=2)] = []
     require_approval: OwnToolNames = []  # TL10: Engram's own tools that need the owner's approval
     approval_timeout_s: ApprovalTimeout = APPROVAL_TIMEOUT_S
+    # OB2: the run timelines of this agent keep tool inputs and results (never by default).
+    trace_content: bool = False
 
 
 class AgentCreate(AgentFields):
@@ -114,6 +116,7 @@ class AgentUpdate(Body):
     server_tools: Annotated[list[ServerTool], Field(max_length=2)] | None = None
     require_approval: OwnToolNames | None = None
     approval_timeout_s: ApprovalTimeout | None = None
+    trace_content: bool | None = None
 
 
 class Agent(Resource):
@@ -132,3 +135,4 @@ class Agent(Resource):
     server_tools: list[str] = []
     require_approval: list[str] = []
     approval_timeout_s: int = APPROVAL_TIMEOUT_S
+    trace_content: bool = False

@@ -10,6 +10,7 @@ from pydantic.alias_generators import to_camel
 # The agent's shared session (kernel.ids, below the features that name it), with the session's records.
 from engram.kernel.ids import DASHBOARD as DASHBOARD
 from engram.kernel.model import Body, Id, Resource
+from engram.kernel.secrets import find_secret
 
 
 class SessionCreate(Body):
@@ -300,3 +301,18 @@ class SessionChanges:
         if self.title is not None:
             out["title"] = self.title
         return out
+
+
+# A session's title: the start of its first message (engine.turn sets it with the first turn).
+TITLE_CHARS = 60
+TITLE_SCAN_CHARS = 4_000  # longer than any key format whose first 60 characters alone give it away
+UNTITLED = "Untitled session"
+
+
+def session_title(message: str) -> str:
+    """The first TITLE_CHARS characters of a session's first message, unless the message holds a
+    secret: the transcript keeps it, a title (shown in every list) gets UNTITLED instead. The scan
+    reads a bounded prefix, long enough to hold any secret that reaches into the title."""
+    if find_secret(message[:TITLE_SCAN_CHARS]):
+        return UNTITLED
+    return message[:TITLE_CHARS]

@@ -90,7 +90,16 @@ def paused_run(run: Run, loop: LoopResult, *, message: str, seq: int, plan: Turn
     return run.model_copy(update={**update, "pending_approvals": pending, "paused": paused})
 
 
-def pause(runs: Runs, tenant: str, run: Run, loop: LoopResult, plan: TurnPlan, ctx: ToolContext, message: str) -> Run:
+def pause(
+    runs: Runs,
+    tenant: str,
+    run: Run,
+    loop: LoopResult,
+    plan: TurnPlan,
+    ctx: ToolContext,
+    message: str,
+    items: list[dict[str, object]] | None = None,
+) -> Run:
     """The turn stops for its owner's approval, in one transaction (the run awaiting_approval with
     the turn as it stopped, the usage so far, the session waiting for the run, its lease released);
     its watchers get approval.requested. Conflict when the plan cannot wait (a council's member)."""
@@ -105,7 +114,9 @@ def pause(runs: Runs, tenant: str, run: Run, loop: LoopResult, plan: TurnPlan, c
     events = plan.events
     seq = events.seq + 1 if events is not None else 0  # approval.requested's: the resumed turn goes on after it
     waiting = paused_run(run, loop, message=message, seq=seq, plan=plan, timeout_s=ctx.agent.approval_timeout_s)
-    runs.finish_turn(tenant, run=waiting, usage_rows=usage_rows(waiting, loop), session_changes=None, paused=True)
+    runs.finish_turn(
+        tenant, run=waiting, usage_rows=usage_rows(waiting, loop), session_changes=None, extra_items=items, paused=True
+    )
     metrics.add_metric(name="TurnPaused", unit=MetricUnit.Count, value=1)
     if events is not None:
         events.approval_requested([p for p in waiting.pending_approvals if "decision" not in p])

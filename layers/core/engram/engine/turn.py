@@ -21,20 +21,19 @@ from typing import Any, Protocol
 from engram.agents.models import Agent
 from engram.agents.ports import Agents
 from engram.aws.deadline import OutOfTime, remaining, within
-from engram.conversations.models import SessionState
+from engram.conversations.models import SessionState, session_title
 from engram.conversations.ports import Sessions
+from engram.engine import timeline
 from engram.engine.approval import after_pause, audited, pause, resumed
 from engram.engine.context import ContextSource, Conversation, MemoryReads, TurnContext
 from engram.engine.lease import LeaseKeeper, release_quietly
 from engram.engine.loop import LoopResult, run_loop
-from engram.engine.plan import TOOL_CALL_DETAILS as TOOL_CALL_DETAILS
 from engram.engine.plan import TurnOutcome as TurnOutcome
 from engram.engine.plan import TurnPlan as TurnPlan
 from engram.engine.plan import TurnPolicy as TurnPolicy
-from engram.engine.plan import public_tool_call as public_tool_call
 from engram.engine.plan import record_metrics as _record_metrics
 from engram.engine.plan import usage_rows as _usage_rows
-from engram.engine.prompt import MemoryView, PromptSection, build_system, fit_sections, start_sections
+from engram.engine.prompt import MemoryView, PromptSection, build_system, fit_sections
 from engram.engine.providers.base import ModelProvider
 from engram.engine.tools import TURN_MESSAGE, ToolContext, ToolDeps, ToolRegistry, ToolSet, ToolSource
 from engram.kernel.errors import (
@@ -49,13 +48,9 @@ from engram.kernel.errors import (
 from engram.kernel.ids import new_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
-from engram.kernel.secrets import find_secret
 from engram.runs.models import Run
 from engram.runs.ports import Runs
 
-TITLE_CHARS = 60
-TITLE_SCAN_CHARS = 4_000  # longer than any key format whose first 60 characters alone give it away
-UNTITLED = "Untitled session"
 _COMMIT_RESERVE_S = 2.0  # of the budget, kept for the transcript PUT and the commit
 _FAILURE_GRACE_S = 3.0  # past the budget, to record a failure: still inside API Gateway's 30 s
 
@@ -133,6 +128,7 @@ def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnO
                     toolset.close()  # e.g. the turn's MCP sessions (TL7)
                 if turn.lease is not None:
                     turn.lease.stop()
+                timeline.finish(turn.ctx, deps.settings)  # OB1/OB2: the root span ends, exported if asked
     except Exception as err:
         # A busy session is retried (the queue redelivers the job): not the end of the turn.
         if events is not None and not isinstance(err, SessionBusy):
@@ -185,8 +181,9 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             events=plan.events,
             prior=resumed(plan, deps.registry, turn.ctx, loop_deadline, turn.loop),  # TL10: a resumed turn's
         )
-        if turn.loop.pending:  # TL10: calls wait for the owner's approval (engine.approval)
-            run = pause(deps.runs, turn.tenant, turn.run, turn.loop, plan, turn.ctx, turn.message)
+        if turn.loop.pending:  # TL10: calls wait for the owner's approval; the timeline so far is in the pause's write
+            with timeline.committing(turn.ctx, deps, turn.run, []) as items:
+                run = pause(deps.runs, turn.tenant, turn.run, turn.loop, plan, turn.ctx, turn.message, items)
             _await_background(turn.ctx)
             return after_pause(plan, turn.ctx, TurnOutcome(run, turn.loop.reply, run.tool_calls, _turn_messages(turn)))
         result: dict[str, Any] = {"reply": turn.loop.reply}
@@ -207,7 +204,9 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
     run_id = plan.run_id or new_id("run")
     check_message(deps, message)
     agent_id = plan.run_fields.get("agent_id") or (plan.agent.id if plan.agent else "")
-    agent, session = _load_agent_and_session(deps, tenant, agent_id, plan, run_id, budget)
+    part = "turn" if plan.resume is None else f"resume-{len(plan.approvals)}"  # TL10: a resumed turn's own part
+    with timeline.lease_wait(run_id, plan.session_id, plan.run_fields, started, part) as trace:  # the agent read beside it
+        agent, session = _load_agent_and_session(deps, tenant, agent_id, plan, run_id, budget)
     run = Run(
         id=run_id,
         created_at=plan.run_fields.get("created_at") or now_iso(),
@@ -228,7 +227,7 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
         session_id=plan.session_id or "",
         run_id=run_id,
         deps=deps,
-        state={**plan.tool_state, TURN_MESSAGE: message},
+        state={**plan.tool_state, TURN_MESSAGE: message, timeline.TRACE: timeline.for_agent(trace, agent)},
     )
     turn = _Turn(
         deps=deps,
@@ -245,7 +244,7 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
         ttl = deps.settings.session_lease_s
         turn.lease = LeaseKeeper(deps.sessions, tenant, agent.id, plan.session_id, run_id, ttl).start()
     # Memory sections and the policies' reads run in parallel with the transcript GET; sections are best-effort.
-    turn.loaded = start_sections(deps.sections, ctx, deps.executor)
+    turn.loaded = timeline.start_sections_traced(deps.sections, ctx, deps.executor)
     turn.prepared = [deps.executor.submit(p.prepare, ctx) for p in plan.policies]
     turn.toolsets = [deps.executor.submit(source.toolset, ctx) for source in deps.tool_sources]
     return turn
@@ -383,15 +382,6 @@ def _session_changes(turn: _Turn, conversation: Conversation) -> dict[str, objec
     return replace(changes, counters=counters, title=title).attributes()
 
 
-def session_title(message: str) -> str:
-    """The first TITLE_CHARS characters of a session's first message, unless the message holds a
-    secret: the transcript keeps it, a title (shown in every list) gets UNTITLED instead. The scan
-    reads a bounded prefix, long enough to hold any secret that reaches into the title."""
-    if find_secret(message[:TITLE_SCAN_CHARS]):
-        return UNTITLED
-    return message[:TITLE_CHARS]
-
-
 def _commit(turn: _Turn, result: Mapping[str, object]) -> TurnOutcome:
     """One transaction: session counters and lease, run record, usage rows, the policies' items."""
     deps, loop = turn.deps, turn.loop
@@ -415,7 +405,10 @@ def _commit(turn: _Turn, result: Mapping[str, object]) -> TurnOutcome:
         for policy in turn.plan.policies:
             extra += policy.commit_items(turn.ctx, _turn_messages(turn), run.updated_at)
     try:
-        deps.runs.finish_turn(turn.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes, extra_items=extra)
+        with timeline.committing(turn.ctx, deps, run, extra) as items:  # the run's timeline: a Put of the same write
+            deps.runs.finish_turn(
+                turn.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes, extra_items=items
+            )
     except Exception as err:
         # The transcript written for this turn stays in S3 but is never read: the session row
         # still names the previous run (conversations.transcripts), so nothing needs undoing.
@@ -480,7 +473,10 @@ def _fail(turn: _Turn, err: Exception) -> bool:
     logger.warning("turn failed", extra={"run_id": failed.id, "code": error["code"], "error": repr(err)})
     recorded = True
     try:
-        turn.deps.runs.finish_turn(turn.tenant, run=failed, usage_rows=_usage_rows(failed, loop), session_changes=None)
+        with timeline.committing(turn.ctx, turn.deps, failed, [], error=error["code"]) as items:
+            turn.deps.runs.finish_turn(
+                turn.tenant, run=failed, usage_rows=_usage_rows(failed, loop), session_changes=None, extra_items=items
+            )
     except Exception:
         logger.exception("could not record the failed run", extra={"run_id": failed.id})
         recorded = False
