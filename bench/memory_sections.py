@@ -27,7 +27,8 @@ def main() -> int:
     from moto import mock_aws
 
     from engram.agents.models import Agent, Workspace
-    from engram.engine.prompt import fit_sections, start_sections
+    from engram.engine.prompt import fit_sections
+    from engram.engine.timeline import start_sections_traced as start_sections
     from engram.engine.tools import ToolContext
     from engram.facts.models import Fact
     from engram.kernel.ids import tenant_key

@@ -15,7 +15,7 @@ breakpoints go is engine.cache's business.
 from __future__ import annotations
 
 from collections.abc import Callable
-from concurrent.futures import Executor, Future
+from concurrent.futures import Future
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,10 +57,6 @@ class PromptSection:
         """Every entry line of `rows` as `fence|line`."""
         lines = self.known(rows) if self.known is not None else _entries(self.render(rows, None))
         return [f"{self.fence}|{line}" for line in lines]
-
-
-def start_sections(sections: list[PromptSection], ctx: ToolContext, executor: Executor) -> dict[str, Future[Any]]:
-    return {s.name: executor.submit(s.load, ctx) for s in sections}
 
 
 def persona_block(agent: Agent, extra: list[str] | None = None) -> str:

@@ -84,7 +84,7 @@ def root_of(trace: t.Trace) -> t.Span | None:
 
 
 def start_sections_traced(sections: list[PromptSection], ctx: ToolContext, executor: Executor) -> dict[str, Future[Any]]:
-    """The memory sections' reads (engine.prompt.start_sections), each a memory.read span with the
+    """The memory sections' reads (one task each on the turn's pool), each a memory.read span with the
     rows it read."""
     trace = t.trace_of(ctx.state)
 
