@@ -38,8 +38,9 @@ from engram.recall.archive import ArchiveRepository
 from engram.recall.ports import Archive
 from engram.run_memory.ports import RunMemories
 from engram.run_memory.repository import RunMemoryRepository
+from engram.runs.admission import TurnAdmissionRepository
 from engram.runs.ports import RunDecisions, Runs, Schedules, TurnAdmissions
-from engram.runs.repository import RunDecisionRepository, RunRepository, TurnAdmissionRepository
+from engram.runs.repository import RunDecisionRepository, RunRepository
 from engram.streaming.ports import Pusher, Streams
 from engram.streaming.repository import StreamRepository
 from engram.usage.ports import UsageLedger
