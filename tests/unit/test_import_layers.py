@@ -30,6 +30,7 @@ STORES = {
     "engram.account.objects",
     "engram.apikeys.oauth_clients",  # the RFC 7591 registrations' rows and their sweep
     "engram.runs.traces",  # the runs' timelines (OB1)
+    "engram.runs.admission",  # a queued turn's admission (ST4, ST7)
 }
 # Pure domain rules beside the models (no I/O): the schedule-expression parser the API and the
 # local schedule loop share.
