@@ -9,6 +9,7 @@ however many rows exist. Director learnings are indexed per agent on GSI1 instea
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from engram.aws import keys, quotas
 from engram.aws.table import ConditionFailed, Table
@@ -87,16 +88,29 @@ class MemoryRepository:
         items = self.table.query_all(owner_pk(tenant, scope, owner_id), sk_prefix="MEM#")
         return [Memory.model_validate(i) for i in items]
 
-    def top(self, tenant: str, scope: str, owner_id: str, *, limit: int, session_id: str | None, page: int = 50) -> list[Memory]:
-        """The owner's live rows in injection order (pinned > importance > recent), at most `limit`."""
+    def top(
+        self,
+        tenant: str,
+        scope: str,
+        owner_id: str,
+        *,
+        limit: int,
+        session_id: str | None,
+        page: int = 50,
+        wanted: Callable[[list[Memory]], int] | None = None,
+    ) -> list[Memory]:
+        """The owner's live rows in injection order (pinned > importance > recent), at most `limit`.
+        With `wanted`, pages of `page` rows and then of as many as `wanted(rows so far)` asks for,
+        until it asks for none (the rows read are enough); without it, pages of `limit` rows."""
         if limit <= 0:
             return []
         pk = keys.memory_rank_pk(owner_pk(tenant, scope, owner_id))
         out: list[Memory] = []
         token = None
         now = time.time()
+        size = page if wanted is not None else max(page, limit)
         for _ in range(20):  # bounded: expired or other-session rows are skipped, not unbounded
-            items, token = self.table.query(pk, index="GSI2", limit=max(page, limit), token=token)
+            items, token = self.table.query(pk, index="GSI2", limit=size, token=token)
             for item in items:
                 m = Memory.model_validate(item)
                 if not is_live(m, now) or (m.category == "conversation" and m.session_id != session_id):
@@ -106,6 +120,10 @@ class MemoryRepository:
                     return out
             if not token:
                 break
+            if wanted is not None:
+                size = min(wanted(out), limit - len(out))
+                if size <= 0:
+                    break
         return out
 
     def recent_learnings(self, tenant: str, agent_id: str, *, limit: int) -> list[Memory]:
