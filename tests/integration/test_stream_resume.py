@@ -105,6 +105,26 @@ def test_keepalives_go_out_while_a_tool_runs(stack, servers):
     assert {e["seq"] for e in events if e["type"] == "turn.keepalive" and e in events[types.index("tool.started") :]} >= {started}
 
 
+def test_a_socket_that_resumes_during_a_tool_gets_the_keepalives(stack, servers):
+    """Keepalives carry the last event's seq; a socket that resumed after that seq still gets them
+    (or API Gateway would close it for idleness during a long tool)."""
+    stack.deps.settings = stack.deps.settings.model_copy(update={"stream_keepalive_s": 0.2})
+    agent = acting_agent(stack, connect(stack, servers, "faulty", "faulty"))
+    sender, late = Socket(stack), Socket(stack)
+    api = sender.api
+    api.cut.clear()
+    api.cut_after[sender.id] = lambda e: e["type"] == "tool.started"  # the sender goes at the tool
+    run_id = sender.turn(agent["id"], "use slow with 2")["runId"]
+    worker = _in_background(stack)
+    assert api.cut.wait(30)
+    last = max(_seqs(sender.events, run_id))
+    assert _beside(stack, late, {"action": "resume", "runId": run_id, "afterSeq": last})["type"] == "resumed"
+    worker.join(60)
+    types = [e["type"] for e in late.of_run(run_id)]
+    assert types.count("turn.keepalive") >= 2 and types[-1] == "turn.completed"
+    assert min(_seqs(late.events, run_id)) > last
+
+
 def test_resume_refuses_another_users_run_and_unknown_ones(stack):
     agent = stack.agent()
     mine = Socket(stack)

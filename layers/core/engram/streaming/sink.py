@@ -9,11 +9,12 @@ its post, and a socket that subscribes or resumes mid-turn still misses nothing:
 subscribed before that read gets the event from it, one that subscribed after it finds the event
 kept when it reads the kept events (which it does after subscribing). An event may reach a socket
 both ways; its seq tells (the clients drop a seq they have); but none up to the seq a socket
-resumed the run after (its subscription says so): a client that had the event from the first post,
-lost its socket and resumed on a new one before the second read has it already. A connection that is gone (GoneException) is forgotten and skipped from
-then on; any other failure skips that one message for that one socket. While nothing happens
-(a tool running) a keepalive goes out every STREAM_KEEPALIVE_SECONDS, well inside API Gateway's
-10-minute idle limit. When the turn ends, what is pending is posted within CLOSE_WAIT_S, so the
+resumed the run after (its subscription says so): a client that had the event from the first
+post, lost its socket and resumed on a new one before the second read has it already. A
+connection that is gone (GoneException) is forgotten and skipped from then on; any other failure
+skips that one message for that one socket. While nothing happens (a tool running) a keepalive
+goes out every STREAM_KEEPALIVE_SECONDS, well inside API Gateway's 10-minute idle limit, to every
+watcher. When the turn ends, what is pending is posted within CLOSE_WAIT_S, so the
 Lambda worker does not freeze with the final event unsent."""
 
 from __future__ import annotations
@@ -81,9 +82,11 @@ class SocketSink:
 
     def _post(self, event: Mapping[str, object], *, keep: bool) -> None:
         data = json.dumps(event, ensure_ascii=False, default=str).encode()
-        seq = event.get("seq")
+        # A kept event is not posted to a socket that resumed after it; a keepalive (its seq the last
+        # event's) is posted to every watcher, or a socket resumed during a long tool would idle out.
+        seq = event.get("seq") if keep else None
         posted = set(self._send_to(self._watching or {}, seq, data))
-        if keep and isinstance(seq, int):
+        if isinstance(seq, int):
             self.last_seq = seq
             if seq <= MAX_KEPT:
                 try:
