@@ -100,7 +100,8 @@ class MemoryRepository:
         wanted: Callable[[list[Memory]], int] | None = None,
     ) -> list[Memory]:
         """The owner's live rows in injection order (pinned > importance > recent), at most `limit`.
-        With `wanted`, pages of `page` rows and then of as many as `wanted(rows so far)` asks for,
+        With `wanted`, pages of `page` rows and then of as many as `wanted(rows so far)` asks for
+        (more when rows were skipped, in the proportion skipped so far; at most `limit` a page),
         until it asks for none (the rows read are enough); without it, pages of `limit` rows."""
         if limit <= 0:
             return []
@@ -108,9 +109,12 @@ class MemoryRepository:
         out: list[Memory] = []
         token = None
         now = time.time()
-        size = page if wanted is not None else max(page, limit)
+        most = max(page, limit)
+        size = page if wanted is not None else most
+        scanned = 0
         for _ in range(20):  # bounded: expired or other-session rows are skipped, not unbounded
             items, token = self.table.query(pk, index="GSI2", limit=size, token=token)
+            scanned += len(items)
             for item in items:
                 m = Memory.model_validate(item)
                 if not is_live(m, now) or (m.category == "conversation" and m.session_id != session_id):
@@ -121,9 +125,10 @@ class MemoryRepository:
             if not token:
                 break
             if wanted is not None:
-                size = min(wanted(out), limit - len(out))
-                if size <= 0:
+                want = min(wanted(out), limit - len(out))
+                if want <= 0:
                     break
+                size = min(most, -(-want * scanned // len(out))) if out else most
         return out
 
     def recent_learnings(self, tenant: str, agent_id: str, *, limit: int) -> list[Memory]:
