@@ -8,12 +8,14 @@ the first `text.delta` it receives; Engram's part is that time minus the model's
 call to its first piece of text). Median and p95; aim: under 80 ms. It includes the $default
 handler (the subscription, the queued run, the SQS send), the queue's delivery to the worker
 (locally a long poll that returns with the message), the turn's start (lease, transcript,
-sections) and the push; each event is also kept (a DynamoDB put) before it is posted (ST5).
-Beside it: events per turn, the largest event in bytes (API Gateway's limit: 128 KB), the load
+sections) and the push; each event is posted to the sockets known to watch, then kept (a DynamoDB
+put) and the watchers read again (ST5). Beside it: events per turn, the largest event in bytes (API Gateway's limit: 128 KB), the load
 average (the machine is shared: read the figure with it), and the resume latency: a new socket
 sends `resume {runId, afterSeq: 0}` for a finished turn and waits for `resumed` (every kept event
-replayed first). The sync turn's overhead: `python -m bench.run` (unchanged: a turn nobody
-watches builds no events and the providers do not stream).
+replayed first). Of Engram's part, the stretch from the model's first text to the first delta on the
+socket is printed apart: the sink's share (the coalescing's first piece goes at once). The sync
+turn's overhead: `python -m bench.run` (unchanged: a turn nobody watches builds no events and the
+providers do not stream).
 """
 
 from __future__ import annotations
@@ -42,6 +44,7 @@ class TimedModel:
     def __init__(self, inner: Any):
         self.inner = inner
         self.ttft: list[float] = []
+        self.first_at: list[float] = []  # when the first piece of text left the model (perf_counter)
 
     def complete(self, **kwargs: Any) -> Any:
         started = time.perf_counter()
@@ -55,6 +58,7 @@ class TimedModel:
             if first:
                 time.sleep(MODEL_TTFT_S)
                 self.ttft.append(time.perf_counter() - started)
+                self.first_at.append(time.perf_counter())
                 first = False
             on_text(piece)
 
@@ -89,7 +93,7 @@ def main() -> int:
 
         agent = call("POST", "/api/agents", {"name": "Bench", "persona": "You help."})
         ticket = call("POST", "/api/stream-tickets")
-        overheads, pushes, stages, sizes, run_ids = [], [], [], [], []
+        overheads, pushes, stages, sizes, run_ids, posts = [], [], [], [], [], []
         load_before = os.getloadavg()
         with connect(f"{ticket['url']}/?ticket={ticket['ticket']}") as ws:
             for i in range(TURNS + 2):
@@ -112,11 +116,13 @@ def main() -> int:
                         started = time.perf_counter() - sent
                     if event["type"] == "text.delta" and first is None:
                         first = time.perf_counter() - sent
+                        posted = time.perf_counter() - model.first_at[-1]
                     if event["type"] in ("turn.completed", "turn.failed"):
                         break
                 if i >= 2:  # the first turns warm the containers' clients
                     overheads.append((first or 0) - model.ttft[-1])
                     stages.append(((queued or 0), (started or 0)))
+                    posts.append(posted)
                     pushes.append(count)
         load_after = os.getloadavg()
         resumes = []
@@ -138,7 +144,8 @@ def main() -> int:
     )
     print(
         f"  of which: the frame's answer (turn.queued) median {statistics.median(q for q, _ in stages) * 1000:.1f} ms, "
-        f"turn.started median {statistics.median(t for _, t in stages) * 1000:.1f} ms"
+        f"turn.started median {statistics.median(t for _, t in stages) * 1000:.1f} ms; "
+        f"the model's first text -> its text.delta on the socket median {statistics.median(posts) * 1000:.1f} ms"
     )
     print(
         f"pushes per turn (events posted)     median {statistics.median(pushes):.0f}, max {max(pushes)} (a reply of ~500 characters)"

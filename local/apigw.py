@@ -552,6 +552,9 @@ def _cors_headers(cors: Mapping[str, Any], origin: str) -> Headers:
     return out
 
 
+MISDIRECTED = "Misdirected Request: the local stack answers only a loopback Host (localhost, 127.0.0.1)"
+
+
 def loopback_host(host: str) -> bool:
     """Whether a `Host` header names this machine: localhost, *.localhost (RFC 6761), a loopback
     address; with or without a port."""
@@ -578,7 +581,7 @@ def dispatch(functions: Functions, request: HttpRequest) -> HttpResponse:
     method = request.method.upper()
     folded, _ = _fold_headers(request.headers)
     if not loopback_host(folded.get("host", "")):
-        return _message(421, "Misdirected Request: the local stack answers only a loopback Host (localhost, 127.0.0.1)")
+        return _message(421, MISDIRECTED)
     cors = functions.cors()
 
     matched = functions.match(method, path)

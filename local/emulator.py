@@ -54,9 +54,11 @@ but (7) for a receipt handle deleted long before):
 6. Answers that carry items are written as JSON directly. moto 5.2 writes every answer through
    its generic botocore-model serializer, which walks the output shape member by member: a
    Query of 200 items took ~0.5 s to serialize, most of a local chat turn. For Query, Scan,
-   GetItem and BatchGetItem the answer is moto's own result dict (attribute values already in
-   DynamoDB JSON), so it is dumped as it is, binary values base64-encoded as the serializer
-   does; the same status, headers and body (tests/unit/test_local_emulator.py compares them).
+   GetItem and BatchGetItem, and UpdateItem and PutItem (their `Attributes`: a chat
+   turn's session lease answers with the session row, its memory snapshot included), the answer
+   is moto's own result dict (attribute values already in DynamoDB JSON), so it is dumped as it
+   is, binary values base64-encoded as the serializer does; the same status, headers and body
+   (tests/unit/test_local_emulator.py compares them).
 
 7. SQS forgets the receipt handles of deleted messages after a while. moto adds every receipt
    handle of each message it deletes to its queue's `deleted_messages` set, so that deleting one
@@ -596,7 +598,7 @@ def _partition_queries() -> None:
 
 
 # --------------------------------------------------------------------------- 6. item answers
-_ITEM_ANSWERS = frozenset({"Query", "Scan", "GetItem", "BatchGetItem"})
+_ITEM_ANSWERS = frozenset({"Query", "Scan", "GetItem", "BatchGetItem", "UpdateItem", "PutItem"})
 JSON_CONTENT_TYPE = "application/x-amz-json-1.0"
 
 

@@ -11,6 +11,10 @@ API Gateway's limits hold here too (ST6): a binary frame closes the socket with 
 frame over 32 KB with 1009 (the handler is not invoked for either), a socket with no message either
 way for `idle_s` (10 minutes) closes, and so does one older than `lifetime_s` (2 hours), both
 with 1001 (LOCAL_SOCKET_IDLE_SECONDS, LOCAL_SOCKET_LIFETIME_SECONDS; tests shorten them).
+
+DNS rebinding: like the HTTP front (local/apigw.py), the handshake is refused with 421 unless its
+`Host` is a loopback name (localhost, *.localhost, 127.x.x.x, [::1]), before the handler is invoked
+or a ticket taken: a page whose name was made to point at 127.0.0.1 sends its own name as `Host`.
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qs, unquote, urlsplit
 
-from .apigw import Functions
+from .apigw import MISDIRECTED, Functions, loopback_host
 from .template import Template
 
 log = logging.getLogger("engram.local")
@@ -115,7 +119,10 @@ class LocalSockets:
         return {"requestContext": context, "isBase64Encoded": False, **extra}
 
     def _connect(self, connection: Any, request: Any) -> Any:
-        """$connect, during the handshake: a refusal is the handler's status, as API Gateway answers."""
+        """$connect, during the handshake: a refusal is the handler's status, as API Gateway answers
+        (a Host that is not a loopback name is refused first, 421, with nothing invoked)."""
+        if not loopback_host(request.headers.get("Host", "")):
+            return connection.respond(HTTPStatus.MISDIRECTED_REQUEST, MISDIRECTED)
         # Like API Gateway's (e.g. "L0SM9cOFvHcCIhw="): base64, so the management API's path is URL-encoded.
         connection_id = base64.b64encode(secrets.token_bytes(10)).decode()
         connection.engram_id = connection_id

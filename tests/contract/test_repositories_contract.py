@@ -722,6 +722,26 @@ def test_top_memories_in_injection_order(stores):
     ]
 
 
+def test_top_memories_read_as_many_pages_as_asked_and_more_past_skipped_rows(stores):
+    """With `wanted`, the read goes on while it asks for rows; rows skipped (another session's
+    conversation rows, ranked first here) make the next page larger in proportion (a whole page
+    while none was kept), so the live rows behind 300 skipped ones are still found."""
+    for i in range(300):
+        stores.memories.put(T, _memory(f"m_s{i:03d}", importance=90, category="conversation", session_id="s2"), "ws_1")
+    for i in range(300):
+        stores.memories.put(T, _memory(f"m_k{i:03d}", importance=10, updated_at=ts(i // 60, i % 60)), "ws_1")
+    asked: list[int] = []
+
+    def wanted(rows: list[object]) -> int:
+        asked.append(len(rows))
+        return 5 if len(rows) < 12 else 0
+
+    found = stores.memories.top(T, "workspace", "ws_1", limit=200, session_id="s1", page=50, wanted=wanted)
+    assert asked == [0, 0, len(found)] and 12 <= len(found) < 200  # 50 and 200 skipped, then enough
+    everything = stores.memories.top(T, "workspace", "ws_1", limit=200, session_id="s1")
+    assert [m.id for m in found] == [m.id for m in everything[: len(found)]] and found[0].id == "m_k299"
+
+
 def test_director_learnings_are_indexed_apart(stores):
     for i in range(4):
         m = _memory(f"m_l{i}", scope="agent", source="director", key=f"director:learning:{i}", created_at=ts(i), updated_at=ts(i))

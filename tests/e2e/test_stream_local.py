@@ -4,6 +4,7 @@ client: what `make dev` streams, through the same handlers and management API as
 from __future__ import annotations
 
 import json
+import socket
 from typing import Any
 
 import pytest
@@ -61,6 +62,25 @@ def test_tickets_are_refused_when_reused_or_missing(stack_url):
         with pytest.raises(InvalidStatus) as refused:
             connect(url, open_timeout=10)
         assert refused.value.response.status_code == 401
+
+
+def test_a_handshake_whose_host_is_not_a_loopback_name_is_refused_and_its_ticket_kept(stack_url):
+    """DNS rebinding: a page whose name resolves to 127.0.0.1 connects to this very port, but its
+    handshake carries the page's own name as `Host`: 421, before the ticket is looked at."""
+    t = ticket(stack_url)
+    port = int(t["url"].rsplit(":", 1)[1])
+    for host in ("rebind.example", "127.0.0.1.nip.io", "localhost.example"):
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        with pytest.raises(InvalidStatus) as refused:
+            connect(f"ws://{host}:{port}/?ticket={t['ticket']}", sock=sock, open_timeout=10)
+        assert refused.value.response.status_code == 421
+        assert b"loopback Host" in refused.value.response.body
+    for host in ("localhost", "engram.localhost"):  # loopback names are served (the ticket was not taken)
+        sock = socket.create_connection(("127.0.0.1", port), timeout=10)
+        with connect(f"ws://{host}:{port}/?ticket={t['ticket']}", sock=sock, open_timeout=10) as ws:
+            ws.send(json.dumps({"action": "subscribe", "agentId": "ag_nope", "sessionId": "dashboard"}))
+            assert json.loads(ws.recv(timeout=10))["type"] == "error"
+        t = ticket(stack_url)
 
 
 def test_two_tabs_see_a_queued_turn_and_one_that_leaves_does_not_stop_it(stack_url):

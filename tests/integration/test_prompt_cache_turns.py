@@ -320,3 +320,77 @@ def test_a_summary_that_lands_after_the_cut_turn_leaves_the_system_prompt_as_it_
     blocks = [b["text"] for b in nxt["system"] if '<memory scope="summary">' in b["text"]]
     assert len(blocks) >= 2 and blocks[1] in late["text"]
     assert all("summarised since" not in b["text"] for b in nxt["messages"][-1]["content"])
+
+
+def _agent_rows(stack, agent_id, rows):
+    """(key, value, importance) rows stored as the repository writes them, in one batch."""
+    from engram.kernel.model import now_iso
+    from engram.memory.models import Memory, memory_id
+
+    now, t = now_iso(), tenant_key("alice")
+    items = [
+        stack.deps.memories.item(
+            t,
+            Memory(
+                id=memory_id("agent", agent_id, key),
+                key=key,
+                value=value,
+                scope="agent",
+                importance=imp,
+                created_at=now,
+                updated_at=now,
+            ),
+            agent_id,
+        )
+        for key, value, imp in rows
+    ]
+    stack.deps.table.batch_write(puts=items)
+
+
+def test_agent_rows_ranked_past_what_the_section_reads_by_newer_ones_keep_the_snapshot(stack):
+    """The agent's rows are read until they hold more than the section can show (here a 200-token
+    budget: the first page). Rows stored since push the snapshot's rows past that read: not
+    forgotten, so the deeper page finds them and the snapshot stays; a forgotten one is not."""
+    from engram.memory.models import memory_id
+    from engram.memory.section import memory_sections
+
+    stack.deps.settings = stack.deps.settings.model_copy(update={"agent_memory_token_budget": 200})
+    stack.deps.sections = memory_sections(200)
+    bodies: list[dict] = []
+    _claude(stack, bodies)
+    agent = stack.agent(persona=PERSONA, model=MODEL, agentMemory=True)
+    _agent_rows(stack, agent["id"], [(f"door-{i}", f"the door number {i} is painted blue", 50) for i in range(30)])
+    stack.say(agent["id"], "hi")
+    snapshot = bodies[-1]["system"][1]["text"]
+    assert "more are reachable with memory_recall" in snapshot
+    shown = snapshot.split('<memory scope="agent">')[1].split('"')[1]  # the first row shown
+    _agent_rows(stack, agent["id"], [(f"window-{i}", f"window number {i} faces the yard", 90) for i in range(80)])
+    stack.say(agent["id"], "what do you know?")
+    assert bodies[-1]["system"][1]["text"] == snapshot  # kept: its cached prefix survives
+    since = bodies[-1]["messages"][-1]["content"][-1]["text"]
+    assert since.startswith("## Memory stored since") and '"window-' in since
+    door = memory_id("agent", agent["id"], shown)
+    assert stack.call("DELETE", f"/api/agents/{agent['id']}/memories/{door}").data["deleted"]
+    stack.say(agent["id"], "and now?")
+    assert f'\\"{shown}\\"' not in json.dumps(bodies[-1]["system"])  # taken again: the ranking is the new one
+    assert '"window-' in bodies[-1]["system"][1]["text"]
+
+
+def test_the_agent_section_reads_what_it_may_show_and_shows_what_the_whole_page_shows(stack):
+    """Rows of every length: the rows read are a prefix of the 200-row page, fewer of them, and the
+    section shows the same rows as from the whole page at every budget up to the agent's."""
+    from engram.engine.tools import ToolContext
+    from engram.memory.section import load_agent_memory, render_agent_memory
+
+    agent = stack.agent(agentMemory=True)
+    _agent_rows(stack, agent["id"], [(f"k{i:03d}", "x" * (10 + (i * 37) % 300), i % 100) for i in range(400)])
+    model = stack.deps.agents.get(tenant_key("alice"), agent["id"])
+    ctx = ToolContext(tenant_key("alice"), model, "dashboard", "run_1", stack.deps)
+    budget = stack.deps.settings.agent_memory_token_budget
+    read = load_agent_memory(ctx, budget_tokens=budget)
+    whole = load_agent_memory(ctx, budget_tokens=budget, deep=True)
+    assert len(whole) == 200 and 0 < len(read) < 200 and [m.id for m in read] == [m.id for m in whole[: len(read)]]
+    for tokens in (120, 300, 900, budget):
+        shown = [line for line in (render_agent_memory(read, tokens) or "").splitlines() if line.startswith("- ")]
+        assert shown == [line for line in (render_agent_memory(whole, tokens) or "").splitlines() if line.startswith("- ")]
+        assert "At least" in (render_agent_memory(read, tokens) or "")  # more are stored than were read

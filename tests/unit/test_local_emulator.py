@@ -505,8 +505,10 @@ def test_index_queries_stay_right_through_every_kind_of_write():
 
 
 def test_item_answers_are_the_bytes_moto_would_write():
-    """(6) Query, Scan, GetItem and BatchGetItem answers, written directly as JSON, carry the same
-    status, content type and parsed body as moto's serializer writes, for every attribute type."""
+    """(6) Query, Scan, GetItem, BatchGetItem, UpdateItem and PutItem answers (every ReturnValues;
+    not DeleteItem, whose result carries a member its answer has not), written directly as JSON,
+    carry the same status, content type and parsed body as moto's serializer writes, for every
+    attribute type."""
     from moto.dynamodb.responses import DynamoHandler
 
     answers: list[tuple[str, Any, Any]] = []
@@ -538,15 +540,28 @@ def test_item_answers_are_the_bytes_moto_would_write():
         client.get_item(TableName=TABLE, Key={"PK": {"S": "p#1"}, "SK": {"S": "s#1"}})
         client.get_item(TableName=TABLE, Key={"PK": {"S": "none"}, "SK": {"S": "none"}})
         client.batch_get_item(RequestItems={TABLE: {"Keys": [{"PK": {"S": "p#1"}, "SK": {"S": "s#2"}}]}})
+        key = {"PK": {"S": "p#1"}, "SK": {"S": "s#0"}}
+        for returns in ("ALL_NEW", "ALL_OLD", "UPDATED_NEW", "UPDATED_OLD", "NONE"):
+            client.update_item(
+                TableName=TABLE,
+                Key=key,
+                UpdateExpression="SET n = :n, ss = :ss",
+                ExpressionAttributeValues={":n": {"N": "7"}, ":ss": {"SS": ["z", "é"]}},
+                ReturnValues=returns,
+            )
+        client.put_item(TableName=TABLE, Item={**item, "SK": {"S": "s#1"}}, ReturnValues="ALL_OLD")
+        client.delete_item(TableName=TABLE, Key=key, ReturnValues="ALL_OLD")
+        client.delete_item(TableName=TABLE, Key=key)
     seen = set()
+    actions = ("Query", "Scan", "GetItem", "BatchGetItem", "UpdateItem", "PutItem")
     for action, (status, headers, body), (want_status, want_headers, want_body) in answers:
-        if action not in ("Query", "Scan", "GetItem", "BatchGetItem"):
+        if action not in actions:
             continue
         seen.add(action)
         assert status == want_status == 200
         assert headers["Content-Type"] == want_headers["Content-Type"]
         assert json.loads(body) == json.loads(want_body), action
-    assert seen == {"Query", "Scan", "GetItem", "BatchGetItem"}
+    assert seen == set(actions)
 
 
 def test_sqs_keeps_a_bounded_number_of_deleted_receipt_handles(monkeypatch):

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Protocol
 
 from engram.memory.models import Memory
@@ -28,8 +29,19 @@ class Memories(Protocol):
 
     def all(self, tenant: str, scope: str, owner_id: str) -> list[Memory]: ...
 
-    def top(self, tenant: str, scope: str, owner_id: str, *, limit: int, session_id: str | None, page: int = 50) -> list[Memory]:
-        """The owner's live rows in injection order (pinned > importance > recent), at most `limit`."""
+    def top(
+        self,
+        tenant: str,
+        scope: str,
+        owner_id: str,
+        *,
+        limit: int,
+        session_id: str | None,
+        page: int = 50,
+        wanted: Callable[[list[Memory]], int] | None = None,
+    ) -> list[Memory]:
+        """The owner's live rows in injection order (pinned > importance > recent), at most `limit`;
+        with `wanted`, read page by page while it asks for more rows (how many)."""
         ...
 
     def recent_learnings(self, tenant: str, agent_id: str, *, limit: int) -> list[Memory]:

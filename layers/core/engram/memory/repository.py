@@ -9,6 +9,7 @@ however many rows exist. Director learnings are indexed per agent on GSI1 instea
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 
 from engram.aws import keys, quotas
 from engram.aws.table import ConditionFailed, Table
@@ -87,16 +88,33 @@ class MemoryRepository:
         items = self.table.query_all(owner_pk(tenant, scope, owner_id), sk_prefix="MEM#")
         return [Memory.model_validate(i) for i in items]
 
-    def top(self, tenant: str, scope: str, owner_id: str, *, limit: int, session_id: str | None, page: int = 50) -> list[Memory]:
-        """The owner's live rows in injection order (pinned > importance > recent), at most `limit`."""
+    def top(
+        self,
+        tenant: str,
+        scope: str,
+        owner_id: str,
+        *,
+        limit: int,
+        session_id: str | None,
+        page: int = 50,
+        wanted: Callable[[list[Memory]], int] | None = None,
+    ) -> list[Memory]:
+        """The owner's live rows in injection order (pinned > importance > recent), at most `limit`.
+        With `wanted`, pages of `page` rows and then of as many as `wanted(rows so far)` asks for
+        (more when rows were skipped, in the proportion skipped so far; at most `limit` a page),
+        until it asks for none (the rows read are enough); without it, pages of `limit` rows."""
         if limit <= 0:
             return []
         pk = keys.memory_rank_pk(owner_pk(tenant, scope, owner_id))
         out: list[Memory] = []
         token = None
         now = time.time()
+        most = max(page, limit)
+        size = page if wanted is not None else most
+        scanned = 0
         for _ in range(20):  # bounded: expired or other-session rows are skipped, not unbounded
-            items, token = self.table.query(pk, index="GSI2", limit=max(page, limit), token=token)
+            items, token = self.table.query(pk, index="GSI2", limit=size, token=token)
+            scanned += len(items)
             for item in items:
                 m = Memory.model_validate(item)
                 if not is_live(m, now) or (m.category == "conversation" and m.session_id != session_id):
@@ -106,6 +124,11 @@ class MemoryRepository:
                     return out
             if not token:
                 break
+            if wanted is not None:
+                want = min(wanted(out), limit - len(out))
+                if want <= 0:
+                    break
+                size = min(most, -(-want * scanned // len(out))) if out else most
         return out
 
     def recent_learnings(self, tenant: str, agent_id: str, *, limit: int) -> list[Memory]:

@@ -11,6 +11,7 @@ import time
 from engram.aws import keys
 from engram.aws.table import ConditionFailed, Table
 from engram.kernel.errors import NotFound, QuotaExceeded
+from engram.streaming.ports import ResumePoint
 
 _LIVE = "expiresAt > :now"
 _KEY = "keyId"  # the API key a ticket was issued to, a socket opened with (MX6: revoking it closes the socket)
@@ -116,9 +117,12 @@ class StreamRepository:
         return closed
 
     # --- subscriptions --------------------------------------------------------------------------
-    def subscribe(self, tenant: str, connection_id: str, agent_id: str, session_id: str, ttl_s: int) -> None:
+    def subscribe(
+        self, tenant: str, connection_id: str, agent_id: str, session_id: str, ttl_s: int, *, resumed: ResumePoint | None = None
+    ) -> None:
         """The socket watches the session until it closes (or the row expires); an unknown agent
-        or session is a 404, a socket watching too many sessions a 409."""
+        or session is a 404, a socket watching too many sessions a 409. `resumed`: the run and seq
+        a `resume` subscribed it after (it has that run's events up to there: none is posted to it)."""
         now = int(time.time())
         watched = f"{agent_id}/{session_id}"
         try:
@@ -138,6 +142,7 @@ class StreamRepository:
                             "SK": keys.stream_subscription_sk(session_id, connection_id),
                             "connectionId": connection_id,
                             "expiresAt": now + ttl_s,
+                            **({"resumedRun": resumed[0], "resumedAfter": resumed[1]} if resumed else {}),
                         }
                     ),
                 ]
@@ -162,9 +167,18 @@ class StreamRepository:
 
     def subscribers(self, tenant: str, agent_id: str, session_id: str) -> list[str]:
         """The live sockets watching a session (one Query)."""
+        return list(self.watching(tenant, agent_id, session_id))
+
+    def watching(self, tenant: str, agent_id: str, session_id: str) -> dict[str, ResumePoint | None]:
+        """The live sockets watching a session, each with the point a `resume` subscribed it after
+        (None for a plain subscription); one Query."""
         now = time.time()
         rows = self.table.query_all(keys.agent_pk(tenant, agent_id), sk_prefix=keys.stream_subscription_prefix(session_id))
-        return [str(r["connectionId"]) for r in rows if int(r.get("expiresAt", 0)) > now]
+        return {
+            str(r["connectionId"]): (str(r["resumedRun"]), int(r["resumedAfter"])) if "resumedRun" in r else None
+            for r in rows
+            if int(r.get("expiresAt", 0)) > now
+        }
 
     # --- a turn's kept events (ST5) ---------------------------------------------------------------
     def keep_event(self, tenant: str, run_id: str, seq: int, data: str, ttl_s: int) -> None:

@@ -153,13 +153,15 @@ def _resume(deps: ModelDeps, tenant: str, connection_id: str, msg: ResumeMessage
     """Watches the run's session first, then posts the run's kept events after `afterSeq`: an
     event the turn keeps after the subscription is posted to this socket live, one kept before
     it is in what is read here, so nothing is missed. An event may come both ways; its seq tells
-    (the clients drop a seq they have). The answer says how many were replayed and the run's
+    (the clients drop a seq they have), never one up to `afterSeq` (the subscription says where it
+    resumed: streaming.sink). The answer says how many were replayed and the run's
     status: a finished run's last event is among them."""
     run = deps.runs.get(tenant, msg.run_id)
     if run is None or not run.session_id:
         raise NotFound("run not found", field="runId")
     if f"{run.agent_id}/{run.session_id}" not in watching:
-        deps.streams.subscribe(tenant, connection_id, run.agent_id, run.session_id, deps.settings.stream_connection_ttl_s)
+        ttl = deps.settings.stream_connection_ttl_s
+        deps.streams.subscribe(tenant, connection_id, run.agent_id, run.session_id, ttl, resumed=(run.id, msg.after_seq))
     replayed = 0
     for data in deps.streams.events_after(tenant, run.id, msg.after_seq):
         deps.pusher.post(connection_id, data.encode())

@@ -1,14 +1,20 @@
 """A turn's events to the sockets watching its session (ST2, ST5), posted from a thread of their own.
 
 The turn hands each event over (a queue put) and never waits for API Gateway: a slow, throttled
-or vanished connection costs the turn nothing. Each event is first kept (DynamoDB, a short TTL,
-at most MAX_KEPT per turn) for a socket that resumes, then posted to the sockets watching the
-session as they are at that moment (read again for each event, so a socket that subscribes or
-resumes mid-turn joins it: an event kept before its subscription is replayed to it, one kept
-after is posted to it). A connection that is gone (GoneException) is forgotten and skipped from
-then on; any other failure skips that one message for that one socket. While nothing happens
-(a tool running) a keepalive goes out every STREAM_KEEPALIVE_SECONDS, well inside API Gateway's
-10-minute idle limit. When the turn ends, what is pending is posted within CLOSE_WAIT_S, so the
+or vanished connection costs the turn nothing. Each event is posted at once to the sockets known
+to watch the session (read when the sink starts, then after each event), then kept (DynamoDB, a
+short TTL, at most MAX_KEPT per turn) for a socket that resumes, then the watchers are read again
+and the event is posted to those that joined since. So the first delta waits for no AWS call but
+its post, and a socket that subscribes or resumes mid-turn still misses nothing: one that
+subscribed before that read gets the event from it, one that subscribed after it finds the event
+kept when it reads the kept events (which it does after subscribing). An event may reach a socket
+both ways; its seq tells (the clients drop a seq they have); but none up to the seq a socket
+resumed the run after (its subscription says so): a client that had the event from the first
+post, lost its socket and resumed on a new one before the second read has it already. A
+connection that is gone (GoneException) is forgotten and skipped from then on; any other failure
+skips that one message for that one socket. While nothing happens (a tool running) a keepalive
+goes out every STREAM_KEEPALIVE_SECONDS, well inside API Gateway's 10-minute idle limit, to every
+watcher. When the turn ends, what is pending is posted within CLOSE_WAIT_S, so the
 Lambda worker does not freeze with the final event unsent."""
 
 from __future__ import annotations
@@ -22,7 +28,7 @@ from typing import Any, Protocol
 from engram.engine.events import KeepaliveEvent, TurnEvents
 from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.kernel.settings import Settings
-from engram.streaming.ports import Gone, Pusher, Streams
+from engram.streaming.ports import Gone, Pusher, ResumePoint, Streams
 
 CLOSE_WAIT_S = 2.0
 MAX_KEPT = 2_000  # events kept per turn (a turn's events are a few dozen: coalesced deltas, tools)
@@ -49,6 +55,7 @@ class SocketSink:
         self.gone: set[str] = set()
         self.pushes = 0
         self.last_seq = 0
+        self._watching: dict[str, ResumePoint | None] | None = None  # the session's watchers as last read
         self._queue: queue.SimpleQueue[Any] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._send_all, name="engram-stream", daemon=True)
         self._thread.start()
@@ -62,6 +69,7 @@ class SocketSink:
         metrics.add_metric(name="StreamPushes", unit=MetricUnit.Count, value=self.pushes)
 
     def _send_all(self) -> None:
+        self._watching = self._watchers()  # before the first event, while the turn starts
         while True:
             try:
                 event = self._queue.get(timeout=self.keepalive_s)
@@ -73,23 +81,45 @@ class SocketSink:
             self._post(event, keep=True)
 
     def _post(self, event: Mapping[str, object], *, keep: bool) -> None:
-        data = json.dumps(event, ensure_ascii=False, default=str)
-        seq = event.get("seq")
-        if keep and isinstance(seq, int):
+        data = json.dumps(event, ensure_ascii=False, default=str).encode()
+        # A kept event is not posted to a socket that resumed after it; a keepalive (its seq the last
+        # event's) is posted to every watcher, or a socket resumed during a long tool would idle out.
+        seq = event.get("seq") if keep else None
+        posted = set(self._send_to(self._watching or {}, seq, data))
+        if isinstance(seq, int):
             self.last_seq = seq
             if seq <= MAX_KEPT:
                 try:
-                    self.streams.keep_event(self.tenant, self.run_id, seq, data, KEPT_TTL_S)
+                    self.streams.keep_event(self.tenant, self.run_id, seq, data.decode(), KEPT_TTL_S)
                 except Exception as err:  # a socket that resumes misses it; the live ones do not
                     logger.warning("could not keep a stream event", extra={"run_id": self.run_id, "error": repr(err)})
+        # Read after the keep: a socket subscribed since the last read is posted the event now; one
+        # that subscribes after this read reads the kept event itself.
+        watching = self._watchers()
+        if watching is not None:
+            self._watching = watching
+            self._send_to({c: r for c, r in watching.items() if c not in posted}, seq, data)
+
+    def _watchers(self) -> dict[str, ResumePoint | None] | None:
         try:
-            watching = self.streams.subscribers(self.tenant, self.agent_id, self.session_id)
+            return self.streams.watching(self.tenant, self.agent_id, self.session_id)
         except Exception as err:
             logger.warning("could not read a session's watchers", extra={"run_id": self.run_id, "error": repr(err)})
-            return
-        for connection_id in dict.fromkeys(watching):
-            if connection_id not in self.gone:
-                self._send(connection_id, data.encode())
+            return None
+
+    def _send_to(self, connections: Mapping[str, ResumePoint | None], seq: object, data: bytes) -> list[str]:
+        """Posts `data` (event `seq` of this run) to each of `connections` not known to be gone
+        and not resumed after it (a socket that resumed this run after seq N has 1..N: it had them
+        before it came back); the ones it was sent to."""
+        sent = []
+        for connection_id, resumed in connections.items():
+            if connection_id in self.gone:
+                continue
+            if resumed is not None and isinstance(seq, int) and resumed[0] == self.run_id and seq <= resumed[1]:
+                continue
+            self._send(connection_id, data)
+            sent.append(connection_id)
+        return sent
 
     def _send(self, connection_id: str, data: bytes) -> None:
         try:
