@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
 from engram.kernel.model import Body, Id, Resource
+from engram.usage.models import AgentLimits, Limits
 
 ModelName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:-]{1,100}$")]
 # EventBridge Scheduler expressions (an agent's heartbeat).
@@ -65,6 +66,7 @@ class AgentFields(Body):
     team: Annotated[list[Id], Field(max_length=10)] = []
     tools: ToolGrants = []
     server_tools: Annotated[list[ServerTool], Field(max_length=2)] = []
+    limits: AgentLimits | None = None  # spending limits (TL10)
 
 
 class AgentCreate(AgentFields):
@@ -85,6 +87,7 @@ class AgentUpdate(Body):
     team: Annotated[list[Id], Field(max_length=10)] | None = None
     tools: ToolGrants | None = None
     server_tools: Annotated[list[ServerTool], Field(max_length=2)] | None = None
+    limits: AgentLimits | None = None  # replaces the agent's limits; null removes them
 
 
 class Agent(Resource):
@@ -101,3 +104,4 @@ class Agent(Resource):
     team: list[str] = []
     tools: list[AgentTool] = []
     server_tools: list[str] = []
+    limits: Limits | None = None
