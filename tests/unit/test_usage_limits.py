@@ -68,7 +68,12 @@ def test_limit_exceeded_speaks_the_one_error_language():
         "field": "limits.dailyCostUsd",
         "limit": err.context["limit"],
     }
-    assert error_of(err) == {"code": "limit_exceeded", "message": "reached", "limit": err.context["limit"]}
+    assert error_of(err) == {
+        "code": "limit_exceeded",
+        "message": "reached",
+        "field": "limits.dailyCostUsd",
+        "limit": err.context["limit"],
+    }
 
 
 def _row(model: str = "claude-sonnet-4-6", at: str = "2026-12-31T23:59:59.000Z", **usage: int) -> UsageRow:
