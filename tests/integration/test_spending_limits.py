@@ -305,8 +305,9 @@ def test_another_users_usage_is_invisible(stack):
     assert stack.say(agent["id"], "hi").status == 200
     bob = _usage(stack, "bob")
     assert bob["items"] == [] and bob["breakdown"]["totals"]["costUsd"] == 0 and bob["breakdown"]["agents"] == []
-    r = stack.call("GET", "/api/usage", user="bob", query={"agentId": agent["id"]})
-    assert r.status == 404 and r.error["field"] == "agentId"
+    r = stack.call("GET", "/api/usage", user="bob", query={"agentId": agent["id"]})  # every key is bob's: nothing
+    assert r.status == 200 and r.data["items"] == [] and r.data["breakdown"]["totals"]["costUsd"] == 0
+    assert r.data["breakdown"]["spending"]["limits"] == {} and r.data["breakdown"]["spending"]["todayUsd"] == 0
 
 
 def test_the_totals_go_with_the_account_and_stay_with_a_deleted_agents_rows(stack):
@@ -317,6 +318,8 @@ def test_the_totals_go_with_the_account_and_stay_with_a_deleted_agents_rows(stac
     usage = _usage(stack)  # the rows stay (billing history), and so do the totals
     assert [row["costUsd"] for row in usage["items"]] == [CALL_USD] and usage["breakdown"]["totals"]["costUsd"] == CALL_USD
     assert usage["breakdown"]["agents"][0]["agentId"] == agent["id"]
+    mine = _usage(stack, agentId=agent["id"])  # still listed by the deleted agent's id
+    assert len(mine["items"]) == 1 and mine["breakdown"]["totals"]["costUsd"] == CALL_USD
     assert stack.call("DELETE", "/api/me").status == 200
     after = _usage(stack)
     assert after["items"] == [] and after["breakdown"]["totals"]["costUsd"] == 0
