@@ -358,3 +358,16 @@ def test_a_summary_or_extraction_row_recorded_twice_counts_once(stack):
     breakdown = _usage(stack)["breakdown"]
     assert breakdown["totals"]["costUsd"] == 0.5 and breakdown["kinds"][0]["kind"] == "summary"
     assert [r["costUsd"] for r in _all_rows(stack)] == [0.5]
+
+
+@pytest.mark.parametrize("fault", [LOST, REFUSED])
+def test_totals_stay_the_sum_of_the_rows_when_the_jobs_writes_meet_a_fault(any_stack, faults: Faults, fault):
+    agent = any_stack.agent(agentMemory=True)  # the offline model: tokens, no cost
+    assert any_stack.say(agent["id"], "I prefer tea. Our deploy day is Tuesday.").status == 200
+    faults.add("dynamodb", "TransactWriteItems", fault, times=2)  # the extraction's writes (and a retry's)
+    _drain_extractions(any_stack)
+    assert ("dynamodb", "TransactWriteItems", fault) in faults.injected
+    faults.clear()
+    _drain_extractions(any_stack)  # a refused job is delivered again
+    assert any(row["id"].rsplit("-", 1)[-1].startswith("x") for row in _all_rows(any_stack))
+    assert_breakdown_is_the_sum_of_the_rows(any_stack)
