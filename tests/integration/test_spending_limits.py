@@ -16,6 +16,7 @@ import httpx2
 import pytest
 
 from engram.engine.providers.anthropic_provider import AnthropicProvider
+from tests.fakes.claude import sse
 from tests.faults import LOST, LOST_FOR_GOOD, REFUSED, Faults
 from tests.integration.test_turns_anthropic import _message  # Sonnet 4.6 with the figures above
 
@@ -43,10 +44,10 @@ class Model:
         )
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        json.loads(request.content)
+        streamed = json.loads(request.content).get("stream")  # a watched turn streams (ST2)
         answer = self.answers[min(self.requests, len(self.answers) - 1)]
         self.requests += 1
-        return httpx2.Response(200, json=answer)
+        return sse(answer) if streamed else httpx2.Response(200, json=answer)
 
 
 def _usage(stack: Any, user: str = "alice", **query: str) -> dict[str, Any]:
@@ -371,3 +372,19 @@ def test_totals_stay_the_sum_of_the_rows_when_the_jobs_writes_meet_a_fault(any_s
     _drain_extractions(any_stack)  # a refused job is delivered again
     assert any(row["id"].rsplit("-", 1)[-1].startswith("x") for row in _all_rows(any_stack))
     assert_breakdown_is_the_sum_of_the_rows(any_stack)
+
+
+def test_a_socket_turn_over_its_limit_ends_in_turn_failed_naming_the_limit(stack):
+    from tests.integration.test_stream_api import Socket
+
+    model = Model(stack, _tool_use(), _message([{"type": "text", "text": "Done."}]))
+    agent = stack.agent(model=MODEL, limits={"dailyCostUsd": 0.01})
+    socket = Socket(stack)
+    queued = socket.turn(agent["id"], "what time is it?")
+    stack.drain_turns()
+    events = socket.of_run(queued["runId"])
+    assert [e["type"] for e in events][-1] == "turn.failed" and model.requests == 1
+    error = events[-1]["error"]
+    assert error["code"] == "limit_exceeded" and error["field"] == "limits.dailyCostUsd"
+    assert error["limit"]["name"] == "dailyCostUsd" and error["limit"]["spentUsd"] == CALL_USD
+    assert stack.call("GET", f"/api/runs/{queued['runId']}").data["error"]["code"] == "limit_exceeded"
