@@ -388,3 +388,27 @@ def test_a_socket_turn_over_its_limit_ends_in_turn_failed_naming_the_limit(stack
     assert error["code"] == "limit_exceeded" and error["field"] == "limits.dailyCostUsd"
     assert error["limit"]["name"] == "dailyCostUsd" and error["limit"]["spentUsd"] == CALL_USD
     assert stack.call("GET", f"/api/runs/{queued['runId']}").data["error"]["code"] == "limit_exceeded"
+
+
+def test_a_heartbeat_that_reaches_its_limit_mid_run_stops_and_records_its_spending(stack):
+    model = Model(stack, _tool_use(), _message([{"type": "text", "text": "Done."}]))
+    agent = stack.agent(model=MODEL, schedule="rate(1 hour)", defaultPrompt="What time is it?", limits={"dailyCostUsd": 0.01})
+
+    out = stack.fire(agent["id"])
+
+    run = stack.call("GET", f"/api/runs/{out['runId']}").data
+    assert run["kind"] == "heartbeat" and run["status"] == "failed" and model.requests == 1
+    assert run["error"]["code"] == "limit_exceeded" and "skipped" not in run["error"]  # it started, then stopped
+    assert run["usage"]["costUsd"] == CALL_USD and [c["name"] for c in run["toolCalls"]] == ["get_current_time"]
+    assert _usage(stack)["breakdown"]["kinds"] == [
+        {
+            "kind": "heartbeat",
+            "costUsd": CALL_USD,
+            "inputTokens": 1000,
+            "outputTokens": 100,
+            "cacheReadTokens": 2000,
+            "cacheWriteTokens": 500,
+            "cacheSavingsUsd": run["usage"]["cacheSavingsUsd"],
+            "toolCalls": 1,
+        }
+    ]
