@@ -125,8 +125,8 @@ def _set(body: dict[str, Any], field: str, value: Any) -> dict[str, Any]:
 # How each route that stores a number is called, and how the stored value is read back: (the
 # route's concrete path and base body for a stack) and (the stored value, or None).
 Route = tuple[
-    Callable[[Any], tuple[str, Any]], Callable[[Any, Any, str], Any]
-]  # the base body, or a callable making one per example
+    Callable[[Any], tuple[str, Any]], Callable[[Any, Any, str, str], Any]
+]  # the base body, or a callable making one per example; the stored value of the field
 
 
 def _memory_owner(stack: Any, scope: str) -> str:
@@ -143,7 +143,7 @@ def _memory_route(scope: str, patch: bool) -> Route:
         made = stack.call("POST", f"{owner}/memories", body={"key": "k", "value": "v"}).data
         return f"{owner}/memories/{made['id']}", {}
 
-    def stored(stack: Any, reply: Any, path: str) -> Any:
+    def stored(stack: Any, reply: Any, path: str, field: str) -> Any:
         return reply.data["importance"]
 
     return prepare, stored
@@ -153,7 +153,7 @@ def _card_type_route() -> Route:
     def prepare(stack: Any) -> tuple[str, dict[str, Any]]:
         return "/api/card-types/x", {"fields": {"x": {"type": "number"}}}
 
-    def stored(stack: Any, reply: Any, path: str) -> Any:
+    def stored(stack: Any, reply: Any, path: str, field: str) -> Any:
         field = stack.call("GET", path).data["fields"]["x"]
         return field.get("min", field.get("max", field.get("maxLength")))
 
@@ -164,7 +164,7 @@ def _run_route() -> Route:
     def prepare(stack: Any) -> tuple[str, dict[str, Any]]:
         return f"/api/agents/{stack.agent()['id']}/runs", {"prompt": "go", "inputs": {}}
 
-    def stored(stack: Any, reply: Any, path: str) -> Any:
+    def stored(stack: Any, reply: Any, path: str, field: str) -> Any:
         stack.drain_runs()
         run = stack.call("GET", f"/api/runs/{reply.data['runId']}").data
         assert run["status"] == "succeeded", run  # it ran (it neither stayed running nor failed)
@@ -184,7 +184,7 @@ def _connection_route(patch: bool) -> Route:
         conn = stack.call("POST", "/api/connections", body={"name": "c", "url": "http://127.0.0.1:9/mcp"}).data
         return f"/api/connections/{conn['id']}", {}
 
-    def stored(stack: Any, reply: Any, path: str) -> Any:
+    def stored(stack: Any, reply: Any, path: str, field: str) -> Any:
         return reply.data["timeoutSeconds"]
 
     return prepare, stored
@@ -199,15 +199,42 @@ def _agent_route(patch: bool) -> Route:
             return "/api/agents", {"name": "A"}
         return f"/api/agents/{stack.agent()['id']}", {}
 
-    def stored(stack: Any, reply: Any, path: str) -> Any:
+    def stored(stack: Any, reply: Any, path: str, field: str) -> Any:
         return reply.data["approvalTimeoutS"]
 
     return prepare, stored
 
 
+def _agent_fields(patch: bool) -> Route:
+    """An agent's numbers: its approvalTimeoutS (TL10) and its spending limits, each read back by field."""
+    timeout, limits = _agent_route(patch), _limits_route("PATCH /api/agents/{agentId}" if patch else "POST /api/agents")
+
+    def stored(stack: Any, reply: Any, path: str, field: str) -> Any:
+        return (limits if field.startswith("limits.") else timeout)[1](stack, reply, path, field)
+
+    return timeout[0], stored
+
+
+def _limits_route(route: str) -> Route:
+    """An agent's spending limits (created, or patched) and the person's (PATCH /api/me)."""
+
+    def prepare(stack: Any) -> tuple[str, dict[str, Any]]:
+        if route == "POST /api/agents":
+            return "/api/agents", {"name": "A"}
+        return ("/api/me" if route == "PATCH /api/me" else f"/api/agents/{stack.agent()['id']}"), {}
+
+    def stored(stack: Any, reply: Any, path: str, field: str) -> Any:
+        limits = stack.call("GET", path if route != "POST /api/agents" else f"/api/agents/{reply.data['id']}").data["limits"]
+        (value,) = limits.values()
+        return value
+
+    return prepare, stored
+
+
 ROUTES: dict[tuple[str, str], Route] = {
-    ("POST", "/api/agents"): _agent_route(patch=False),
-    ("PATCH", "/api/agents/{agentId}"): _agent_route(patch=True),
+    ("POST", "/api/agents"): _agent_fields(patch=False),
+    ("PATCH", "/api/agents/{agentId}"): _agent_fields(patch=True),
+    ("PATCH", "/api/me"): _limits_route("PATCH /api/me"),
     ("POST", "/api/connections"): _connection_route(patch=False),
     ("PATCH", "/api/connections/{connectionId}"): _connection_route(patch=True),
     ("POST", "/api/agents/{agentId}/memories"): _memory_route("agents", patch=False),
@@ -238,7 +265,7 @@ def test_numbers_at_dynamodbs_limits_are_refused_with_a_400_or_stored(stack, met
         assert reply.status < 500, (value, reply.body)
         if reply.status < 300:
             assert storable(value), (value, reply.body)
-            got = stored(stack, reply, path)
+            got = stored(stack, reply, path, field)
             assert got == value or float(got) == float(value), (value, got)  # a float field keeps a float
         elif reply.error.get("code") == "number_out_of_range":  # never for a number DynamoDB stores
             assert not storable(value), (value, reply.body)

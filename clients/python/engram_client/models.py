@@ -32,6 +32,7 @@ class Error(TypedDict):
     field: NotRequired[str]
     details: NotRequired[list[dict[str, Any]]]
     runId: NotRequired[str]
+    limit: NotRequired[dict[str, Any]]
 
 
 class ErrorEnvelope(TypedDict):
@@ -47,6 +48,14 @@ class ToolGrant(TypedDict):
     connectionId: str
     allow: NotRequired[list[str] | None]
     requireApproval: NotRequired[bool | None | list[str]]
+
+
+class Limits(TypedDict):
+    """Spending limits (TL10). Cost limits count every usage of the UTC day or month (chat, runs, extraction, summaries); a turn that would pass one stops with 402 `limit_exceeded`. Absent: no limit."""
+
+    dailyCostUsd: NotRequired[float | None]
+    monthlyCostUsd: NotRequired[float | None]
+    toolCallsPerTurn: NotRequired[int | None]
 
 
 class AgentCreate(TypedDict):
@@ -68,6 +77,7 @@ class AgentCreate(TypedDict):
     serverTools: NotRequired[list[Literal["web_search", "web_fetch"]]]
     requireApproval: NotRequired[list[str]]
     approvalTimeoutS: NotRequired[int]
+    limits: NotRequired[Limits | None]
 
 
 class CardField(TypedDict):
@@ -93,7 +103,7 @@ class CardTypeBody(TypedDict):
 
 
 class AgentUpdate(TypedDict):
-    """Only `model` (null = back to the default), `workspaceId`, `schedule` and `cardType` may be null."""
+    """Only `model` (null = back to the default), `workspaceId`, `schedule`, `cardType` and `limits` may be null."""
 
     name: NotRequired[str]
     persona: NotRequired[str]
@@ -111,6 +121,7 @@ class AgentUpdate(TypedDict):
     serverTools: NotRequired[list[Literal["web_search", "web_fetch"]]]
     requireApproval: NotRequired[list[str]]
     approvalTimeoutS: NotRequired[int]
+    limits: NotRequired[Limits | None]
 
 
 class WorkspaceCreate(TypedDict):
@@ -138,12 +149,21 @@ class Me(TypedDict):
     """The `Me` schema."""
 
     name: str | None
+    limits: Limits
+
+
+class UserLimits(TypedDict):
+    """The caller's limits over all their agents; `{}` or null removes them."""
+
+    dailyCostUsd: NotRequired[float | None]
+    monthlyCostUsd: NotRequired[float | None]
 
 
 class MeUpdate(TypedDict):
     """The `MeUpdate` schema."""
 
-    name: str | None
+    name: NotRequired[str | None]
+    limits: NotRequired[UserLimits | None]
 
 
 class MessageIn(TypedDict):
@@ -302,6 +322,7 @@ class Agent(TypedDict):
     requireApproval: list[str]
     approvalTimeoutS: int
     traceContent: bool
+    limits: Limits | None
 
 
 class AuthHeader(TypedDict):
@@ -611,6 +632,7 @@ class Usage(TypedDict):
     cacheReadTokens: int
     cacheWriteTokens: int
     costUsd: float
+    cacheSavingsUsd: float
 
 
 class ToolCall(TypedDict):
@@ -795,6 +817,7 @@ class UsageRow(TypedDict):
     cacheReadTokens: int
     cacheWriteTokens: int
     costUsd: float
+    cacheSavingsUsd: float
 
 
 class Memory(TypedDict):
@@ -841,12 +864,13 @@ class Export(TypedDict):
     """The `Export` schema."""
 
     exportedAt: str
-    profile: Me
+    profile: dict[str, Any]
     agents: list[Agent]
     workspaces: list[Workspace]
     facts: list[Fact]
     runs: list[Run]
     usage: list[UsageRow]
+    usageTotals: list[dict[str, Any]]
     cardTypes: list[CardType]
     connections: list[Connection]
     apiKeys: list[ApiKey]
@@ -928,12 +952,39 @@ class RunPage(TypedDict):
     nextToken: str | None
 
 
+class UsageFigures(TypedDict):
+    """The `UsageFigures` schema."""
+
+    costUsd: float
+    inputTokens: int
+    outputTokens: int
+    cacheReadTokens: int
+    cacheWriteTokens: int
+    cacheSavingsUsd: float
+    toolCalls: NotRequired[int]
+
+
+class UsageBreakdown(TypedDict):
+    """From the usage totals, kept per UTC day and month for the caller and each agent and added to in the same writes as the usage rows (one Query, never a scan of rows). Lists are most expensive first."""
+
+    firstDay: str
+    lastDay: str
+    agentId: str | None
+    totals: UsageFigures
+    days: list[UsageFigures]
+    models: list[UsageFigures]
+    kinds: list[UsageFigures]
+    agents: NotRequired[list[UsageFigures]]
+    spending: dict[str, Any]
+
+
 class UsagePage(TypedDict):
     """The `UsagePage` schema."""
 
     items: list[UsageRow]
     nextToken: str | None
     totals: Usage
+    breakdown: NotRequired[UsageBreakdown]
 
 
 class MemoryPage(TypedDict):

@@ -6,6 +6,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstra
 from pydantic.alias_generators import to_camel
 
 from engram.kernel.model import Body, Id, Resource
+from engram.usage.models import AgentLimits, Limits
 
 ModelName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:-]{1,100}$")]
 # EventBridge Scheduler expressions (an agent's heartbeat).
@@ -94,6 +95,7 @@ class AgentFields(Body):
     approval_timeout_s: ApprovalTimeout = APPROVAL_TIMEOUT_S
     # OB2: the run timelines of this agent keep tool inputs and results (never by default).
     trace_content: bool = False
+    limits: AgentLimits | None = None  # spending limits (TL10)
 
 
 class AgentCreate(AgentFields):
@@ -117,6 +119,7 @@ class AgentUpdate(Body):
     require_approval: OwnToolNames | None = None
     approval_timeout_s: ApprovalTimeout | None = None
     trace_content: bool | None = None
+    limits: AgentLimits | None = None  # replaces the agent's limits; null removes them
 
 
 class Agent(Resource):
@@ -136,3 +139,4 @@ class Agent(Resource):
     require_approval: list[str] = []
     approval_timeout_s: int = APPROVAL_TIMEOUT_S
     trace_content: bool = False
+    limits: Limits | None = None

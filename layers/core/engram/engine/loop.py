@@ -17,6 +17,7 @@ from engram.engine.providers.base import SERVER_TOOLS, ModelProvider
 from engram.engine.tools import ToolContext, ToolOutcome, ToolRegistry
 from engram.kernel.errors import TurnTimeout
 from engram.kernel.trace import trace_of
+from engram.usage.limits import SpendGuard
 from engram.usage.models import Usage
 
 # Below this, another model call cannot finish inside the turn's budget.
@@ -135,17 +136,23 @@ def run_loop(
     summary_index: int | None = None,
     events: TurnEvents | None = None,
     prior: Sequence[Mapping[str, object]] = (),
+    guard: SpendGuard | None = None,
 ) -> LoopResult:
     """Runs until the model stops asking for tools. `result` is filled as it goes, so a caller
     that catches a failure still knows the tokens already spent. The last of `messages` is the
-    turn's own; `stable_blocks` of its blocks are the user's (engine.cache places the markers)."""
+    turn's own; `stable_blocks` of its blocks are the user's (engine.cache places the markers).
+    `guard` (spending limits, TL10) is asked before each model call and each answer's tools."""
     out = result if result is not None else LoopResult()
     tools = offered_tools(registry, ctx, getattr(provider, "name", ""))
     convo = list(messages)
     turn_start = len(convo) - 1
     convo += [dict(m) for m in prior]  # a resumed turn (engine.approval): its messages so far, the decided results last
     paused: dict[str, Any] | None = None  # an answer a server tool paused (pause_turn), continued next round
+    last_cost = 0.0
     for round_no in range(max_rounds):
+        if guard is not None:
+            # a resumed turn's spend before its pause is in the recorded totals already (TL10)
+            guard.before_call(out.usage.cost_usd - sum(u.cost_usd for u in out.spent_before.values()), last_cost)
         remaining = deadline - time.monotonic()
         if remaining < _MIN_CALL_SECONDS:
             raise TurnTimeout("the turn ran out of time before the model finished")
@@ -181,6 +188,7 @@ def run_loop(
             events.next_round()
         usage = usage_of(response)
         call.answered(response, usage)
+        last_cost = usage.cost_usd
         out.usage_by_model[response.model] = out.usage_by_model.get(response.model, Usage()) + usage
 
         content = list(response.content)
@@ -216,6 +224,8 @@ def run_loop(
         if not wants_tools or not uses:
             return out
 
+        if guard is not None:
+            guard.before_tools(len(out.tool_calls), len(uses))
         held = held_uses(ctx, uses)  # TL10: these wait for the owner; the others run now
         results = _call_tools([u for u in uses if u not in held], registry, ctx, deadline, out, events)
         if held:

@@ -19,6 +19,7 @@ from engram.kernel.observability import MetricUnit, metrics
 from engram.kernel.state import TurnState
 from engram.runs.models import Run
 from engram.usage.models import Usage, UsageRow
+from engram.usage.totals import emit_metrics
 
 
 class TurnPolicy:
@@ -169,7 +170,7 @@ def usage_rows(run: Run, loop: LoopResult) -> list[UsageRow]:
     return rows
 
 
-def record_metrics(run: Run, loop: LoopResult, started: float | None, *, ok: bool) -> None:
+def record_metrics(run: Run, loop: LoopResult, started: float | None, *, ok: bool, per_agent: bool = False) -> None:
     metrics.add_metric(name="TurnSucceeded" if ok else "TurnFailed", unit=MetricUnit.Count, value=1)
     if started is not None:
         metrics.add_metric(name="TurnLatency", unit=MetricUnit.Milliseconds, value=(time.monotonic() - started) * 1000)
@@ -178,3 +179,19 @@ def record_metrics(run: Run, loop: LoopResult, started: float | None, *, ok: boo
     metrics.add_metric(name="OutputTokens", unit=MetricUnit.Count, value=usage.output_tokens)
     metrics.add_metric(name="CacheReadTokens", unit=MetricUnit.Count, value=usage.cache_read_tokens)
     metrics.add_metric(name="CostUsd", unit=MetricUnit.NoUnit, value=usage.cost_usd)
+    if loop.usage_by_model:
+        emit_metrics(run.kind, run.agent_id, usage, per_agent=per_agent)
+
+
+# Run kinds whose prompt a person did not type in the chat: their user message is stored with a
+# `meta` beside its Anthropic blocks (the session API shows it; the model is never sent it).
+_LABELLED_KINDS = ("heartbeat", "manual")
+
+
+def stored_messages(run: Run, messages: list[dict[str, object]]) -> list[dict[str, object]]:
+    """A turn's messages as the transcript keeps them: a scheduled or manual run's prompt carries
+    `meta` (its run's kind, trigger and id)."""
+    if run.kind in _LABELLED_KINDS:
+        meta = {"kind": run.kind, "trigger": run.trigger, "runId": run.id}
+        messages = [{**messages[0], "meta": meta}, *messages[1:]]
+    return messages

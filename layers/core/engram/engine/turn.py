@@ -32,6 +32,7 @@ from engram.engine.plan import TurnOutcome as TurnOutcome
 from engram.engine.plan import TurnPlan as TurnPlan
 from engram.engine.plan import TurnPolicy as TurnPolicy
 from engram.engine.plan import record_metrics as _record_metrics
+from engram.engine.plan import stored_messages
 from engram.engine.plan import usage_rows as _usage_rows
 from engram.engine.prompt import MemoryView, PromptSection, build_system, fit_sections
 from engram.engine.providers.base import ModelProvider
@@ -50,6 +51,9 @@ from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.runs.models import Run
 from engram.runs.ports import Runs
+from engram.usage.limits import Spend, SpendGuard
+from engram.usage.ports import UsageLedger
+from engram.usage.totals import today
 
 _COMMIT_RESERVE_S = 2.0  # of the budget, kept for the transcript PUT and the commit
 _FAILURE_GRACE_S = 3.0  # past the budget, to record a failure: still inside API Gateway's 30 s
@@ -65,6 +69,8 @@ class TurnDeps(ToolDeps, Protocol):
     def sessions(self) -> Sessions: ...
     @property
     def runs(self) -> Runs: ...
+    @property
+    def usage(self) -> UsageLedger: ...
     @property
     def registry(self) -> ToolRegistry: ...
     @property
@@ -102,6 +108,7 @@ class _Turn:
     session: SessionState | None
     started: float
     deadline: float
+    spend: Future[Spend]  # what is spent already (one read, beside the agent read and the lease)
     loop: LoopResult = field(default_factory=LoopResult)
     conversation: Conversation | None = None  # a session turn's (engine.context)
     loaded: dict[str, Future[Any]] = field(default_factory=dict)  # the memory sections' reads
@@ -180,6 +187,7 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             summary_index=(1 if context.memory else 0) + len(context.blocks) if context.blocks else None,
             events=plan.events,
             prior=resumed(plan, deps.registry, turn.ctx, loop_deadline, turn.loop),  # TL10: a resumed turn's
+            guard=SpendGuard.of(turn.ctx.agent.limits, turn.spend.result()),  # the limits (TL10), if any
         )
         if turn.loop.pending:  # TL10: calls wait for the owner's approval; the timeline so far is in the pause's write
             with timeline.committing(turn.ctx, deps, turn.run, []) as items:
@@ -190,7 +198,7 @@ def _run_started(turn: _Turn) -> TurnOutcome:
         for policy in plan.policies:
             policy.finish(turn.ctx, turn.loop, result)
         if turn.conversation is not None:
-            turn.cut = turn.conversation.save(_stored_turn_messages(turn), turn.run.id)
+            turn.cut = turn.conversation.save(stored_messages(turn.run, _turn_messages(turn)), turn.run.id)
     except Exception as err:
         with within(turn.deadline + _FAILURE_GRACE_S):
             recorded = _fail(turn, err)
@@ -204,6 +212,7 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
     run_id = plan.run_id or new_id("run")
     check_message(deps, message)
     agent_id = plan.run_fields.get("agent_id") or (plan.agent.id if plan.agent else "")
+    spend = deps.executor.submit(deps.usage.spend, tenant, agent_id, today())
     part = "turn" if plan.resume is None else f"resume-{len(plan.approvals)}"  # TL10: a resumed turn's own part
     with timeline.lease_wait(run_id, plan.session_id, plan.run_fields, started, part) as trace:  # the agent read beside it
         agent, session = _load_agent_and_session(deps, tenant, agent_id, plan, run_id, budget)
@@ -239,6 +248,7 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
         session=session,
         started=started,
         deadline=deadline,
+        spend=spend,
     )
     if session is not None and plan.session_id is not None:
         ttl = deps.settings.session_lease_s
@@ -359,21 +369,6 @@ def _turn_messages(turn: _Turn) -> list[dict[str, object]]:
     return [user_message(turn.message), *turn.loop.new_messages]
 
 
-# Run kinds whose prompt a person did not type in the chat: their user message is stored with a
-# `meta` beside its Anthropic blocks (the session API shows it; the model is never sent it).
-_LABELLED_KINDS = ("heartbeat", "manual")
-
-
-def _stored_turn_messages(turn: _Turn) -> list[dict[str, object]]:
-    """The turn's messages as the transcript keeps them: a scheduled or manual run's prompt
-    carries `meta` (its run's kind, trigger and id)."""
-    messages = _turn_messages(turn)
-    if turn.run.kind in _LABELLED_KINDS:
-        meta = {"kind": turn.run.kind, "trigger": turn.run.trigger, "runId": turn.run.id}
-        messages[0] = {**messages[0], "meta": meta}
-    return messages
-
-
 def _session_changes(turn: _Turn, conversation: Conversation) -> dict[str, object]:
     session = turn.session or SessionState()
     changes = conversation.changes(session, turn.run.id)
@@ -423,7 +418,7 @@ def _settle(turn: _Turn, run: Run) -> TurnOutcome:
     """After the commit: background writes, metrics, the after-commit hooks (best-effort)."""
     loop = turn.loop
     _await_background(turn.ctx)
-    _record_metrics(run, loop, turn.started, ok=True)
+    _record_metrics(run, loop, turn.started, ok=True, per_agent=turn.deps.settings.usage_metrics_per_agent)
     outcome = TurnOutcome(run=run, reply=loop.reply, tool_calls=loop.tool_calls, messages=_turn_messages(turn), cut=turn.cut)
     for policy in turn.plan.policies:
         try:
@@ -473,7 +468,7 @@ def _fail(turn: _Turn, err: Exception) -> bool:
     logger.warning("turn failed", extra={"run_id": failed.id, "code": error["code"], "error": repr(err)})
     recorded = True
     try:
-        with timeline.committing(turn.ctx, turn.deps, failed, [], error=error["code"]) as items:
+        with timeline.committing(turn.ctx, turn.deps, failed, [], error=str(error["code"])) as items:
             turn.deps.runs.finish_turn(
                 turn.tenant, run=failed, usage_rows=_usage_rows(failed, loop), session_changes=None, extra_items=items
             )
@@ -482,13 +477,13 @@ def _fail(turn: _Turn, err: Exception) -> bool:
         recorded = False
         if turn.plan.session_id is not None:  # freeing the lease now lets the next turn in at once
             _release_quietly(turn.deps, turn.tenant, turn.ctx.agent.id, turn.plan.session_id, turn.run.id)
-    _record_metrics(failed, loop, None, ok=False)
+    _record_metrics(failed, loop, None, ok=False, per_agent=turn.deps.settings.usage_metrics_per_agent)
     return recorded
 
 
 def _as_turn_failure(err: Exception, run_id: str | None) -> TurnFailed:
     if isinstance(err, EngramError):
-        return TurnFailed(err.message, run_id=run_id, code=err.code, status=err.status)
+        return TurnFailed(err.message, run_id=run_id, code=err.code, status=err.status, context=err.context)
     error = error_of(err)
     status = StorageUnavailable.status if error["code"] == StorageUnavailable.code else 500
-    return TurnFailed(error["message"], run_id=run_id, code=error["code"], status=status)
+    return TurnFailed(str(error["message"]), run_id=run_id, code=str(error["code"]), status=status)

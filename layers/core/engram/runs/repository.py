@@ -296,6 +296,10 @@ class RunRepository:
             )
         )
         ops += [self.table.put_op(self.usage.item(tenant, row)) for row in usage_rows]
+        # The totals count once: the run record's condition lets this transaction apply only once. A
+        # paused turn's calls are counted when it ends (its record then holds them all), not twice.
+        calls = 0 if paused else len(run.tool_calls)
+        ops += self.usage.totals_ops(tenant, usage_rows, kind=run.kind, tool_calls=calls)
         extra = list(extra_items or [])
         room = max(0, _TRANSACTION_ITEMS - len(ops))
         ops += [self.table.put_op(item) for item in extra[:room]]
