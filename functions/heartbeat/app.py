@@ -16,6 +16,7 @@ from engram.kernel.observability import logger, metrics, tracer
 from engram.kernel.settings import get_settings
 from engram.roots import heartbeat
 from engram.roots.function import FunctionRoot
+from engram.runs.council_wait import sweep_council
 from engram.runs.execution import (
     is_failed_invocation,
     is_sweep,
@@ -61,7 +62,7 @@ def lambda_handler(event: dict, context: LambdaContext) -> dict:
     if is_sweep(event):  # the SweepStaleRuns rule, every 5 minutes
         swept = sweep_stale_runs(ROOT.deps)
         # Expired approval requests and lost resume jobs (TL10), named when there were any.
-        swept.update({name: count for name, count in sweep_approvals(ROOT.deps).items() if count})
+        swept.update({name: count for name, count in sweep_approvals(ROOT.deps, council=sweep_council).items() if count})
         deps = ROOT.deps
         if deps.oauth_clients is not None:  # and the OAuth clients registered but never used (MX4)
             swept["oauthClientsDeleted"] = sweep_registrations(deps.oauth_clients, deps.settings.user_pool_id)

@@ -373,16 +373,145 @@ def test_two_held_calls_resume_only_when_both_are_decided(stack, servers):
     assert_pairs_intact(session_of(stack, agent["id"])["messages"])
 
 
-def test_a_council_member_cannot_wait_its_held_call_fails_it_and_the_lead_goes_on(stack, servers):
-    member = held_agent(stack, servers)
+# --- a council waits for its member (runs.council_wait) ----------------------------------------
+def memory_of(stack: Any, run_id: str) -> dict[str, Any]:
+    r = stack.call("GET", f"/api/runs/{run_id}/memory")
+    assert r.status == 200, r.body
+    return {e["key"]: e for e in r.data["items"]}
+
+
+def members_of(stack: Any, lead_run_id: str) -> list[dict[str, Any]]:
+    return stack.call("GET", "/api/runs", query={"councilRunId": lead_run_id}).data["items"]
+
+
+def waiting_council(
+    stack: Any, servers: McpServers, **member_fields: Any
+) -> tuple[dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A lead whose one member asks for a held call: (member agent, the lead's run, the member's run)."""
+    member = held_agent(stack, servers, name="Scout", **member_fields)
     lead = stack.agent(name="Lead", team=[member["id"]])
     run = stack.run_now(lead["id"], prompt="use lookup_price for BTC. Then decide.")
-    assert run["status"] == "succeeded", run
-    members = stack.call("GET", "/api/runs", query={"councilRunId": run["id"]}).data["items"]
-    (failed,) = members
-    assert failed["status"] == "failed" and failed["error"]["code"] == "approval_not_possible"
-    assert "lookup_price" in failed["error"]["message"] and failed["toolCalls"] == []  # the call was not made
+    (member_run,) = members_of(stack, run["id"])
+    return member, run, member_run
+
+
+def test_a_council_waits_for_its_members_approval_and_the_lead_goes_on_once_approved(any_stack, servers):
+    stack = any_stack
+    member, run, member_run = waiting_council(stack, servers)
+    # The member's turn paused like any run's; the lead waits for it, holding nothing.
+    assert member_run["status"] == "awaiting_approval" and member_run["kind"] == "council_member"
+    (held,) = member_run["pendingApprovals"]
+    assert held["name"] == "mcp__market__lookup_price" and held["input"] == {"symbol": "BTC"}
+    assert run["status"] == "awaiting_approval" and run["waitingFor"] == [member_run["id"]] and run["pendingApprovals"] == []
+    waiting = {w["id"] for w in stack.call("GET", "/api/runs", query={"status": "awaiting_approval"}).data["items"]}
+    assert member_run["id"] in waiting
+    entry = memory_of(stack, run["id"])[f"task:{member['id']}"]
+    assert entry["value"] == {"status": "awaiting_approval", "runId": member_run["id"]}
+
+    assert decide(stack, member_run["id"], held["toolUseId"], "approve").status == 200
+    stack.drain_runs()  # the member's turn goes on in the run-queue worker, then the lead's
+    done = stack.call("GET", f"/api/runs/{run['id']}").data
+    assert done["status"] == "succeeded", done
+    assert done["waitingFor"] == [] and done["result"]["reply"]
+    member_done = stack.call("GET", f"/api/runs/{member_run['id']}").data
+    assert member_done["status"] == "succeeded" and member_done["toolCalls"][0]["decision"] == "approve"
+    entry = memory_of(stack, run["id"])[f"task:{member['id']}"]
+    assert entry["value"]["status"] == "succeeded" and entry["value"]["runId"] == member_run["id"]
+    assert "97250.5" in entry["value"]["reply"]  # the member's tool result reached the lead
+    assert [m["id"] for m in members_of(stack, run["id"])] == [member_run["id"]]  # run once
     assert stack.call("GET", "/api/runs", query={"status": "awaiting_approval"}).data["items"] == []
+
+
+def test_a_denied_member_call_reaches_the_lead_as_the_members_denial(stack, servers):
+    member, run, member_run = waiting_council(stack, servers)
+    held = member_run["pendingApprovals"][0]
+    assert decide(stack, member_run["id"], held["toolUseId"], "deny", note="not today").status == 200
+    stack.drain_runs()
+    assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "succeeded"
+    (call,) = stack.call("GET", f"/api/runs/{member_run['id']}").data["toolCalls"]
+    assert call["isError"] is True and call["decision"] == "deny" and "denied" in call["result"]
+    value = memory_of(stack, run["id"])[f"task:{member['id']}"]["value"]
+    assert value["status"] == "succeeded" and value["runId"] == member_run["id"] and "97250.5" not in json.dumps(value)
+
+
+def test_a_finished_member_is_not_run_again_when_the_lead_goes_on(stack, servers):
+    held = held_agent(stack, servers, name="Scout")
+    free = stack.agent(name="Analyst")
+    lead = stack.agent(name="Lead", team=[held["id"], free["id"]])
+    run = stack.run_now(lead["id"], prompt="use lookup_price for BTC. Then decide.")
+    assert run["status"] == "awaiting_approval"
+    by_agent = {m["agentId"]: m for m in members_of(stack, run["id"])}
+    assert by_agent[free["id"]]["status"] == "succeeded" and by_agent[held["id"]]["status"] == "awaiting_approval"
+    assert run["waitingFor"] == [by_agent[held["id"]]["id"]]
+    free_entry = memory_of(stack, run["id"])[f"task:{free['id']}"]
+    assert free_entry["value"]["status"] == "succeeded"
+
+    waiting = by_agent[held["id"]]
+    assert decide(stack, waiting["id"], waiting["pendingApprovals"][0]["toolUseId"], "approve").status == 200
+    stack.drain_runs()
+    assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "succeeded"
+    members = members_of(stack, run["id"])
+    assert sorted(m["agentId"] for m in members) == sorted([held["id"], free["id"]])  # nobody ran twice
+    memory = memory_of(stack, run["id"])
+    assert memory[f"task:{free['id']}"] == free_entry  # the finished member's result, as it was
+    assert memory[f"task:{held['id']}"]["value"]["status"] == "succeeded"
+
+
+def test_a_redelivered_continuation_does_nothing(stack, servers):
+    from engram.approvals.models import ResumeJob
+    from engram.approvals.resume import process_resume_job
+    from engram.runs.council_wait import send_continuation
+
+    tenant = tenant_key("alice")
+    _member, run, member_run = waiting_council(stack, servers)
+    job = ResumeJob(tenant=tenant, run_id=run["id"])
+    assert process_resume_job(stack.deps, job) == "waiting"  # a member still waits: nothing claimed
+    assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "awaiting_approval"
+    assert decide(stack, member_run["id"], member_run["pendingApprovals"][0]["toolUseId"], "approve").status == 200
+    send_continuation(stack.deps, tenant, stack.deps.runs.get(tenant, run["id"]))  # sent twice
+    stack.drain_runs()
+    done = stack.call("GET", f"/api/runs/{run['id']}").data
+    assert done["status"] == "succeeded"
+    assert process_resume_job(stack.deps, job) == "ignored"  # a late redelivery changes nothing
+    assert stack.call("GET", f"/api/runs/{run['id']}").data == done
+    # The lead's turn ran once: one usage row set for its run.
+    rows = [
+        u for u in stack.call("GET", "/api/usage", query={"agentId": run["agentId"]}).data["items"] if u["runId"] == run["id"]
+    ]
+    assert len(rows) == 1 and rows[0]["inputTokens"] == done["usage"]["inputTokens"]
+
+
+def test_an_expired_member_approval_lets_the_lead_go_on(stack, servers):
+    import time
+
+    from engram.approvals.service import sweep_approvals
+
+    member, run, member_run = waiting_council(stack, servers, approvalTimeoutS=60)
+    swept = sweep_approvals(stack.deps, now=int(time.time()) + 180)
+    assert swept["approvalsExpired"] == 1
+    stack.drain_runs()
+    done = stack.call("GET", f"/api/runs/{run['id']}").data
+    assert done["status"] == "succeeded", done
+    (call,) = stack.call("GET", f"/api/runs/{member_run['id']}").data["toolCalls"]
+    assert call["isError"] is True and call["decidedBy"] == "expired"
+    assert memory_of(stack, run["id"])[f"task:{member['id']}"]["value"]["status"] == "succeeded"
+
+
+def test_a_waiting_council_holds_no_lease_and_its_session_takes_chats(stack, servers):
+    member = held_agent(stack, servers, name="Scout")
+    lead = stack.agent(name="Lead", team=[member["id"]], activeMemory=True)
+    run = stack.run_now(lead["id"], prompt="use lookup_price for BTC. Then decide.")
+    assert run["status"] == "awaiting_approval" and run["sessionId"] is None
+    (member_run,) = members_of(stack, run["id"])
+    assert stack.say(lead["id"], "hello").status == 200  # the lead's shared session is free meanwhile
+    row = session_row(stack, lead["id"])
+    assert "leaseOwner" not in row and "awaitingRunId" not in row
+    assert decide(stack, member_run["id"], member_run["pendingApprovals"][0]["toolUseId"], "approve").status == 200
+    stack.drain_runs()
+    done = stack.call("GET", f"/api/runs/{run['id']}").data
+    assert done["status"] == "succeeded" and done["sessionId"] == "dashboard"
+    row = session_row(stack, lead["id"])
+    assert "leaseOwner" not in row and "awaitingRunId" not in row
 
 
 def test_a_heartbeat_on_the_shared_session_pauses_it_and_resumes_into_it(stack, servers):

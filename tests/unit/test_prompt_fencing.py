@@ -26,7 +26,7 @@ from engram.memory.models import Memory
 from engram.memory.section import memory_sections
 from engram.run_memory.learnings import render_learnings
 from engram.run_memory.store import RUN_MEMORY_GUIDE
-from engram.runs.council import team_roster
+from engram.runs.council import Member, team_roster
 from engram.runs.execution import upstream_hint
 
 NASTY = [
@@ -149,7 +149,11 @@ def render(s: Stored, persona: str) -> str:
     ctx = ToolContext(tenant="t", agent=agent, session_id="s", run_id="r")
     CARD_STATE.put(ctx.state, CardState(card_type=CardType(id="c", created_at=NOW, updated_at=NOW, name=s.card, fields={})))
     loaded = {"agent_memory": _done(rows), "workspace_memory": _done(shared), "user_facts": _done(facts)}
-    extra = [RUN_MEMORY_GUIDE, team_roster([(key, title, None) for key, title in s.team]), render_learnings(learnings) or ""]
+    extra = [
+        RUN_MEMORY_GUIDE,
+        team_roster([Member(key, title, None) for key, title in s.team]),
+        render_learnings(learnings) or "",
+    ]
     view = fit_sections(memory_sections(10**9), loaded, _fail, budget_tokens=10**9)
     blocks = build_system(agent, view.text, persona_extra=CardPolicy(None).persona(ctx), extra="\n\n".join(extra))
     return "\n\n".join(b["text"] for b in blocks)

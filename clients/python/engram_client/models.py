@@ -800,6 +800,7 @@ class Run(TypedDict):
     latestConviction: int | None
     model: str | None
     pendingApprovals: list[PendingApproval]
+    waitingFor: list[str]
     toolCalls: list[ToolCall]
 
 

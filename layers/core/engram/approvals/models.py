@@ -2,10 +2,12 @@
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, StringConstraints
-from pydantic.alias_generators import to_camel
+from pydantic import StringConstraints
 
 from engram.kernel.model import Body
+from engram.runs.models import ResumeJob
+
+__all__ = ["ApprovalIn", "ResumeJob", "is_resume_job"]
 
 ToolUseId = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9_-]{1,100}$")]
 
@@ -16,19 +18,6 @@ class ApprovalIn(Body):
     tool_use_id: ToolUseId
     decision: Literal["approve", "deny"]
     note: Annotated[str, StringConstraints(max_length=2000)] | None = None
-
-
-class ResumeJob(BaseModel):
-    """A decided run's resumption as the turn queue (chat turns) or the run queue (runs) carries it."""
-
-    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True)
-
-    kind: Literal["resume"] = "resume"
-    tenant: str
-    run_id: str
-
-    def body(self) -> dict[str, object]:
-        return self.model_dump(by_alias=True)
 
 
 def is_resume_job(body: object) -> bool:

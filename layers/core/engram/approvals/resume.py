@@ -13,7 +13,8 @@ from engram.kernel.ids import check_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
 from engram.recall.policy import TOKEN_NAME
-from engram.runs.execution import finish_run, resume_plan
+from engram.runs.council_wait import member_settled, settle
+from engram.runs.execution import execute_run, finish_run, resume_plan
 from engram.runs.models import Run
 from engram.wiring.model import ModelDeps
 
@@ -25,6 +26,8 @@ def process_resume_job(deps: ModelDeps, job: ResumeJob) -> str:
     claimed and does nothing), the turn goes on and commits. Returns what happened."""
     tenant, run_id = check_id("tenant", job.tenant), check_id("runId", job.run_id)
     run = deps.runs.get(tenant, run_id)
+    if run is not None and run.status == "awaiting_approval" and run.waiting_for:
+        return continue_council(deps, tenant, run)
     if run is None or run.status != "awaiting_approval" or run.paused is None or undecided(run):
         logger.info("resume job for a run not ready to resume; ignored", extra={"run_id": run_id})
         return "ignored"
@@ -33,6 +36,23 @@ def process_resume_job(deps: ModelDeps, job: ResumeJob) -> str:
     if claimed is None:
         logger.info("resumption claimed by another delivery; ignored", extra={"run_id": run_id})
         return "duplicate"
+    status = _resume(deps, tenant, claimed)
+    if claimed.kind == "council_member":  # its lead goes on once no member waits
+        member_settled(deps, tenant, claimed.id)
+    return status
+
+
+def continue_council(deps: ModelDeps, tenant: str, lead: Run) -> str:
+    """A council's lead whose members waited for approvals (runs.council_wait): once none waits, it
+    is claimed once and goes on with their results from run memory."""
+    if not settle(deps, tenant, lead):
+        logger.info("a council's continuation while a member still waits; ignored", extra={"run_id": lead.id})
+        return "waiting"
+    return str(execute_run(deps, tenant, lead.id, continued=True)["status"])
+
+
+def _resume(deps: ModelDeps, tenant: str, claimed: Run) -> str:
+    run_id = claimed.id
     paused = PausedTurn.model_validate(claimed.paused or {})
     try:
         agent = deps.agents.get(tenant, claimed.agent_id)
@@ -43,7 +63,7 @@ def process_resume_job(deps: ModelDeps, job: ResumeJob) -> str:
             if claimed.kind == "chat"
             else resume_plan(deps, tenant, claimed, agent, paused)
         )
-        plan.agent = agent
+        plan.agent = plan.agent or agent  # a council's member keeps its blind copy
         outcome = run_turn(deps, tenant, paused.message, plan)
     except TurnFailed as err:
         if err.run_id is None:

@@ -9,11 +9,13 @@ a redelivered job finds it claimed, and an approved tool runs at most once. If t
 after the decision landed, the sweeper (every 5 minutes, over the open-run index where a waiting
 run's stale time is its first request's expiry, or a short grace once all are decided) sends it
 again; an undecided request past its expiry is denied (`decidedBy: expired`) and the turn resumes.
+A council's lead waiting for its members is settled again (runs.council_wait).
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 from engram.approvals.models import ApprovalIn, ResumeJob
@@ -92,15 +94,22 @@ def release_session(deps: Stores, tenant: str, run: Run) -> None:
         deps.sessions.clear_awaiting(tenant, run.agent_id, run.session_id, run.id)
 
 
-def sweep_approvals(deps: Stores, *, now: int | None = None) -> dict[str, int]:
+def sweep_approvals(
+    deps: Stores, *, now: int | None = None, council: Callable[[Stores, str, Run], bool] | None = None
+) -> dict[str, int]:
     """Runs waiting for approvals past their stale time: undecided requests past their expiry are
     denied (`decidedBy: expired`), and a run whose requests are all decided has its resume job sent
-    (again, if the first was lost)."""
+    (again, if the first was lost). A council's lead waiting for its members goes to `council`
+    (runs.council_wait.sweep_council: its continuation sent again once none waits)."""
     expired = resent = 0
     at = datetime.fromtimestamp(now, UTC) if now is not None else datetime.now(UTC)
     for tenant, run_id, _seen in deps.runs.stale(now=now):
         run = deps.runs.get(tenant, run_id)
         if run is None or run.status != "awaiting_approval":
+            continue
+        if run.waiting_for:  # a council's lead: it goes on once none of its members waits (runs.council_wait)
+            if council is not None and council(deps, tenant, run):
+                resent += 1
             continue
         for index, held in enumerate(run.pending_approvals):
             if "decision" in held or not expired_at(held, at):

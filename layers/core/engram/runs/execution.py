@@ -39,7 +39,8 @@ from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.recall.policy import ArchivePolicy
 from engram.run_memory.learnings import recent_learnings, render_learnings
 from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunScratchpad, input_key
-from engram.runs.council import run_council, team_roster
+from engram.runs.council import members_of, resume_member_plan, run_council, team_roster
+from engram.runs.council_wait import lead_waits
 from engram.runs.expressions import shortest_interval
 from engram.runs.models import Run, RunJob
 from engram.runs.notice import ApprovalNotice
@@ -215,11 +216,18 @@ def process_run_job(deps: ModelDeps, job: RunJob) -> None:
 
 
 def execute_run(
-    deps: ModelDeps, tenant: str, run_id: str, *, agent: Agent | None = None, inputs: dict[str, object] | None = None
+    deps: ModelDeps,
+    tenant: str,
+    run_id: str,
+    *,
+    agent: Agent | None = None,
+    inputs: dict[str, object] | None = None,
+    continued: bool = False,
 ) -> dict[str, object]:
-    """Claims the run (or returns at once if it finished or another worker has it) and executes it."""
+    """Claims the run (or returns at once if it finished or another worker has it) and executes it.
+    `continued`: a council's lead that waited for its members (TL10) goes on, claimed once."""
     budget = deps.settings.run_budget_s
-    run = deps.runs.start(tenant, run_id, claim_s=2 * budget + _CLAIM_MARGIN_S)
+    run = deps.runs.start(tenant, run_id, claim_s=2 * budget + _CLAIM_MARGIN_S, waiting=continued)
     if run is None:
         logger.info("run already finished or running elsewhere; delivery ignored", extra={"run_id": run_id})
         return {"status": "duplicate"}
@@ -229,9 +237,9 @@ def execute_run(
         _record_failure(deps, tenant, run, NotFound("agent not found", field="agentId"))
         return {"status": "failed"}
     try:
-        if run.kind in _LIMITED_BEFORE_START:
+        if run.kind in _LIMITED_BEFORE_START and not continued:
             refuse_over_limit(deps, tenant, agent.id, agent.limits)  # skipped before any model call (TL10)
-        status = _execute(deps, tenant, run, agent, inputs)
+        status = _execute(deps, tenant, run, agent, inputs, continued=continued)
     except LimitExceeded as err:
         logger.info("run skipped: a spending limit is reached", extra={"run_id": run.id, **err.context})
         metrics.add_metric(name="RunSkippedOverLimit", unit=MetricUnit.Count, value=1)
@@ -246,7 +254,8 @@ def execute_run(
         logger.exception("run failed", extra={"run_id": run.id})
         _record_failure(deps, tenant, run, err)
         status = "failed"
-    metrics.add_metric(name="RunSucceeded" if status == "succeeded" else "RunFailed", unit=MetricUnit.Count, value=1)
+    if status != "awaiting_approval":  # TL10: a paused run is counted when it ends
+        metrics.add_metric(name="RunSucceeded" if status == "succeeded" else "RunFailed", unit=MetricUnit.Count, value=1)
     metrics.add_metric(name="RunLatency", unit=MetricUnit.Milliseconds, value=(time.monotonic() - started) * 1000)
     return {"status": status}
 
@@ -286,26 +295,35 @@ def _policies(
     ]
 
 
-def _execute(deps: ModelDeps, tenant: str, run: Run, agent: Agent, inputs: Mapping[str, object] | None) -> str:
+def _execute(
+    deps: ModelDeps, tenant: str, run: Run, agent: Agent, inputs: Mapping[str, object] | None, *, continued: bool = False
+) -> str:
     settings = deps.settings
     card_type = _card_type(deps, tenant, run)  # checked first: a council is not run for a parent that is gone
-    memory = RunScratchpad(deps.run_memory, tenant, agent.id, run.id, settings)
-    if inputs:
-        memory.seed_inputs(inputs)
-    declared = [(input_key(name), f"caller input {name}") for name, value in (inputs or {}).items() if value is not None]
+    if continued:  # TL10: the inputs and the members' results are in the run memory already
+        memory = RunScratchpad.load(deps.run_memory, tenant, agent.id, run.id, settings)
+        declared = [(e.key, f"caller input {e.title}") for e in memory.list(kind="input")]
+    else:
+        memory = RunScratchpad(deps.run_memory, tenant, agent.id, run.id, settings)
+        if inputs:
+            memory.seed_inputs(inputs)
+        declared = [(input_key(name), f"caller input {name}") for name, value in (inputs or {}).items() if value is not None]
     extra = [RUN_MEMORY_GUIDE]
     chain: list[dict[str, Any]] = []
     if agent.team:
         # Blind specialists: a re-examination's council works on the lead's usual task, never the
         # parent decision; nobody but the lead sees prior decisions.
         task = (agent.default_prompt or FALLBACK_PROMPT) if run.kind == "reexamination" else run.prompt
-        members = run_council(deps, tenant, run, agent, memory, task)
-        declared += [(key, title) for key, title, _ in members]
+        members = members_of(memory, agent.team) if continued else run_council(deps, tenant, run, agent, memory, task)
+        waiting = [m.waiting for m in members if m.waiting]
+        if waiting:  # TL10: members wait for their owners' approval; so does the lead, holding nothing
+            return lead_waits(deps, tenant, run, waiting)
+        declared += [(m.key, m.title) for m in members]
         extra.append(team_roster(members))
         chain = [
-            {"role": "assistant", "content": [{"type": "text", "text": f"[{inline(title)}] {reply}"}]}
-            for _, title, reply in members
-            if reply
+            {"role": "assistant", "content": [{"type": "text", "text": f"[{inline(m.title)}] {m.reply}"}]}
+            for m in members
+            if m.reply
         ]
         learnings = _best_effort(
             lambda: recent_learnings(deps, tenant, [agent.id, *agent.team], settings.director_learnings_shown)
@@ -341,7 +359,10 @@ def _execute(deps: ModelDeps, tenant: str, run: Run, agent: Agent, inputs: Mappi
 def resume_plan(deps: ModelDeps, tenant: str, run: Run, agent: Agent, paused: PausedTurn) -> TurnPlan:
     """The plan of a heartbeat, manual run or re-examination that paused for approvals (TL10), built
     again from what it stored: its session (the shared one or none), system blocks, run memory,
-    card and extraction chain; the council it ran first is not run again."""
+    card and extraction chain; the council it ran first is not run again. A council's member gets its
+    own plan again (runs.council)."""
+    if run.kind == "council_member":
+        return resume_member_plan(deps, tenant, run, agent, paused)
     settings = deps.settings
     stored, extra = paused.plan, paused.plan.get("resumeData") or {}
     shared = stored.get("sessionId") is not None

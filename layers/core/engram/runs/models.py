@@ -43,6 +43,8 @@ class Run(Resource):
     # itself (engine.approval.PausedTurn as stored; never public).
     pending_approvals: list[dict[str, Any]] = []
     paused: dict[str, Any] | None = Field(default=None, exclude=True)  # written by RunRepository.item
+    # TL10: a council's lead waiting for members paused for their owners' approval (their run ids).
+    waiting_for: list[str] = []
 
     def unqueued(self) -> "Run":
         """This queued run as failed because its job could not be sent (it would never start)."""
@@ -83,6 +85,20 @@ class RunJob(BaseModel):
     def body(self) -> dict[str, object]:
         """The queue message's body (camelCase, absent fields left out)."""
         return self.model_dump(by_alias=True, exclude_none=True)
+
+
+class ResumeJob(BaseModel):
+    """A decided run's resumption (TL10) as the turn queue (chat turns) or the run queue (runs)
+    carries it; also a council's lead going on once its members stopped waiting."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", defer_build=True)
+
+    kind: Literal["resume"] = "resume"
+    tenant: str
+    run_id: str
+
+    def body(self) -> dict[str, object]:
+        return self.model_dump(by_alias=True)
 
 
 class RunCreate(Body):
