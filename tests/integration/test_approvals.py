@@ -514,6 +514,65 @@ def test_a_waiting_council_holds_no_lease_and_its_session_takes_chats(stack, ser
     assert "leaseOwner" not in row and "awaitingRunId" not in row
 
 
+def test_a_lost_continuation_is_sent_again_by_the_sweeper(stack, servers):
+    import time
+
+    from engram.approvals.service import sweep_approvals
+    from engram.runs.council_wait import sweep_council
+
+    _member, run, member_run = waiting_council(stack, servers)
+    real = stack.deps.queues
+
+    class Lost:
+        """The lead's continuation is lost after the member's turn ended."""
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(real, name)
+
+        def enqueue_run(self, body: dict[str, Any], **kwargs: Any) -> None:
+            if body.get("runId") == run["id"]:
+                raise ConnectionError("the queue did not answer")
+            real.enqueue_run(body, **kwargs)
+
+    stack.deps.queues = Lost()
+    try:
+        assert decide(stack, member_run["id"], member_run["pendingApprovals"][0]["toolUseId"], "approve").status == 200
+        stack.drain_runs()
+    finally:
+        stack.deps.queues = real
+    assert stack.call("GET", f"/api/runs/{member_run['id']}").data["status"] == "succeeded"
+    assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "awaiting_approval"  # still waiting
+    assert sweep_approvals(stack.deps, now=int(time.time()) + 600, council=sweep_council)["resumesSent"] == 1
+    stack.drain_runs()
+    assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "succeeded"
+    assert sweep_approvals(stack.deps, now=int(time.time()) + 600, council=sweep_council)["resumesSent"] == 0
+
+
+def test_a_continuation_that_finds_the_shared_session_busy_waits_and_comes_back(stack, servers):
+    from engram.approvals.models import ResumeJob
+    from engram.approvals.resume import process_resume_job
+
+    stack.deps.settings = stack.deps.settings.model_copy(update={"run_session_wait_s": 0})
+    member = held_agent(stack, servers, name="Scout")
+    lead = stack.agent(name="Lead", team=[member["id"]], activeMemory=True)
+    run = stack.run_now(lead["id"], prompt="use lookup_price for BTC. Then decide.")
+    (member_run,) = members_of(stack, run["id"])
+    t = tenant_key("alice")
+    stack.deps.sessions.acquire_lease(t, lead["id"], "dashboard", "someone-else", 300)  # a long chat turn
+    assert decide(stack, member_run["id"], member_run["pendingApprovals"][0]["toolUseId"], "approve").status == 200
+    # What the heartbeat function does with the member's resume job, then with the lead's.
+    assert process_resume_job(stack.deps, ResumeJob(tenant=t, run_id=member_run["id"])) == "succeeded"
+    assert process_resume_job(stack.deps, ResumeJob(tenant=t, run_id=run["id"])) == "awaiting_approval"
+    assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "awaiting_approval"  # waits again
+    attrs = stack.sqs.get_queue_attributes(
+        QueueUrl=stack.resources.queue_url("RunQueue"), AttributeNames=["ApproximateNumberOfMessagesDelayed"]
+    )["Attributes"]
+    assert attrs["ApproximateNumberOfMessagesDelayed"] == "1"  # its continuation comes back later
+    stack.deps.sessions.release_lease(t, lead["id"], "dashboard", "someone-else")
+    assert process_resume_job(stack.deps, ResumeJob(tenant=t, run_id=run["id"])) == "succeeded"
+    assert [m["id"] for m in members_of(stack, run["id"])] == [member_run["id"]]
+
+
 def test_a_heartbeat_on_the_shared_session_pauses_it_and_resumes_into_it(stack, servers):
     agent = held_agent(stack, servers, activeMemory=True, defaultPrompt="use lookup_price for SOL", schedule="rate(1 hour)")
     fired = stack.fire(agent["id"])

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 from engram.engine.loop import LoopResult, _call_tools, _result_content
 from engram.engine.plan import PausedTurn, TurnOutcome, TurnPlan, usage_rows
 from engram.engine.tools import ToolContext, ToolRegistry
-from engram.kernel.errors import Conflict, PayloadTooLarge
+from engram.kernel.errors import PayloadTooLarge
 from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.runs.models import APPROVAL_EXPIRED, Run
 from engram.runs.ports import Runs
@@ -102,15 +102,7 @@ def pause(
 ) -> Run:
     """The turn stops for its owner's approval, in one transaction (the run awaiting_approval with
     the turn as it stopped, the usage so far, the session waiting for the run, its lease released);
-    its watchers get approval.requested. Conflict when the plan cannot wait (a council's member)."""
-    if not plan.pausable:
-        names = ", ".join(sorted({str(use["name"]) for use in loop.pending}))
-        raise Conflict(
-            f"{names} needs its owner's approval, and this kind of run cannot wait for one (a council's member); "
-            "the call was not made",
-            field="requireApproval",
-            code="approval_not_possible",
-        )
+    its watchers get approval.requested."""
     events = plan.events
     seq = events.seq + 1 if events is not None else 0  # approval.requested's: the resumed turn goes on after it
     waiting = paused_run(run, loop, message=message, seq=seq, plan=plan, timeout_s=ctx.agent.approval_timeout_s)

@@ -74,7 +74,6 @@ class TurnPlan:
     resume_data: dict[str, Any] = field(default_factory=dict)
     resume: PausedTurn | None = None
     approvals: list[dict[str, Any]] = field(default_factory=list)
-    pausable: bool = True  # False: a call that needs approval fails the turn (a council's member)
 
 
 class PausedTurn(BaseModel):

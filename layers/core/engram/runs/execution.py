@@ -42,7 +42,7 @@ from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunScratchpad,
 from engram.runs.council import members_of, resume_member_plan, run_council, team_roster
 from engram.runs.council_wait import lead_waits
 from engram.runs.expressions import shortest_interval
-from engram.runs.models import Run, RunJob
+from engram.runs.models import ResumeJob, Run, RunJob
 from engram.runs.notice import ApprovalNotice
 from engram.runs.service import FALLBACK_PROMPT, queued
 from engram.usage.service import refuse_over_limit
@@ -246,6 +246,10 @@ def execute_run(
         _record_failure(deps, tenant, run, err)
         status = "skipped"
     except SessionBusy:
+        if continued:  # a council's lead waits again; its continuation comes back later (TL10)
+            deps.runs.put(tenant, run.model_copy(update={"status": "awaiting_approval", "updated_at": now_iso()}))
+            deps.queues.enqueue_run(ResumeJob(tenant=tenant, run_id=run.id).body(), delay_s=_BUSY_RETRY_DELAY_S)
+            return {"status": "awaiting_approval"}
         deps.runs.requeue(tenant, run.id)  # the retry claims it again
         raise
     except TurnFailed:
