@@ -5,6 +5,7 @@ a tool that waits for approval; the Python client's operations and its stream's 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -96,3 +97,36 @@ def test_the_python_client_lists_decides_and_follows(url, sample):
         done = wait_for_run(url, paused["runId"])
         assert done["toolCalls"][0]["isError"] is True and "not now" in done["toolCalls"][0]["result"]
         assert not list(client.iter_waiting(agent_id=agent_id))
+
+
+def wait_for_status(url: str, run_id: str, status: str, attempts: int = 200) -> dict:
+    for _ in range(attempts):
+        body = http(url, "GET", f"/api/runs/{run_id}")[1]
+        if body["data"]["status"] == status:
+            return body["data"]
+        time.sleep(0.1)
+    raise AssertionError(f"run {run_id} never became {status}: {body}")
+
+
+def test_a_council_waits_for_its_members_approval_over_http(url, sample):
+    member_id = held_agent(url, sample.url, "floor")
+    status, lead = http(url, "POST", "/api/agents", body={"name": "Lead", "team": [member_id]})
+    assert status == 201, lead
+    status, started = http(
+        url, "POST", f"/api/agents/{lead['data']['id']}/runs", body={"prompt": "use lookup_price for BTC. Then decide."}
+    )
+    assert status == 202, started
+    run_id = started["data"]["runId"]
+    waiting = wait_for_status(url, run_id, "awaiting_approval")
+    (member_run_id,) = waiting["waitingFor"]
+    listed = http(url, "GET", "/api/runs?status=awaiting_approval")[1]["data"]["items"]
+    member_run = next(r for r in listed if r["id"] == member_run_id)
+    assert member_run["kind"] == "council_member" and member_run["councilRunId"] == run_id
+    body = {"toolUseId": member_run["pendingApprovals"][0]["toolUseId"], "decision": "approve"}
+    assert http(url, "POST", f"/api/runs/{member_run_id}/approvals", body=body)[0] == 200
+    done = wait_for_run(url, run_id)
+    assert done["status"] == "succeeded", done
+    assert wait_for_run(url, member_run_id)["toolCalls"][0]["decision"] == "approve"
+    memory = http(url, "GET", f"/api/runs/{run_id}/memory")[1]["data"]["items"]
+    (entry,) = [e for e in memory if e["key"] == f"task:{member_id}"]
+    assert entry["value"]["status"] == "succeeded" and "97250.5" in entry["value"]["reply"]
