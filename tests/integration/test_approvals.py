@@ -514,6 +514,26 @@ def test_a_waiting_council_holds_no_lease_and_its_session_takes_chats(stack, ser
     assert "leaseOwner" not in row and "awaitingRunId" not in row
 
 
+def test_a_member_gone_before_it_resumes_still_lets_the_lead_go_on(stack, servers):
+    import time
+
+    from engram.approvals.service import sweep_approvals
+    from engram.runs.council_wait import sweep_council
+
+    member, run, member_run = waiting_council(stack, servers)
+    assert decide(stack, member_run["id"], member_run["pendingApprovals"][0]["toolUseId"], "approve").status == 200
+    assert stack.call("DELETE", f"/api/agents/{member['id']}").status in (200, 204)  # gone, its runs too
+    stack.drain_runs()  # the member's resume job finds no run: nobody tells the lead
+    assert stack.call("GET", f"/api/runs/{member_run['id']}").status == 404
+    assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "awaiting_approval"
+    assert sweep_approvals(stack.deps, now=int(time.time()) + 600, council=sweep_council)["resumesSent"] == 1
+    stack.drain_runs()
+    done = stack.call("GET", f"/api/runs/{run['id']}").data
+    assert done["status"] == "succeeded", done
+    entry = memory_of(stack, run["id"])[f"task:{member['id']}"]
+    assert entry["value"]["status"] == "failed" and entry["title"].endswith("(FAILED)")
+
+
 def test_a_lost_continuation_is_sent_again_by_the_sweeper(stack, servers):
     import time
 

@@ -38,7 +38,7 @@ def process_resume_job(deps: ModelDeps, job: ResumeJob) -> str:
         return "duplicate"
     status = _resume(deps, tenant, claimed)
     if claimed.kind == "council_member":  # its lead goes on once no member waits
-        member_settled(deps, tenant, claimed.id)
+        member_settled(deps, tenant, claimed)
     return status
 
 

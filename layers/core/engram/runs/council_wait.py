@@ -47,11 +47,11 @@ def lead_waits(deps: Stores, tenant: str, run: Run, waiting: list[str]) -> str:
     return "awaiting_approval"
 
 
-def member_settled(deps: Stores, tenant: str, member_id: str) -> None:
-    """A member's resumed turn ended (or failed): its lead goes on if nobody else waits."""
-    member = deps.runs.get(tenant, member_id)
-    if member is None or member.status in _UNFINISHED or not member.council_run_id:
-        return  # paused again: the lead still waits
+def member_settled(deps: Stores, tenant: str, member: Run) -> None:
+    """A member's resumed turn ended, failed, or paused again (`settle` sees which from its record,
+    or its absence): its lead goes on if no member waits."""
+    if not member.council_run_id:
+        return
     lead = deps.runs.get(tenant, member.council_run_id)
     if lead is not None and lead.status == "awaiting_approval" and settle(deps, tenant, lead):
         send_continuation(deps, tenant, lead)
