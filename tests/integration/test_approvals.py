@@ -422,7 +422,8 @@ def test_a_council_waits_for_its_members_approval_and_the_lead_goes_on_once_appr
     assert stack.call("GET", "/api/runs", query={"status": "awaiting_approval"}).data["items"] == []
 
 
-def test_a_denied_member_call_reaches_the_lead_as_the_members_denial(stack, servers):
+def test_a_denied_member_call_reaches_the_lead_as_the_members_denial(any_stack, servers):
+    stack = any_stack
     member, run, member_run = waiting_council(stack, servers)
     held = member_run["pendingApprovals"][0]
     assert decide(stack, member_run["id"], held["toolUseId"], "deny", note="not today").status == 200
@@ -434,7 +435,8 @@ def test_a_denied_member_call_reaches_the_lead_as_the_members_denial(stack, serv
     assert value["status"] == "succeeded" and value["runId"] == member_run["id"] and "97250.5" not in json.dumps(value)
 
 
-def test_a_finished_member_is_not_run_again_when_the_lead_goes_on(stack, servers):
+def test_a_finished_member_is_not_run_again_when_the_lead_goes_on(any_stack, servers):
+    stack = any_stack
     held = held_agent(stack, servers, name="Scout")
     free = stack.agent(name="Analyst")
     lead = stack.agent(name="Lead", team=[held["id"], free["id"]])
@@ -457,7 +459,8 @@ def test_a_finished_member_is_not_run_again_when_the_lead_goes_on(stack, servers
     assert memory[f"task:{held['id']}"]["value"]["status"] == "succeeded"
 
 
-def test_a_redelivered_continuation_does_nothing(stack, servers):
+def test_a_redelivered_continuation_does_nothing(any_stack, servers):
+    stack = any_stack
     from engram.approvals.models import ResumeJob
     from engram.approvals.resume import process_resume_job
     from engram.runs.council_wait import send_continuation
@@ -481,7 +484,8 @@ def test_a_redelivered_continuation_does_nothing(stack, servers):
     assert len(rows) == 1 and rows[0]["inputTokens"] == done["usage"]["inputTokens"]
 
 
-def test_an_expired_member_approval_lets_the_lead_go_on(stack, servers):
+def test_an_expired_member_approval_lets_the_lead_go_on(any_stack, servers):
+    stack = any_stack
     import time
 
     from engram.approvals.service import sweep_approvals
@@ -534,7 +538,8 @@ def test_a_member_gone_before_it_resumes_still_lets_the_lead_go_on(stack, server
     assert entry["value"]["status"] == "failed" and entry["title"].endswith("(FAILED)")
 
 
-def test_a_lost_continuation_is_sent_again_by_the_sweeper(stack, servers):
+def test_a_lost_continuation_is_sent_again_by_the_sweeper(any_stack, servers):
+    stack = any_stack
     import time
 
     from engram.approvals.service import sweep_approvals
