@@ -407,6 +407,8 @@ def test_a_council_waits_for_its_members_approval_and_the_lead_goes_on_once_appr
     assert member_run["id"] in waiting
     entry = memory_of(stack, run["id"])[f"task:{member['id']}"]
     assert entry["value"] == {"status": "awaiting_approval", "runId": member_run["id"]}
+    on_lead = decide(stack, run["id"], held["toolUseId"], "approve")  # decided on the member's run, not the lead's
+    assert on_lead.status == 404 and member_run["id"] in on_lead.error["message"]
 
     assert decide(stack, member_run["id"], held["toolUseId"], "approve").status == 200
     stack.drain_runs()  # the member's turn goes on in the run-queue worker, then the lead's

@@ -43,6 +43,13 @@ def decide(deps: Stores, tenant: str, decided_by: str, run_id: str, body: Approv
     if run is None:
         raise NotFound("run not found", field="runId")
     index = next((i for i, p in enumerate(run.pending_approvals) if p.get("toolUseId") == body.tool_use_id), None)
+    if index is None and run.waiting_for:  # a council's lead: the held calls are its members'
+        raise NotFound(
+            f"this run holds no tool call for approval: it waits for its council members' runs {', '.join(run.waiting_for)}; "
+            "decide on theirs",
+            field="runId",
+            code="approval_not_found",
+        )
     if index is None:
         raise NotFound(
             f"this run holds no tool call {body.tool_use_id} for approval", field="toolUseId", code="approval_not_found"
