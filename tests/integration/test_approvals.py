@@ -540,6 +540,22 @@ def test_a_member_gone_before_it_resumes_still_lets_the_lead_go_on(stack, server
     assert entry["value"]["status"] == "failed" and entry["title"].endswith("(FAILED)")
 
 
+def test_the_lead_waits_until_every_held_call_of_its_member_is_decided(stack, servers):
+    member = held_agent(stack, servers, rule=True, name="Scout")
+    lead = stack.agent(name="Lead", team=[member["id"]])
+    run = stack.run_now(lead["id"], prompt="use lookup_price for ETH and use search_tickets with login. Then decide.")
+    (member_run,) = members_of(stack, run["id"])
+    first, second = member_run["pendingApprovals"]
+    assert decide(stack, member_run["id"], first["toolUseId"], "approve").status == 200
+    stack.drain_runs()
+    assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "awaiting_approval"  # one still undecided
+    assert decide(stack, member_run["id"], second["toolUseId"], "deny").status == 200
+    stack.drain_runs()
+    assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "succeeded"
+    calls = {c["name"]: c for c in stack.call("GET", f"/api/runs/{member_run['id']}").data["toolCalls"]}
+    assert "3412.75" in calls["mcp__market__lookup_price"]["result"] and calls["mcp__market__search_tickets"]["isError"]
+
+
 def test_a_lost_continuation_is_sent_again_by_the_sweeper(any_stack, servers):
     stack = any_stack
     import time
