@@ -12,4 +12,4 @@ router = Router()
 
 @router.post("/api/stream-tickets")
 def create_ticket(deps: Deps, tenant: Tenant, who: Caller) -> Reply:
-    return ok(issue_ticket(deps, tenant, who.key_id), 201)
+    return ok(issue_ticket(deps.streams, deps.settings, tenant, who.key_id), 201)
