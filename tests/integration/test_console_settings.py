@@ -3,36 +3,22 @@ login (its login domain allowed for the token exchange, nothing else), or a past
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 from typing import Any
 
-from engram.api.http import build_app
+from engram.api.http import build_app, stores
 from engram.console import routes
 from engram.kernel.settings import Settings
 from engram.wiring.stores import Stores, clients
 from local.apigw import build_http_event
 
-
-def _fresh_router() -> Any:
-    """A router of its own: including the api function's router in another app would rebind its
-    context (powertools keeps one context per router) and break the api function's requests."""
-    spec = importlib.util.spec_from_file_location("console_routes_copy", Path(routes.__file__))
-    assert spec and spec.loader
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # dataclasses look their module up there
-    spec.loader.exec_module(module)
-    return module.router
-
-
 LOGIN = "https://engram-0a1b2c3d4e5f.auth.eu-west-1.amazoncognito.com"
 
 
 def _get(env: dict[str, str], path: str) -> tuple[int, dict[str, str], Any]:
-    app = build_app(_fresh_router())
-    app.append_context(deps=Stores(**clients(Settings.from_env(env))))
+    app = build_app(routes.router)
+    deps = Stores(**clients(Settings.from_env(env)))
+    app.dependency_overrides[stores] = lambda: deps  # the stack's stores, under these settings
     route_key = "GET /" if path == "/" else "GET /console/{proxy+}"
     out = app.resolve(build_http_event(route_key, "GET", path, path_params=None), None)
     headers = {k.lower(): v for k, v in (out.get("headers") or {}).items()}

@@ -5,7 +5,7 @@ from __future__ import annotations
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from engram.account import service as account
-from engram.api.http import Reply, deps_of, ok, signed_in, tenant_of
+from engram.api.http import Deps, Reply, SignedIn, Tenant, ok
 
 router = Router()
 # GET /api/me/export answers as before while the account is small, and says it is deprecated.
@@ -13,24 +13,24 @@ INLINE_EXPORT_DEPRECATED = {"Deprecation": "true", "Link": '</api/me/export>; re
 
 
 @router.post("/api/me/export")
-def start_export() -> Reply:
+def start_export(deps: Deps, tenant: Tenant) -> Reply:
     """202 with the new job, or with the one already in progress (one export at a time)."""
-    job = account.start_export(deps_of(router), tenant_of(router))
+    job = account.start_export(deps, tenant)
     return ok({**job.public(), "exportId": job.id}, 202, headers={"Location": f"/api/me/export/{job.id}"})
 
 
 @router.get("/api/me/export/<exportId>")
-def get_export(exportId: str) -> Reply:
-    return ok(account.export_status(deps_of(router), tenant_of(router), exportId))
+def get_export(deps: Deps, tenant: Tenant, exportId: str) -> Reply:
+    return ok(account.export_status(deps, tenant, exportId))
 
 
 @router.get("/api/me/export")
-def export_inline() -> Reply:
+def export_inline(deps: Deps, tenant: Tenant) -> Reply:
     """Deprecated: the whole account in one response while it is small (see start_export)."""
-    return ok(account.inline_export(deps_of(router), tenant_of(router)), headers=INLINE_EXPORT_DEPRECATED)
+    return ok(account.inline_export(deps, tenant), headers=INLINE_EXPORT_DEPRECATED)
 
 
 @router.delete("/api/me")
-def delete_me() -> Reply:
+def delete_me(deps: Deps, who: SignedIn) -> Reply:
     # Not with an API key: a leaked key must not be able to erase the account.
-    return ok({"deleted": account.delete_everything(deps_of(router), signed_in(router).tenant)})
+    return ok({"deleted": account.delete_everything(deps, who.tenant)})

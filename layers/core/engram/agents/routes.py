@@ -6,62 +6,62 @@ from aws_lambda_powertools.event_handler.api_gateway import Router
 
 from engram.agents import service as agents
 from engram.agents.models import AgentCreate, AgentUpdate, WorkspaceCreate, WorkspaceUpdate
-from engram.api.http import PAGE, Limit, Reply, Token, deps_of, ok, tenant_of
+from engram.api.http import PAGE, Deps, Limit, Reply, Tenant, Token, ok
 
 router = Router()
 
 
 @router.post("/api/agents")
-def create_agent(body: AgentCreate) -> Reply:
-    return ok(agents.create_agent(deps_of(router), tenant_of(router), body), 201)
+def create_agent(deps: Deps, tenant: Tenant, body: AgentCreate) -> Reply:
+    return ok(agents.create_agent(deps, tenant, body), 201)
 
 
 @router.get("/api/agents")
-def list_agents(limit: Limit = PAGE, nextToken: Token = None) -> Reply:
-    return ok(agents.list_agents(deps_of(router), tenant_of(router), limit, nextToken))
+def list_agents(deps: Deps, tenant: Tenant, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
+    return ok(agents.list_agents(deps, tenant, limit, nextToken))
 
 
 @router.get("/api/agents/<agentId>")
-def get_agent(agentId: str) -> Reply:
-    return ok(agents.get_agent(deps_of(router), tenant_of(router), agentId).public())
+def get_agent(deps: Deps, tenant: Tenant, agentId: str) -> Reply:
+    return ok(agents.get_agent(deps, tenant, agentId).public())
 
 
 @router.patch("/api/agents/<agentId>")
-def update_agent(agentId: str, body: AgentUpdate) -> Reply:
-    return ok(agents.update_agent(deps_of(router), tenant_of(router), agentId, body).public())
+def update_agent(deps: Deps, tenant: Tenant, agentId: str, body: AgentUpdate) -> Reply:
+    return ok(agents.update_agent(deps, tenant, agentId, body).public())
 
 
 @router.delete("/api/agents/<agentId>")
-def delete_agent(agentId: str) -> Reply:
-    return ok(agents.delete_agent(deps_of(router), tenant_of(router), agentId))
+def delete_agent(deps: Deps, tenant: Tenant, agentId: str) -> Reply:
+    return ok(agents.delete_agent(deps, tenant, agentId))
 
 
 @router.post("/api/agents/<agentId>/webhook-secret")
-def rotate_webhook_secret(agentId: str) -> Reply:
-    return ok(agents.rotate_webhook_secret(deps_of(router), tenant_of(router), agentId))
+def rotate_webhook_secret(deps: Deps, tenant: Tenant, agentId: str) -> Reply:
+    return ok(agents.rotate_webhook_secret(deps, tenant, agentId))
 
 
 @router.post("/api/workspaces")
-def create_workspace(body: WorkspaceCreate) -> Reply:
-    return ok(agents.create_workspace(deps_of(router), tenant_of(router), body).public(), 201)
+def create_workspace(deps: Deps, tenant: Tenant, body: WorkspaceCreate) -> Reply:
+    return ok(agents.create_workspace(deps, tenant, body).public(), 201)
 
 
 @router.get("/api/workspaces")
-def list_workspaces(limit: Limit = PAGE, nextToken: Token = None) -> Reply:
-    return ok(agents.list_workspaces(deps_of(router), tenant_of(router), limit, nextToken))
+def list_workspaces(deps: Deps, tenant: Tenant, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
+    return ok(agents.list_workspaces(deps, tenant, limit, nextToken))
 
 
 @router.get("/api/workspaces/<workspaceId>")
-def get_workspace(workspaceId: str) -> Reply:
-    return ok(agents.get_workspace(deps_of(router), tenant_of(router), workspaceId).public())
+def get_workspace(deps: Deps, tenant: Tenant, workspaceId: str) -> Reply:
+    return ok(agents.get_workspace(deps, tenant, workspaceId).public())
 
 
 @router.patch("/api/workspaces/<workspaceId>")
-def update_workspace(workspaceId: str, body: WorkspaceUpdate) -> Reply:
-    return ok(agents.update_workspace(deps_of(router), tenant_of(router), workspaceId, body).public())
+def update_workspace(deps: Deps, tenant: Tenant, workspaceId: str, body: WorkspaceUpdate) -> Reply:
+    return ok(agents.update_workspace(deps, tenant, workspaceId, body).public())
 
 
 @router.delete("/api/workspaces/<workspaceId>")
-def delete_workspace(workspaceId: str) -> Reply:
-    agents.delete_workspace(deps_of(router), tenant_of(router), workspaceId)
+def delete_workspace(deps: Deps, tenant: Tenant, workspaceId: str) -> Reply:
+    agents.delete_workspace(deps, tenant, workspaceId)
     return ok({"id": workspaceId, "deleted": True})

@@ -11,10 +11,12 @@ from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, CORSConfig, Response
 from aws_lambda_powertools.event_handler.api_gateway import BaseRouter, Router
+from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
 from aws_lambda_powertools.event_handler.openapi.exceptions import RequestUnsupportedContentType, RequestValidationError
 from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.request import Request
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from pydantic import ValidationError
 
@@ -136,13 +138,17 @@ def fail(status: int, code: str, message: str, field: str | None = None, **extra
     return envelope(status, error=error)
 
 
-def deps_of(router: Router | APIGatewayHttpResolver) -> Stores:
+def stores(request: Request) -> Stores:
     """The function's dependencies: its handler puts them in the resolver's context
-    (`app.append_context(deps=...)`) for every request; every function's are Stores."""
-    deps = router.context["deps"]
+    (`app.append_context(deps=...)`) for every request; every function's are Stores. A route
+    takes them as a `Deps` parameter (powertools' `Depends`; tests may override `stores`)."""
+    deps = request.context["deps"]
     if not isinstance(deps, Stores):
         raise TypeError(f"the resolver's context carries {type(deps).__name__}, not the function's Stores")
     return deps
+
+
+Deps = Annotated[Stores, Depends(stores)]
 
 
 _REPLAYED_S = 300  # an arrival older than this is a replayed or sample event (`sam local invoke`), not a wait
@@ -192,21 +198,25 @@ class Principal:
         return self.via != "key" or "write" in self.scopes
 
 
-def _authorizer_context(router: Router | APIGatewayHttpResolver) -> dict[str, object]:
+def _authorizer_context(event: BaseProxyEvent) -> dict[str, object]:
     """The Lambda authorizer's context (`requestContext.authorizer.lambda`); an event from a JWT
     authorizer (`authorizer.jwt.claims`: sample events, tests of the handlers alone) is read as a
     sign-in token's claims."""
-    authorizer = (router.current_event.raw_event.get("requestContext") or {}).get("authorizer") or {}
+    authorizer = (event.raw_event.get("requestContext") or {}).get("authorizer") or {}
     if isinstance(authorizer.get("lambda"), dict):
         return dict(authorizer["lambda"])
     claims = (authorizer.get("jwt") or {}).get("claims") if isinstance(authorizer.get("jwt"), dict) else None
     return {**claims, "via": "jwt"} if isinstance(claims, dict) else {}
 
 
-def principal(router: Router | APIGatewayHttpResolver) -> Principal:
+def caller(request: Request, deps: Deps) -> Principal:
     """The caller the authorizer let in: `sub`, and `via` key (its scopes) or jwt (the token's
-    scopes, checked here against REQUIRED_SCOPES before any route reads or writes)."""
-    return principal_of(deps_of(router), _authorizer_context(router))
+    scopes, checked here against REQUIRED_SCOPES before any route reads or writes). Resolved once
+    per request, however many of a route's dependencies need it."""
+    return principal_of(deps, _authorizer_context(request.resolved_event))
+
+
+Caller = Annotated[Principal, Depends(caller)]
 
 
 def principal_of(deps: Stores, context: Mapping[str, object], *, checked_now: bool = False) -> Principal:
@@ -242,23 +252,26 @@ def _live_key(deps: Stores, sub: str, key_id: str, scope: str, *, read: bool = T
     return who
 
 
-def tenant_of(router: Router | APIGatewayHttpResolver, *, writes: bool | None = None) -> str:
-    """The caller's tenant. A request that writes (by its method, or `writes`) with a key that
-    lacks the `write` scope is a 403 `insufficient_scope`."""
-    who = principal(router)
-    writing = router.current_event.http_method not in READ_METHODS if writes is None else writes
-    if writing and not who.may_write():
+def tenant(request: Request, who: Caller) -> str:
+    """The caller's tenant. A request that writes (by its method) with a key that lacks the
+    `write` scope is a 403 `insufficient_scope`."""
+    if request.method not in READ_METHODS and not who.may_write():
         raise Forbidden("this API key is read-only; this request writes", code="insufficient_scope")
     return who.tenant
 
 
-def signed_in(router: Router | APIGatewayHttpResolver) -> Principal:
+Tenant = Annotated[str, Depends(tenant)]
+
+
+def signed_in(who: Caller) -> Principal:
     """The caller, who must have come with a sign-in token: API keys are managed only that way,
     so a leaked key cannot mint or revoke keys."""
-    who = principal(router)
     if who.via != "jwt":
         raise Forbidden("API keys are managed with a sign-in token, not with an API key", code="key_not_allowed")
     return who
+
+
+SignedIn = Annotated[Principal, Depends(signed_in)]
 
 
 def _error_reply(err: EngramError) -> Reply:
@@ -354,6 +367,16 @@ class _Resolver(APIGatewayHttpResolver):
         proxy = super()._to_proxy_event(event)
         self.__dict__["current_event"] = proxy  # shadows the class attribute resolve sets
         return proxy
+
+    def include_router(self, router: Router, prefix: str | None = None) -> None:
+        """An environment imported while another serves a request (the local stack, one thread)
+        takes the router's own context, not that request's state (its resolved `Request` among it,
+        which the dependencies would read)."""
+        token = _SERVING.set(None)
+        try:
+            super().include_router(router, prefix)
+        finally:
+            _SERVING.reset(token)
 
     def resolve(self, event: Mapping[str, object], context: LambdaContext) -> dict[str, object]:
         self.__dict__["lambda_context"] = context

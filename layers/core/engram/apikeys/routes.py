@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import PAGE, Limit, Reply, Token, deps_of, idempotency_key, ok, signed_in
+from engram.api.http import PAGE, Deps, Limit, Reply, SignedIn, Token, idempotency_key, ok
 from engram.apikeys import service as api_keys
 from engram.apikeys.models import ApiKeyCreate
 
@@ -12,16 +12,15 @@ router = Router()
 
 
 @router.post("/api/me/api-keys")
-def create_api_key(body: ApiKeyCreate) -> Reply:
-    who = signed_in(router)
-    return ok(api_keys.create_key(deps_of(router), who.tenant, who.sub, body, idempotency_key(router)), 201)
+def create_api_key(deps: Deps, who: SignedIn, body: ApiKeyCreate) -> Reply:
+    return ok(api_keys.create_key(deps, who.tenant, who.sub, body, idempotency_key(router)), 201)
 
 
 @router.get("/api/me/api-keys")
-def list_api_keys(limit: Limit = PAGE, nextToken: Token = None) -> Reply:
-    return ok(api_keys.list_keys(deps_of(router), signed_in(router).tenant, limit, nextToken))
+def list_api_keys(deps: Deps, who: SignedIn, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
+    return ok(api_keys.list_keys(deps, who.tenant, limit, nextToken))
 
 
 @router.delete("/api/me/api-keys/<keyId>")
-def delete_api_key(keyId: str) -> Reply:
-    return ok(api_keys.delete_key(deps_of(router), signed_in(router).tenant, keyId))
+def delete_api_key(deps: Deps, who: SignedIn, keyId: str) -> Reply:
+    return ok(api_keys.delete_key(deps, who.tenant, keyId))

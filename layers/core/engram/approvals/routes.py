@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import Reply, deps_of, ok, principal, tenant_of
+from engram.api.http import Caller, Deps, Reply, Tenant, ok
 from engram.approvals import service
 from engram.approvals.models import ApprovalIn
 
@@ -12,6 +12,6 @@ router = Router()
 
 
 @router.post("/api/runs/<runId>/approvals")
-def decide_approval(runId: str, body: ApprovalIn) -> Reply:
-    run = service.decide(deps_of(router), tenant_of(router), principal(router).sub, runId, body)
+def decide_approval(deps: Deps, tenant: Tenant, who: Caller, runId: str, body: ApprovalIn) -> Reply:
+    run = service.decide(deps, tenant, who.sub, runId, body)
     return ok(run.public())

@@ -12,9 +12,11 @@ from typing import Annotated
 
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Query
+from aws_lambda_powertools.event_handler.request import Request
 
-from engram.api.http import Reply, deps_of, ok, tenant_of
+from engram.api.http import Deps, Reply, Tenant, ok
 from engram.connections import oauth
 from engram.kernel.errors import EngramError
 from engram.kernel.observability import logger
@@ -22,16 +24,19 @@ from engram.kernel.observability import logger
 router = Router()
 
 
-def base_url(of: Router) -> str:
+def base_url(request: Request, deps: Deps) -> str:
     """The API's public URL as this request reached it (or PUBLIC_API_URL)."""
-    headers = of.current_event.headers or {}
-    return oauth.base_url_of(deps_of(of).settings, headers.get("host"), headers.get("x-forwarded-proto"))
+    headers = request.headers
+    return oauth.base_url_of(deps.settings, headers.get("host"), headers.get("x-forwarded-proto"))
+
+
+BaseUrl = Annotated[str, Depends(base_url)]
 
 
 @router.post("/api/connections/<connectionId>/oauth/start")
-def start(connectionId: str) -> Reply:
+def start(deps: Deps, tenant: Tenant, url: BaseUrl, connectionId: str) -> Reply:
     """`{authorizationUrl, expiresAt}`: the URL the person opens to grant Engram access."""
-    return ok(oauth.start(deps_of(router), tenant_of(router), connectionId, base_url(router)))
+    return ok(oauth.start(deps, tenant, connectionId, url))
 
 
 # Bounded so the whole query stays well within what API Gateway and the local front accept.
@@ -42,11 +47,11 @@ Issuer = Annotated[str | None, Query(max_length=512)]
 
 
 @router.get("/api/connections/oauth/callback")
-def callback(state: State = None, code: Code = None, error: Error = None, iss: Issuer = None) -> Response[str]:
+def callback(deps: Deps, state: State = None, code: Code = None, error: Error = None, iss: Issuer = None) -> Response[str]:
     """Public (the browser carries no token): the one-time state names the user and the connection.
     `iss` (RFC 9207) is compared with the issuer the state was made for."""
     try:
-        connection = oauth.finish(deps_of(router), state, code, error, iss)
+        connection = oauth.finish(deps, state, code, error, iss)
     except EngramError as err:
         logger.info("oauth callback refused", extra={"code": err.code})
         return _page(err.status, False, err.message)
@@ -73,10 +78,10 @@ def _page(status: int, done: bool, message: str) -> Response[str]:
 
 
 @router.get("/api/connections/oauth/client-metadata.json")
-def client_metadata() -> Response[str]:
+def client_metadata(url: BaseUrl) -> Response[str]:
     """Public: the authorization server fetches it to learn Engram's redirect URI (the client id
     is this document's URL)."""
-    document = oauth.client_metadata_document(base_url(router))
+    document = oauth.client_metadata_document(url)
     return Response(
         status_code=200,
         content_type="application/json",

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import PAGE, Limit, Reply, Token, deps_of, ok, tenant_of
+from engram.api.http import PAGE, Deps, Limit, Reply, Tenant, Token, ok
 from engram.connections import service as connections
 from engram.connections.models import ConnectionCreate, ConnectionUpdate
 
@@ -13,25 +13,25 @@ router = Router()
 
 
 @router.post("/api/connections")
-def create_connection(body: ConnectionCreate) -> Reply:
-    return ok(connections.create_connection(deps_of(router), tenant_of(router), body).public(), 201)
+def create_connection(deps: Deps, tenant: Tenant, body: ConnectionCreate) -> Reply:
+    return ok(connections.create_connection(deps, tenant, body).public(), 201)
 
 
 @router.get("/api/connections")
-def list_connections(limit: Limit = PAGE, nextToken: Token = None) -> Reply:
-    return ok(connections.list_connections(deps_of(router), tenant_of(router), limit, nextToken))
+def list_connections(deps: Deps, tenant: Tenant, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
+    return ok(connections.list_connections(deps, tenant, limit, nextToken))
 
 
 @router.get("/api/connections/<connectionId>")
-def get_connection(connectionId: str) -> Reply:
-    return ok(connections.get_connection(deps_of(router), tenant_of(router), connectionId))
+def get_connection(deps: Deps, tenant: Tenant, connectionId: str) -> Reply:
+    return ok(connections.get_connection(deps, tenant, connectionId))
 
 
 @router.patch("/api/connections/<connectionId>")
-def update_connection(connectionId: str, body: ConnectionUpdate) -> Reply:
-    return ok(connections.update_connection(deps_of(router), tenant_of(router), connectionId, body).public())
+def update_connection(deps: Deps, tenant: Tenant, connectionId: str, body: ConnectionUpdate) -> Reply:
+    return ok(connections.update_connection(deps, tenant, connectionId, body).public())
 
 
 @router.delete("/api/connections/<connectionId>")
-def delete_connection(connectionId: str) -> Reply:
-    return ok(connections.delete_connection(deps_of(router), tenant_of(router), connectionId))
+def delete_connection(deps: Deps, tenant: Tenant, connectionId: str) -> Reply:
+    return ok(connections.delete_connection(deps, tenant, connectionId))

@@ -22,7 +22,7 @@ from urllib.parse import urlsplit
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import deps_of, fail
+from engram.api.http import Deps, fail
 from engram.kernel.settings import Settings
 
 router = Router()
@@ -101,8 +101,7 @@ def security_headers(settings: Settings) -> dict[str, str]:
     }
 
 
-def _serve(name: str) -> Response[str]:
-    settings = deps_of(router).settings
+def _serve(settings: Settings, name: str) -> Response[str]:
     asset = _assets().get(name)
     if asset is None:
         return fail(404, "not_found", "the console has no such file")
@@ -130,14 +129,14 @@ def _serve(name: str) -> Response[str]:
 
 
 @router.get("/")
-def index() -> Response[str]:
-    return _serve("index.html")
+def index(deps: Deps) -> Response[str]:
+    return _serve(deps.settings, "index.html")
 
 
 @router.get("/console/config.json")
-def config() -> Response[str]:
+def config(deps: Deps) -> Response[str]:
     """How the page signs a person in; no secret in it (a public client id at most)."""
-    settings: Settings = deps_of(router).settings
+    settings: Settings = deps.settings
     scopes = " ".join(dict.fromkeys(["openid", "email", *settings.required_scopes.split()]))
     body = {
         "signIn": settings.console_sign_in,
@@ -150,5 +149,5 @@ def config() -> Response[str]:
 
 
 @router.get("/console/<asset>")
-def console_asset(asset: str) -> Response[str]:
-    return _serve(asset)  # only names of files read from static/ are served
+def console_asset(deps: Deps, asset: str) -> Response[str]:
+    return _serve(deps.settings, asset)  # only names of files read from static/ are served

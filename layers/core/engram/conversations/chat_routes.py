@@ -5,9 +5,10 @@ from __future__ import annotations
 from typing import Annotated
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
+from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from engram.api.http import Reply, deps_of, idempotency_key, ok, principal, request_clock, tenant_of
+from engram.api.http import Caller, Deps, Reply, Tenant, idempotency_key, ok, request_clock
 from engram.conversations import chat, webhooks
 from engram.conversations.models import MessageIn
 from engram.kernel.errors import BadRequest
@@ -17,17 +18,26 @@ from engram.wiring.model import ModelDeps
 router = Router()
 
 
-def model_deps_of(router: Router) -> ModelDeps:
+def model_deps(deps: Deps) -> ModelDeps:
     """The chat function's dependencies: Stores and what calls a model."""
-    deps = deps_of(router)
     if not isinstance(deps, ModelDeps):
         raise TypeError(f"the resolver's context carries {type(deps).__name__}, not the chat function's ModelDeps")
     return deps
 
 
+ChatDeps = Annotated[ModelDeps, Depends(model_deps)]
+
+
 @router.post("/api/agents/<agentId>/sessions/<sessionId>/messages")
-def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotated[bool, Query(alias="async")] = False) -> Reply:
-    deps, tenant = model_deps_of(router), tenant_of(router)
+def post_message(
+    deps: ChatDeps,
+    tenant: Tenant,
+    who: Caller,
+    agentId: str,
+    sessionId: str,
+    body: MessageIn,
+    async_: Annotated[bool, Query(alias="async")] = False,
+) -> Reply:
     check_id("agentId", agentId), check_id("sessionId", sessionId)
     if async_:
         run = chat.enqueue_turn(
@@ -41,7 +51,6 @@ def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotate
         )
         return ok({"runId": run.id, "sessionId": sessionId, "status": run.status}, 202)
     waited_s, remaining_s = request_clock(router)
-    who = principal(router)
     outcome = chat.run_chat_turn(
         deps,
         tenant,
@@ -67,7 +76,7 @@ def _turn_key(body: MessageIn) -> str | None:
 
 
 @router.post("/api/agents/<agentId>/webhook")
-def post_webhook(agentId: str) -> Reply:
+def post_webhook(deps: ChatDeps, agentId: str) -> Reply:
     event = router.current_event
-    run = webhooks.accept(model_deps_of(router), agent_id=agentId, headers=event.headers or {}, raw_body=event.decoded_body or "")
+    run = webhooks.accept(deps, agent_id=agentId, headers=event.headers or {}, raw_body=event.decoded_body or "")
     return ok({"runId": run.id, "sessionId": run.session_id, "status": run.status}, 202)

@@ -21,7 +21,7 @@ from urllib.parse import urlsplit
 from aws_lambda_powertools.event_handler import Response
 from aws_lambda_powertools.event_handler.api_gateway import Router
 
-from engram.api.http import Principal, Reply, deps_of, principal_of
+from engram.api.http import Deps, Principal, Reply, principal_of
 from engram.apikeys.authorizer import Refused, authorize, source_of
 from engram.kernel.errors import EngramError, Forbidden, Unauthorized
 from engram.mcp_server import registration
@@ -62,12 +62,12 @@ def resource_of(headers: dict[str, str]) -> str:
 
 @router.get("/.well-known/oauth-protected-resource")
 @router.get("/.well-known/oauth-protected-resource/mcp")
-def protected_resource() -> Reply:
+def protected_resource(deps: Deps) -> Reply:
     """RFC 9728 Protected Resource Metadata (MX4): which authorization server issues tokens for
     /mcp (the stack's own: its Cognito user pool, or AuthIssuer), with which scopes. MCP clients
     find it from the 401 of /mcp (the path-suffixed form first, then this root form)."""
     headers = {str(k).lower(): str(v) for k, v in (router.current_event.headers or {}).items()}
-    settings = deps_of(router).settings
+    settings = deps.settings
     issuer = settings.auth_issuer.rstrip("/")
     if settings.user_pool_id:  # Engram registers clients: it names itself (its RFC 8414 document)
         issuer = resource_of(headers).removesuffix("/mcp")
@@ -88,10 +88,10 @@ def _json(status: int, body: Mapping[str, object], headers: dict[str, str] | Non
 
 
 @router.get("/.well-known/oauth-authorization-server")
-def authorization_server_metadata() -> Reply:
+def authorization_server_metadata(deps: Deps) -> Reply:
     """RFC 8414 metadata of Engram as /mcp's authorization server where it registers clients
     (`registration`): Cognito's managed-login endpoints and Engram's registration endpoint."""
-    settings = deps_of(router).settings
+    settings = deps.settings
     if not settings.user_pool_id:
         return _json(404, {"error": "not_found", "error_description": registration.NOT_HERE})
     headers = {str(k).lower(): str(v) for k, v in (router.current_event.headers or {}).items()}
@@ -100,9 +100,8 @@ def authorization_server_metadata() -> Reply:
 
 
 @router.post(registration.REGISTER_PATH)
-def register_client() -> Reply:
+def register_client(deps: Deps) -> Reply:
     """RFC 7591 dynamic client registration (public: no credential, as the RFC's open registration)."""
-    deps = deps_of(router)
     event = router.current_event
     try:
         body = event.json_body
@@ -169,11 +168,10 @@ def _caller(deps: Stores, headers: dict[str, str]) -> Principal | Reply:
 
 
 @router.post("/mcp")
-def mcp() -> Reply:
+def mcp(deps: Deps) -> Reply:
     event = router.current_event
     headers = {str(k).lower(): str(v) for k, v in (event.headers or {}).items()}
     origin = headers.get("origin", "")
-    deps = deps_of(router)
     if not origin_allowed(origin, headers.get("host", ""), deps.settings.cors_allow_origins):
         return _rpc_error(
             403, f"the origin {origin[:200]!r} may not call this MCP server", code="origin_not_allowed", field="Origin"

@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from engram.api.http import Limit, Reply, Token, deps_of, ok, tenant_of
+from engram.api.http import Deps, Limit, Reply, Tenant, Token, ok
 from engram.recall import service as recall
 
 router = Router()
@@ -16,6 +16,11 @@ SEARCH_PAGE = 20
 
 @router.get("/api/agents/<agentId>/archive/search")
 def search_archive(
-    agentId: str, q: Annotated[str | None, Query(max_length=2000)] = None, limit: Limit = SEARCH_PAGE, nextToken: Token = None
+    deps: Deps,
+    tenant: Tenant,
+    agentId: str,
+    q: Annotated[str | None, Query(max_length=2000)] = None,
+    limit: Limit = SEARCH_PAGE,
+    nextToken: Token = None,
 ) -> Reply:
-    return ok(recall.search_archive(deps_of(router), tenant_of(router), agentId, q, limit=limit, token=nextToken))
+    return ok(recall.search_archive(deps, tenant, agentId, q, limit=limit, token=nextToken))

@@ -3,19 +3,23 @@ Active Memory panel. The runs themselves execute in the `heartbeat` function."""
 
 from __future__ import annotations
 
-from typing import Annotated, get_args
+from typing import TYPE_CHECKING, Annotated, get_args
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
 from engram.agents.service import get_agent
-from engram.api.http import PAGE, Limit, Reply, SearchText, Token, deps_of, listed, ok, tenant_of
+from engram.api.http import PAGE, Deps, Limit, Reply, SearchText, Tenant, Token, listed, ok
 from engram.kernel.ids import check_id
 from engram.kernel.textsearch import text_query
 from engram.runs import active_memory
 from engram.runs import service as run_records
 from engram.runs.models import Run, RunCreate, RunKind, RunStatus, RunUpdate
 from engram.runs.search import RunFilter, search_runs
+from engram.wiring.stores import Stores
+
+if TYPE_CHECKING:
+    from engram.wiring.stores import Stores
 
 router = Router()
 
@@ -28,11 +32,10 @@ StatusFilter = Annotated[str | None, Query(pattern=rf"^({_STATUS})(,({_STATUS}))
 When = Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?Z?)?$")]
 
 
-def _runs(wanted: RunFilter, limit: int, token: str | None) -> Reply:
-    deps, tenant = deps_of(router), tenant_of(router)
+def _runs(deps: Stores, tenant: str, wanted: RunFilter, limit: int, token: str | None) -> Reply:
     if wanted.agent_id is not None:
         get_agent(deps, tenant, check_id("agentId", wanted.agent_id))
-    return ok(search_runs(deps, tenant, wanted, limit=limit, token=token))
+    return ok(search_runs(deps.runs, tenant, wanted, limit=limit, token=token))
 
 
 def _whole_day(until: str | None) -> str | None:
@@ -41,6 +44,8 @@ def _whole_day(until: str | None) -> str | None:
 
 @router.get("/api/runs")
 def list_all_runs(
+    deps: Deps,
+    tenant: Tenant,
     agentId: str | None = None,
     kind: KindFilter = None,
     status: StatusFilter = None,
@@ -53,7 +58,7 @@ def list_all_runs(
 ) -> Reply:
     since_lead = None
     if councilRunId is not None:  # its members were created after it: the read stops there
-        since_lead = run_records.get_run(deps_of(router), tenant_of(router), check_id("councilRunId", councilRunId)).created_at
+        since_lead = run_records.get_run(deps, tenant, check_id("councilRunId", councilRunId)).created_at
     wanted = RunFilter(
         agent_id=agentId,
         kinds=listed(kind),
@@ -63,7 +68,7 @@ def list_all_runs(
         query=text_query(q),
         council_run_id=councilRunId,
     )
-    return _runs(wanted, limit, nextToken)
+    return _runs(deps, tenant, wanted, limit, nextToken)
 
 
 def _accepted(run: Run) -> Reply:
@@ -73,42 +78,44 @@ def _accepted(run: Run) -> Reply:
 
 
 @router.post("/api/agents/<agentId>/runs")
-def create_run(agentId: str, body: RunCreate) -> Reply:
-    return _accepted(run_records.start_manual_run(deps_of(router), tenant_of(router), agentId, body))
+def create_run(deps: Deps, tenant: Tenant, agentId: str, body: RunCreate) -> Reply:
+    return _accepted(run_records.start_manual_run(deps, tenant, agentId, body))
 
 
 @router.get("/api/agents/<agentId>/active-memory")
-def get_active_memory(agentId: str) -> Reply:
-    return ok(active_memory.status(deps_of(router), tenant_of(router), agentId).public())
+def get_active_memory(deps: Deps, tenant: Tenant, agentId: str) -> Reply:
+    return ok(active_memory.status(deps, tenant, agentId).public())
 
 
 @router.post("/api/agents/<agentId>/active-memory/reset")
-def reset_active_memory(agentId: str) -> Reply:
-    return ok(active_memory.reset(deps_of(router), tenant_of(router), agentId).public())
+def reset_active_memory(deps: Deps, tenant: Tenant, agentId: str) -> Reply:
+    return ok(active_memory.reset(deps, tenant, agentId).public())
 
 
 @router.patch("/api/runs/<runId>")
-def update_run(runId: str, body: RunUpdate) -> Reply:
-    return ok(run_records.update_run(deps_of(router), tenant_of(router), runId, body).public())
+def update_run(deps: Deps, tenant: Tenant, runId: str, body: RunUpdate) -> Reply:
+    return ok(run_records.update_run(deps, tenant, runId, body).public())
 
 
 @router.post("/api/runs/<runId>/re-examine")
-def reexamine_run(runId: str) -> Reply:
-    return _accepted(run_records.start_reexamination(deps_of(router), tenant_of(router), runId))
+def reexamine_run(deps: Deps, tenant: Tenant, runId: str) -> Reply:
+    return _accepted(run_records.start_reexamination(deps, tenant, runId))
 
 
 @router.get("/api/runs/<runId>/re-examinations")
-def list_reexaminations(runId: str, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
-    return ok(run_records.list_reexaminations(deps_of(router), tenant_of(router), runId, limit, nextToken))
+def list_reexaminations(deps: Deps, tenant: Tenant, runId: str, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
+    return ok(run_records.list_reexaminations(deps, tenant, runId, limit, nextToken))
 
 
 @router.get("/api/runs/<runId>/memory")
-def get_run_memory(runId: str, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
-    return ok(run_records.run_memory(deps_of(router), tenant_of(router), runId, limit, nextToken))
+def get_run_memory(deps: Deps, tenant: Tenant, runId: str, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
+    return ok(run_records.run_memory(deps, tenant, runId, limit, nextToken))
 
 
 @router.get("/api/agents/<agentId>/runs")
 def list_runs(
+    deps: Deps,
+    tenant: Tenant,
     agentId: str,
     limit: Limit = PAGE,
     nextToken: Token = None,
@@ -118,20 +125,20 @@ def list_runs(
 ) -> Reply:
     if q or kind or status:  # filtered: read and kept as GET /api/runs does
         wanted = RunFilter(agent_id=agentId, kinds=listed(kind), statuses=listed(status), query=text_query(q))
-        return _runs(wanted, limit, nextToken)
-    return ok(run_records.list_runs(deps_of(router), tenant_of(router), agentId, limit, nextToken))
+        return _runs(deps, tenant, wanted, limit, nextToken)
+    return ok(run_records.list_runs(deps, tenant, agentId, limit, nextToken))
 
 
 @router.get("/api/runs/<runId>")
-def get_run(runId: str) -> Reply:
-    return ok(run_records.get_run(deps_of(router), tenant_of(router), runId).public())
+def get_run(deps: Deps, tenant: Tenant, runId: str) -> Reply:
+    return ok(run_records.get_run(deps, tenant, runId).public())
 
 
 @router.get("/api/runs/<runId>/tool-results/<toolUseId>")
-def get_tool_result(runId: str, toolUseId: str) -> Reply:
-    return ok(run_records.get_tool_result(deps_of(router), tenant_of(router), runId, toolUseId))
+def get_tool_result(deps: Deps, tenant: Tenant, runId: str, toolUseId: str) -> Reply:
+    return ok(run_records.get_tool_result(deps, tenant, runId, toolUseId))
 
 
 @router.get("/api/runs/<runId>/trace")
-def get_run_trace(runId: str) -> Reply:
-    return ok(run_records.get_trace(deps_of(router), tenant_of(router), runId))
+def get_run_trace(deps: Deps, tenant: Tenant, runId: str) -> Reply:
+    return ok(run_records.get_trace(deps, tenant, runId))

@@ -15,13 +15,16 @@ import base64
 import binascii
 import json
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from engram.kernel.errors import BadRequest
 from engram.kernel.ids import check_id
 from engram.kernel.model import page
 from engram.kernel.textsearch import TextQuery
 from engram.runs.models import Run
-from engram.wiring.stores import Stores
+
+if TYPE_CHECKING:
+    from engram.runs.ports import Runs
 
 READ_MAX = 2000  # runs read per request at most
 BATCH = 100
@@ -69,13 +72,13 @@ def _cursor(token: str | None) -> str | None:
     return check_id("nextToken", text.removeprefix("runs:"))
 
 
-def search_runs(deps: Stores, tenant: str, wanted: RunFilter, *, limit: int, token: str | None) -> dict[str, object]:
+def search_runs(runs: Runs, tenant: str, wanted: RunFilter, *, limit: int, token: str | None) -> dict[str, object]:
     cursor = _cursor(token)
     found: list[Run] = []
     read = 0
     done = False  # no run is left below the cursor
     while not done and len(found) < limit and read < READ_MAX:
-        batch = deps.runs.newest(tenant, agent_id=wanted.agent_id, before=cursor, max_items=BATCH)
+        batch = runs.newest(tenant, agent_id=wanted.agent_id, before=cursor, max_items=BATCH)
         for run in batch:
             if wanted.since and run.created_at < wanted.since:
                 done = True  # every run below this one is older still

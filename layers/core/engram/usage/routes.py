@@ -7,7 +7,7 @@ from typing import Annotated
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
 
-from engram.api.http import Limit, Reply, Token, deps_of, ok, tenant_of
+from engram.api.http import Deps, Limit, Reply, Tenant, Token, ok
 from engram.usage import service as usage
 
 router = Router()
@@ -17,6 +17,8 @@ Day = Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}$")]
 
 @router.get("/api/usage")
 def list_usage(
+    deps: Deps,
+    tenant: Tenant,
     agentId: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9_-]{1,64}$")] = None,
     sessionId: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9_:-]{1,140}$")] = None,
     limit: Limit = 100,
@@ -24,4 +26,4 @@ def list_usage(
     from_: Annotated[str | None, Query(alias="from", pattern=r"^\d{4}-\d{2}-\d{2}$")] = None,
     to: Day = None,
 ) -> Reply:
-    return ok(usage.list_usage(deps_of(router), tenant_of(router), agentId, sessionId, limit, nextToken, from_, to))
+    return ok(usage.list_usage(deps, tenant, agentId, sessionId, limit, nextToken, from_, to))
