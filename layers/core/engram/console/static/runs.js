@@ -4,10 +4,12 @@
 // first and each value opened on demand.
 import { get, post, patch, all, id } from './api.js';
 import {
-  h, clear, busy, field, badge, fmtTime, fmtDuration, fmtCost, fmtBytes, moreButton, pretty, showFormError, errorBox, errorTitle, notice, table,
+  h, clear, busy, field, badge, fmtTime, fmtDuration, fmtCost, fmtNum, fmtBytes, moreButton, pretty, showFormError, errorBox, errorTitle, notice, table,
 } from './ui.js';
 import { timeChart } from './chart.js';
 import { councilMembers } from './allruns.js';
+import { approvalCard, decidedLine } from './approvals.js';
+import { timelineSection } from './timeline.js';
 
 const POLL_MS = 1500;
 const NAMESPACES = ['input', 'task', 'shared', 'step'];
@@ -101,12 +103,15 @@ export async function detail(main, runId) {
   const body = h('div');
   clear(main, body);
   await render(body, run);
-  // A run that is still going is followed until it ends.
-  while ((run.status === 'queued' || run.status === 'running') && body.isConnected) {
+  // A run that is still going (or waits for a decision) is followed until it ends; the page is
+  // drawn again when its status changes (not while a note is being written in an approval card).
+  const going = (r) => r.status === 'queued' || r.status === 'running' || r.status === 'awaiting_approval';
+  while (going(run) && body.isConnected) {
     await new Promise((r) => setTimeout(r, POLL_MS));
     if (!body.isConnected) return;
+    const before = run.status;
     run = await get(`/api/runs/${id(runId)}`);
-    if (run.status !== 'queued' && run.status !== 'running') await render(body, run);
+    if (run.status !== before || !going(run)) await render(body, run);
     else body.querySelector('.run-status')?.replaceChildren(badge(run.status));
   }
 }
@@ -133,7 +138,7 @@ async function render(body, run) {
     ['Model', run.model || '—'],
     ['Session', run.sessionId ? h('a', { href: `#/agents/${id(run.agentId)}/chat/${id(run.sessionId)}` }, run.sessionId) : 'clean slate (no session)'],
     ['Session revisions', run.sessionId ? `${run.sessionRevisionBefore ?? '—'} → ${run.sessionRevisionAfter ?? '—'}` : '—'],
-    ['Usage', run.usage ? `${run.usage.inputTokens} in · ${run.usage.outputTokens} out · ${fmtCost(run.usage.costUsd)}` : '—'],
+    ['Usage', run.usage ? `${fmtNum(run.usage.inputTokens)} in · ${fmtNum(run.usage.outputTokens)} out · ${fmtCost(run.usage.costUsd)}` : '—'],
     ['Parent run', run.parentRunId ? h('a', { href: `#/runs/${id(run.parentRunId)}` }, run.parentRunId) : '—'],
     ['Council run', run.councilRunId ? h('a', { href: `#/runs/${id(run.councilRunId)}` }, run.councilRunId) : '—'],
     ['Resolution', run.resolutionStatus || '—'],
@@ -164,12 +169,20 @@ async function render(body, run) {
     }
   }
 
+  const held = (run.pendingApprovals || []).filter((a) => !a.decision);
+  const decided = (run.pendingApprovals || []).filter((a) => a.decision);
+  const approvals = held.length || decided.length ? h('section', { class: 'card run-approvals', 'aria-labelledby': 'run-approvals-title' },
+    h('h2', { id: 'run-approvals-title', text: held.length ? `Waiting for your approval (${held.length})` : 'Approvals' }),
+    held.map((a) => approvalCard(run.id, a)),
+    decided.map((a) => decidedLine(a))) : null;
+  const timeline = h('section', { class: 'card run-timeline', 'aria-labelledby': 'timeline' }, h('h2', { id: 'timeline', text: 'Timeline' }), h('p', { class: 'loading', text: 'Loading…' }));
   const history = h('section', { class: 'card reexaminations' });
   const memory = h('section', { class: 'card run-memory' });
   const council = h('section', { class: 'card council-members' });
   const mayLead = run.kind === 'heartbeat' || run.kind === 'manual';
   clear(body,
     h('div', { class: 'page-head' }, h('h1', { text: `Run ${run.id}` })),
+    approvals,
     h('div', { class: 'columns' },
       h('section', { class: 'card' }, h('h2', { text: 'Run' }), h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', { text: k }), h('dd', {}, v)]))),
       h('div', {},
@@ -178,6 +191,7 @@ async function render(body, run) {
           h('dl', { class: 'facts' }, Object.entries(card).map(([k, v]) => [h('dt', { text: k }), h('dd', { text: pretty(v) })])),
           actions) : null,
         run.result && run.result.reply ? h('section', { class: 'card' }, h('h2', { text: 'Reply' }), h('div', { class: 'reply', text: run.result.reply })) : null)),
+    timeline,
     h('section', { class: 'card' }, h('h2', { text: 'Prompt' }), h('pre', { class: 'prompt', text: run.prompt || '—' })),
     run.toolCalls && run.toolCalls.length ? h('section', { class: 'card' }, h('h2', { text: 'Tool calls' }),
       run.toolCalls.map((c) => h('details', { class: `tool-call${c.isError ? ' tool-error' : ''}` }, h('summary', {}, h('span', { class: 'tool-name', text: c.name })),
@@ -186,7 +200,7 @@ async function render(body, run) {
     card && run.kind !== 'reexamination' ? history : null,
     mayLead ? council : null,
     memory);
-  const jobs = [runMemory(memory, run)];
+  const jobs = [runMemory(memory, run), timelineSection(timeline, run)];
   if (mayLead) jobs.push(councilMembers(council, run).catch((err) => clear(council, errorBox(err))));
   if (card && run.kind !== 'reexamination') jobs.push(reexaminations(history, run));
   await Promise.all(jobs);

@@ -1,0 +1,103 @@
+// Tool calls waiting for the owner's approval (TL10): a pending call as a card (tool, connection,
+// input pretty-printed, when it expires) with a note and Approve / Deny, used by the chat and by a
+// run's page; and what waits, per agent, for the agents list and the count in the navigation.
+import { get, post, all, id } from './api.js';
+import { h, clear, busy, errorBox, fmtTime, pretty } from './ui.js';
+
+// An MCP tool is named mcp__<connection>__<tool> to the model; Engram's own and the server tools
+// have plain names.
+export function toolParts(approval) {
+  const found = /^mcp__(.+?)__(.+)$/.exec(String(approval.name || ''));
+  if (approval.connection) return { connection: approval.connection, tool: approval.tool || (found ? found[2] : approval.name) };
+  return found ? { connection: found[1], tool: found[2] } : { connection: null, tool: approval.name };
+}
+
+function expiry(approval) {
+  if (!approval.expiresAt) return null;
+  const left = new Date(approval.expiresAt).getTime() - Date.now();
+  const words = left <= 0 ? 'expired (denied)' : `expires ${fmtTime(approval.expiresAt)}`;
+  return h('span', { class: 'approval-expiry muted', text: ` · ${words}` });
+}
+
+let counter = 0;
+
+// One pending call. `onDecided(decision, answer)` runs after the API accepted the decision.
+export function approvalCard(runId, approval, { onDecided = () => {} } = {}) {
+  const { connection, tool } = toolParts(approval);
+  const noteId = `approval-note-${(counter += 1)}`;
+  const note = h('textarea', { id: noteId, name: 'note', rows: 2, maxlength: 2000, placeholder: 'Why (optional; the agent sees it when you deny)' });
+  const status = h('div', { class: 'approval-status', role: 'status' });
+  const approve = h('button', { type: 'button', class: 'approve' }, 'Approve');
+  const deny = h('button', { type: 'button', class: 'danger deny' }, 'Deny');
+  const titleId = `${noteId}-title`;
+  const card = h('section', { class: 'approval card', 'aria-labelledby': titleId, dataset: { toolUseId: approval.toolUseId, runId } },
+    h('h3', { id: titleId, class: 'approval-title' }, 'Waiting for your approval: ', h('span', { class: 'tool-name', text: tool })),
+    h('div', { class: 'muted approval-meta' },
+      connection ? ['on ', h('strong', { class: 'approval-connection', text: connection })] : 'an Engram tool',
+      approval.requestedAt ? ` · asked ${fmtTime(approval.requestedAt)}` : null, expiry(approval)),
+    h('div', { class: 'label', text: 'Input' }), h('pre', { class: 'approval-input', text: pretty(approval.input ?? {}) }),
+    h('label', { for: noteId, text: 'Note (optional)' }), note,
+    h('div', { class: 'actions' }, approve, deny), status);
+  const decide = (decision, button) => busy(button, async () => {
+    const body = { toolUseId: approval.toolUseId, decision };
+    if (note.value.trim()) body.note = note.value.trim();
+    let answer;
+    try {
+      answer = await post(`/api/runs/${id(runId)}/approvals`, body);
+    } catch (err) {
+      clear(status, errorBox(err));
+      return;
+    }
+    approve.remove();
+    deny.remove();
+    note.disabled = true;
+    card.classList.add(decision === 'approve' ? 'approved' : 'denied');
+    clear(status, h('strong', { text: decision === 'approve' ? 'Approved' : 'Denied' }),
+      decision === 'approve' ? ': the tool runs and the turn goes on.' : ': the agent is told, and the turn goes on.');
+    forget();
+    window.dispatchEvent(new Event('engram:approvals')); // the count in the navigation
+    await onDecided(decision, answer);
+  });
+  approve.addEventListener('click', () => decide('approve', approve));
+  deny.addEventListener('click', () => decide('deny', deny));
+  return card;
+}
+
+// A decided call (from the socket's approval.decided, or the run's record).
+export function decidedLine(event) {
+  const { tool } = toolParts(event);
+  const word = event.decision === 'approve' ? 'approved' : event.decision === 'deny' ? 'denied' : (event.decision || 'decided');
+  return h('div', { class: `approval-decided ${word}`, role: 'status' },
+    h('span', { class: 'tool-name', text: tool }), ` ${word}${event.decidedBy ? ` by ${event.decidedBy}` : ''}${event.note ? `: “${event.note}”` : ''}`);
+}
+
+// The runs waiting for a decision (GET /api/runs?status=awaiting_approval), kept for a few seconds
+// so the navigation and the agents list share one request.
+const FRESH_MS = 5000;
+let cached = null;
+export function waiting({ fresh = false } = {}) {
+  if (fresh || !cached || Date.now() - cached.at > FRESH_MS) {
+    cached = { at: Date.now(), runs: all('/api/runs', { status: 'awaiting_approval' }, 500).catch(() => []) };
+  }
+  return cached.runs;
+}
+
+export function forget() {
+  cached = null;
+}
+
+// Per agent: how many calls wait (a run may hold several).
+export async function waitingByAgent() {
+  const counts = new Map();
+  for (const run of await waiting()) {
+    const n = Math.max(1, (run.pendingApprovals || []).length);
+    counts.set(run.agentId, (counts.get(run.agentId) || 0) + n);
+  }
+  return counts;
+}
+
+// A run's pending calls, asked again when the list did not carry them.
+export async function pendingOf(run) {
+  if (run.pendingApprovals) return run.pendingApprovals;
+  return (await get(`/api/runs/${id(run.id)}`)).pendingApprovals || [];
+}
