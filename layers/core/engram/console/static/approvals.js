@@ -52,14 +52,15 @@ export function approvalCard(runId, approval, { onDecided = () => {} } = {}) {
     deny.remove();
     note.disabled = true;
     card.classList.add(decision === 'approve' ? 'approved' : 'denied');
+    card.querySelector('.approval-title').firstChild.textContent = decision === 'approve' ? 'Approved: ' : 'Denied: ';
     clear(status, h('strong', { text: decision === 'approve' ? 'Approved' : 'Denied' }),
       decision === 'approve' ? ': the tool runs and the turn goes on.' : ': the agent is told, and the turn goes on.');
-    forget();
-    window.dispatchEvent(new Event('engram:approvals')); // the count in the navigation
+    changed();
     await onDecided(decision, answer);
   });
   approve.addEventListener('click', () => decide('approve', approve));
   deny.addEventListener('click', () => decide('deny', deny));
+  changed(); // a call now waits: the count in the navigation says so
   return card;
 }
 
@@ -84,6 +85,16 @@ export function waiting({ fresh = false } = {}) {
 
 export function forget() {
   cached = null;
+}
+
+// What waits changed (a call held, a decision made): the navigation counts again, once for
+// the changes of one moment.
+let announced = false;
+function changed() {
+  forget();
+  if (announced) return;
+  announced = true;
+  setTimeout(() => { announced = false; window.dispatchEvent(new Event('engram:approvals')); }, 0);
 }
 
 // Per agent: how many calls wait (a run may hold several).
