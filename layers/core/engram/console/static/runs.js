@@ -194,9 +194,10 @@ async function render(body, run) {
     timeline,
     h('section', { class: 'card' }, h('h2', { text: 'Prompt' }), h('pre', { class: 'prompt', text: run.prompt || '—' })),
     run.toolCalls && run.toolCalls.length ? h('section', { class: 'card' }, h('h2', { text: 'Tool calls' }),
-      run.toolCalls.map((c) => h('details', { class: `tool-call${c.isError ? ' tool-error' : ''}` }, h('summary', {}, h('span', { class: 'tool-name', text: c.name })),
+      run.toolCalls.map((c) => h('details', { class: `tool-call${c.isError ? ' tool-error' : ''}` }, h('summary', {}, h('span', { class: 'tool-name', text: c.name }), audit(c)),
         h('div', { class: 'tool-io' }, h('div', { class: 'label', text: 'Input' }), h('pre', { text: pretty(c.input) }),
-          h('div', { class: 'label', text: 'Result' }), h('pre', { text: pretty(c.result) }))))) : null,
+          h('div', { class: 'label', text: 'Result' }), h('pre', { text: pretty(c.result) }),
+          c.inputSha256 ? h('p', { class: 'muted small-text digest', text: `SHA-256 of the input ${c.inputSha256}, of the result ${c.resultSha256 || '—'}` }) : null)))) : null,
     card && run.kind !== 'reexamination' ? history : null,
     mayLead ? council : null,
     memory);
@@ -204,6 +205,14 @@ async function render(body, run) {
   if (mayLead) jobs.push(councilMembers(council, run).catch((err) => clear(council, errorBox(err))));
   if (card && run.kind !== 'reexamination') jobs.push(reexaminations(history, run));
   await Promise.all(jobs);
+}
+
+// A held call's decision, as the run's audit records it (TL10).
+function audit(call) {
+  if (!call.decision) return null;
+  const word = call.decision === 'approve' ? 'approved' : 'denied';
+  const who = call.decidedBy === 'expired' ? 'expired, so denied' : `${word}${call.decidedBy ? ` by ${call.decidedBy}` : ''}`;
+  return h('span', { class: `muted call-audit ${word}`, text: ` · ${who}${call.decidedAt ? ` ${fmtTime(call.decidedAt)}` : ''}${call.note ? ` (“${call.note}”)` : ''}` });
 }
 
 async function followChild(childId, body, parent) {

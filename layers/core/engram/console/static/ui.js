@@ -50,6 +50,7 @@ const TITLES = {
   unauthorized: 'Signed out', signed_out: 'Signed out', forbidden: 'Not allowed', conflict: 'Conflict',
   rate_limited: 'Too many requests', quota_exceeded: 'Quota reached', value_too_long: 'Too long',
   secret_detected: 'Looks like a secret', model_not_configured: 'The model is not set up',
+  limit_exceeded: 'Spending limit reached',
 };
 export function errorTitle(code) {
   if (!code) return 'Something went wrong';

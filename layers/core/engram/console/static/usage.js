@@ -3,8 +3,8 @@
 // day, the cost over time per agent, what cost most (agents, sessions), per model and per kind, and
 // what the prompt cache saved (GET /api/usage's `breakdown` when the API gives it, else summed
 // here from the rows). An agent's page shows its last 30 days (agentUsage).
-import { get, all, id } from './api.js';
-import { h, clear, field, fmtCost, fmtNum, fmtTime, table, errorBox } from './ui.js';
+import { get, patch, all, id } from './api.js';
+import { h, clear, field, fmtCost, fmtNum, fmtTime, table, errorBox, notice, showFormError } from './ui.js';
 import { timeChart } from './chart.js';
 
 const MAX_ROWS = 5000;
@@ -180,6 +180,39 @@ function spendingCard(spending, agentName) {
     h('div', { class: 'muted small-text', text: `Resets ${fmtTime(spending.dayResetsAt)} / ${fmtTime(spending.monthResetsAt)}` }));
 }
 
+// The person's own limits over all their agents (PATCH /api/me `limits`), beside what they spent.
+function userLimitsForm(spending) {
+  const l = (spending && spending.limits) || {};
+  const input = (name, value) => h('input', { type: 'number', name: `limits.${name}`, min: 0, step: 'any', inputmode: 'decimal', value: value ?? '', placeholder: 'no limit' });
+  const form = h('form', { class: 'card user-limits', 'aria-labelledby': 'user-limits-title' },
+    h('h2', { id: 'user-limits-title', text: 'Your limits (all agents together)' }), h('div', { class: 'form-error' }),
+    h('div', { class: 'limit-fields' },
+      field('Daily cost limit, all agents (USD)', input('dailyCostUsd', l.dailyCostUsd)),
+      field('Monthly cost limit, all agents (USD)', input('monthlyCostUsd', l.monthlyCostUsd))),
+    h('p', { class: 'hint muted', text: 'Checked before each model call of any agent; empty: no limit.' }),
+    h('button', { type: 'submit' }, 'Save limits'));
+  form.addEventListener('submit', async (e) => {
+    e.preventDefault();
+    const limits = {};
+    for (const name of ['dailyCostUsd', 'monthlyCostUsd']) {
+      const raw = form.elements[`limits.${name}`].value.trim();
+      limits[name] = raw ? (Number.isFinite(Number(raw)) ? Number(raw) : raw) : null;
+    }
+    const submit = form.querySelector('button[type=submit]');
+    submit.disabled = true;
+    try {
+      await patch('/api/me', { limits });
+      for (const el of form.querySelectorAll('.field-error, .form-error')) el.replaceChildren();
+      notice('Your limits are saved.');
+    } catch (err) {
+      showFormError(form, err);
+    } finally {
+      submit.disabled = false;
+    }
+  });
+  return form;
+}
+
 const costColumns = (first) => [
   first,
   { label: 'Input tokens', cell: (r) => num(fmtNum(r.inputTokens)) },
@@ -241,6 +274,7 @@ function render(body, rows, names, truncated, titles, breakdown, range) {
     h('div', { class: 'columns' },
       h('section', { class: 'card' }, h('h2', { text: 'Per model' }), table(costColumns({ label: 'Model', cell: (r) => r.model }), models, { empty: 'No usage yet.' })),
       h('section', { class: 'card' }, h('h2', { text: 'Per kind' }), table(costColumns({ label: 'Kind', cell: (r) => r.kind }), kinds, { empty: 'No usage yet.' }))),
+    breakdown && breakdown.spending && !breakdown.agentId ? userLimitsForm(breakdown.spending) : null,
     h('section', { class: 'card' }, h('h2', { text: 'Per session' }), table([
       { label: 'Agent', cell: (r) => h('a', { href: `#/agents/${id(r.agentId)}` }, names.get(r.agentId) || r.agentId) },
       { label: 'Session', cell: (r) => sessionCell(r, titles) },
