@@ -69,8 +69,7 @@ async function countWaiting(link, fresh = false) {
   const runs = await waiting({ fresh });
   const n = runs.reduce((total, run) => total + Math.max(1, (run.pendingApprovals || []).length), 0);
   link.hidden = n === 0;
-  clear(link, h('span', { class: 'nav-count', 'aria-hidden': 'true', text: String(n) }), h('span', { class: 'nav-count-words', text: ' waiting' }));
-  link.setAttribute('aria-label', `${n} tool call${n === 1 ? '' : 's'} waiting for your approval`);
+  clear(link, h('span', { class: 'nav-count', text: String(n) }), ' waiting', h('span', { class: 'visually-hidden', text: ' for your approval' }));
 }
 window.addEventListener('engram:approvals', () => {
   const link = nav && nav.querySelector('.nav-waiting');
