@@ -3,7 +3,7 @@
 import * as auth from './auth.js';
 import { whenSignedOut } from './api.js';
 import { h, clear, errorBox, clearMessages, FAREWELL } from './ui.js';
-import { waiting } from './approvals.js';
+import { waiting, heldCount } from './approvals.js';
 
 const ROUTES = [
   [/^#\/agents\/?$/, 'agents.js', 'list'],
@@ -67,7 +67,7 @@ function markNav(hash) {
 // Beside Runs: how many tool calls wait for the owner's approval (hidden when none).
 async function countWaiting(link, fresh = false) {
   const runs = await waiting({ fresh });
-  const n = runs.reduce((total, run) => total + Math.max(1, (run.pendingApprovals || []).length), 0);
+  const n = runs.reduce((total, run) => total + heldCount(run), 0);
   link.hidden = n === 0;
   clear(link, h('span', { class: 'nav-count', text: String(n) }), ' waiting', h('span', { class: 'visually-hidden', text: ' for your approval' }));
 }

@@ -97,18 +97,20 @@ function changed() {
   setTimeout(() => { announced = false; window.dispatchEvent(new Event('engram:approvals')); }, 0);
 }
 
+// The calls of a run still waiting (its record keeps the decided ones too, with their decision).
+export const held = (run) => (run.pendingApprovals || []).filter((a) => !a.decision);
+// How many calls a waiting run holds (at least one: a list may leave them out).
+export const heldCount = (run) => Math.max(1, held(run).length);
+
 // Per agent: how many calls wait (a run may hold several).
 export async function waitingByAgent() {
   const counts = new Map();
-  for (const run of await waiting()) {
-    const n = Math.max(1, (run.pendingApprovals || []).length);
-    counts.set(run.agentId, (counts.get(run.agentId) || 0) + n);
-  }
+  for (const run of await waiting()) counts.set(run.agentId, (counts.get(run.agentId) || 0) + heldCount(run));
   return counts;
 }
 
-// A run's pending calls, asked again when the list did not carry them.
+// A run's calls still waiting, asked again when the list did not carry them.
 export async function pendingOf(run) {
-  if (run.pendingApprovals) return run.pendingApprovals;
-  return (await get(`/api/runs/${id(run.id)}`)).pendingApprovals || [];
+  if (run.pendingApprovals) return held(run);
+  return held(await get(`/api/runs/${id(run.id)}`));
 }

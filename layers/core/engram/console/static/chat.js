@@ -13,7 +13,7 @@
 import { get, post, del, all, id } from './api.js';
 import { openStream, turnId } from './stream.js';
 import { markdownView, renderMarkdown } from './markdown.js';
-import { approvalCard, decidedLine, pendingOf } from './approvals.js';
+import { approvalCard, decidedLine, pendingOf, held } from './approvals.js';
 import {
   h, clear, busy, confirmAction, dialog, field, errorBox, errorTitle, fmtCost, fmtNum, fmtTime, pretty, showError, badge, moreButton,
 } from './ui.js';
@@ -631,7 +631,7 @@ function awaitingView(runId, run, page) {
     run.prompt ? h('div', { class: 'message user' }, h('div', { class: 'role', text: 'You' }), h('div', { class: 'text', text: run.prompt })) : null,
     h('p', { class: 'awaiting-note' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), ' The turn is paused until you decide (',
       h('a', { href: `#/runs/${id(runId)}`, text: 'its run' }), ').'));
-  addApprovalCards(view, runId, run.pendingApprovals || [], page);
+  addApprovalCards(view, runId, held(run), page);
   return view;
 }
 
@@ -667,9 +667,9 @@ async function follow(runId, pending, reload, settled = () => false) {
     const view = pending.querySelector(`[data-run-id="${CSS.escape(runId)}"]`);
     if (run.status === 'awaiting_approval') {
       const page = pending.closest('.chat-main') || pending;
-      const unseen = (run.pendingApprovals || []).filter((a) => !page.querySelector(`.approval[data-tool-use-id="${CSS.escape(a.toolUseId)}"]`));
+      const unseen = held(run).filter((a) => !page.querySelector(`.approval[data-tool-use-id="${CSS.escape(a.toolUseId)}"]`));
       if (!view && !unseen.length) continue; // its live view shows the calls
-      if (view && view.dataset.status === 'awaiting_approval') addApprovalCards(view, runId, run.pendingApprovals || [], page);
+      if (view && view.dataset.status === 'awaiting_approval') addApprovalCards(view, runId, held(run), page);
       else if (view) view.replaceWith(awaitingView(runId, run, page));
       else pending.append(awaitingView(runId, run, page));
       continue;

@@ -8,7 +8,7 @@ import {
 } from './ui.js';
 import { timeChart } from './chart.js';
 import { councilMembers } from './allruns.js';
-import { approvalCard, decidedLine } from './approvals.js';
+import { approvalCard, decidedLine, held } from './approvals.js';
 import { timelineSection } from './timeline.js';
 
 const POLL_MS = 1500;
@@ -169,11 +169,11 @@ async function render(body, run) {
     }
   }
 
-  const held = (run.pendingApprovals || []).filter((a) => !a.decision);
+  const waitingNow = held(run);
   const decided = (run.pendingApprovals || []).filter((a) => a.decision);
-  const approvals = held.length || decided.length ? h('section', { class: 'card run-approvals', 'aria-labelledby': 'run-approvals-title' },
-    h('h2', { id: 'run-approvals-title', text: held.length ? `Waiting for your approval (${held.length})` : 'Approvals' }),
-    held.map((a) => approvalCard(run.id, a)),
+  const approvals = waitingNow.length || decided.length ? h('section', { class: 'card run-approvals', 'aria-labelledby': 'run-approvals-title' },
+    h('h2', { id: 'run-approvals-title', text: waitingNow.length ? `Waiting for your approval (${waitingNow.length})` : 'Approvals' }),
+    waitingNow.map((a) => approvalCard(run.id, a)),
     decided.map((a) => decidedLine(a))) : null;
   const timeline = h('section', { class: 'card run-timeline', 'aria-labelledby': 'timeline' }, h('h2', { id: 'timeline', text: 'Timeline' }), h('p', { class: 'loading', text: 'Loading…' }));
   const history = h('section', { class: 'card reexaminations' });
