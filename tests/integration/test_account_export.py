@@ -68,6 +68,7 @@ def test_an_export_job_writes_every_record_type_as_json_lines(moto_stack):
         "archive": 4,
         "memory": 2,
         "run": 2,
+        "trace": 2,  # each run's timeline (OB1)
         "workspace": 1,
         "fact": 1,
         "usage": 2,

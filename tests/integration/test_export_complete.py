@@ -36,6 +36,7 @@ EXPORTED = {
     ("#A#*", "MEM"): "memory",
     ("#W#*", "MEM"): "memory",
     ("#A#*", "RUNMEM"): "runMemory",
+    ("#A#*", "TRACE"): "trace",  # the runs' timelines (OB1): the turn's part and each job's
     ("#A#*", "ARCH"): "archive",
     ("#U", "FACT"): "fact",
     ("#U", "PROFILE"): "profile",

@@ -29,6 +29,7 @@ STORES = {
     "engram.runs.schedules",
     "engram.account.objects",
     "engram.apikeys.oauth_clients",  # the RFC 7591 registrations' rows and their sweep
+    "engram.runs.traces",  # the runs' timelines (OB1)
 }
 # Pure domain rules beside the models (no I/O): the schedule-expression parser the API and the
 # local schedule loop share.
@@ -114,6 +115,11 @@ DEFERRED = {
         "engram.runs.schedules",
     ): "EventBridge Scheduler and the expression parser (calendar) with the first schedule written",
     ("engram.runs.service", "engram.run_memory.store"): "the run scratchpad's code only for GET .../run-memory",
+    ("engram.engine.timeline", "engram.kernel.otel"): "the OpenTelemetry SDK only where the stack exports traces (OB2)",
+    (
+        "engram.kernel.otel",
+        "opentelemetry.exporter.otlp.proto.http.trace_exporter",
+    ): "the OTLP exporter (protobuf, requests) only where traces go to an OTLP endpoint, not in the tests' in-memory replay",
 }
 
 

@@ -41,6 +41,7 @@ from engram.facts import models as fact_models
 from engram.facts import routes as fact_routes
 from engram.health import routes as health_routes
 from engram.kernel.settings import Settings
+from engram.kernel.trace import Trace
 from engram.mcp_server import routes as mcp_routes
 from engram.memory import models as memory_models
 from engram.memory import routes as memory_routes
@@ -524,6 +525,9 @@ def _fake_deps() -> Any:
     )
     usage = models.UsageRow(id="u_1", created_at="t", agent_id="ag_1", session_key="dashboard", run_id="run_1", model="m")
     entry = run_memory_models.RunMemoryEntry(key="input:x", kind="input", value=1, created_at="t", updated_at="t", value_bytes=1)
+    recorded = Trace("run_1")
+    recorded.end(recorded.start("invoke_agent a", "agent", span_id=recorded.root_id))
+    trace = {**recorded.stored(), "runId": "run_1"}
     one_page = lambda item: lambda *a, **kw: ([item], None)  # noqa: E731
     return SimpleNamespace(
         agents=SimpleNamespace(
@@ -531,7 +535,9 @@ def _fake_deps() -> Any:
         ),
         workspaces=SimpleNamespace(page=one_page(workspace), delete=lambda t, workspace_id: None),
         sessions=SimpleNamespace(page=one_page(session)),
-        runs=SimpleNamespace(page=one_page(run), delete_all=lambda t: 0),
+        runs=SimpleNamespace(
+            page=one_page(run), delete_all=lambda t: 0, traces=SimpleNamespace(agent_parts=lambda t, a: [trace])
+        ),
         memories=SimpleNamespace(all=lambda t, scope, owner_id: [memory], delete_owner=lambda t, scope, owner_id: 1),
         facts=SimpleNamespace(all=lambda t: [fact], delete_all=lambda t: 1),
         profiles=SimpleNamespace(name=lambda t: "Caroline"),
@@ -577,6 +583,9 @@ def test_export_schema_matches_account_export():
     assert set(schema_properties(export["properties"]["workspaces"]["items"])) == set(out["workspaces"][0])
     agent_item = schema_properties(export["properties"]["agents"]["items"])
     assert set(agent_item["toolResults"]["items"]["properties"]) == set(out["agents"][0]["toolResults"][0])
+    assert agent_item["traces"]["items"] == {"$ref": "#/components/schemas/RunTracePart"}
+    assert set(schemas["RunTracePart"]["properties"]) == set(out["agents"][0]["traces"][0])
+    assert set(schemas["TraceSpan"]["required"]) == set(out["agents"][0]["traces"][0]["spans"][0])
     assert set(schema_properties(agent_item["sessions"]["items"])) == set(out["agents"][0]["sessions"][0])
     archived = schemas["ArchivedMessage"]
     assert set(out["agents"][0]["archive"][0]) <= set(archived["properties"]) and set(archived["required"]) <= set(

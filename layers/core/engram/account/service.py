@@ -62,7 +62,7 @@ def records(deps: Stores, tenant: str) -> Iterator[Record]:
     """Everything stored for the caller (webhook secrets excluded), one typed record at a time:
     each agent followed by its sessions (each with its running summary, followed by its
     messages), its conversation archive (every message said, the ones the history cap cut
-    included), memories, run memory and runs; then workspaces (each followed by its memories),
+    included), memories, run memory, runs and their timelines; then workspaces (each followed by its memories),
     facts, usage rows, card types, tool connections (never their auth values), API keys (never
     their hashes); an agent's kept full
     tool results follow its runs. tests/integration/test_export_complete.py compares it with
@@ -83,6 +83,8 @@ def records(deps: Stores, tenant: str) -> Iterator[Record]:
         # Run records are the big rows (prompt, result, tool calls: up to 400 KB each): small pages.
         for run in _pages(lambda agent_id=agent.id, **page: deps.runs.page(tenant, agent_id, **page), RUN_PAGE):
             yield "run", run.public()
+        for trace in deps.runs.traces.agent_parts(tenant, agent.id):  # the runs' timelines (OB1)
+            yield "trace", {"agentId": agent.id, **trace}
         for run_id, tool_use_id, result in deps.history.tool_results(tenant, agent.id):
             yield "toolResult", {"agentId": agent.id, "runId": run_id, "toolUseId": tool_use_id, "result": result}
     for ws in _all_workspaces(deps, tenant):
@@ -213,7 +215,15 @@ def inline_export(deps: Stores, tenant: str) -> dict[str, object]:
                 code="export_too_large",
             )
         if kind == "agent":
-            owners[record["id"]] = {**record, "sessions": [], "archive": [], "memories": [], "runMemory": [], "toolResults": []}
+            owners[record["id"]] = {
+                **record,
+                "sessions": [],
+                "archive": [],
+                "memories": [],
+                "runMemory": [],
+                "toolResults": [],
+                "traces": [],
+            }
             out["agents"].append(owners[record["id"]])
         elif kind == "session":
             sessions[(record["agentId"], record["id"])] = {**record, "messages": []}
@@ -226,6 +236,8 @@ def inline_export(deps: Stores, tenant: str) -> dict[str, object]:
             owners[record["ownerId"]]["memories"].append({k: v for k, v in record.items() if k != "ownerId"})
         elif kind == "runMemory":
             owners[record["agentId"]]["runMemory"].append({k: v for k, v in record.items() if k != "agentId"})
+        elif kind == "trace":
+            owners[record["agentId"]]["traces"].append({k: v for k, v in record.items() if k != "agentId"})
         elif kind == "toolResult":
             owners[record["agentId"]]["toolResults"].append({k: v for k, v in record.items() if k != "agentId"})
         elif kind == "profile":

@@ -65,6 +65,8 @@ class AgentFields(Body):
     team: Annotated[list[Id], Field(max_length=10)] = []
     tools: ToolGrants = []
     server_tools: Annotated[list[ServerTool], Field(max_length=2)] = []
+    # OB2: the run timelines of this agent keep tool inputs and results (never by default).
+    trace_content: bool = False
 
 
 class AgentCreate(AgentFields):
@@ -85,6 +87,7 @@ class AgentUpdate(Body):
     team: Annotated[list[Id], Field(max_length=10)] | None = None
     tools: ToolGrants | None = None
     server_tools: Annotated[list[ServerTool], Field(max_length=2)] | None = None
+    trace_content: bool | None = None
 
 
 class Agent(Resource):
@@ -101,3 +104,4 @@ class Agent(Resource):
     team: list[str] = []
     tools: list[AgentTool] = []
     server_tools: list[str] = []
+    trace_content: bool = False

@@ -54,6 +54,19 @@ def run_sk(run_id: str) -> str:
     return f"RUN#{check_id('runId', run_id)}"
 
 
+# A run's timeline (OB1): one item per part (the turn's, written in its commit; each job it caused
+# writes its own), in its agent's partition, so the agent cascade removes it with the run.
+TRACE_PREFIX = "TRACE#"
+
+
+def trace_prefix(run_id: str) -> str:
+    return f"{TRACE_PREFIX}{check_id('runId', run_id)}#"
+
+
+def trace_sk(run_id: str, part: str) -> str:
+    return f"{trace_prefix(run_id)}{check_id('part', part)}"
+
+
 ACTIVE_TURN_PREFIX = "ACTIVETURN#"
 
 

@@ -25,6 +25,7 @@ from engram.conversations.ports import Transcripts
 from engram.conversations.snapshot import AddedMemory, message_digest, session_memory, snapshot_budget
 from engram.conversations.summaries.policy import enqueue_summary
 from engram.conversations.summaries.view import session_summary
+from engram.engine import timeline
 from engram.engine.context import MemoryReads, TurnContext
 from engram.engine.tools import ToolContext
 from engram.engine.trim import sequence_problems, trim_history, trim_in_steps
@@ -52,7 +53,8 @@ class SessionContexts:
         self.deps = deps
 
     def open(self, ctx: ToolContext, state: SessionState) -> SessionConversation:
-        history = self.deps.history.load(ctx.tenant, ctx.agent.id, ctx.session_id, committed_run=state.last_run_id)
+        with timeline.step(ctx, "transcript.get"):
+            history = self.deps.history.load(ctx.tenant, ctx.agent.id, ctx.session_id, committed_run=state.last_run_id)
         return SessionConversation(self, ctx, state, history, context_start(state, len(history.messages)))
 
 
@@ -136,16 +138,17 @@ class SessionConversation:
         self.cut, self.kept, self.added = len(trimmed.trimmed), len(trimmed.kept), len(messages)
         cut, cut_from = self._unsummarised(trimmed.trimmed, keep=2 * cap)
         ctx = self.ctx
-        self.source.deps.history.save(
-            ctx.tenant,
-            ctx.agent.id,
-            ctx.session_id,
-            trimmed.kept,
-            previous=self.history,
-            run_id=run_id,
-            cut=cut,
-            cut_from=cut_from,
-        )
+        with timeline.step(ctx, "transcript.put"):
+            self.source.deps.history.save(
+                ctx.tenant,
+                ctx.agent.id,
+                ctx.session_id,
+                trimmed.kept,
+                previous=self.history,
+                run_id=run_id,
+                cut=cut,
+                cut_from=cut_from,
+            )
         return self.cut
 
     def _unsummarised(self, trimmed: Sequence[Mapping[str, object]], *, keep: int) -> tuple[list[Any], int]:

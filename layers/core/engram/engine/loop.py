@@ -8,12 +8,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from engram.engine import timeline
 from engram.engine.cache import CachePolicy, mark
 from engram.engine.events import TurnEvents
 from engram.engine.pricing import usage_of
 from engram.engine.providers.base import SERVER_TOOLS, ModelProvider
 from engram.engine.tools import ToolContext, ToolOutcome, ToolRegistry
 from engram.kernel.errors import TurnTimeout
+from engram.kernel.trace import trace_of
 from engram.usage.models import Usage
 
 # Below this, another model call cannot finish inside the turn's budget.
@@ -62,11 +64,13 @@ def _run_tools(uses: list[dict[str, Any]], registry: ToolRegistry, ctx: ToolCont
     for toolset in ctx.toolsets:
         mine = [i for i, use in enumerate(uses) if toolset.owns(use["name"])]
         if mine:
-            for i, outcome in zip(mine, toolset.call_many([uses[i] for i in mine], ctx, deadline), strict=True):
+            batch = [uses[i] for i in mine]
+            done = timeline.toolset_calls(ctx, batch, lambda: toolset.call_many(batch, ctx, deadline))  # noqa: B023 (called at once)
+            for i, outcome in zip(mine, done, strict=True):
                 outcomes[i] = outcome
     for i, use in enumerate(uses):
         if i not in outcomes:
-            outcomes[i] = registry.call(use["name"], use.get("input"), ctx)
+            outcomes[i] = timeline.registry_call(ctx, use, lambda: registry.call(use["name"], use.get("input"), ctx))  # noqa: B023
     return [outcomes[i] for i in range(len(uses))]
 
 
@@ -149,20 +153,24 @@ def run_loop(
             summary_index=summary_index,
         )
         # Only a watched turn streams: the unwatched one calls the provider as it always did.
-        streaming: dict[str, Any] = {} if events is None else {"on_text": events.text}
-        response = provider.complete(
-            model=model,
-            system=marked_system,
-            tools=tools,
-            messages=[for_model(m) for m in marked],
-            max_tokens=max_tokens,
-            timeout=min(model_timeout, remaining),
-            tool_choice={"type": "none"} if (last_round and tools) else None,
-            **streaming,
-        )
+        on_text = None if events is None else events.text
+        with timeline.model_call(
+            trace_of(ctx.state), model=model, provider=getattr(provider, "name", ""), max_tokens=max_tokens, on_text=on_text
+        ) as call:
+            response = provider.complete(
+                model=model,
+                system=marked_system,
+                tools=tools,
+                messages=[for_model(m) for m in marked],
+                max_tokens=max_tokens,
+                timeout=min(model_timeout, remaining),
+                tool_choice={"type": "none"} if (last_round and tools) else None,
+                **call.streaming,
+            )
+            usage = usage_of(response)
+            call.answered(response, usage)
         if events is not None:
             events.next_round()
-        usage = usage_of(response)
         out.usage_by_model[response.model] = out.usage_by_model.get(response.model, Usage()) + usage
 
         content = list(response.content)

@@ -23,6 +23,7 @@ from engram.agents.ports import Agents
 from engram.aws.deadline import OutOfTime, remaining, within
 from engram.conversations.models import SessionState
 from engram.conversations.ports import Sessions
+from engram.engine import timeline
 from engram.engine.context import ContextSource, Conversation, MemoryReads, TurnContext
 from engram.engine.lease import LeaseKeeper, release_quietly
 from engram.engine.loop import LoopResult, run_loop
@@ -33,7 +34,7 @@ from engram.engine.plan import TurnPolicy as TurnPolicy
 from engram.engine.plan import public_tool_call as public_tool_call
 from engram.engine.plan import record_metrics as _record_metrics
 from engram.engine.plan import usage_rows as _usage_rows
-from engram.engine.prompt import MemoryView, PromptSection, build_system, fit_sections, start_sections
+from engram.engine.prompt import MemoryView, PromptSection, build_system, fit_sections
 from engram.engine.providers.base import ModelProvider
 from engram.engine.tools import TURN_MESSAGE, ToolContext, ToolDeps, ToolRegistry, ToolSet, ToolSource
 from engram.kernel.errors import (
@@ -132,6 +133,7 @@ def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnO
                     toolset.close()  # e.g. the turn's MCP sessions (TL7)
                 if turn.lease is not None:
                     turn.lease.stop()
+                timeline.finish(turn.ctx, deps.settings)  # OB1/OB2: the root span ends, exported if asked
     except Exception as err:
         # A busy session is retried (the queue redelivers the job): not the end of the turn.
         if events is not None and not isinstance(err, SessionBusy):
@@ -200,7 +202,8 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
     run_id = plan.run_id or new_id("run")
     check_message(deps, message)
     agent_id = plan.run_fields.get("agent_id") or (plan.agent.id if plan.agent else "")
-    agent, session = _load_agent_and_session(deps, tenant, agent_id, plan, run_id, budget)
+    with timeline.lease_wait(run_id, plan.session_id, plan.run_fields, started) as trace:  # the agent read beside it
+        agent, session = _load_agent_and_session(deps, tenant, agent_id, plan, run_id, budget)
     run = Run(
         id=run_id,
         created_at=plan.run_fields.get("created_at") or now_iso(),
@@ -220,7 +223,7 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
         session_id=plan.session_id or "",
         run_id=run_id,
         deps=deps,
-        state={**plan.tool_state, TURN_MESSAGE: message},
+        state={**plan.tool_state, TURN_MESSAGE: message, timeline.TRACE: timeline.for_agent(trace, agent)},
     )
     turn = _Turn(
         deps=deps,
@@ -237,7 +240,7 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
         ttl = deps.settings.session_lease_s
         turn.lease = LeaseKeeper(deps.sessions, tenant, agent.id, plan.session_id, run_id, ttl).start()
     # Memory sections and the policies' reads run in parallel with the transcript GET; sections are best-effort.
-    turn.loaded = start_sections(deps.sections, ctx, deps.executor)
+    turn.loaded = timeline.start_sections_traced(deps.sections, ctx, deps.executor)
     turn.prepared = [deps.executor.submit(p.prepare, ctx) for p in plan.policies]
     turn.toolsets = [deps.executor.submit(source.toolset, ctx) for source in deps.tool_sources]
     return turn
@@ -407,7 +410,10 @@ def _commit(turn: _Turn, result: Mapping[str, object]) -> TurnOutcome:
         for policy in turn.plan.policies:
             extra += policy.commit_items(turn.ctx, _turn_messages(turn), run.updated_at)
     try:
-        deps.runs.finish_turn(turn.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes, extra_items=extra)
+        with timeline.committing(turn.ctx, deps, run, extra) as items:  # the run's timeline: a Put of the same write
+            deps.runs.finish_turn(
+                turn.tenant, run=run, usage_rows=_usage_rows(run, loop), session_changes=changes, extra_items=items
+            )
     except Exception as err:
         # The transcript written for this turn stays in S3 but is never read: the session row
         # still names the previous run (conversations.transcripts), so nothing needs undoing.
@@ -472,7 +478,10 @@ def _fail(turn: _Turn, err: Exception) -> bool:
     logger.warning("turn failed", extra={"run_id": failed.id, "code": error["code"], "error": repr(err)})
     recorded = True
     try:
-        turn.deps.runs.finish_turn(turn.tenant, run=failed, usage_rows=_usage_rows(failed, loop), session_changes=None)
+        with timeline.committing(turn.ctx, turn.deps, failed, [], error=error["code"]) as items:
+            turn.deps.runs.finish_turn(
+                turn.tenant, run=failed, usage_rows=_usage_rows(failed, loop), session_changes=None, extra_items=items
+            )
     except Exception:
         logger.exception("could not record the failed run", extra={"run_id": failed.id})
         recorded = False

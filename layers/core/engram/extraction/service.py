@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from engram.agents.models import Agent
+from engram.engine import timeline
 from engram.engine.pricing import prices_for, usage_of
 from engram.extraction.models import AlreadyExtracted, Claim, ExtractionBusy, LeaseLost, RowsChanged, RowWrite
 from engram.extraction.ports import ExtractionClaims
@@ -194,7 +195,10 @@ def process_extraction_job(deps: ModelDeps, raw: object, *, remaining_s: float |
     log = {"run_id": job.run_id, "agent_id": job.agent_id, "session_id": job.session_id}
     _count("ExtractJobs")
     try:
-        return _run(deps, job, remaining_s, log, started)
+        with timeline.job("extraction", job.run_id, deps.runs, job.tenant, deps.settings) as span:  # OB1: under its turn
+            outcome = _run(deps, job, remaining_s, log, started)
+            span.set(engram__job__status=outcome.status, engram__job__reason=outcome.reason or None)
+            return outcome
     except ExtractionBusy:
         _count("ExtractBusy")
         logger.info("another delivery of this job is running; retried later", extra=log)
@@ -294,16 +298,18 @@ def _extract(deps: ModelDeps, run: ExtractionRun) -> Outcome:
         timeout = min(timeout, run.remaining_s - (time.monotonic() - run.started) - 2)
         if timeout < MIN_CALL_SECONDS:
             raise NoTimeLeft("too little time left in the invocation for the model call")
-    response = deps.provider.complete(
-        model=model,
-        system=system,
-        tools=tools,
-        messages=messages,
-        max_tokens=max_tokens,
-        timeout=timeout,
-        tool_choice={"type": "tool", "name": EXTRACTION_TOOL},
-    )
-    usage = usage_of(response)
+    with timeline.model_call(timeline.job_trace_now(), model=model, provider=deps.provider.name, max_tokens=max_tokens) as call:
+        response = deps.provider.complete(
+            model=model,
+            system=system,
+            tools=tools,
+            messages=messages,
+            max_tokens=max_tokens,
+            timeout=timeout,
+            tool_choice={"type": "tool", "name": EXTRACTION_TOOL},
+        )
+        usage = usage_of(response)
+        call.answered(response, usage)
     outcome.usage = usage
     _count("ExtractInputTokens", usage.input_tokens)
     _count("ExtractOutputTokens", usage.output_tokens)

@@ -184,6 +184,13 @@ class Settings(BaseModel):
     # A server's tool list: at most this many tools and this many bytes of schemas.
     tool_list_max_tools: int = Field(100, ge=1, le=1_000, alias="TOOL_LIST_MAX_TOOLS")
     tool_schema_max_bytes: int = Field(16_000, ge=1_000, le=200_000, alias="TOOL_SCHEMA_MAX_BYTES")
+    # A run's timeline (OB1): at most this many bytes of spans kept with the run (the rest are
+    # dropped and the trace says so). OpenTelemetry export (OB2, template parameter TracingExport):
+    # "off" (nothing, no import), "otlp" (to OTEL_EXPORTER_OTLP_ENDPOINT) or "xray-adot" (to the
+    # ADOT collector layer's local endpoint, which sends them to X-Ray).
+    trace_max_bytes: int = Field(48_000, ge=4_000, le=300_000, alias="TRACE_MAX_BYTES")
+    tracing_export: Literal["off", "otlp", "xray-adot"] = Field("off", alias="TRACING_EXPORT")
+    otlp_endpoint: str = Field("", alias="OTEL_EXPORTER_OTLP_ENDPOINT")
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None) -> "Settings":

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field, StringConstraints
 
+from engram.engine.timeline import memory_write_span
 from engram.engine.tools import Tool, ToolContext, ToolOutcome, ToolRegistry, refuse_secrets_of_the_turn
 from engram.facts import service as facts
 from engram.kernel.textsearch import terms
@@ -48,28 +49,30 @@ def _store(ctx: ToolContext, inp: StoreInput) -> object:
     deps, tenant, agent = stores_of(ctx), ctx.tenant, ctx.agent
     refuse_secrets_of_the_turn(ctx, "value", inp.value, inp.key)
     if inp.scope == "user":
-        fact, created = facts.add_fact(
-            deps, tenant, inp.value, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
-        )
+        with memory_write_span(ctx, "user", "store"):
+            fact, created = facts.add_fact(
+                deps, tenant, inp.value, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
+            )
         return {"stored": "user fact", "factId": fact.id, "created": created}
     if inp.scope == "workspace" and not agent.workspace_id:
         return ToolOutcome("this agent has no workspace; use scope agent or user", is_error=True)
     owner = (agent.workspace_id if inp.scope == "workspace" else agent.id) or ""  # a workspace was checked above
     key = inp.key or slug(inp.value)
-    row, created = memory_service.upsert_memory(
-        deps,
-        tenant,
-        scope=inp.scope,
-        owner_id=owner,
-        key=key,
-        value=inp.value,
-        source="chat",
-        fields={"category": inp.category, "importance": inp.importance, "topic": inp.topic, "confidence": inp.confidence},
-        session_id=ctx.session_id,
-        origin=_origin(ctx),
-        owner_checked=True,
-        key_derived=inp.key is None,
-    )
+    with memory_write_span(ctx, inp.scope, "store"):
+        row, created = memory_service.upsert_memory(
+            deps,
+            tenant,
+            scope=inp.scope,
+            owner_id=owner,
+            key=key,
+            value=inp.value,
+            source="chat",
+            fields={"category": inp.category, "importance": inp.importance, "topic": inp.topic, "confidence": inp.confidence},
+            session_id=ctx.session_id,
+            origin=_origin(ctx),
+            owner_checked=True,
+            key_derived=inp.key is None,
+        )
     out: dict[str, Any] = {"stored": f"{inp.scope} memory", "key": row.key, "created": created}
     if inp.scope == "agent" and not agent.agent_memory:
         out["note"] = "agent memory is off for this agent: the row is kept and recallable, but not injected into prompts"
@@ -131,7 +134,8 @@ def _forget_memory(ctx: ToolContext, inp: ForgetMemoryInput) -> object:
     if inp.scope == "user":
         if not inp.fact_id:
             return ToolOutcome("fact_id is required for scope user", is_error=True)
-        fact = facts.archive_fact(deps, tenant, inp.fact_id, "agent_forget")
+        with memory_write_span(ctx, "user", "forget"):
+            fact = facts.archive_fact(deps, tenant, inp.fact_id, "agent_forget")
         return {"archived": fact.id}
     if not inp.key:
         return ToolOutcome("key is required for scope agent or workspace", is_error=True)
@@ -141,7 +145,8 @@ def _forget_memory(ctx: ToolContext, inp: ForgetMemoryInput) -> object:
     row = deps.memories.get(tenant, inp.scope, owner, memory_id(inp.scope, owner, inp.key))
     if row is None or row.archived_at:
         return ToolOutcome(f"no active {inp.scope} memory with key {inp.key!r}", is_error=True)
-    memory_service.archive_memory(deps, tenant, row, owner, "agent_forget")
+    with memory_write_span(ctx, inp.scope, "forget"):
+        memory_service.archive_memory(deps, tenant, row, owner, "agent_forget")
     return {"archived": row.key}
 
 
@@ -158,9 +163,10 @@ class RememberInput(BaseModel):
 
 def _remember(ctx: ToolContext, inp: RememberInput) -> object:
     refuse_secrets_of_the_turn(ctx, "fact", inp.fact)
-    fact, created = facts.add_fact(
-        stores_of(ctx), ctx.tenant, inp.fact, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
-    )
+    with memory_write_span(ctx, "user", "remember"):
+        fact, created = facts.add_fact(
+            stores_of(ctx), ctx.tenant, inp.fact, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
+        )
     return {"factId": fact.id, "created": created}
 
 
@@ -191,7 +197,8 @@ def _forget(ctx: ToolContext, inp: ForgetInput) -> object:
         fact_id = best[1].id if best[1] is not None and best[0] > 0 else None
     if not fact_id:
         return ToolOutcome("no matching fact: give fact_id or the fact's text", is_error=True)
-    archived = facts.archive_fact(deps, tenant, fact_id, inp.reason)
+    with memory_write_span(ctx, "user", "forget"):
+        archived = facts.archive_fact(deps, tenant, fact_id, inp.reason)
     return {"archived": archived.id, "fact": archived.fact}
 
 

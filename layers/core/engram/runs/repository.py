@@ -18,6 +18,7 @@ from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
 from engram.runs.models import Run
 from engram.runs.ports import SessionCommits
+from engram.runs.traces import TraceRepository
 from engram.usage.models import UsageRow
 from engram.usage.repository import UsageRepository
 
@@ -71,6 +72,7 @@ class RunRepository:
         self.stale_after_s = stale_after_s
         self.sessions = sessions
         self.usage = usage or UsageRepository(table)
+        self.traces = TraceRepository(table, lambda run: retention_expiry(run, retention_days))  # OB1: run timelines
 
     def item(self, tenant: str, run: Run) -> dict[str, object]:
         item = {

@@ -130,3 +130,8 @@ def get_run(runId: str) -> Reply:
 @router.get("/api/runs/<runId>/tool-results/<toolUseId>")
 def get_tool_result(runId: str, toolUseId: str) -> Reply:
     return ok(run_records.get_tool_result(deps_of(router), tenant_of(router), runId, toolUseId))
+
+
+@router.get("/api/runs/<runId>/trace")
+def get_run_trace(runId: str) -> Reply:
+    return ok(run_records.get_trace(deps_of(router), tenant_of(router), runId))

@@ -14,6 +14,7 @@ from engram.kernel.errors import BadRequest, Conflict, NotFound, QueueUnavailabl
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page
 from engram.kernel.observability import logger
+from engram.kernel.trace import merge
 from engram.kernel.validation import refuse_secret_value
 from engram.runs.models import Run, RunCreate, RunJob, RunUpdate
 from engram.wiring.stores import Stores
@@ -24,6 +25,19 @@ def get_run(deps: Stores, tenant: str, run_id: str) -> Run:
     if run is None:
         raise NotFound("run not found", field="runId")
     return run
+
+
+def get_trace(deps: Stores, tenant: str, run_id: str) -> dict[str, object]:
+    """GET /api/runs/{runId}/trace: the run's timeline (OB1), the turn's spans and those of the
+    jobs it caused, on one time axis (engram.kernel.trace). A run recorded before timelines, or
+    whose turn never started, has none: 404 trace_not_found."""
+    run = get_run(deps, tenant, check_id("runId", run_id))
+    found = merge(deps.runs.traces.parts(tenant, run.agent_id, run.id))
+    if not found:
+        raise NotFound(
+            "this run has no timeline (it was recorded before timelines, or never started)", field="runId", code="trace_not_found"
+        )
+    return {**found, "agentId": run.agent_id, "sessionId": run.session_id, "kind": run.kind, "status": run.status}
 
 
 def get_tool_result(deps: Stores, tenant: str, run_id: str, tool_use_id: str) -> dict[str, object]:

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints, Validation
 
 from engram.conversations.models import RunningSummary, SessionState
 from engram.conversations.summaries.view import summary_parts
+from engram.engine import timeline
 from engram.engine.pricing import usage_of
 from engram.engine.prompt import estimate_tokens
 from engram.extraction.prompt import MIN_OUTPUT_TOKENS, cap_transcript, output_budget, render_transcript, unclosable
@@ -184,7 +185,9 @@ def process_summary_job(deps: ModelDeps, raw: object, *, remaining_s: float | No
         raise InvalidSummaryJob(f"invalid summary job: {err.error_count()} error(s)") from None
     log = {"run_id": job.run_id, "agent_id": job.agent_id, "session_id": job.session_id}
     try:
-        outcome = _run(deps, job, remaining_s)
+        with timeline.job("summary", job.run_id, deps.runs, job.tenant, deps.settings) as span:  # OB1: under its turn
+            outcome = _run(deps, job, remaining_s)
+            span.set(engram__job__status=outcome.status, engram__summary__folded=outcome.folded)
     except Exception as err:
         _count("SummaryFailed")
         logger.warning("summary failed; the job will be retried", extra={**log, "error": f"{type(err).__name__}: {err}"})
@@ -261,16 +264,18 @@ def _call(
         if optional:
             return None, 0.0
         raise RuntimeError("too little budget or time left for the summary call")
-    response = deps.provider.complete(
-        model=model,
-        system=[{"type": "text", "text": system}],
-        tools=tools,
-        messages=messages,
-        max_tokens=max_tokens,
-        timeout=timeout,
-        tool_choice={"type": "tool", "name": SUMMARY_TOOL},
-    )
-    usage = usage_of(response)
+    with timeline.model_call(timeline.job_trace_now(), model=model, provider=deps.provider.name, max_tokens=max_tokens) as call:
+        response = deps.provider.complete(
+            model=model,
+            system=[{"type": "text", "text": system}],
+            tools=tools,
+            messages=messages,
+            max_tokens=max_tokens,
+            timeout=timeout,
+            tool_choice={"type": "tool", "name": SUMMARY_TOOL},
+        )
+        usage = usage_of(response)
+        call.answered(response, usage)
     outcome.usage.append(usage)
     outcome.model = response.model
     _count("SummaryCostUsd", usage.cost_usd, MetricUnit.NoUnit)
