@@ -262,6 +262,7 @@ export async function detail(main, agentId) {
     ['Agent memory', agent.agentMemory ? 'on' : 'off'],
     ['Active Memory', agent.activeMemory ? 'on' : 'off'],
     ['Review decisions', agent.reviewDecisions ? 'on' : 'off'],
+    agent.traceContent !== undefined ? ['Timeline content', agent.traceContent ? 'tool inputs and results kept' : 'off (ids, names, sizes and times only)'] : null,
     ['Team', team.length ? team.map((m, i) => (m ? m.name : agent.team[i])).join(', ') : '—'],
     ['Tools', toolNames],
     ...(() => {
@@ -298,7 +299,7 @@ export async function detail(main, agentId) {
         h('a', { href: `#/agents/${id(agent.id)}/edit`, class: 'button secondary' }, 'Edit'))),
     h('div', { class: 'columns' },
       h('section', { class: 'card' }, h('h2', { text: 'Settings' }),
-        h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', { text: k }), h('dd', {}, v)]))),
+        h('dl', { class: 'facts' }, facts.filter(Boolean).map(([k, v]) => [h('dt', { text: k }), h('dd', {}, v)]))),
       h('div', {}, panel, sessions)),
     spent,
     memory,

@@ -1,6 +1,6 @@
 // The agent form's rules (TL10): which tool calls wait for the owner's approval (per tool server:
-// none, every tool, or the tools ticked; and Engram's own tools), how long a call waits before it
-// counts as denied, and the spending limits. Each control is named as the API names its field
+// none, every tool, or the tools named; and Engram's own tools), how long a call waits before it
+// counts as denied, the spending limits, and whether run timelines keep tool inputs and results. Each control is named as the API names its field
 // ("limits.dailyCostUsd", "tools.0.requireApproval"), so a validation error lands beside it.
 import { h, field } from './ui.js';
 
@@ -72,7 +72,8 @@ export function rulesFieldset(agent) {
       field('Daily cost limit (USD)', number('limits.dailyCostUsd', limits.dailyCostUsd, { step: 'any', placeholder: 'no limit' })),
       field('Monthly cost limit (USD)', number('limits.monthlyCostUsd', limits.monthlyCostUsd, { step: 'any', placeholder: 'no limit' })),
       field('Tool calls per turn', number('limits.toolCallsPerTurn', limits.toolCallsPerTurn, { step: 1, inputmode: 'numeric', placeholder: 'no limit' }))),
-    h('p', { class: 'hint muted', text: 'A turn that would pass a limit stops with “limit exceeded” and says which; scheduled runs over it are skipped.' }));
+    h('p', { class: 'hint muted', text: 'A turn that would pass a limit stops with “limit exceeded” and says which; scheduled runs over it are skipped.' }),
+    field('Keep tool inputs and results in run timelines', h('input', { type: 'checkbox', name: 'traceContent', checked: Boolean(a.traceContent) })));
 }
 
 const LIMITS = ['dailyCostUsd', 'monthlyCostUsd', 'toolCallsPerTurn'];
@@ -93,6 +94,8 @@ export function readRules(form, agent) {
     if (raw) limits[key] = Number.isFinite(Number(raw)) ? Number(raw) : raw; // the API names what is wrong
   }
   if (Object.keys(limits).length || (a.limits && Object.keys(a.limits).length)) out.limits = limits;
+  const content = form.elements.traceContent.checked;
+  if (content || a.traceContent !== undefined) out.traceContent = content;
   return out;
 }
 

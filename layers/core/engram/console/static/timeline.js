@@ -21,7 +21,7 @@ const has = (attrs, key) => attrs[key] !== undefined && attrs[key] !== null;
 // The numbers a span's tooltip gives, in words.
 function numbers(span) {
   const a = span.attributes || {};
-  const out = [`${fmtMs(span.durationMs)}`, `from ${fmtMs(span.startMs)}`];
+  const out = [span.name, `${fmtMs(span.durationMs)}`, `from ${fmtMs(span.startMs)}`];
   if (has(a, A.model) || has(a, A.responseModel)) out.push(a[A.responseModel] || a[A.model]);
   if (has(a, A.input) || has(a, A.output)) out.push(`${fmtNum(a[A.input] || 0)} in · ${fmtNum(a[A.output] || 0)} out tokens`);
   if (a[A.cacheRead] || a[A.cacheWrite]) out.push(`cache ${fmtNum(a[A.cacheRead] || 0)} read / ${fmtNum(a[A.cacheWrite] || 0)} written`);
