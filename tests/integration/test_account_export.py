@@ -72,6 +72,7 @@ def test_an_export_job_writes_every_record_type_as_json_lines(moto_stack):
         "workspace": 1,
         "fact": 1,
         "usage": 2,
+        "usageTotal": 4,  # the day and the month, the person's and the agent's
     }
     lines = _lines(stack, job["downloadUrl"])
     assert job["bytes"] == sum(len(json.dumps(x, ensure_ascii=False, separators=(",", ":")).encode()) + 1 for x in lines)

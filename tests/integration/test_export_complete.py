@@ -41,6 +41,9 @@ EXPORTED = {
     ("#U", "FACT"): "fact",
     ("#U", "PROFILE"): "profile",
     ("#USAGE", "<time>"): "usage",
+    ("#USAGETOTALS", "U"): "usageTotal",
+    ("#USAGETOTALS", "A"): "usageTotal",
+    ("#USAGETOTALS", "LIMITS"): "usageTotal",
 }
 # Bookkeeping: not something the user said, stored or asked for, each with its reason.
 NOT_USER_DATA = {
@@ -126,7 +129,7 @@ def _a_full_account(stack: Any, servers: McpServers) -> dict[str, Any]:
     stack.drain_turns()
     assert stack.call("POST", "/api/me/facts", body={"fact": "I like hiking"}).status == 201
     assert stack.call("POST", "/api/me/api-keys", body={"name": "laptop"}).status == 201
-    assert stack.call("PATCH", "/api/me", body={"name": "Caroline"}).status == 200
+    assert stack.call("PATCH", "/api/me", body={"name": "Caroline", "limits": {"monthlyCostUsd": 500}}).status == 200
     # a tool connection (its auth value sealed) and a tool result too long for the model, kept in full
     conn = stack.call(
         "POST",

@@ -74,7 +74,14 @@ def test_two_turns_keep_history_in_anthropic_shapes(stack):
     first = stack.say(agent["id"], "my name is Grace")
     assert first.status == 200
     assert set(first.data) == {"runId", "sessionId", "reply", "toolCalls", "usage"}
-    assert set(first.data["usage"]) == {"inputTokens", "outputTokens", "cacheReadTokens", "cacheWriteTokens", "costUsd"}
+    assert set(first.data["usage"]) == {
+        "inputTokens",
+        "outputTokens",
+        "cacheReadTokens",
+        "cacheWriteTokens",
+        "costUsd",
+        "cacheSavingsUsd",
+    }
     second = stack.say(agent["id"], "what time is it?")
     assert second.data["toolCalls"][0]["name"] == "get_current_time"
     assert "utc" in second.data["toolCalls"][0]["result"]

@@ -33,12 +33,16 @@ STORES = {
 }
 # Pure domain rules beside the models (no I/O): the schedule-expression parser the API and the
 # local schedule loop share.
-DOMAIN_RULES = {"engram.runs.expressions"}
+DOMAIN_RULES = {"engram.runs.expressions", "engram.usage.totals", "engram.usage.limits"}
 # What the engine may know of the features: the records a turn reads and writes.
 ENGINE_MAY_IMPORT = {
     "engram.agents.models",
     "engram.runs.models",
     "engram.usage.models",
+    # the spending limits a turn checks (TL10) and the usage totals' metrics, pure; their read's port
+    "engram.usage.limits",
+    "engram.usage.totals",
+    "engram.usage.ports",
     # the ports of the stores a turn reads and writes (typed; the engine never sees a repository)
     "engram.agents.ports",
     "engram.conversations.ports",

@@ -503,7 +503,7 @@ def test_pages_and_envelope():
         "DecisionPage",
     ):
         assert set(schemas[page]["properties"]) == {"items", "nextToken"}
-    assert set(schemas["UsagePage"]["properties"]) == {"items", "nextToken", "totals"}
+    assert set(schemas["UsagePage"]["properties"]) == {"items", "nextToken", "totals", "breakdown"}
     assert set(schemas["Success"]["properties"]) == {"success", "data"}
     assert set(schemas["ErrorEnvelope"]["properties"]) == {"success", "error"}
     assert {"code", "message", "field"} <= set(schemas["Error"]["properties"])
@@ -545,7 +545,7 @@ def _fake_deps() -> Any:
         connections=SimpleNamespace(all=lambda t: [connection], delete_all=lambda t: 1),
         api_keys=SimpleNamespace(all=lambda t: [api_key], delete_all=lambda t: 1),
         streams=SimpleNamespace(delete_all=lambda t: []),  # no open sockets to close
-        usage=SimpleNamespace(page=one_page(usage), delete_all=lambda t: 1),
+        usage=SimpleNamespace(page=one_page(usage), delete_all=lambda t: 1, all_totals=lambda t: [{"period": "2026-11"}]),
         exports=SimpleNamespace(delete_all=lambda t: 1),
         export_objects=SimpleNamespace(delete_prefix=lambda prefix: 1),
         settings=Settings(),

@@ -10,7 +10,7 @@ import json
 import os
 import sys
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from . import config
@@ -268,19 +268,67 @@ def cmd_connections(args: argparse.Namespace) -> int:
     return 0
 
 
+def _money(value: float) -> str:
+    return f"${value:,.4f}"
+
+
+def _print_breakdown(b: Mapping[str, Any]) -> None:
+    """The usage totals of the range: per day (days that cost something), model, kind, agent."""
+    t = b["totals"]
+    print(
+        f"\n{b['firstDay']} to {b['lastDay']}: {_money(t['costUsd'])}, {t['inputTokens']:,} input and "
+        f"{t['outputTokens']:,} output tokens, {t['toolCalls']:,} tool calls; the prompt cache saved {_money(t['cacheSavingsUsd'])}"
+    )
+    spent = b["spending"]
+    limits = spent["limits"]
+    day = f" of {_money(limits['dailyCostUsd'])}" if "dailyCostUsd" in limits else ""
+    month = f" of {_money(limits['monthlyCostUsd'])}" if "monthlyCostUsd" in limits else ""
+    print(f"Spent today {_money(spent['todayUsd'])}{day}, this month {_money(spent['thisMonthUsd'])}{month} (UTC)")
+    days = [
+        (d["date"], _money(d["costUsd"]), f"{d['inputTokens']:,}", f"{d['outputTokens']:,}")
+        for d in b["days"]
+        if d["costUsd"] or d["inputTokens"]
+    ]
+    for title, entries, key in (
+        ("BY MODEL", b["models"], "model"),
+        ("BY KIND", b["kinds"], "kind"),
+        ("BY AGENT", b.get("agents") or [], "agentId"),
+    ):
+        if entries:
+            print()
+            _table(
+                [
+                    (
+                        e[key],
+                        _money(e["costUsd"]),
+                        f"{e['inputTokens']:,}",
+                        f"{e['outputTokens']:,}",
+                        _money(e["cacheSavingsUsd"]),
+                    )
+                    for e in entries
+                ],
+                [title, "COST", "IN", "OUT", "CACHE SAVED"],
+                "",
+            )
+    if days:
+        print()
+        _table(days, ["DAY", "COST", "IN", "OUT"], "")
+
+
 def cmd_usage(args: argparse.Namespace) -> int:
     if args.session and not args.agent:
         raise CliError("--session needs --agent", 2)
     with _client(args) as client:
         agent_id = find_agent(client, args.agent)["id"] if args.agent else None
-        first = client.list_usage(agent_id=agent_id, session_id=args.session, limit=100)
+        span = {"from_": args.since, "to": args.until}
+        first = client.list_usage(agent_id=agent_id, session_id=args.session, limit=100, **span)
         rows_in, token = list(first["items"]), first["nextToken"]
         while token:
-            page = client.list_usage(agent_id=agent_id, session_id=args.session, limit=100, next_token=token)
+            page = client.list_usage(agent_id=agent_id, session_id=args.session, limit=100, next_token=token, **span)
             rows_in, token = rows_in + page["items"], page["nextToken"]
-        totals = first["totals"]
+        totals, breakdown = first["totals"], first.get("breakdown")
     if args.json:
-        _emit_json({"items": rows_in, "totals": totals})
+        _emit_json({"items": rows_in, "totals": totals, **({"breakdown": breakdown} if breakdown else {})})
         return 0
     rows = [
         (
@@ -299,6 +347,8 @@ def cmd_usage(args: argparse.Namespace) -> int:
         f"Total: {totals['inputTokens']} input, {totals['outputTokens']} output, "
         f"{totals['cacheReadTokens']} cache read, {totals['cacheWriteTokens']} cache write tokens; ${totals['costUsd']:.4f}"
     )
+    if breakdown:
+        _print_breakdown(breakdown)
     return 0
 
 
@@ -560,9 +610,11 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("connection", nargs="?", help="the tool server's id or name (for authorize)")
     p.set_defaults(func=cmd_connections)
 
-    p = sub.add_parser("usage", parents=[common], help="tokens and cost")
+    p = sub.add_parser("usage", parents=[common], help="tokens and cost, per day, model, kind and agent")
     p.add_argument("--agent", help="only this agent (id or name)")
     p.add_argument("--session", help="only this session of --agent (or memory-extract:<session>)")
+    p.add_argument("--from", dest="since", help="first UTC day of the breakdown, YYYY-MM-DD (default: 30 days ago)")
+    p.add_argument("--to", dest="until", help="last UTC day of the breakdown, YYYY-MM-DD (default: today)")
     p.set_defaults(func=cmd_usage)
     return parser
 

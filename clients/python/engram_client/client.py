@@ -75,8 +75,10 @@ from .models import (
     StreamTicket,
     ToolResult,
     TurnResult,
+    UsageBreakdown,
     UsagePage,
     UsageRow,
+    UserLimits,
     WebhookSecretRotated,
     Workspace,
     WorkspaceCreate,
@@ -184,6 +186,16 @@ class _Page(TypedDict):
 def _seg(value: str) -> str:
     """One path segment: ids are `[A-Za-z0-9_-]`, anything else is quoted (and then refused as 400 invalid_id)."""
     return quote(str(value), safe="")
+
+
+class _Keep:
+    """A field an update leaves as it is (None would clear it)."""
+
+    def __repr__(self) -> str:
+        return "KEEP"
+
+
+KEEP = _Keep()
 
 
 def _query(**params: Any) -> dict[str, str]:
@@ -562,14 +574,33 @@ class Client:
         session_id: str | None = None,
         limit: int | None = None,
         next_token: str | None = None,
+        from_: str | None = None,
+        to: str | None = None,
     ) -> UsagePage:
-        params = _query(agentId=agent_id, sessionId=session_id, limit=limit, nextToken=next_token)
+        """A page of usage rows and (without `session_id`) the `breakdown` of the usage totals
+        over the UTC days `from_`..`to` (YYYY-MM-DD; default the last 30 days): per day, model,
+        kind and agent, cache savings, and what is spent against the limits."""
+        params = _query(agentId=agent_id, sessionId=session_id, limit=limit, nextToken=next_token, to=to, **{"from": from_})
         return cast(UsagePage, self._call("GET", "/api/usage", params=params))
 
+    def usage_breakdown(self, *, agent_id: str | None = None, from_: str | None = None, to: str | None = None) -> UsageBreakdown:
+        """The breakdown alone (the caller's, or one agent's), with the smallest page of rows."""
+        return self.list_usage(agent_id=agent_id, from_=from_, to=to, limit=1)["breakdown"]
+
     def iter_usage(
-        self, *, agent_id: str | None = None, session_id: str | None = None, limit: int | None = None
+        self,
+        *,
+        agent_id: str | None = None,
+        session_id: str | None = None,
+        limit: int | None = None,
+        from_: str | None = None,
+        to: str | None = None,
     ) -> Iterator[UsageRow]:
-        return self._pages(lambda token: self.list_usage(agent_id=agent_id, session_id=session_id, limit=limit, next_token=token))
+        return self._pages(
+            lambda token: self.list_usage(
+                agent_id=agent_id, session_id=session_id, limit=limit, next_token=token, from_=from_, to=to
+            )
+        )
 
     def health(self) -> Health:
         return cast(Health, self._call("GET", "/api/health"))
@@ -717,9 +748,15 @@ class Client:
         """The caller's name (the speaker of their archived turns), or None."""
         return cast(Me, self._call("GET", "/api/me"))
 
-    def update_me(self, name: str | None) -> Me:
-        """Sets the caller's name (None removes it)."""
-        return cast(Me, self._call("PATCH", "/api/me", body={"name": name}))
+    def update_me(self, name: str | None | _Keep = KEEP, *, limits: UserLimits | None | _Keep = KEEP) -> Me:
+        """Sets the caller's name (None removes it) and/or their spending limits over all their
+        agents (`{"dailyCostUsd": 5}`; None or {} removes them); what is not given stays."""
+        body: dict[str, object] = {}
+        if not isinstance(name, _Keep):
+            body["name"] = name
+        if not isinstance(limits, _Keep):
+            body["limits"] = limits
+        return cast(Me, self._call("PATCH", "/api/me", body=body))
 
     def delete_account(self) -> AccountDeleted:
         """Delete everything stored about the caller (a sign-in token only; a key gets 403)."""

@@ -23,6 +23,7 @@ class EngramError(Exception):
         details: list[dict[str, Any]] | None = None,
         run_id: str | None = None,
         retry_after: float | None = None,
+        limit: dict[str, Any] | None = None,
     ) -> None:
         super().__init__(message)
         self.message = message
@@ -33,6 +34,7 @@ class EngramError(Exception):
         self.details = details or []
         self.run_id = run_id
         self.retry_after = retry_after
+        self.limit = limit  # 402 limit_exceeded: {name, scope, value, spentUsd?, resetsAt?}
 
     def __str__(self) -> str:
         where = f" (field {self.field})" if self.field else ""
@@ -62,6 +64,13 @@ class PermissionDeniedError(ClientError):
 
 class NotFoundError(ClientError):
     status = 404
+
+
+class LimitExceededError(ClientError):
+    """402 limit_exceeded: a spending limit is reached (`limit` names it and when it resets);
+    not retried: it takes a person raising the limit, or the reset."""
+
+    status = 402
 
 
 class ConflictError(ClientError):
@@ -119,6 +128,7 @@ BY_STATUS: dict[int, type[EngramError]] = {
     for cls in (
         BadRequestError,
         AuthenticationError,
+        LimitExceededError,
         PermissionDeniedError,
         NotFoundError,
         ConflictError,
@@ -147,6 +157,7 @@ def error_for(status: int, body: Any, retry_after: float | None = None) -> Engra
             details=error.get("details"),
             run_id=error.get("runId"),
             retry_after=retry_after,
+            limit=error.get("limit") if isinstance(error.get("limit"), dict) else None,
         )
     message = body.get("message") if isinstance(body, dict) else None
     return cls(

@@ -32,6 +32,7 @@ class Error(TypedDict):
     field: NotRequired[str]
     details: NotRequired[list[dict[str, Any]]]
     runId: NotRequired[str]
+    limit: NotRequired[dict[str, Any]]
 
 
 class ErrorEnvelope(TypedDict):
@@ -46,6 +47,14 @@ class ToolGrant(TypedDict):
 
     connectionId: str
     allow: NotRequired[list[str] | None]
+
+
+class Limits(TypedDict):
+    """Spending limits (TL10). Cost limits count every usage of the UTC day or month (chat, runs, extraction, summaries); a turn that would pass one stops with 402 `limit_exceeded`. Absent: no limit."""
+
+    dailyCostUsd: NotRequired[float | None]
+    monthlyCostUsd: NotRequired[float | None]
+    toolCallsPerTurn: NotRequired[int | None]
 
 
 class AgentCreate(TypedDict):
@@ -64,6 +73,7 @@ class AgentCreate(TypedDict):
     team: NotRequired[list[str]]
     tools: NotRequired[list[ToolGrant]]
     serverTools: NotRequired[list[Literal["web_search", "web_fetch"]]]
+    limits: NotRequired[Limits | None]
 
 
 class CardField(TypedDict):
@@ -89,7 +99,7 @@ class CardTypeBody(TypedDict):
 
 
 class AgentUpdate(TypedDict):
-    """Only `model` (null = back to the default), `workspaceId`, `schedule` and `cardType` may be null."""
+    """Only `model` (null = back to the default), `workspaceId`, `schedule`, `cardType` and `limits` may be null."""
 
     name: NotRequired[str]
     persona: NotRequired[str]
@@ -104,6 +114,7 @@ class AgentUpdate(TypedDict):
     team: NotRequired[list[str]]
     tools: NotRequired[list[ToolGrant]]
     serverTools: NotRequired[list[Literal["web_search", "web_fetch"]]]
+    limits: NotRequired[Limits | None]
 
 
 class WorkspaceCreate(TypedDict):
@@ -131,12 +142,21 @@ class Me(TypedDict):
     """The `Me` schema."""
 
     name: str | None
+    limits: Limits
+
+
+class UserLimits(TypedDict):
+    """The caller's limits over all their agents; `{}` or null removes them."""
+
+    dailyCostUsd: NotRequired[float | None]
+    monthlyCostUsd: NotRequired[float | None]
 
 
 class MeUpdate(TypedDict):
     """The `MeUpdate` schema."""
 
-    name: str | None
+    name: NotRequired[str | None]
+    limits: NotRequired[UserLimits | None]
 
 
 class MessageIn(TypedDict):
@@ -233,6 +253,7 @@ class Agent(TypedDict):
     team: list[str]
     tools: list[ToolGrant]
     serverTools: list[str]
+    limits: Limits | None
 
 
 class AuthHeader(TypedDict):
@@ -542,6 +563,7 @@ class Usage(TypedDict):
     cacheReadTokens: int
     cacheWriteTokens: int
     costUsd: float
+    cacheSavingsUsd: float
 
 
 class ToolCall(TypedDict):
@@ -694,6 +716,7 @@ class UsageRow(TypedDict):
     cacheReadTokens: int
     cacheWriteTokens: int
     costUsd: float
+    cacheSavingsUsd: float
 
 
 class Memory(TypedDict):
@@ -746,6 +769,7 @@ class Export(TypedDict):
     facts: list[Fact]
     runs: list[Run]
     usage: list[UsageRow]
+    usageTotals: list[dict[str, Any]]
     cardTypes: list[CardType]
     connections: list[Connection]
     apiKeys: list[ApiKey]
@@ -827,12 +851,39 @@ class RunPage(TypedDict):
     nextToken: str | None
 
 
+class UsageFigures(TypedDict):
+    """The `UsageFigures` schema."""
+
+    costUsd: float
+    inputTokens: int
+    outputTokens: int
+    cacheReadTokens: int
+    cacheWriteTokens: int
+    cacheSavingsUsd: float
+    toolCalls: NotRequired[int]
+
+
+class UsageBreakdown(TypedDict):
+    """From the usage totals, kept per UTC day and month for the caller and each agent and added to in the same writes as the usage rows (one Query, never a scan of rows). Lists are most expensive first."""
+
+    firstDay: str
+    lastDay: str
+    agentId: str | None
+    totals: UsageFigures
+    days: list[UsageFigures]
+    models: list[UsageFigures]
+    kinds: list[UsageFigures]
+    agents: NotRequired[list[UsageFigures]]
+    spending: dict[str, Any]
+
+
 class UsagePage(TypedDict):
     """The `UsagePage` schema."""
 
     items: list[UsageRow]
     nextToken: str | None
     totals: Usage
+    breakdown: NotRequired[UsageBreakdown]
 
 
 class MemoryPage(TypedDict):

@@ -63,7 +63,7 @@ def records(deps: Stores, tenant: str) -> Iterator[Record]:
     each agent followed by its sessions (each with its running summary, followed by its
     messages), its conversation archive (every message said, the ones the history cap cut
     included), memories, run memory, runs and their timelines; then workspaces (each followed by its memories),
-    facts, usage rows, card types, tool connections (never their auth values), API keys (never
+    facts, usage rows and totals, card types, tool connections (never their auth values), API keys (never
     their hashes); an agent's kept full
     tool results follow its runs. tests/integration/test_export_complete.py compares it with
     every item and object stored for the caller."""
@@ -103,6 +103,8 @@ def _account_rows(deps: Stores, tenant: str) -> Iterator[Record]:
         yield "fact", fact.public()
     for row in _pages(lambda **page: deps.usage.page(tenant, agent_id=None, session_key=None, **page)):
         yield "usage", row.public()
+    for total in deps.usage.all_totals(tenant):  # per day and month, the person's and each agent's; the limits
+        yield "usageTotal", total
     for card_type in deps.card_types.all(tenant):
         yield "cardType", card_type.public()
     for connection in deps.connections.all(tenant):
@@ -202,7 +204,7 @@ def inline_export(deps: Stores, tenant: str) -> dict[str, object]:
     this route never holds more than that in memory."""
     budget = deps.settings.inline_export_max_bytes
     out: dict[str, Any] = {"exportedAt": now_iso(), "agents": [], "workspaces": []}
-    out |= {"profile": {"name": None}, "facts": [], "runs": [], "usage": []}
+    out |= {"profile": {"name": None}, "facts": [], "runs": [], "usage": [], "usageTotals": []}
     out |= {"cardTypes": [], "connections": [], "apiKeys": []}
     owners: dict[str, dict[str, Any]] = {}
     sessions: dict[tuple[str, str], dict[str, Any]] = {}
@@ -251,6 +253,7 @@ def inline_export(deps: Stores, tenant: str) -> dict[str, object]:
                     "fact": "facts",
                     "run": "runs",
                     "usage": "usage",
+                    "usageTotal": "usageTotals",
                     "cardType": "cardTypes",
                     "connection": "connections",
                     "apiKey": "apiKeys",

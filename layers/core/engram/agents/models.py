@@ -6,6 +6,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
 from engram.kernel.model import Body, Id, Resource
+from engram.usage.models import AgentLimits, Limits
 
 ModelName = Annotated[str, StringConstraints(pattern=r"^[A-Za-z0-9._:-]{1,100}$")]
 # EventBridge Scheduler expressions (an agent's heartbeat).
@@ -67,6 +68,7 @@ class AgentFields(Body):
     server_tools: Annotated[list[ServerTool], Field(max_length=2)] = []
     # OB2: the run timelines of this agent keep tool inputs and results (never by default).
     trace_content: bool = False
+    limits: AgentLimits | None = None  # spending limits (TL10)
 
 
 class AgentCreate(AgentFields):
@@ -88,6 +90,7 @@ class AgentUpdate(Body):
     tools: ToolGrants | None = None
     server_tools: Annotated[list[ServerTool], Field(max_length=2)] | None = None
     trace_content: bool | None = None
+    limits: AgentLimits | None = None  # replaces the agent's limits; null removes them
 
 
 class Agent(Resource):
@@ -105,3 +108,4 @@ class Agent(Resource):
     tools: list[AgentTool] = []
     server_tools: list[str] = []
     trace_content: bool = False
+    limits: Limits | None = None

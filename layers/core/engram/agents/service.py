@@ -15,7 +15,7 @@ from engram.kernel.model import changes_of, now_iso, page
 from engram.wiring.stores import Stores
 
 # Fields a PATCH may clear with null; the others must keep a value.
-_NULLABLE_AGENT_FIELDS = {"workspaceId", "schedule", "cardType", "model"}
+_NULLABLE_AGENT_FIELDS = {"workspaceId", "schedule", "cardType", "model", "limits"}
 
 
 def create_workspace(deps: Stores, tenant: str, body: WorkspaceCreate) -> Workspace:

@@ -100,6 +100,23 @@ def usage_by_agent(tenant: str, agent_id: str) -> str:
     return f"{tenant}#USAGE#A#{check_id('agentId', agent_id)}"
 
 
+def usage_totals_pk(tenant: str) -> str:
+    """The usage totals (TL10, OB4): per day and month, the person's and each agent's, added to
+    with every usage row; and the person's spending limits."""
+    return f"{tenant}#USAGETOTALS"
+
+
+USAGE_LIMITS_SK = "LIMITS"
+
+
+def usage_total_sk(period: str, agent_id: str | None = None) -> str:
+    """A day (`2026-11-27`) or a month (`2026-11`) of the person's usage, or of one agent's."""
+    if not re.fullmatch(r"\d{4}-\d{2}(-\d{2})?", period):
+        raise ValueError("a usage period is a UTC day (YYYY-MM-DD) or month (YYYY-MM)")
+    span = f"{'D' if len(period) == 10 else 'M'}#{period}"
+    return f"A#{check_id('agentId', agent_id)}#{span}" if agent_id else f"U#{span}"
+
+
 def session_object(tenant: str, agent_id: str, session_id: str) -> str:
     return f"{session_prefix(tenant, agent_id)}{check_id('sessionId', session_id)}.json"
 

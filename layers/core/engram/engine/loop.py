@@ -16,6 +16,7 @@ from engram.engine.providers.base import SERVER_TOOLS, ModelProvider
 from engram.engine.tools import ToolContext, ToolOutcome, ToolRegistry
 from engram.kernel.errors import TurnTimeout
 from engram.kernel.trace import trace_of
+from engram.usage.limits import SpendGuard
 from engram.usage.models import Usage
 
 # Below this, another model call cannot finish inside the turn's budget.
@@ -126,16 +127,21 @@ def run_loop(
     memory_index: int | None = None,
     summary_index: int | None = None,
     events: TurnEvents | None = None,
+    guard: SpendGuard | None = None,
 ) -> LoopResult:
     """Runs until the model stops asking for tools. `result` is filled as it goes, so a caller
     that catches a failure still knows the tokens already spent. The last of `messages` is the
-    turn's own; `stable_blocks` of its blocks are the user's (engine.cache places the markers)."""
+    turn's own; `stable_blocks` of its blocks are the user's (engine.cache places the markers).
+    `guard` (spending limits, TL10) is asked before each model call and each answer's tools."""
     out = result if result is not None else LoopResult()
     tools = offered_tools(registry, ctx, getattr(provider, "name", ""))
     convo = list(messages)
     turn_start = len(convo) - 1
     paused: dict[str, Any] | None = None  # an answer a server tool paused (pause_turn), continued next round
+    last_cost = 0.0
     for round_no in range(max_rounds):
+        if guard is not None:
+            guard.before_call(out.usage.cost_usd, last_cost)
         remaining = deadline - time.monotonic()
         if remaining < _MIN_CALL_SECONDS:
             raise TurnTimeout("the turn ran out of time before the model finished")
@@ -171,6 +177,7 @@ def run_loop(
             call.answered(response, usage)
         if events is not None:
             events.next_round()
+        last_cost = usage.cost_usd
         out.usage_by_model[response.model] = out.usage_by_model.get(response.model, Usage()) + usage
 
         content = list(response.content)
@@ -206,6 +213,8 @@ def run_loop(
         if not wants_tools or not uses:
             return out
 
+        if guard is not None:
+            guard.before_tools(len(out.tool_calls), len(uses))
         results = _call_tools(uses, registry, ctx, deadline, out, events)
         tool_message = {"role": "user", "content": results}
         convo.append(tool_message)

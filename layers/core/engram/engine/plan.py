@@ -17,6 +17,7 @@ from engram.kernel.observability import MetricUnit, metrics
 from engram.kernel.state import TurnState
 from engram.runs.models import Run
 from engram.usage.models import UsageRow
+from engram.usage.totals import emit_metrics
 
 
 class TurnPolicy:
@@ -113,7 +114,7 @@ def usage_rows(run: Run, loop: LoopResult) -> list[UsageRow]:
     ]
 
 
-def record_metrics(run: Run, loop: LoopResult, started: float | None, *, ok: bool) -> None:
+def record_metrics(run: Run, loop: LoopResult, started: float | None, *, ok: bool, per_agent: bool = False) -> None:
     metrics.add_metric(name="TurnSucceeded" if ok else "TurnFailed", unit=MetricUnit.Count, value=1)
     if started is not None:
         metrics.add_metric(name="TurnLatency", unit=MetricUnit.Milliseconds, value=(time.monotonic() - started) * 1000)
@@ -122,3 +123,5 @@ def record_metrics(run: Run, loop: LoopResult, started: float | None, *, ok: boo
     metrics.add_metric(name="OutputTokens", unit=MetricUnit.Count, value=usage.output_tokens)
     metrics.add_metric(name="CacheReadTokens", unit=MetricUnit.Count, value=usage.cache_read_tokens)
     metrics.add_metric(name="CostUsd", unit=MetricUnit.NoUnit, value=usage.cost_usd)
+    if loop.usage_by_model:
+        emit_metrics(run.kind, run.agent_id, usage, per_agent=per_agent)

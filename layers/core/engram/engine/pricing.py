@@ -73,6 +73,23 @@ def cost_usd(
     return round(total / 1_000_000, 8)
 
 
+def cache_savings_usd(model: str, *, cache_read_tokens: int, cache_write_tokens: int, cache_write_1h_tokens: int = 0) -> float:
+    """What the cached tokens would have cost as ordinary input minus what they cost: a read saves
+    0.9x the input price, a write costs 0.25x (5 minutes) or 1x (1 hour) more."""
+    as_input = cost_usd(
+        model, input_tokens=cache_read_tokens + cache_write_tokens, output_tokens=0, cache_read_tokens=0, cache_write_tokens=0
+    )
+    cached = cost_usd(
+        model,
+        input_tokens=0,
+        output_tokens=0,
+        cache_read_tokens=cache_read_tokens,
+        cache_write_tokens=cache_write_tokens,
+        cache_write_1h_tokens=cache_write_1h_tokens,
+    )
+    return round(as_input - cached, 8)
+
+
 def priced_usage(
     model: str,
     *,
@@ -91,6 +108,12 @@ def priced_usage(
             model,
             input_tokens=input_tokens,
             output_tokens=output_tokens,
+            cache_read_tokens=cache_read_tokens,
+            cache_write_tokens=cache_write_tokens,
+            cache_write_1h_tokens=cache_write_1h_tokens,
+        ),
+        cache_savings_usd=cache_savings_usd(
+            model,
             cache_read_tokens=cache_read_tokens,
             cache_write_tokens=cache_write_tokens,
             cache_write_1h_tokens=cache_write_1h_tokens,

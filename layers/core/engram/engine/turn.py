@@ -52,6 +52,9 @@ from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.kernel.secrets import find_secret
 from engram.runs.models import Run
 from engram.runs.ports import Runs
+from engram.usage.limits import Spend, SpendGuard
+from engram.usage.ports import UsageLedger
+from engram.usage.totals import today
 
 TITLE_CHARS = 60
 TITLE_SCAN_CHARS = 4_000  # longer than any key format whose first 60 characters alone give it away
@@ -70,6 +73,8 @@ class TurnDeps(ToolDeps, Protocol):
     def sessions(self) -> Sessions: ...
     @property
     def runs(self) -> Runs: ...
+    @property
+    def usage(self) -> UsageLedger: ...
     @property
     def registry(self) -> ToolRegistry: ...
     @property
@@ -107,6 +112,7 @@ class _Turn:
     session: SessionState | None
     started: float
     deadline: float
+    spend: Future[Spend]  # what is spent already (one read, beside the agent read and the lease)
     loop: LoopResult = field(default_factory=LoopResult)
     conversation: Conversation | None = None  # a session turn's (engine.context)
     loaded: dict[str, Future[Any]] = field(default_factory=dict)  # the memory sections' reads
@@ -183,6 +189,7 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             memory_index=(1 if context.memory else 0) + context.front or None,
             summary_index=(1 if context.memory else 0) + len(context.blocks) if context.blocks else None,
             events=plan.events,
+            guard=SpendGuard.of(turn.ctx.agent.limits, turn.spend.result()),  # the limits (TL10), if any
         )
         result: dict[str, Any] = {"reply": turn.loop.reply}
         for policy in plan.policies:
@@ -202,6 +209,7 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
     run_id = plan.run_id or new_id("run")
     check_message(deps, message)
     agent_id = plan.run_fields.get("agent_id") or (plan.agent.id if plan.agent else "")
+    spend = deps.executor.submit(deps.usage.spend, tenant, agent_id, today())
     with timeline.lease_wait(run_id, plan.session_id, plan.run_fields, started) as trace:  # the agent read beside it
         agent, session = _load_agent_and_session(deps, tenant, agent_id, plan, run_id, budget)
     run = Run(
@@ -235,6 +243,7 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
         session=session,
         started=started,
         deadline=deadline,
+        spend=spend,
     )
     if session is not None and plan.session_id is not None:
         ttl = deps.settings.session_lease_s
@@ -428,7 +437,7 @@ def _settle(turn: _Turn, run: Run) -> TurnOutcome:
     """After the commit: background writes, metrics, the after-commit hooks (best-effort)."""
     loop = turn.loop
     _await_background(turn.ctx)
-    _record_metrics(run, loop, turn.started, ok=True)
+    _record_metrics(run, loop, turn.started, ok=True, per_agent=turn.deps.settings.usage_metrics_per_agent)
     outcome = TurnOutcome(run=run, reply=loop.reply, tool_calls=loop.tool_calls, messages=_turn_messages(turn), cut=turn.cut)
     for policy in turn.plan.policies:
         try:
@@ -487,13 +496,13 @@ def _fail(turn: _Turn, err: Exception) -> bool:
         recorded = False
         if turn.plan.session_id is not None:  # freeing the lease now lets the next turn in at once
             _release_quietly(turn.deps, turn.tenant, turn.ctx.agent.id, turn.plan.session_id, turn.run.id)
-    _record_metrics(failed, loop, None, ok=False)
+    _record_metrics(failed, loop, None, ok=False, per_agent=turn.deps.settings.usage_metrics_per_agent)
     return recorded
 
 
 def _as_turn_failure(err: Exception, run_id: str | None) -> TurnFailed:
     if isinstance(err, EngramError):
-        return TurnFailed(err.message, run_id=run_id, code=err.code, status=err.status)
+        return TurnFailed(err.message, run_id=run_id, code=err.code, status=err.status, context=err.context)
     error = error_of(err)
     status = StorageUnavailable.status if error["code"] == StorageUnavailable.code else 500
-    return TurnFailed(error["message"], run_id=run_id, code=error["code"], status=status)
+    return TurnFailed(str(error["message"]), run_id=run_id, code=str(error["code"]), status=status)

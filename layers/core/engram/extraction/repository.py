@@ -101,6 +101,7 @@ class ExtractionRepository:
         transaction; those that do not fit are left out and returned: a full quota never fails
         an extraction, it stores less."""
         left_out: list[RowWrite] = []
+        totals = self.usage.totals_ops(tenant, [usage], kind="extraction") if usage is not None else []
         for _ in range(3):
             marker = {**outcome, "leftOut": len(left_out)} if left_out else outcome
             ops = [self._marker_op(tenant, agent_id, run_id, claim, marker)]
@@ -114,10 +115,10 @@ class ExtractionRepository:
                     new_rows[of] = new_rows.get(of, 0) + 1
             owners = list(new_rows)
             counted = [self.memories.quota(tenant, scope, owner_id, memory_limit) for scope, owner_id in owners]
+            claims = [quotas.claim_op(self.table, q, new_rows[o]) for q, o in zip(counted, owners, strict=True)]
             try:
-                self.table.transact(
-                    [*ops, *(quotas.claim_op(self.table, q, new_rows[o]) for q, o in zip(counted, owners, strict=True))]
-                )
+                # The totals go last: the failed-condition indexes above stay as they were.
+                self.table.transact([*ops, *claims, *totals])
                 return left_out
             except ConditionFailed as err:
                 if any(err.failed_at(i) for i in range(len(ops))) or not any(
@@ -159,5 +160,6 @@ class ExtractionRepository:
         return self.table.put_op(item, condition="updatedAt = :seen", values={":seen": row.expect_updated_at})
 
     def put_usage(self, tenant: str, usage: UsageRow) -> None:
-        """A model call whose results could not be committed still cost money: record it alone."""
-        self.usage.put(tenant, usage)
+        """A model call whose results could not be committed still cost money: record it alone
+        (with its totals, once)."""
+        self.usage.record(tenant, usage, kind="extraction")

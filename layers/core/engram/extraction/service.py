@@ -66,6 +66,7 @@ from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.kernel.secrets import secret_values
 from engram.memory.models import Memory, memory_id
 from engram.usage.models import Usage, UsageRow
+from engram.usage.totals import emit_metrics
 
 if TYPE_CHECKING:
     from engram.wiring.model import ModelDeps
@@ -314,6 +315,7 @@ def _extract(deps: ModelDeps, run: ExtractionRun) -> Outcome:
     _count("ExtractInputTokens", usage.input_tokens)
     _count("ExtractOutputTokens", usage.output_tokens)
     _count("ExtractCostUsd", usage.cost_usd, MetricUnit.NoUnit)
+    emit_metrics("extraction", run.agent.id, usage, per_agent=deps.settings.usage_metrics_per_agent)
     if usage.cost_usd > settings.extract_budget_usd:
         logger.warning("an extraction call cost more than its budget", extra={**log, "cost_usd": usage.cost_usd})
     now = now_iso()

@@ -7,6 +7,7 @@ from typing import Annotated, Any, Literal
 from pydantic import StringConstraints
 
 from engram.kernel.model import Body, Confidence, Resource, Topic
+from engram.usage.models import UserLimits
 
 
 class FactCreate(Body):
@@ -51,6 +52,8 @@ PersonName = Annotated[str, StringConstraints(strip_whitespace=True, min_length=
 
 
 class MeUpdate(Body):
-    """PATCH /api/me: the person's name (null removes it), the speaker of their archived turns."""
+    """PATCH /api/me: the person's name (null removes it), the speaker of their archived turns;
+    their spending limits over all their agents (TL10; null or {} removes them)."""
 
-    name: PersonName | None
+    name: PersonName | None = None
+    limits: UserLimits | None = None

@@ -40,9 +40,10 @@ def archive_fact(factId: str) -> Reply:
 
 @router.get("/api/me")
 def get_me() -> Reply:
-    return ok(facts.me(deps_of(router), tenant_of(router)))
+    deps, tenant = deps_of(router), tenant_of(router)
+    return ok(facts.me(deps, tenant))
 
 
 @router.patch("/api/me")
 def update_me(body: MeUpdate) -> Reply:
-    return ok(facts.set_my_name(deps_of(router), tenant_of(router), body.name))
+    return ok(facts.update_me(deps_of(router), tenant_of(router), body))

@@ -6,13 +6,14 @@ import re
 from collections.abc import Mapping
 
 from engram.aws.keys import inverse_recency
-from engram.facts.models import Fact, FactUpdate, normalised
+from engram.facts.models import Fact, FactUpdate, MeUpdate, normalised
 from engram.facts.ports import DuplicateText
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page_ranked
 from engram.kernel.textsearch import text_query
 from engram.kernel.validation import check_text, refuse_secrets
+from engram.usage import service as usage
 from engram.wiring.stores import Stores
 
 
@@ -145,7 +146,7 @@ _STATED_NAME = re.compile(
 
 
 def me(deps: Stores, tenant: str) -> dict[str, object]:
-    return {"name": deps.profiles.name(tenant)}
+    return {"name": deps.profiles.name(tenant), "limits": usage.my_limits(deps, tenant)}
 
 
 def set_my_name(deps: Stores, tenant: str, name: str | None) -> dict[str, object]:
@@ -155,6 +156,16 @@ def set_my_name(deps: Stores, tenant: str, name: str | None) -> dict[str, object
         refuse_secrets("name", name)
     deps.profiles.set_name(tenant, name)
     return {"name": name}
+
+
+def update_me(deps: Stores, tenant: str, body: MeUpdate) -> dict[str, object]:
+    """PATCH /api/me: the fields the body names (name, limits); the profile as it now is."""
+    given = body.model_fields_set
+    if not given:
+        raise BadRequest("the body names no field to change", field="body", code="empty_update")
+    name = set_my_name(deps, tenant, body.name)["name"] if "name" in given else deps.profiles.name(tenant)
+    limits = usage.set_my_limits(deps, tenant, body.limits) if "limits" in given else usage.my_limits(deps, tenant)
+    return {"name": name, "limits": limits}
 
 
 def stated_name(message: str) -> str | None:

@@ -13,6 +13,8 @@ class EngramError(Exception):
     code = "internal_error"
     run_id: str | None = None  # the run that records the failure (failed turns, unqueued runs)
     details: tuple[dict[str, str], ...] = ()  # every broken rule of a validation error
+    # More of the error's words, by name, in its body and in a run record (a limit_exceeded's `limit`).
+    context: Mapping[str, object] = {}
 
     def __init__(self, message: str, *, field: str | None = None, code: str | None = None):
         super().__init__(message)
@@ -52,12 +54,12 @@ def aws_unavailable(err: BaseException) -> bool:
     return status >= 500 or response.get("Error", {}).get("Code") in _UNAVAILABLE_CODES
 
 
-def error_of(err: BaseException) -> dict[str, str]:
+def error_of(err: BaseException) -> dict[str, object]:
     """The `{code, message}` a run record (and a client) gets for a failure: ours as raised; an AWS
     outage as `storage_unavailable`; anything else as `internal_error`. Never the exception's own
     text, which in AWS carries ARNs, account ids and endpoints: that goes to the logs."""
     if isinstance(err, EngramError):
-        return {"code": err.code, "message": err.message}
+        return {"code": err.code, "message": err.message, **err.context}
     if aws_unavailable(err):
         return {"code": StorageUnavailable.code, "message": StorageUnavailable.default_message}
     return {"code": "internal_error", "message": "the run failed unexpectedly; the details are logged under its run id"}
@@ -109,6 +111,7 @@ def error_body(err: EngramError) -> dict[str, object]:
         body["details"] = [dict(d) for d in err.details]
     if err.run_id:
         body["runId"] = err.run_id
+    body.update(err.context)
     return body
 
 
@@ -253,6 +256,20 @@ class TooManyTurns(EngramError):
         super().__init__(f"you have {limit} turns queued or running (MAX_ACTIVE_TURNS); send this one when one of them has ended")
 
 
+class LimitExceeded(EngramError):
+    """A spending limit (the agent's or the user's) is reached: the model was not called again.
+    `context["limit"]` names it: `{name, scope, value, spentUsd?, resetsAt?}`. 402, not 429:
+    clients and proxies send a 429 again by themselves, and this takes a person raising the
+    limit, or its reset (the body says when)."""
+
+    status = 402
+    code = "limit_exceeded"
+
+    def __init__(self, message: str, *, limit: Mapping[str, object]):
+        super().__init__(message, field=f"limits.{limit['name']}")
+        self.context = {"limit": dict(limit)}
+
+
 class StorageUnavailable(EngramError):
     """DynamoDB or S3 did not answer in time (or throttled us): nothing was changed; retry."""
 
@@ -291,11 +308,21 @@ class TurnFailed(EngramError):
     status = 502
     code = "turn_failed"
 
-    def __init__(self, message: str, *, run_id: str | None, code: str | None = None, status: int | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        run_id: str | None,
+        code: str | None = None,
+        status: int | None = None,
+        context: Mapping[str, object] | None = None,
+    ):
         super().__init__(message, code=code)
         self.run_id = run_id
         if status:
             self.status = status
+        if context:
+            self.context = dict(context)
 
 
 class ProviderError(EngramError):

@@ -46,6 +46,9 @@ class Settings(BaseModel):
     history_cap: int = Field(50, ge=4, le=500, alias="HISTORY_CAP")
     max_output_tokens: int = Field(4096, ge=256, le=64000, alias="MAX_OUTPUT_TOKENS")
     max_tool_rounds: int = Field(12, ge=1, le=50, alias="MAX_TOOL_ROUNDS")
+    # CloudWatch usage metrics per agent (UsageCostUsd etc. with an AgentId dimension) beside the
+    # per-kind ones: one custom metric per agent and kind, so off unless asked for (OB4).
+    usage_metrics_per_agent: bool = Field(False, alias="USAGE_METRICS_PER_AGENT")
     # API Gateway cuts an HTTP integration at 30 s; the sync turn must answer before that.
     sync_turn_budget_s: float = Field(25.0, gt=0, le=29, alias="SYNC_TURN_BUDGET_SECONDS")
     # A turn off the request (ST1: ?async=true, a webhook, a WebSocket turn): template parameter

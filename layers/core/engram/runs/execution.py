@@ -29,7 +29,7 @@ from engram.cards.service import find_card_type, reexamination_card_type
 from engram.engine.cache import FIVE_MINUTES, CachePolicy, heartbeat_ttl
 from engram.engine.turn import TurnPlan, TurnPolicy, run_turn
 from engram.extraction.enqueue import ExtractionPolicy
-from engram.kernel.errors import BadRequest, NotFound, SessionBusy, TurnFailed, domain_error, error_of
+from engram.kernel.errors import BadRequest, LimitExceeded, NotFound, SessionBusy, TurnFailed, domain_error, error_of
 from engram.kernel.fencing import inline, quote, token
 from engram.kernel.ids import DASHBOARD, check_id, time_ordered_id
 from engram.kernel.model import now_iso
@@ -41,6 +41,7 @@ from engram.runs.council import run_council, team_roster
 from engram.runs.expressions import shortest_interval
 from engram.runs.models import Run, RunJob
 from engram.runs.service import FALLBACK_PROMPT, queued
+from engram.usage.service import refuse_over_limit
 from engram.wiring.model import ModelDeps
 
 _CLAIM_MARGIN_S = 60.0
@@ -217,7 +218,14 @@ def execute_run(
         _record_failure(deps, tenant, run, NotFound("agent not found", field="agentId"))
         return {"status": "failed"}
     try:
+        if run.kind in _LIMITED_BEFORE_START:
+            refuse_over_limit(deps, tenant, agent.id, agent.limits)  # skipped before any model call (TL10)
         status = _execute(deps, tenant, run, agent, inputs)
+    except LimitExceeded as err:
+        logger.info("run skipped: a spending limit is reached", extra={"run_id": run.id, **err.context})
+        metrics.add_metric(name="RunSkippedOverLimit", unit=MetricUnit.Count, value=1)
+        _record_failure(deps, tenant, run, err)
+        status = "skipped"
     except SessionBusy:
         deps.runs.requeue(tenant, run.id)  # the retry claims it again
         raise
@@ -232,11 +240,17 @@ def execute_run(
     return {"status": status}
 
 
+# Scheduled and manual runs of an agent over a spending limit are not started (their turns are
+# checked before each model call like every turn; a council's members would run first).
+_LIMITED_BEFORE_START = ("heartbeat", "manual")
+
+
 def _record_failure(deps: ModelDeps, tenant: str, run: Run, err: Exception) -> None:
     at = now_iso()
-    deps.runs.put(
-        tenant, run.model_copy(update={"status": "failed", "updated_at": at, "finished_at": at, "error": error_of(err)})
-    )
+    error = error_of(err)
+    if isinstance(err, LimitExceeded):
+        error["skipped"] = True  # nothing ran: no model call, no session touched
+    deps.runs.put(tenant, run.model_copy(update={"status": "failed", "updated_at": at, "finished_at": at, "error": error}))
 
 
 def _execute(deps: ModelDeps, tenant: str, run: Run, agent: Agent, inputs: Mapping[str, object] | None) -> str:

@@ -293,6 +293,8 @@ class RunRepository:
             )
         )
         ops += [self.table.put_op(self.usage.item(tenant, row)) for row in usage_rows]
+        # The totals count once: the run record's condition lets this transaction apply only once.
+        ops += self.usage.totals_ops(tenant, usage_rows, kind=run.kind, tool_calls=len(run.tool_calls))
         extra = list(extra_items or [])
         room = max(0, _TRANSACTION_ITEMS - len(ops))
         ops += [self.table.put_op(item) for item in extra[:room]]

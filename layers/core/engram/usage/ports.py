@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from datetime import date
 from typing import Protocol
 
-from engram.usage.models import UsageRow
+from engram.usage.limits import Spend
+from engram.usage.models import Limits, UsageRow
 
 
 class UsageLedger(Protocol):
@@ -13,6 +16,30 @@ class UsageLedger(Protocol):
     def item(self, tenant: str, row: UsageRow) -> dict[str, object]: ...
 
     def put(self, tenant: str, row: UsageRow) -> None: ...
+
+    def totals_ops(self, tenant: str, rows: Sequence[UsageRow], *, kind: str, tool_calls: int = 0) -> list[dict[str, object]]:
+        """The ADD updates of the usage totals, for the transaction that writes `rows`."""
+        ...
+
+    def record(self, tenant: str, row: UsageRow, *, kind: str) -> bool:
+        """A job's row and its totals, once (a row already stored is not counted again)."""
+        ...
+
+    def spend(self, tenant: str, agent_id: str, day: date) -> Spend:
+        """What the person and the agent spent this day and month, and the person's limits (one read)."""
+        ...
+
+    def limits(self, tenant: str) -> Limits | None: ...
+
+    def set_limits(self, tenant: str, limits: Limits | None) -> None: ...
+
+    def totals(
+        self, tenant: str, start: date, end: date, *, agent_id: str | None = None, months: bool = False
+    ) -> list[dict[str, object]]:
+        """The totals items of the days (or months) from `start` to `end`, oldest first."""
+        ...
+
+    def all_totals(self, tenant: str) -> list[dict[str, object]]: ...
 
     def page(
         self, tenant: str, *, agent_id: str | None, session_key: str | None, limit: int, token: str | None

@@ -1,4 +1,4 @@
-"""GET /api/usage: tokens and cost per agent and session."""
+"""GET /api/usage: tokens and cost per agent and session; the breakdowns of the usage totals."""
 
 from __future__ import annotations
 
@@ -12,6 +12,8 @@ from engram.usage import service as usage
 
 router = Router()
 
+Day = Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}$")]
+
 
 @router.get("/api/usage")
 def list_usage(
@@ -19,5 +21,7 @@ def list_usage(
     sessionId: Annotated[str | None, Query(pattern=r"^[A-Za-z0-9_:-]{1,140}$")] = None,
     limit: Limit = 100,
     nextToken: Token = None,
+    from_: Annotated[str | None, Query(alias="from", pattern=r"^\d{4}-\d{2}-\d{2}$")] = None,
+    to: Day = None,
 ) -> Reply:
-    return ok(usage.list_usage(deps_of(router), tenant_of(router), agentId, sessionId, limit, nextToken))
+    return ok(usage.list_usage(deps_of(router), tenant_of(router), agentId, sessionId, limit, nextToken, from_, to))

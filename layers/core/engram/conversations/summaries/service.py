@@ -51,6 +51,7 @@ from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.kernel.secrets import redact
 from engram.usage.models import Usage, UsageRow
+from engram.usage.totals import emit_metrics
 
 if TYPE_CHECKING:
     from engram.wiring.model import ModelDeps
@@ -279,6 +280,7 @@ def _call(
     outcome.usage.append(usage)
     outcome.model = response.model
     _count("SummaryCostUsd", usage.cost_usd, MetricUnit.NoUnit)
+    emit_metrics("summary", job.agent_id, usage, per_agent=deps.settings.usage_metrics_per_agent)
     row = UsageRow(
         id=f"{job.run_id}-c{len(outcome.usage)}",
         created_at=now_iso(),
@@ -289,7 +291,7 @@ def _call(
         **usage.model_dump(),
     )
     try:
-        deps.usage.put(job.tenant, row)
+        deps.usage.record(job.tenant, row, kind="summary")
     except Exception:
         logger.exception("could not record the usage of a summary call", extra={"run_id": job.run_id})
     return parse_summary(response.content), usage.cost_usd
