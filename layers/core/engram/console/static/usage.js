@@ -184,7 +184,7 @@ function spendingCard(spending, agentName) {
 function userLimitsForm(spending) {
   const l = (spending && spending.limits) || {};
   const input = (name, value) => h('input', { type: 'number', name: `limits.${name}`, min: 0, step: 'any', inputmode: 'decimal', value: value ?? '', placeholder: 'no limit' });
-  const form = h('form', { class: 'card user-limits', 'aria-labelledby': 'user-limits-title' },
+  const form = h('form', { class: 'card user-limits', 'aria-labelledby': 'user-limits-title', novalidate: true },
     h('h2', { id: 'user-limits-title', text: 'Your limits (all agents together)' }), h('div', { class: 'form-error' }),
     h('div', { class: 'limit-fields' },
       field('Daily cost limit, all agents (USD)', input('dailyCostUsd', l.dailyCostUsd)),
