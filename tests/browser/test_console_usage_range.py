@@ -40,8 +40,8 @@ def test_usage_over_a_range_per_agent_model_and_kind(console):
     expect(page.locator(".cache-savings")).to_contain_text("The prompt cache saved")
     assert serious_violations(page) == []
     c.shot("usage-range")
-    # the person's own limits, over all agents: refused at the field, then saved
-    daily = page.get_by_label("Daily cost limit, all agents (USD)")
+    # the person's own limits, over all their agents: refused at the field, then saved
+    daily = page.get_by_label("Your daily cost limit (USD)")
     daily.fill("-1")
     page.get_by_role("button", name="Save limits").click()
     expect(page.locator(".field", has=daily).locator(".field-error")).to_contain_text("dailyCostUsd")

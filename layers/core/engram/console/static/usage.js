@@ -185,11 +185,11 @@ function userLimitsForm(spending) {
   const l = (spending && spending.limits) || {};
   const input = (name, value) => h('input', { type: 'number', name: `limits.${name}`, min: 0, step: 'any', inputmode: 'decimal', value: value ?? '', placeholder: 'no limit' });
   const form = h('form', { class: 'card user-limits', 'aria-labelledby': 'user-limits-title', novalidate: true },
-    h('h2', { id: 'user-limits-title', text: 'Your limits (all agents together)' }), h('div', { class: 'form-error' }),
+    h('h2', { id: 'user-limits-title', text: 'Your own limits, over everything you run' }), h('div', { class: 'form-error' }),
     h('div', { class: 'limit-fields' },
-      field('Daily cost limit, all agents (USD)', input('dailyCostUsd', l.dailyCostUsd)),
-      field('Monthly cost limit, all agents (USD)', input('monthlyCostUsd', l.monthlyCostUsd))),
-    h('p', { class: 'hint muted', text: 'Checked before each model call of any agent; empty: no limit.' }),
+      field('Your daily cost limit (USD)', input('dailyCostUsd', l.dailyCostUsd)),
+      field('Your monthly cost limit (USD)', input('monthlyCostUsd', l.monthlyCostUsd))),
+    h('p', { class: 'hint muted', text: 'Checked before each model call, whichever of yours makes it; empty: no limit.' }),
     h('button', { type: 'submit' }, 'Save limits'));
   form.addEventListener('submit', async (e) => {
     e.preventDefault();
