@@ -71,6 +71,7 @@ SAMPLE_BODIES: dict[str, Any] = {
     },
     "POST /api/agents/{agentId}/runs": {"prompt": "Check the release board and report blockers.", "inputs": {"ticker": "ACME"}},
     "PATCH /api/runs/{runId}": {"resolutionStatus": "resolved"},
+    "POST /api/runs/{runId}/approvals": {"toolUseId": "toolu_01", "decision": "approve", "note": "looks right"},
     "PATCH /api/me/facts/{factId}": {"confidence": "asserted"},
     "PUT /api/card-types/{name}": {
         "description": "A release call.",

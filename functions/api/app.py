@@ -7,6 +7,7 @@ from engram.account.routes import router as account
 from engram.agents.routes import router as agents
 from engram.api.http import build_app, cors_of
 from engram.apikeys.routes import router as api_keys
+from engram.approvals.routes import router as approvals
 from engram.cards.routes import router as cards
 from engram.connections.routes import router as connections
 from engram.console.routes import router as console
@@ -34,6 +35,7 @@ app = build_app(
     account,
     cards,
     runs,
+    approvals,
     usage,
     connections,
     api_keys,

@@ -7,6 +7,8 @@ from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from engram.api.http import build_app, cors_of
+from engram.approvals.models import ResumeJob, is_resume_job
+from engram.approvals.resume import process_resume_job
 from engram.connections.oauth_routes import router as connection_oauth
 from engram.connections.probe_routes import router as connection_probes
 from engram.conversations.chat import process_turn_job
@@ -27,6 +29,11 @@ processor = SqsFifoPartialProcessor(skip_group_on_error=True)
 
 
 def handle_turn_record(record: SQSRecord) -> None:
+    if is_resume_job(record.json_body):  # a chat turn whose approvals are decided (TL10)
+        resume = ResumeJob.model_validate(record.json_body)
+        logger.append_keys(run_id=resume.run_id)
+        process_resume_job(ROOT.deps, resume)
+        return
     job = TurnJob.model_validate(record.json_body)  # not a turn job: raises, the record fails (then the DLQ)
     logger.append_keys(run_id=job.run_id)
     process_turn_job(ROOT.deps, job)

@@ -8,6 +8,9 @@ from aws_lambda_powertools.utilities.typing import LambdaContext
 
 from engram.account.service import process_export_job
 from engram.apikeys.oauth_clients import sweep_registrations
+from engram.approvals.models import ResumeJob, is_resume_job
+from engram.approvals.resume import process_resume_job
+from engram.approvals.service import sweep_approvals
 from engram.engine.providers import preload
 from engram.kernel.observability import logger, metrics, tracer
 from engram.kernel.settings import get_settings
@@ -38,6 +41,11 @@ def handle_run_record(record: SQSRecord) -> None:
     if isinstance(job, dict) and job.get("kind") == "export":  # an account export shares the run queue
         process_export_job(ROOT.deps, job)
         return
+    if is_resume_job(job):  # a run whose approvals are decided (TL10)
+        resume = ResumeJob.model_validate(job)
+        logger.append_keys(run_id=resume.run_id)
+        process_resume_job(ROOT.deps, resume)
+        return
     run_job = RunJob.model_validate(job)  # not a run job: raises, the record fails (then the DLQ)
     logger.append_keys(run_id=run_job.run_id)
     process_run_job(ROOT.deps, run_job)
@@ -52,6 +60,8 @@ def lambda_handler(event: dict, context: LambdaContext) -> dict:
     logger.remove_keys(["run_id"])
     if is_sweep(event):  # the SweepStaleRuns rule, every 5 minutes
         swept = sweep_stale_runs(ROOT.deps)
+        # Expired approval requests and lost resume jobs (TL10), named when there were any.
+        swept.update({name: count for name, count in sweep_approvals(ROOT.deps).items() if count})
         deps = ROOT.deps
         if deps.oauth_clients is not None:  # and the OAuth clients registered but never used (MX4)
             swept["oauthClientsDeleted"] = sweep_registrations(deps.oauth_clients, deps.settings.user_pool_id)

@@ -254,7 +254,9 @@ def test_deleting_a_connection_takes_it_out_of_every_agent(stack, servers):
     second = acting_agent(stack, market)
     gone = stack.call("DELETE", f"/api/connections/{market['id']}").data
     assert gone["agentsChanged"] == 2
-    assert stack.call("GET", f"/api/agents/{first['id']}").data["tools"] == [{"connectionId": faulty["id"], "allow": None}]
+    assert stack.call("GET", f"/api/agents/{first['id']}").data["tools"] == [
+        {"connectionId": faulty["id"], "allow": None, "requireApproval": None}
+    ]
     assert stack.call("GET", f"/api/agents/{second['id']}").data["tools"] == []
     assert stack.say(second["id"], "use lookup_price for BTC").data["toolCalls"] == []
 

@@ -86,7 +86,8 @@ def test_api_function_passes_the_scheduler_role_to_scheduler_only():
 
 def test_api_function_enqueues_runs_and_knows_the_scheduler_pieces():
     enqueue = [s for s in _statements("ApiFunction").values() if "sqs:SendMessage" in _actions(s)]
-    assert [s["Resource"] for s in enqueue] == [{"Fn::GetAtt": ["RunQueue", "Arn"]}]
+    # runs, and a decided paused turn's resumption (TL10): a chat turn's on the turn queue
+    assert [s["Resource"] for s in enqueue] == [[{"Fn::GetAtt": ["RunQueue", "Arn"]}, {"Fn::GetAtt": ["TurnQueue", "Arn"]}]]
     env = _props("ApiFunction")["Environment"]["Variables"]
     # CONSOLE_*: the console's sign-in; AUTH_*: POST /mcp checks tokens itself (MX4).
     assert {k: v for k, v in env.items() if not k.startswith(("CONSOLE_", "AUTH_"))} == {
@@ -134,8 +135,9 @@ def test_heartbeat_function_has_no_scheduler_or_pass_role_permission():
     assert not any(a.startswith(("scheduler:", "iam:")) for a in actions)
     flat = json.dumps(_props("HeartbeatFunction")["Policies"])
     assert '"Resource": "*"' not in flat
+    # extraction jobs, and the sweeper's resume jobs of decided paused turns (TL10)
     assert [s["Resource"] for s in statements.values() if "sqs:SendMessage" in _actions(s)] == [
-        {"Fn::GetAtt": ["ExtractQueue", "Arn"]}
+        [{"Fn::GetAtt": ["ExtractQueue", "Arn"]}, {"Fn::GetAtt": ["TurnQueue", "Arn"]}, {"Fn::GetAtt": ["RunQueue", "Arn"]}]
     ]
 
 

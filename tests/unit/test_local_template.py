@@ -30,6 +30,7 @@ def _expected_routes() -> set[tuple[str, str]]:
     from engram.account import routes as account
     from engram.agents import routes as agents
     from engram.apikeys import routes as api_keys
+    from engram.approvals import routes as approvals
     from engram.cards import routes as cards
     from engram.connections import oauth_routes, probe_routes
     from engram.connections import routes as connections
@@ -44,7 +45,23 @@ def _expected_routes() -> set[tuple[str, str]]:
     from engram.streaming import routes as streaming
     from engram.usage import routes as usage
 
-    api = (agents, sessions, recall, memory, facts, account, cards, runs, usage, connections, api_keys, mcp, streaming, health)
+    api = (
+        agents,
+        sessions,
+        recall,
+        memory,
+        facts,
+        account,
+        cards,
+        runs,
+        approvals,
+        usage,
+        connections,
+        api_keys,
+        mcp,
+        streaming,
+        health,
+    )
     routes = _routes_of("ApiFunction", *(m.router for m in api)) | _routes_of(
         "ChatFunction", chat_routes.router, probe_routes.router, oauth_routes.router
     )

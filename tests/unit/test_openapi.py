@@ -28,6 +28,8 @@ from engram.agents import models as agent_models
 from engram.agents import routes as agent_routes
 from engram.apikeys import models as api_key_models
 from engram.apikeys import routes as api_key_routes
+from engram.approvals import routes as approval_routes
+from engram.approvals.models import ApprovalIn
 from engram.cards import models as card_models
 from engram.cards import routes as card_routes
 from engram.connections import models as connection_models
@@ -69,6 +71,7 @@ ROUTERS = tuple(
         account_routes,
         card_routes,
         run_routes,
+        approval_routes,
         usage_routes,
         health_routes,
         connection_routes,
@@ -392,6 +395,7 @@ def test_request_bodies_match_models():
         models.CardTypeBody,
         models.RunCreate,
         models.RunUpdate,
+        ApprovalIn,
     }
     assert checked == expected
 

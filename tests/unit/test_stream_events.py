@@ -25,6 +25,8 @@ CLIENT_TYPES = {
     "turn.completed": client_streaming.TurnCompleted,
     "turn.failed": client_streaming.TurnFailed,
     "turn.keepalive": client_streaming.TurnKeepalive,
+    "approval.requested": client_streaming.ApprovalRequested,
+    "approval.decided": client_streaming.ApprovalDecided,
 }
 
 

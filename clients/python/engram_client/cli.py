@@ -11,13 +11,13 @@ import os
 import sys
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from . import config
 
 if TYPE_CHECKING:
     from .client import Client
-    from .models import Agent
+    from .models import Agent, TurnPaused, TurnResult
     from .streaming import Stream
 
 DEFAULT_URL = "http://127.0.0.1:3000"
@@ -222,6 +222,33 @@ def cmd_runs(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_approvals(args: argparse.Namespace) -> int:
+    """TL10: the tool calls your agents wait for you to approve, and your decisions on them."""
+    with _client(args) as client:
+        if args.action in ("approve", "deny"):
+            if not args.run or not args.tool_use:
+                raise SystemExit(f"engram approvals {args.action} RUN_ID TOOL_USE_ID [--note TEXT]")
+            run = client.decide_approval(args.run, args.tool_use, args.action, args.note)
+            if args.json:
+                _emit_json(run)
+            else:
+                left = sum(1 for p in run["pendingApprovals"] if "decision" not in p)
+                then = f"{left} more to decide" if left else "the run resumes now"
+                print(f"{'Approved' if args.action == 'approve' else 'Denied'} {args.tool_use} of {run['id']}; {then}.")
+            return 0
+        runs = _take(client.iter_waiting(limit=min(args.limit, 100)), args.limit)
+    waiting = [(r, p) for r in runs for p in r["pendingApprovals"] if "decision" not in p]
+    if args.json:
+        _emit_json([{"runId": r["id"], "agentId": r["agentId"], **p} for r, p in waiting])
+        return 0
+    rows = [
+        (r["id"], p["toolUseId"], p["name"], _short(json.dumps(p["input"], ensure_ascii=False), 50), _when(p["expiresAt"]))
+        for r, p in waiting
+    ]
+    _table(rows, ["RUN", "TOOL USE", "TOOL", "INPUT", "EXPIRES"], "Nothing waits for your approval.")
+    return 0
+
+
 def _connection_auth(c: dict[str, Any]) -> str:
     oauth = c.get("oauth")
     if oauth:
@@ -360,10 +387,15 @@ class _Chat:
     types their first line; each line is a turn on the socket, its text printed as it arrives."""
 
     def __init__(
-        self, args: argparse.Namespace, out: Callable[[str], None], on_failure: Callable[[], None] | None = None
+        self,
+        args: argparse.Namespace,
+        out: Callable[[str], None],
+        on_failure: Callable[[], None] | None = None,
+        ask: Callable[[str], str] = input,
     ) -> None:
         self.args = args
         self.out = out
+        self.ask = ask  # a y/n question when a turn waits for your approval of a tool call (TL10)
         self.on_failure = on_failure  # the connection failed for good (no such agent, a refused key...)
         self.client: Client | None = None
         self.agent: Agent | None = None
@@ -439,7 +471,25 @@ class _Chat:
         turn = self.client.send_message(self.agent["id"], self.args.session, line)
         for call in turn["toolCalls"]:
             self.out(f"  [tool] {call['name']} " + ("failed" if call.get("isError") else "done") + "\n")
-        self.out(f"{self.agent['name']}> {turn['reply']}\n")
+        if turn.get("status") == "awaiting_approval":  # paused for your approval (TL10): decide, then wait
+            self._decide(turn["runId"], cast("TurnPaused", turn)["pendingApprovals"])
+            self._show_finished(self.client.wait_for_run(turn["runId"])["id"])
+            return
+        self.out(f"{self.agent['name']}> {cast('TurnResult', turn)['reply']}\n")
+
+    def _decide(self, run_id: str, pending: Sequence[Mapping[str, Any]]) -> None:
+        """Asks about each held call in the terminal: y approves, anything else denies (with an
+        optional note)."""
+        assert self.client is not None
+        for held in pending:
+            shown = _short(json.dumps(held.get("input") or {}, ensure_ascii=False, separators=(", ", ": ")), 200)
+            self.out(f"  [approval] {held['name']} {shown}\n")
+            answer = self.ask("  Approve this call? [y/N] ").strip().lower()
+            if answer in ("y", "yes"):
+                self.client.approve(run_id, held["toolUseId"])
+            else:
+                note = self.ask("  Why not (a note for the agent, optional)? ").strip()
+                self.client.deny(run_id, held["toolUseId"], note or None)
 
     def _show(self, events: Iterable[Any]) -> None:
         assert self.agent is not None
@@ -469,6 +519,14 @@ class _Chat:
             elif kind == "turn.failed":
                 err = event.get("error") or {}
                 self.out(("\n" if not at_line_start else "") + f"error: {err.get('code')}: {err.get('message')}\n")
+            elif kind == "approval.requested" and self.stream is not None:  # TL10: ask, then watch it go on
+                self.out("\n" if not at_line_start else "")
+                self._decide(event["runId"], event["pendingApprovals"])
+                self._show(self.stream.follow(event["runId"], after_seq=event["seq"]))
+                return
+            elif kind == "approval.decided":
+                verdict = "approved" if event["decision"] == "approve" else "denied"
+                self.out(f"  [approval] {event['name']} {verdict} by {event['decidedBy']}\n")
 
     def _show_finished(self, run_id: str) -> None:
         assert self.client is not None and self.agent is not None
@@ -604,6 +662,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("agent", help="the agent's id or name")
     p.add_argument("--limit", type=int, default=20, help="how many (default 20)")
     p.set_defaults(func=cmd_runs)
+
+    p = sub.add_parser("approvals", parents=[common], help="tool calls waiting for your approval; approve or deny one")
+    p.add_argument("action", nargs="?", choices=["list", "approve", "deny"], default="list")
+    p.add_argument("run", nargs="?", help="the run's id (approve, deny)")
+    p.add_argument("tool_use", nargs="?", metavar="TOOL_USE_ID", help="the held call's toolUseId (approve, deny)")
+    p.add_argument("--note", help="why (a denial's note reaches the agent)")
+    p.add_argument("--limit", type=int, default=50, help="how many runs to look at (default 50)")
+    p.set_defaults(func=cmd_approvals)
 
     p = sub.add_parser("connections", parents=[common], help="your tool servers; `authorize CONN` prints an OAuth grant URL")
     p.add_argument("action", nargs="?", choices=["list", "authorize"], default="list")

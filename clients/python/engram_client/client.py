@@ -74,6 +74,7 @@ from .models import (
     SessionPage,
     StreamTicket,
     ToolResult,
+    TurnPaused,
     TurnResult,
     UsageBreakdown,
     UsagePage,
@@ -129,6 +130,7 @@ OPERATIONS: dict[str, Op] = {
     "getRun": Op("GET", "/api/runs/{runId}", ("get_run",)),
     "updateRun": Op("PATCH", "/api/runs/{runId}", ("update_run",)),
     "reExamineRun": Op("POST", "/api/runs/{runId}/re-examine", ("re_examine_run",)),
+    "decideApproval": Op("POST", "/api/runs/{runId}/approvals", ("decide_approval",)),
     "listReExaminations": Op("GET", "/api/runs/{runId}/re-examinations", ("list_re_examinations", "iter_re_examinations")),
     "getRunMemory": Op("GET", "/api/runs/{runId}/memory", ("get_run_memory", "iter_run_memory")),
     "getHealth": Op("GET", "/api/health", ("health",)),
@@ -414,15 +416,19 @@ class Client:
     def iter_archive(self, agent_id: str, q: str, *, limit: int | None = None) -> Iterator[ArchivedMessage]:
         return self._pages(lambda token: self.search_archive(agent_id, q, limit=limit, next_token=token))
 
-    def send_message(self, agent_id: str, session_id: str, message: str, client_turn_id: str | None = None) -> TurnResult:
+    def send_message(
+        self, agent_id: str, session_id: str, message: str, client_turn_id: str | None = None
+    ) -> TurnResult | TurnPaused:
         """A synchronous turn: the reply, tool calls and usage (a 25 s budget on the server).
         `client_turn_id` names the turn (one is made when none is given): sent again with it, the
-        turn is not run twice, and the answer is the first send's."""
+        turn is not run twice, and the answer is the first send's. A turn that paused for your
+        approval of a tool call (TL10) answers `status: awaiting_approval` with its
+        `pendingApprovals`: decide with approve / deny, then follow the run (wait_for_run)."""
         path = f"/api/agents/{_seg(agent_id)}/sessions/{_seg(session_id)}/messages"
         # Always named: this client retries a 503 (outcome_unknown among them), and a retry with
         # the same id gets the first outcome instead of running the turn twice.
         body = {"message": message, "clientTurnId": client_turn_id or f"py-{uuid.uuid4().hex}"}
-        return cast(TurnResult, self._call("POST", path, body=body))
+        return cast(TurnResult | TurnPaused, self._call("POST", path, body=body))
 
     def queue_message(self, agent_id: str, session_id: str, message: str, client_turn_id: str | None = None) -> RunAccepted:
         """An asynchronous turn (`?async=true`): follow it with get_run or a stream subscription.
@@ -519,11 +525,12 @@ class Client:
         return cast(Run, self._call("GET", f"/api/runs/{_seg(run_id)}"))
 
     def wait_for_run(self, run_id: str, *, timeout: float = 120.0, interval: float = 0.25) -> Run:
-        """Poll get_run until the run has succeeded or failed (TimeoutError past `timeout`)."""
+        """Poll get_run until the run has succeeded or failed, or waits for your approval of a tool
+        call (`awaiting_approval`, TL10); TimeoutError past `timeout`."""
         deadline = time.monotonic() + timeout
         while True:
             run = self.get_run(run_id)
-            if run["status"] in ("succeeded", "failed"):
+            if run["status"] in ("succeeded", "failed", "awaiting_approval"):
                 return run
             if time.monotonic() > deadline:
                 raise TimeoutError(f"run {run_id} is still {run['status']} after {timeout:g} s")
@@ -531,6 +538,25 @@ class Client:
 
     def update_run(self, run_id: str, resolution_status: Literal["open", "resolved", "expired"]) -> Run:
         return cast(Run, self._call("PATCH", f"/api/runs/{_seg(run_id)}", body={"resolutionStatus": resolution_status}))
+
+    # --- approvals (TL10) ----------------------------------------------------------------------------
+
+    def decide_approval(
+        self, run_id: str, tool_use_id: str, decision: Literal["approve", "deny"], note: str | None = None
+    ) -> Run:
+        """Decides one tool call the run holds for your approval; the run resumes once every one is decided."""
+        body = {"toolUseId": tool_use_id, "decision": decision, **({"note": note} if note else {})}
+        return cast(Run, self._call("POST", f"/api/runs/{_seg(run_id)}/approvals", body=body))
+
+    def approve(self, run_id: str, tool_use_id: str, note: str | None = None) -> Run:
+        return self.decide_approval(run_id, tool_use_id, "approve", note)
+
+    def deny(self, run_id: str, tool_use_id: str, note: str | None = None) -> Run:
+        return self.decide_approval(run_id, tool_use_id, "deny", note)
+
+    def iter_waiting(self, *, agent_id: str | None = None, limit: int | None = None) -> Iterator[Run]:
+        """Runs across your agents that wait for your approval of a tool call, newest first."""
+        return self.iter_all_runs(agent_id=agent_id, status="awaiting_approval", limit=limit)
 
     def re_examine_run(self, run_id: str) -> RunStarted:
         return cast(RunStarted, self._call("POST", f"/api/runs/{_seg(run_id)}/re-examine"))

@@ -47,6 +47,7 @@ class ToolGrant(TypedDict):
 
     connectionId: str
     allow: NotRequired[list[str] | None]
+    requireApproval: NotRequired[bool | None | list[str]]
 
 
 class Limits(TypedDict):
@@ -74,6 +75,8 @@ class AgentCreate(TypedDict):
     tools: NotRequired[list[ToolGrant]]
     serverTools: NotRequired[list[Literal["web_search", "web_fetch"]]]
     limits: NotRequired[Limits | None]
+    requireApproval: NotRequired[list[str]]
+    approvalTimeoutS: NotRequired[int]
 
 
 class CardField(TypedDict):
@@ -115,6 +118,8 @@ class AgentUpdate(TypedDict):
     tools: NotRequired[list[ToolGrant]]
     serverTools: NotRequired[list[Literal["web_search", "web_fetch"]]]
     limits: NotRequired[Limits | None]
+    requireApproval: NotRequired[list[str]]
+    approvalTimeoutS: NotRequired[int]
 
 
 class WorkspaceCreate(TypedDict):
@@ -228,6 +233,14 @@ class RunCreate(TypedDict):
     inputs: NotRequired[dict[str, Any]]
 
 
+class ApprovalIn(TypedDict):
+    """The `ApprovalIn` schema."""
+
+    toolUseId: str
+    decision: Literal["approve", "deny"]
+    note: NotRequired[str | None]
+
+
 class RunUpdate(TypedDict):
     """The `RunUpdate` schema."""
 
@@ -254,6 +267,8 @@ class Agent(TypedDict):
     tools: list[ToolGrant]
     serverTools: list[str]
     limits: Limits | None
+    requireApproval: list[str]
+    approvalTimeoutS: int
 
 
 class AuthHeader(TypedDict):
@@ -580,6 +595,12 @@ class ToolCall(TypedDict):
     error: NotRequired[str]
     truncated: NotRequired[int]
     fullResultKept: NotRequired[bool]
+    decision: NotRequired[Literal["approve", "deny"]]
+    decidedBy: NotRequired[str]
+    decidedAt: NotRequired[str]
+    note: NotRequired[str]
+    inputSha256: NotRequired[str]
+    resultSha256: NotRequired[str]
 
 
 class TurnResult(TypedDict):
@@ -588,6 +609,31 @@ class TurnResult(TypedDict):
     runId: str
     sessionId: str
     reply: str
+    toolCalls: list[ToolCall]
+    usage: Usage
+
+
+class PendingApproval(TypedDict):
+    """The `PendingApproval` schema."""
+
+    toolUseId: str
+    name: str
+    input: dict[str, Any]
+    requestedAt: str
+    expiresAt: str
+    decision: NotRequired[Literal["approve", "deny"]]
+    decidedBy: NotRequired[str]
+    decidedAt: NotRequired[str]
+    note: NotRequired[str]
+
+
+class TurnPaused(TypedDict):
+    """A turn that paused for its owner's approval of a tool call (TL10): decide with `POST /api/runs/{runId}/approvals`; the answer comes when it resumes (poll the run or watch the session's stream)."""
+
+    runId: str
+    sessionId: str | None
+    status: Literal["awaiting_approval"]
+    pendingApprovals: list[PendingApproval]
     toolCalls: list[ToolCall]
     usage: Usage
 
@@ -686,7 +732,7 @@ class Run(TypedDict):
     agentId: str
     kind: Literal["chat", "heartbeat", "manual", "reexamination", "council_member"]
     trigger: Literal["api", "async", "webhook", "schedule", "reexamine", "council"]
-    status: Literal["queued", "running", "succeeded", "failed"]
+    status: Literal["queued", "running", "succeeded", "failed", "awaiting_approval"]
     prompt: str
     sessionId: str | None
     sessionRevisionBefore: int | None
@@ -699,6 +745,7 @@ class Run(TypedDict):
     resolutionStatus: Literal["open", "resolved", "expired"] | None
     latestConviction: int | None
     model: str | None
+    pendingApprovals: list[PendingApproval]
     toolCalls: list[ToolCall]
 
 

@@ -98,6 +98,24 @@ class TurnFailed(TypedDict):
     error: dict[str, Any]
 
 
+class ApprovalRequested(TypedDict):
+    type: Literal["approval.requested"]
+    runId: str
+    seq: int
+    pendingApprovals: list[dict[str, Any]]  # {toolUseId, name, input, requestedAt, expiresAt}
+
+
+class ApprovalDecided(TypedDict):
+    type: Literal["approval.decided"]
+    runId: str
+    seq: int
+    toolUseId: str
+    name: str
+    decision: str  # approve | deny
+    decidedBy: str  # the owner's user id, or `expired`
+    note: NotRequired[str]
+
+
 class TurnKeepalive(TypedDict):
     type: Literal["turn.keepalive"]
     runId: str
@@ -123,10 +141,15 @@ StreamEvent = (
     | ToolFinished
     | TurnCompleted
     | TurnFailed
+    | ApprovalRequested
+    | ApprovalDecided
     | TurnKeepalive
     | Resumed
 )
 TERMINAL = ("turn.completed", "turn.failed")
+# The turn paused for your approval of a tool call (TL10): its socket part ends here; decide, then
+# `Stream.follow(runId, after_seq=...)` to see the resumed turn's events.
+PAUSED = "approval.requested"
 
 
 def _refused(frame: dict[str, Any]) -> StreamError:
@@ -182,7 +205,7 @@ class _Turn:
             stream.send({"action": "resume", "runId": self.run_id, "afterSeq": self.last})
             return []
         self.last = seq
-        self.done = kind in TERMINAL
+        self.done = kind in TERMINAL or kind == PAUSED
         return [got]
 
 
@@ -308,7 +331,19 @@ class Stream:
             "clientTurnId": client_turn_id,
         }
         self.send(frame)
-        turn = _Turn(client_turn_id)
+        return self._events_of(_Turn(client_turn_id), frame, idle_timeout)
+
+    def follow(self, run_id: str, *, after_seq: int = 0, idle_timeout: float = TURN_IDLE_TIMEOUT) -> Iterator[StreamEvent]:
+        """A run's events after `after_seq` (kept ones replayed, then live), each once and in order,
+        up to turn.completed, turn.failed or approval.requested: e.g. a turn resumed after your
+        approval (TL10), from the approval.requested's seq."""
+        turn = _Turn("")
+        turn.run_id, turn.last = run_id, after_seq
+        frame = {"action": "resume", "runId": run_id, "afterSeq": after_seq}
+        self.send(frame)
+        return self._events_of(turn, frame, idle_timeout)
+
+    def _events_of(self, turn: _Turn, frame: dict[str, Any], idle_timeout: float) -> Iterator[StreamEvent]:
         while True:
             try:
                 got = self._read(idle_timeout)
@@ -318,7 +353,7 @@ class Stream:
                 self.reconnect()
                 self.send({"action": "resume", "runId": turn.run_id, "afterSeq": turn.last} if turn.run_id else frame)
                 continue
-            if got.get("type") == "error" and got.get("clientTurnId") in (client_turn_id, None):
+            if got.get("type") == "error" and got.get("clientTurnId") in (turn.client_turn_id or None, None):
                 raise _refused(got)
             for event in turn.take(got, self):
                 yield cast(StreamEvent, event)
@@ -370,4 +405,7 @@ __all__ = [
     "Resumed",
     "TurnQueued",
     "TurnStarted",
+    "ApprovalRequested",
+    "ApprovalDecided",
+    "PAUSED",
 ]

@@ -2,7 +2,7 @@
 
 from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 from pydantic.alias_generators import to_camel
 
 from engram.kernel.model import Body, Id, Resource
@@ -29,12 +29,36 @@ class Workspace(Resource):
 
 
 # --- agents ---------------------------------------------------------------------------------
+ToolNameIn = Annotated[str, StringConstraints(min_length=1, max_length=128)]
+# TL10: the seconds an approval may wait before it counts as denied (a minute to a week).
+ApprovalTimeout = Annotated[int, Field(ge=60, le=7 * 86400)]
+APPROVAL_TIMEOUT_S = 86400
+
+
+def _own_tool_names(names: list[str]) -> list[str]:
+    """An agent's `requireApproval` names Engram's own tools (memory_store, remember, ...); the
+    Anthropic server tools run inside Anthropic's API call, where no call can be held for a person."""
+    for name in names:
+        if name in ("web_search", "web_fetch"):
+            raise ValueError(
+                f"{name} is an Anthropic server tool: it runs inside the model's API call and cannot be held for "
+                "approval; leave it out of serverTools instead"
+            )
+    return names
+
+
+OwnToolNames = Annotated[list[ToolNameIn], Field(max_length=50), AfterValidator(_own_tool_names)]
+
+
 class ToolGrant(Body):
     """An MCP connection an agent may use (TL1), and optionally which of its tools (by the
     server's tool names); without `allow`, every tool the server lists."""
 
     connection_id: Id
     allow: Annotated[list[Annotated[str, StringConstraints(min_length=1, max_length=128)]], Field(max_length=100)] | None = None
+    # TL10: true (every tool of the connection) or the server's tool names that need the owner's
+    # approval before each call; none by default.
+    require_approval: bool | Annotated[list[ToolNameIn], Field(max_length=100)] | None = None
 
 
 ToolGrants = Annotated[list[ToolGrant], Field(max_length=10)]
@@ -47,6 +71,7 @@ class AgentTool(BaseModel):
 
     connection_id: str
     allow: list[str] | None = None
+    require_approval: bool | list[str] | None = None
 
 
 # Anthropic's server tools (TL6): run by the Anthropic API itself, not by Engram.
@@ -69,6 +94,8 @@ class AgentFields(Body):
     # OB2: the run timelines of this agent keep tool inputs and results (never by default).
     trace_content: bool = False
     limits: AgentLimits | None = None  # spending limits (TL10)
+    require_approval: OwnToolNames = []  # TL10: Engram's own tools that need the owner's approval
+    approval_timeout_s: ApprovalTimeout = APPROVAL_TIMEOUT_S
 
 
 class AgentCreate(AgentFields):
@@ -91,6 +118,8 @@ class AgentUpdate(Body):
     server_tools: Annotated[list[ServerTool], Field(max_length=2)] | None = None
     trace_content: bool | None = None
     limits: AgentLimits | None = None  # replaces the agent's limits; null removes them
+    require_approval: OwnToolNames | None = None
+    approval_timeout_s: ApprovalTimeout | None = None
 
 
 class Agent(Resource):
@@ -109,3 +138,5 @@ class Agent(Resource):
     server_tools: list[str] = []
     trace_content: bool = False
     limits: Limits | None = None
+    require_approval: list[str] = []
+    approval_timeout_s: int = APPROVAL_TIMEOUT_S

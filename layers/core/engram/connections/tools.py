@@ -139,6 +139,11 @@ class McpToolSet:
     def owns(self, name: str) -> bool:
         return name in self.entries
 
+    def granted(self, name: str) -> tuple[str, str] | None:
+        """(connection id, the server's tool name) of a tool this set offers (engine.holds, TL10)."""
+        entry = self.entries.get(name)
+        return (entry.connection.id, entry.tool.name) if entry is not None else None
+
     def _why_unavailable(self, connection_id: str) -> str | None:
         health = self.health.get(connection_id)
         if health is not None and health.cooling(now_iso()):

@@ -7,6 +7,7 @@ import time
 
 from engram.cards.policy import CardPolicy
 from engram.conversations.models import Session, TurnJob
+from engram.conversations.repository import approval_pending
 from engram.engine.turn import TurnOutcome, TurnPlan, TurnPolicy, check_message, run_turn
 from engram.extraction.enqueue import ExtractionPolicy
 from engram.kernel.errors import Conflict, EngramError, NotFound, SessionBusy, TooManyTurns, TurnFailed
@@ -38,10 +39,13 @@ def enqueue_turn(
     timing, answers with the run the first send recorded and queues nothing. `session_checked`:
     the caller has seen the session exist (a socket's subscription to it)."""
     check_message(deps, message)
-    if not session_checked and deps.sessions.get(tenant, agent_id, session_id) is None:
+    session = None if session_checked else deps.sessions.get(tenant, agent_id, session_id)
+    if not session_checked and session is None:
         if deps.agents.get(tenant, agent_id) is None:
             raise NotFound("agent not found", field="agentId")
         raise NotFound("session not found", field="sessionId")
+    if session is not None and session.get("awaitingRunId"):  # TL10: refused at once, not queued
+        raise approval_pending(str(session["awaitingRunId"]))
     run = queued_run(agent_id, session_id, message, trigger)
     now = run.created_at
     job = TurnJob(
@@ -174,6 +178,7 @@ def run_chat_turn(
     plan.started = time.monotonic() - waited_s
     if person_name:
         TOKEN_NAME.put(plan.tool_state, person_name)
+        plan.resume_data["personName"] = person_name  # TL10: the same again if the turn pauses
     if client_turn_id:
         check_message(deps, message)
         claimed = queued_run(agent_id, session_id, message, "api")
@@ -211,6 +216,8 @@ def first_outcome(run: Run) -> TurnOutcome:
     if run.status == "succeeded":
         result = run.result if isinstance(run.result, dict) else {}
         return TurnOutcome(run=run, reply=str(result.get("reply") or ""), tool_calls=run.tool_calls)
+    if run.status == "awaiting_approval":  # TL10: paused; the retry learns it waits (202)
+        return TurnOutcome(run=run, reply="", tool_calls=run.tool_calls)
     if run.status == "failed":
         error = run.error or {}
         code = str(error.get("code") or "turn_failed")
@@ -229,7 +236,7 @@ def process_turn_job(deps: ModelDeps, job: TurnJob) -> None:
     # The sockets watching the session (ST2) are looked up beside the redelivery check.
     watching = deps.executor.submit(deps.watchers, tenant, job.agent_id, job.session_id, run_id)
     existing = deps.runs.get(tenant, run_id)
-    if existing is not None and existing.status in ("succeeded", "failed"):
+    if existing is not None and existing.status not in ("queued", "running"):  # finished, or paused (TL10)
         logger.info("turn already finished; redelivery ignored", extra={"run_id": run_id})
         _end_quietly(deps, tenant, run_id)
         return
@@ -252,7 +259,7 @@ def process_turn_job(deps: ModelDeps, job: TurnJob) -> None:
     except SessionBusy:
         retried = True
         raise  # SQS redelivers; the FIFO group keeps later turns of this session behind it
-    except NotFound as err:
+    except (NotFound, Conflict) as err:  # gone, or the session waits for an approval (TL10): refused
         now = now_iso()
         deps.runs.put(
             tenant,
@@ -263,6 +270,7 @@ def process_turn_job(deps: ModelDeps, job: TurnJob) -> None:
                 finished_at=now,
                 agent_id=job.agent_id,
                 kind="chat",
+                trigger=job.trigger,
                 status="failed",
                 prompt=job.message,
                 session_id=job.session_id,

@@ -53,7 +53,8 @@ def post_message(agentId: str, sessionId: str, body: MessageIn, async_: Annotate
         client_turn_id=_turn_key(body),
         person_name=who.name,
     )
-    return ok(outcome.public())
+    # A turn paused for its owner's approval (TL10): 202 with the run and the held calls.
+    return ok(outcome.public(), 202 if outcome.run.status == "awaiting_approval" else 200)
 
 
 def _turn_key(body: MessageIn) -> str | None:

@@ -50,6 +50,10 @@ class Sessions(Protocol):
 
     def release_lease(self, tenant: str, agent_id: str, session_id: str, owner: str) -> None: ...
 
+    def clear_awaiting(self, tenant: str, agent_id: str, session_id: str, run_id: str) -> None:
+        """A paused run that will never resume (TL10): its session takes turns again."""
+        ...
+
     def commit_op(
         self, tenant: str, agent_id: str, session_id: str, owner: str, changes: dict[str, object] | None, now: str
     ) -> dict[str, object]:

@@ -13,7 +13,22 @@ from engram.kernel.errors import Conflict, NotFound, SessionBusy
 from engram.kernel.ids import DASHBOARD, new_id
 from engram.kernel.model import now_iso
 
-_FREE = "attribute_exists(PK) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)"
+_UNLEASED = "attribute_exists(PK) AND (attribute_not_exists(leaseUntil) OR leaseUntil < :now)"
+# Free for a turn: no live lease, and no run waiting for its owner's approval (TL10) unless it is the
+# taker. (A waiting session may be deleted: its run then fails when it resumes.)
+_FREE = _UNLEASED + " AND (attribute_not_exists(awaitingRunId) OR awaitingRunId = :run)"
+
+
+def approval_pending(run_id: str) -> Conflict:
+    """A new turn on a session whose turn waits for its owner's approval (TL10): refused, not queued."""
+    err = Conflict(
+        f"this session's turn is waiting for approval of a tool call (run {run_id}); decide it with "
+        f"POST /api/runs/{run_id}/approvals, then send the message again",
+        field="sessionId",
+        code="approval_pending",
+    )
+    err.run_id = run_id
+    return err
 
 
 def _now() -> int:
@@ -69,7 +84,7 @@ class SessionRepository:
     def delete(self, tenant: str, agent_id: str, session_id: str) -> None:
         """Refused while a turn holds the session, so a running turn cannot resurrect it."""
         delete = self.table.delete_op(
-            keys.agent_pk(tenant, agent_id), keys.session_sk(session_id), condition=_FREE, values={":now": _now()}
+            keys.agent_pk(tenant, agent_id), keys.session_sk(session_id), condition=_UNLEASED, values={":now": _now()}
         )
         try:
             quotas.delete_releasing(self.table, quotas.sessions(tenant, agent_id), [delete])
@@ -92,6 +107,8 @@ class SessionRepository:
                 old_on_failure=True,
             )
         except ConditionFailed as err:
+            if err.item and err.item.get("awaitingRunId") not in (None, owner):
+                raise approval_pending(str(err.item["awaitingRunId"])) from None
             if err.item:
                 raise SessionBusy("another turn is running on this session", field="sessionId") from None
             raise NotFound("session not found", field="sessionId") from None
@@ -150,10 +167,34 @@ class SessionRepository:
             for i, (attr, value) in enumerate(changes.items()):
                 sets.append(f"{attr} = :s{i}")
                 values[f":s{i}"] = value
-        expression = ("SET " + ", ".join(sets) + " " if sets else "") + "REMOVE leaseOwner, leaseUntil"
+        # A turn that paused for approvals (TL10) and now ends frees the session for the next one.
+        expression = ("SET " + ", ".join(sets) + " " if sets else "") + "REMOVE leaseOwner, leaseUntil, awaitingRunId"
         return self.table.update_op(
             keys.agent_pk(tenant, agent_id), keys.session_sk(session_id), expression, condition="leaseOwner = :run", values=values
         )
+
+    def pause_op(self, tenant: str, agent_id: str, session_id: str, owner: str) -> dict[str, object]:
+        """A paused turn (TL10): the session waits for its run's approvals, with no lease held."""
+        return self.table.update_op(
+            keys.agent_pk(tenant, agent_id),
+            keys.session_sk(session_id),
+            "SET awaitingRunId = :run REMOVE leaseOwner, leaseUntil",
+            condition="leaseOwner = :run",
+            values={":run": owner},
+        )
+
+    def clear_awaiting(self, tenant: str, agent_id: str, session_id: str, run_id: str) -> None:
+        """A paused run that will never resume (it failed): its session takes turns again."""
+        try:
+            self.table.update(
+                keys.agent_pk(tenant, agent_id),
+                keys.session_sk(session_id),
+                "REMOVE awaitingRunId",
+                condition="awaitingRunId = :run",
+                values={":run": run_id},
+            )
+        except ConditionFailed:
+            pass  # not waiting for this run any more
 
     def store_summary(
         self,

@@ -7,6 +7,10 @@
     tool.finished   {runId, seq, toolUseId, name, isError, durationMs?, error?}
     turn.completed  {runId, seq, sessionId, reply, replyTruncated?, toolCalls, usage}
     turn.failed     {runId, seq, error: {code, message, runId?}}
+    approval.requested {runId, seq, pendingApprovals}   the turn paused for its owner (TL10): the
+                                                        held calls; the socket's part of the turn ends
+    approval.decided   {runId, seq, toolUseId, name, decision, decidedBy, note?}  each decision, when
+                                                        the turn resumes; its events follow on the run
     turn.keepalive  {runId, seq}                        while the turn is quiet; seq: the last event's
 
 Each has its pydantic model below (the one definition the server builds from, the docs' table and
@@ -104,6 +108,20 @@ class TurnFailedEvent(StreamEvent):
     error: dict[str, object]
 
 
+class ApprovalRequestedEvent(StreamEvent):
+    type: Literal["approval.requested"] = "approval.requested"
+    pending_approvals: list[dict[str, object]]  # {toolUseId, name, input, requestedAt, expiresAt}
+
+
+class ApprovalDecidedEvent(StreamEvent):
+    type: Literal["approval.decided"] = "approval.decided"
+    tool_use_id: str
+    name: str
+    decision: str  # approve | deny
+    decided_by: str  # the owner's user id, or `expired`
+    note: str | None = None
+
+
 class KeepaliveEvent(StreamEvent):
     """Sent while a turn is quiet (a tool running), not kept; `seq` is the last event's, so a
     client also learns whether it has missed one."""
@@ -118,6 +136,8 @@ TURN_EVENTS: tuple[type[StreamEvent], ...] = (
     ToolFinishedEvent,
     TurnCompletedEvent,
     TurnFailedEvent,
+    ApprovalRequestedEvent,
+    ApprovalDecidedEvent,
     KeepaliveEvent,
 )
 
@@ -305,6 +325,29 @@ class TurnEvents:
         run_id, seq = self._next()
         self._emit(TurnFailedEvent(run_id=run_id, seq=seq, error=dict(error)))
         self._close()
+
+    def approval_requested(self, pending: list[dict[str, object]]) -> None:
+        """The turn paused for its owner's approval (TL10): the held calls (inputs shortened as in
+        tool.started), and the sink is let go; the resumed turn's events continue the sequence."""
+        self.flush()
+        run_id, seq = self._next()
+        shown = [{**p, "input": _tool_input(p.get("input"))[0]} for p in pending]
+        self._emit(ApprovalRequestedEvent(run_id=run_id, seq=seq, pending_approvals=shown))
+        self._close()
+
+    def approval_decided(self, approval: Mapping[str, object]) -> None:
+        run_id, seq = self._next()
+        self._emit(
+            ApprovalDecidedEvent(
+                run_id=run_id,
+                seq=seq,
+                tool_use_id=str(approval["toolUseId"]),
+                name=str(approval["name"]),
+                decision=str(approval["decision"]),
+                decided_by=str(approval.get("decidedBy") or ""),
+                note=str(approval["note"]) if approval.get("note") else None,
+            )
+        )
 
     def _close(self) -> None:
         try:

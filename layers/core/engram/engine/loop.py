@@ -11,6 +11,7 @@ from typing import Any
 from engram.engine import timeline
 from engram.engine.cache import CachePolicy, mark
 from engram.engine.events import TurnEvents
+from engram.engine.holds import held_uses
 from engram.engine.pricing import usage_of
 from engram.engine.providers.base import SERVER_TOOLS, ModelProvider
 from engram.engine.tools import ToolContext, ToolOutcome, ToolRegistry
@@ -29,6 +30,10 @@ class LoopResult:
     reply: str = ""
     tool_calls: list[dict[str, Any]] = field(default_factory=list)
     usage_by_model: dict[str, Usage] = field(default_factory=dict)
+    # TL10: the last answer's tool uses held for the owner's approval, and the results of its
+    # other uses (run as usual); the turn pauses (engine.approval).
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    obtained: list[dict[str, Any]] = field(default_factory=list)
 
     @property
     def usage(self) -> Usage:
@@ -128,6 +133,7 @@ def run_loop(
     summary_index: int | None = None,
     events: TurnEvents | None = None,
     guard: SpendGuard | None = None,
+    prior: Sequence[Mapping[str, object]] = (),
 ) -> LoopResult:
     """Runs until the model stops asking for tools. `result` is filled as it goes, so a caller
     that catches a failure still knows the tokens already spent. The last of `messages` is the
@@ -137,6 +143,7 @@ def run_loop(
     tools = offered_tools(registry, ctx, getattr(provider, "name", ""))
     convo = list(messages)
     turn_start = len(convo) - 1
+    convo += [dict(m) for m in prior]  # a resumed turn (engine.approval): its messages so far, the decided results last
     paused: dict[str, Any] | None = None  # an answer a server tool paused (pause_turn), continued next round
     last_cost = 0.0
     for round_no in range(max_rounds):
@@ -215,7 +222,11 @@ def run_loop(
 
         if guard is not None:
             guard.before_tools(len(out.tool_calls), len(uses))
-        results = _call_tools(uses, registry, ctx, deadline, out, events)
+        held = held_uses(ctx, uses)  # TL10: these wait for the owner; the others run now
+        results = _call_tools([u for u in uses if u not in held], registry, ctx, deadline, out, events)
+        if held:
+            out.pending, out.obtained = held, results
+            return out
         tool_message = {"role": "user", "content": results}
         convo.append(tool_message)
         out.new_messages.append(tool_message)

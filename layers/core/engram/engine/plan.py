@@ -8,6 +8,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict
+
 from engram.agents.models import Agent
 from engram.engine.cache import CachePolicy
 from engram.engine.events import TurnEvents
@@ -40,6 +42,9 @@ class TurnPolicy:
     def after_commit(self, ctx: ToolContext, outcome: TurnOutcome) -> None:
         """Best-effort work once the turn is committed; it must never fail the turn."""
 
+    def paused(self, ctx: ToolContext, outcome: TurnOutcome) -> None:
+        """Best-effort work once the turn paused for its owner's approval (TL10), e.g. telling them."""
+
 
 @dataclass
 class TurnPlan:
@@ -64,6 +69,32 @@ class TurnPlan:
     cache: CachePolicy = field(default_factory=CachePolicy)  # the TTLs of the prompt cache markers
     # Who watches the turn (ST2): its events as they happen; None streams nothing and costs nothing.
     events: TurnEvents | None = None
+    # TL10: what the caller needs to build this plan again when a paused turn resumes (JSON, stored
+    # with the paused turn); and, for a resumed turn, the turn as it paused and its decided approvals.
+    resume_data: dict[str, Any] = field(default_factory=dict)
+    resume: PausedTurn | None = None
+    approvals: list[dict[str, Any]] = field(default_factory=list)
+    pausable: bool = True  # False: a call that needs approval fails the turn (a council's member)
+
+
+class PausedTurn(BaseModel):
+    """A turn stopped before tool calls its owner must approve (TL10), as the run record keeps it
+    (`Run.paused`): the user's message, the messages the model and its tools added so far (the
+    last, the answer asking for the held calls), the results of that answer's other calls, the
+    held tool_use blocks, the calls and usage so far, the events' sequence, and what rebuilds the
+    plan (`plan`: session, run fields, system blocks, counters and the caller's `resume_data`)."""
+
+    model_config = ConfigDict(defer_build=True)
+
+    message: str
+    new_messages: list[dict[str, Any]]
+    obtained: list[dict[str, Any]]
+    pending: list[dict[str, Any]]
+    tool_calls: list[dict[str, Any]]
+    usage_by_model: dict[str, dict[str, Any]]
+    reply: str
+    seq: int
+    plan: dict[str, Any]
 
 
 @dataclass
@@ -76,6 +107,15 @@ class TurnOutcome:
     cut: int = 0  # messages the history cap cut from the session's transcript in this turn (CM8)
 
     def public(self) -> dict[str, object]:
+        if self.run.status == "awaiting_approval":  # TL10: paused; the answer comes when it resumes
+            return {
+                "runId": self.run.id,
+                "sessionId": self.run.session_id,
+                "status": self.run.status,
+                "pendingApprovals": self.run.pending_approvals,
+                "toolCalls": [public_tool_call(c) for c in self.tool_calls],
+                "usage": self.run.usage.model_dump(by_alias=True),
+            }
         return {
             "runId": self.run.id,
             "sessionId": self.run.session_id,
@@ -86,7 +126,23 @@ class TurnOutcome:
 
 
 # What a turn's answer and the run record show of each tool call beside name, input and result.
-TOOL_CALL_DETAILS = ("isError", "connection", "tool", "durationMs", "bytes", "error", "truncated", "fullResultKept")
+TOOL_CALL_DETAILS = (
+    "isError",
+    "connection",
+    "tool",
+    "durationMs",
+    "bytes",
+    "error",
+    "truncated",
+    "fullResultKept",
+    # TL10's audit: who decided a held call, when, why; digests of what went in and came out
+    "decision",
+    "decidedBy",
+    "decidedAt",
+    "note",
+    "inputSha256",
+    "resultSha256",
+)
 
 
 def public_tool_call(call: Mapping[str, object]) -> dict[str, object]:

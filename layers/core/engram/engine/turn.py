@@ -24,6 +24,7 @@ from engram.aws.deadline import OutOfTime, remaining, within
 from engram.conversations.models import SessionState
 from engram.conversations.ports import Sessions
 from engram.engine import timeline
+from engram.engine.approval import after_pause, audited, pause, resumed
 from engram.engine.context import ContextSource, Conversation, MemoryReads, TurnContext
 from engram.engine.lease import LeaseKeeper, release_quietly
 from engram.engine.loop import LoopResult, run_loop
@@ -145,7 +146,7 @@ def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnO
         if events is not None and not isinstance(err, SessionBusy):
             events.failed({**error_of(err), **({"runId": err.run_id} if isinstance(err, TurnFailed) and err.run_id else {})})
         raise
-    if events is not None:
+    if events is not None and outcome.run.status != "awaiting_approval":  # a paused turn said so (TL10)
         events.completed(outcome.public())
     return outcome
 
@@ -153,7 +154,7 @@ def run_turn(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan) -> TurnO
 def _run_started(turn: _Turn) -> TurnOutcome:
     deps, plan = turn.deps, turn.plan
     try:
-        if plan.events is not None:
+        if plan.events is not None and plan.resume is None:  # a resumed turn's watchers saw it start
             run = turn.run  # what a watcher shows of a turn it did not start: who and why
             plan.events.started(
                 agent_id=run.agent_id,
@@ -171,6 +172,7 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             session_blocks=context.blocks,
         )
         settings = deps.settings
+        loop_deadline = turn.deadline - min(_COMMIT_RESERVE_S, (turn.deadline - turn.started) * 0.2)
         run_loop(
             provider=deps.provider,
             registry=deps.registry,
@@ -181,7 +183,7 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             max_tokens=settings.max_output_tokens,
             max_rounds=settings.max_tool_rounds,
             # The model stops early enough for the transcript PUT and the commit to fit.
-            deadline=turn.deadline - min(_COMMIT_RESERVE_S, (turn.deadline - turn.started) * 0.2),
+            deadline=loop_deadline,
             model_timeout=settings.model_timeout_s,
             result=turn.loop,
             cache=plan.cache,
@@ -190,7 +192,12 @@ def _run_started(turn: _Turn) -> TurnOutcome:
             summary_index=(1 if context.memory else 0) + len(context.blocks) if context.blocks else None,
             events=plan.events,
             guard=SpendGuard.of(turn.ctx.agent.limits, turn.spend.result()),  # the limits (TL10), if any
+            prior=resumed(plan, deps.registry, turn.ctx, loop_deadline, turn.loop),  # TL10: a resumed turn's
         )
+        if turn.loop.pending:  # TL10: calls wait for the owner's approval (engine.approval)
+            run = pause(deps.runs, turn.tenant, turn.run, turn.loop, plan, turn.ctx, turn.message)
+            _await_background(turn.ctx)
+            return after_pause(plan, turn.ctx, TurnOutcome(run, turn.loop.reply, run.tool_calls, _turn_messages(turn)))
         result: dict[str, Any] = {"reply": turn.loop.reply}
         for policy in plan.policies:
             policy.finish(turn.ctx, turn.loop, result)
@@ -223,6 +230,7 @@ def _start(deps: TurnDeps, tenant: str, message: str, plan: TurnPlan, started: f
         session_id=plan.session_id,
         session_revision_before=session.revision if session is not None else None,
         model=agent.model,
+        pending_approvals=plan.approvals,  # TL10: a resumed turn's decided requests stay on the run (its audit)
         **{k: v for k, v in plan.run_fields.items() if k not in ("agent_id", "created_at") and v is not None},
     )
     ctx = ToolContext(
@@ -409,7 +417,7 @@ def _commit(turn: _Turn, result: Mapping[str, object]) -> TurnOutcome:
             "session_revision_after": before + 1 if before is not None else None,
             "result": result,
             "usage": loop.usage,
-            "tool_calls": loop.tool_calls,
+            "tool_calls": audited(loop.tool_calls, turn.plan.approvals),
         }
     )
     changes: dict[str, Any] | None = None

@@ -72,6 +72,7 @@ def _run_member(
             tool_state={RUN_MEMORY: memory},
             policies=policies,
             run_fields={"kind": "council_member", "trigger": "council", "council_run_id": lead_run.id},
+            pausable=False,  # TL10: the council does not wait for a member's approval yet
         )
         result = run_turn(deps, tenant, _member_message(lead, task), plan)
         value: dict[str, Any] = {"status": "succeeded", "runId": result.run.id, "reply": result.reply}

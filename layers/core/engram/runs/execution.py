@@ -24,10 +24,12 @@ from datetime import UTC, datetime
 from typing import Any
 
 from engram.agents.models import Agent
+from engram.cards.models import CardType
 from engram.cards.policy import CardPolicy
 from engram.cards.service import find_card_type, reexamination_card_type
 from engram.engine.cache import FIVE_MINUTES, CachePolicy, heartbeat_ttl
-from engram.engine.turn import TurnPlan, TurnPolicy, run_turn
+from engram.engine.plan import PausedTurn
+from engram.engine.turn import TurnOutcome, TurnPlan, TurnPolicy, run_turn
 from engram.extraction.enqueue import ExtractionPolicy
 from engram.kernel.errors import BadRequest, LimitExceeded, NotFound, SessionBusy, TurnFailed, domain_error, error_of
 from engram.kernel.fencing import inline, quote, token
@@ -177,9 +179,17 @@ def sweep_stale_runs(deps: ModelDeps, *, now: int | None = None) -> dict[str, ob
         if deps.runs.fail_stale(tenant, run_id, seen):
             swept += 1
             logger.warning("stale run marked failed", extra={"run_id": run_id})
+            _free_waiting_session(deps, tenant, run_id)
     if swept:
         metrics.add_metric(name="RunsSwept", unit=MetricUnit.Count, value=swept)
     return {"swept": swept}
+
+
+def _free_waiting_session(deps: ModelDeps, tenant: str, run_id: str) -> None:
+    """A resumed turn (TL10) that stalled and was marked failed: its session takes turns again."""
+    run = deps.runs.get(tenant, run_id)
+    if run is not None and run.paused is not None and run.session_id:
+        deps.sessions.clear_awaiting(tenant, run.agent_id, run.session_id, run.id)
 
 
 _BUSY_RETRY_DELAY_S = 60  # SQS DelaySeconds of a run whose shared session was busy
@@ -253,15 +263,30 @@ def _record_failure(deps: ModelDeps, tenant: str, run: Run, err: Exception) -> N
     deps.runs.put(tenant, run.model_copy(update={"status": "failed", "updated_at": at, "finished_at": at, "error": error}))
 
 
+def _card_type(deps: ModelDeps, tenant: str, run: Run) -> CardType | None:
+    """A re-examination's card: the re-examination card of its parent's type (None for other runs)."""
+    if run.kind != "reexamination":
+        return None
+    parent = deps.runs.get(tenant, run.parent_run_id or "")
+    parent_type = find_card_type(deps, tenant, (parent.result or {}).get("cardType") or "") if parent else None
+    if parent is None or parent_type is None:
+        raise NotFound("the run being re-examined no longer exists", field="parentRunId")
+    return reexamination_card_type(parent_type)
+
+
+def _policies(
+    deps: ModelDeps, agent: Agent, run: Run, card_type: CardType | None, chain: list[dict[str, Any]]
+) -> list[TurnPolicy]:
+    return [
+        CardPolicy(deps, override=card_type, required=card_type is not None),
+        ArchivePolicy(deps.archive),
+        ExtractionPolicy(deps.queues, chain_id=run.id[-8:] if agent.team else None, chain_messages=chain),
+    ]
+
+
 def _execute(deps: ModelDeps, tenant: str, run: Run, agent: Agent, inputs: Mapping[str, object] | None) -> str:
     settings = deps.settings
-    card_type = None
-    if run.kind == "reexamination":  # checked first: a council is not run for a parent that is gone
-        parent = deps.runs.get(tenant, run.parent_run_id or "")
-        parent_type = find_card_type(deps, tenant, (parent.result or {}).get("cardType") or "") if parent else None
-        if parent is None or parent_type is None:
-            raise NotFound("the run being re-examined no longer exists", field="parentRunId")
-        card_type = reexamination_card_type(parent_type)
+    card_type = _card_type(deps, tenant, run)  # checked first: a council is not run for a parent that is gone
     memory = RunScratchpad(deps.run_memory, tenant, agent.id, run.id, settings)
     if inputs:
         memory.seed_inputs(inputs)
@@ -292,11 +317,7 @@ def _execute(deps: ModelDeps, tenant: str, run: Run, agent: Agent, inputs: Mappi
     # turn's tools and system prompt, so its request extends the chat's cached prompt prefix
     # (engine.cache): its run memory would hold nothing, with nobody to share it with.
     with_run_memory = not (shared and not agent.team and not inputs)
-    policies: list[TurnPolicy] = [
-        CardPolicy(deps, override=card_type, required=card_type is not None),
-        ArchivePolicy(deps.archive),
-        ExtractionPolicy(deps.queues, chain_id=run.id[-8:] if agent.team else None, chain_messages=chain),
-    ]
+    policies = _policies(deps, agent, run, card_type, chain)
     plan = TurnPlan(
         session_id=DASHBOARD if shared else None,
         run_id=run.id,
@@ -310,9 +331,41 @@ def _execute(deps: ModelDeps, tenant: str, run: Run, agent: Agent, inputs: Mappi
         run_fields={"kind": run.kind, "trigger": run.trigger, "created_at": run.created_at, "parent_run_id": run.parent_run_id},
         cache=run_cache_policy(agent, run, shared=shared),
         events=deps.watchers(tenant, agent.id, DASHBOARD, run.id) if shared else None,  # sockets on the shared session (ST2)
+        resume_data={"withRunMemory": with_run_memory, "chain": chain},  # TL10: what resume_plan needs again
     )
-    result = run_turn(deps, tenant, message, plan)
-    if run.kind == "reexamination" and run.parent_run_id:
+    return finish_run(deps, tenant, run, run_turn(deps, tenant, message, plan))
+
+
+def resume_plan(deps: ModelDeps, tenant: str, run: Run, agent: Agent, paused: PausedTurn) -> TurnPlan:
+    """The plan of a heartbeat, manual run or re-examination that paused for approvals (TL10), built
+    again from what it stored: its session (the shared one or none), system blocks, run memory,
+    card and extraction chain; the council it ran first is not run again."""
+    settings = deps.settings
+    stored, extra = paused.plan, paused.plan.get("resumeData") or {}
+    shared = stored.get("sessionId") is not None
+    memory = RunScratchpad(deps.run_memory, tenant, agent.id, run.id, settings)
+    return TurnPlan(
+        session_id=stored.get("sessionId"),
+        run_id=run.id,
+        budget_s=settings.run_budget_s,
+        wait_s=settings.run_session_wait_s,
+        agent=agent,
+        session_counters=tuple(stored.get("sessionCounters") or ()),
+        system_blocks=list(stored.get("systemBlocks") or []),
+        tool_state={RUN_MEMORY: memory} if extra.get("withRunMemory") else {},
+        policies=_policies(deps, agent, run, _card_type(deps, tenant, run), list(extra.get("chain") or [])),
+        run_fields=dict(stored.get("runFields") or {}),
+        cache=run_cache_policy(agent, run, shared=shared),
+        events=deps.watchers(tenant, agent.id, DASHBOARD, run.id) if shared else None,
+        resume_data=dict(extra),
+        resume=paused,
+        approvals=run.pending_approvals,
+    )
+
+
+def finish_run(deps: ModelDeps, tenant: str, run: Run, result: TurnOutcome) -> str:
+    """A run's turn ended (or paused for approvals): a re-examination's conviction goes on its parent."""
+    if result.run.status == "succeeded" and run.kind == "reexamination" and run.parent_run_id:
         card = (result.run.result or {}).get("card") or {}
         deps.run_decisions.set_latest_conviction(
             tenant, run.parent_run_id, score=int(card["conviction_score"]), child_run_id=run.id, child_created_at=run.created_at

@@ -1,5 +1,7 @@
 """Run records: what one execution (chat turn, heartbeat, manual run, re-examination, council member) did."""
 
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, field_validator
@@ -9,7 +11,9 @@ from engram.kernel.model import Body, Resource, now_iso
 from engram.usage.models import Usage
 
 RunKind = Literal["chat", "heartbeat", "manual", "reexamination", "council_member"]
-RunStatus = Literal["queued", "running", "succeeded", "failed"]
+# awaiting_approval (TL10): the turn stopped before a tool call its owner must approve.
+RunStatus = Literal["queued", "running", "succeeded", "failed", "awaiting_approval"]
+APPROVAL_EXPIRED = "expired"  # who decided an approval request nobody decided in time (it is denied)
 
 
 class Run(Resource):
@@ -34,12 +38,31 @@ class Run(Resource):
     # its card, a re-examination finishing) moves `updatedAt` but never its duration.
     started_at: str | None = None
     finished_at: str | None = None
+    # TL10: the tool calls held for the owner's approval ({toolUseId, name, input, requestedAt,
+    # expiresAt} and, once decided, decision, decidedBy, decidedAt, note), and the paused turn
+    # itself (engine.approval.PausedTurn as stored; never public).
+    pending_approvals: list[dict[str, Any]] = []
+    paused: dict[str, Any] | None = Field(default=None, exclude=True)  # written by RunRepository.item
 
     def unqueued(self) -> "Run":
         """This queued run as failed because its job could not be sent (it would never start)."""
         error = {"code": "queue_unavailable", "message": "the run could not be queued; nothing ran, start it again"}
         at = now_iso()
         return self.model_copy(update={"status": "failed", "updated_at": at, "finished_at": at, "error": error})
+
+
+RESUME_GRACE_S = 120  # TL10: a decided run not resumed by then has its resume job sent again
+
+
+def approvals_stale_at(pending: Sequence[Mapping[str, object]], *, now: int) -> int:
+    """When the sweeper looks at a run waiting for approvals (TL10): its first undecided request's
+    expiry, or, when every one is decided, a short grace for its resume job to be taken."""
+    waiting = [epoch_of(str(p["expiresAt"])) for p in pending if "decision" not in p and p.get("expiresAt")]
+    return min(waiting) if waiting else now + RESUME_GRACE_S
+
+
+def epoch_of(stamp: str) -> int:
+    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
 
 
 class RunJob(BaseModel):
@@ -55,6 +78,7 @@ class RunJob(BaseModel):
     kind: RunKind | None = None
     inputs: dict[str, Any] | None = None
     attempt: int | None = None  # the sends so far when the shared session was busy (none: the first)
+    resume: bool | None = None  # TL10: the run's approvals are decided; its paused turn goes on
 
     def body(self) -> dict[str, object]:
         """The queue message's body (camelCase, absent fields left out)."""

@@ -17,6 +17,11 @@ class SessionCommits(Protocol):
         self, tenant: str, agent_id: str, session_id: str, owner: str, changes: Mapping[str, object] | None, now: str
     ) -> dict[str, object]: ...
 
+    def pause_op(self, tenant: str, agent_id: str, session_id: str, owner: str) -> dict[str, object]:
+        """A paused turn's side of its transaction (TL10): the session marked as waiting for the
+        run's approvals and its lease released, conditional on still holding it."""
+        ...
+
 
 class Traces(Protocol):
     """Runs' timelines (OB1, runs.traces): the turn's part goes in its commit (`item`), a job's is `put`."""
@@ -55,9 +60,10 @@ class Runs(Protocol):
         """Every run row of the tenant (an account deletion; agent deletion removes its own)."""
         ...
 
-    def start(self, tenant: str, run_id: str, *, claim_s: float) -> Run | None:
+    def start(self, tenant: str, run_id: str, *, claim_s: float, waiting: bool = False) -> Run | None:
         """Claims a queued run for one worker (status running, a claim that expires after `claim_s`,
-        so a crashed worker's run can be taken again). None: finished, or another worker has it."""
+        so a crashed worker's run can be taken again). None: finished, or another worker has it.
+        `waiting`: a decided run's resumption (TL10), claimed once."""
         ...
 
     def requeue(self, tenant: str, run_id: str) -> None:
@@ -80,6 +86,7 @@ class Runs(Protocol):
         usage_rows: list[UsageRow],
         session_changes: dict[str, object] | None,
         extra_items: list[dict[str, object]] | None = None,
+        paused: bool = False,
     ) -> None:
         """Ends a turn in one transaction: the run record, its usage, and the session's lease.
 
@@ -87,7 +94,8 @@ class Runs(Protocol):
         a run can only be finished once (a redelivered job cannot double-count).
         `extra_items` (plain attribute dicts with their keys, e.g. the turn's archived messages)
         are Puts of the same transaction, up to 90 items in all (DynamoDB allows 100); any
-        overflow is written after the transaction commits, with BatchWriteItem."""
+        overflow is written after the transaction commits, with BatchWriteItem. `paused` (TL10):
+        the turn stops for its owner's approval; the session waits for the run, its lease released."""
         ...
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from itertools import takewhile
 from typing import Any
 
@@ -16,7 +15,7 @@ from engram.aws.table import Cancelled, ConditionFailed, IdempotencyMismatch, Ta
 from engram.kernel.errors import Conflict, NotFound, OutcomeUnknown, SessionBusy, StorageUnavailable, aws_unavailable
 from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
-from engram.runs.models import Run
+from engram.runs.models import Run, approvals_stale_at, epoch_of
 from engram.runs.ports import SessionCommits
 from engram.runs.traces import TraceRepository
 from engram.usage.models import UsageRow
@@ -36,17 +35,12 @@ def retention_expiry(run: Run, retention_days: int) -> int | None:
     """The run record's DynamoDB TTL (epoch seconds, counted from its creation), or None to keep it."""
     if retention_days <= 0 or run.kind not in ROUTINE_KINDS or has_card(run):
         return None
-    created = datetime.fromisoformat(run.created_at.replace("Z", "+00:00"))
-    return int(created.timestamp()) + retention_days * 86400
+    return epoch_of(run.created_at) + retention_days * 86400
 
 
 def _now() -> int:
     """The clock of claims and stale times (epoch seconds); tests replace it."""
     return int(time.time())
-
-
-def _epoch(stamp: str) -> int:
-    return int(datetime.fromisoformat(stamp.replace("Z", "+00:00")).timestamp())
 
 
 STALE_ERROR = {
@@ -91,7 +85,9 @@ class RunRepository:
         if expires_at is not None:
             item["expiresAt"] = expires_at
         if run.status in ("queued", "running"):
-            item.update(self._open(run.id, _epoch(run.updated_at) + self.stale_after(run.kind)))
+            item.update(self._open(run.id, epoch_of(run.updated_at) + self.stale_after(run.kind)))
+        elif run.status == "awaiting_approval":  # TL10: the turn kept; the sweeper looks again at its first expiry
+            item.update(self._open(run.id, approvals_stale_at(run.pending_approvals, now=_now())), paused=run.paused)
         if run.kind == "reexamination" and run.parent_run_id:
             # Sparse: GET /api/runs/{parent}/re-examinations is one Query, in creation order.
             item["GSI2PK"] = keys.reexaminations_of(tenant, run.parent_run_id)
@@ -181,9 +177,11 @@ class RunRepository:
         self.table.delete_all(keys.tenant_pk(tenant), sk_prefix=keys.ACTIVE_TURN_PREFIX)
         return self.table.delete_all(keys.tenant_pk(tenant), sk_prefix="RUN#")
 
-    def start(self, tenant: str, run_id: str, *, claim_s: float) -> Run | None:
+    def start(self, tenant: str, run_id: str, *, claim_s: float, waiting: bool = False) -> Run | None:
         """Claims a queued run for one worker (status running, a claim that expires after `claim_s`,
-        so a crashed worker's run can be taken again). None: finished, or another worker has it."""
+        so a crashed worker's run can be taken again). None: finished, or another worker has it.
+        `waiting`: claims the resumption of a run whose approvals are decided (TL10) instead, once:
+        a redelivered resume job finds it claimed, so an approved tool runs at most once."""
         now = _now()
         until = now + int(claim_s) + 1
         open_keys = self._open(run_id, max(until, now + self.stale_after("run")))
@@ -192,13 +190,14 @@ class RunRepository:
                 keys.tenant_pk(tenant),
                 keys.run_sk(run_id),
                 "SET #s = :running, claimedUntil = :until, updatedAt = :at, GSI3PK = :open, GSI3SK = :stale",
-                condition="attribute_exists(PK) AND (#s = :queued OR (#s = :running AND claimedUntil < :now))",
+                condition="#s = :awaiting"
+                if waiting
+                else "attribute_exists(PK) AND (#s = :queued OR (#s = :running AND claimedUntil < :now))",
                 names={"#s": "status"},
                 values={
                     ":running": "running",
-                    ":queued": "queued",
+                    **({":awaiting": "awaiting_approval"} if waiting else {":queued": "queued", ":now": now}),
                     ":until": until,
-                    ":now": now,
                     ":at": now_iso(),
                     ":open": open_keys["GSI3PK"],
                     ":stale": open_keys["GSI3SK"],
@@ -270,8 +269,10 @@ class RunRepository:
         usage_rows: list[UsageRow],
         session_changes: Mapping[str, object] | None,
         extra_items: Sequence[Mapping[str, object]] | None = None,
+        paused: bool = False,
     ) -> None:
         """Ends a turn in one transaction: the run record, its usage, and the session's lease.
+        `paused` (TL10): the turn stops for approvals; the session waits for the run, lease released.
 
         `session_changes` (successful turns) bumps the revision and counters in the same write;
         a run can only be finished once (a redelivered job cannot double-count).
@@ -280,7 +281,9 @@ class RunRepository:
         overflow is written after the transaction commits, with BatchWriteItem.
         """
         ops: list[dict[str, Any]] = []
-        if run.session_id is not None:
+        if run.session_id is not None and paused:
+            ops.append(self.sessions.pause_op(tenant, run.agent_id, run.session_id, run.id))
+        elif run.session_id is not None:
             ops.append(self.sessions.commit_op(tenant, run.agent_id, run.session_id, run.id, session_changes, run.updated_at))
         # A clean-slate run (no session) has no lease: the run record's own status guards it.
         run_index = len(ops)

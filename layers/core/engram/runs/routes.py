@@ -20,8 +20,8 @@ from engram.runs.search import RunFilter, search_runs
 router = Router()
 
 _KIND = "|".join(get_args(RunKind))
-# awaiting_approval: a run stopped for a person's approval of a tool call (DESIGN 9, TL)
-_STATUS = "|".join((*get_args(RunStatus), "awaiting_approval"))
+# awaiting_approval: a run stopped for a person's approval of a tool call (DESIGN 9, TL10)
+_STATUS = "|".join(get_args(RunStatus))
 KindFilter = Annotated[str | None, Query(pattern=rf"^({_KIND})(,({_KIND}))*$", max_length=200)]
 StatusFilter = Annotated[str | None, Query(pattern=rf"^({_STATUS})(,({_STATUS}))*$", max_length=200)]
 # A day (the whole day) or a time, UTC.

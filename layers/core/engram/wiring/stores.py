@@ -14,6 +14,8 @@ from engram.agents.repository import AgentRepository
 from engram.apikeys.oauth_clients import OAuthClients
 from engram.apikeys.ports import ApiKeys
 from engram.apikeys.repository import ApiKeyRepository
+from engram.approvals.ports import Approvals
+from engram.approvals.repository import ApprovalRepository
 from engram.aws.deadline import ContextThreadPool
 from engram.aws.queues import Queues
 from engram.aws.table import Table
@@ -64,6 +66,7 @@ class Stores:
     sessions: Sessions = field(init=False)
     runs: Runs = field(init=False)
     run_decisions: RunDecisions = field(init=False)
+    approvals: Approvals = field(init=False)  # decisions on held tool calls (TL10)
     turn_admissions: TurnAdmissions = field(init=False)
     usage: UsageLedger = field(init=False)
     card_types: CardTypes = field(init=False)
@@ -112,6 +115,7 @@ class Stores:
             ),
         )
         self.run_decisions = RunDecisionRepository(self.table)
+        self.approvals = ApprovalRepository(self.table)
         self.turn_admissions = TurnAdmissionRepository(self.table, self.runs)
         self.extraction = ExtractionRepository(self.table, memories, usage)
         self.card_types = CardTypeRepository(self.table)
