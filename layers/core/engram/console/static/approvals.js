@@ -90,7 +90,7 @@ export function forget() {
 // What waits changed (a call held, a decision made): the navigation counts again, once for
 // the changes of one moment.
 let announced = false;
-function changed() {
+export function changed() {
   forget();
   if (announced) return;
   announced = true;

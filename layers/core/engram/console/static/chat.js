@@ -13,7 +13,7 @@
 import { get, post, del, all, id } from './api.js';
 import { openStream, turnId } from './stream.js';
 import { markdownView, renderMarkdown } from './markdown.js';
-import { approvalCard, decidedLine, pendingOf, held } from './approvals.js';
+import { approvalCard, decidedLine, pendingOf, held, changed } from './approvals.js';
 import {
   h, clear, busy, confirmAction, dialog, field, errorBox, errorTitle, fmtCost, fmtNum, fmtTime, pretty, showError, badge, moreButton,
 } from './ui.js';
@@ -85,6 +85,12 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
     await reload();
     await renderPicker(picker, agent, sessionId);
   };
+  // A paused turn that ended: the transcript, the picker's counts and what waits, all read again.
+  const resumedEnded = async () => {
+    await reload();
+    await renderPicker(picker, agent, sessionId);
+    changed();
+  };
   const finished = (runId) => async () => {
     const view = live.get(runId);
     if (view) { view.root.remove(); live.delete(runId); }
@@ -128,12 +134,14 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
       }
       const approvals = event.pendingApprovals || [event.approval || event];
       if (paused) paused.awaiting(event.runId, approvals, chatMain);
-      else track(event.runId, 'awaiting_approval', pending, reload, { prompt: event.message || '', pendingApprovals: approvals });
+      else track(event.runId, 'awaiting_approval', pending, resumedEnded, { prompt: event.message || '', pendingApprovals: approvals });
+      transcript.scrollTop = transcript.scrollHeight; // the card and its buttons in view
+      chatMain.querySelector('.approval:last-of-type')?.scrollIntoView({ block: 'nearest' });
       return;
     }
     if (event.type === 'turn.completed' || event.type === 'turn.failed') {
       const done = live.get(event.runId);
-      if (done) { live.delete(event.runId); done.root.remove(); }
+      if (done) { live.delete(event.runId); done.root.remove(); if (done.root.querySelector('.approval')) changed(); }
       if (event.type === 'turn.completed') clear(usage, usageView(event.usage, Date.now() - (done ? done.started : Date.now())));
       else clear(errors, errorBox({ code: event.error.code, message: `${event.error.message} (run ${event.runId})` }));
       settle(event.runId);
@@ -237,7 +245,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
         const turn = await post(path, { message });
         box.value = '';
         // 202: the turn paused for the owner's approval; it goes on in the background once decided.
-        if (turn.status === 'awaiting_approval') track(turn.runId, turn.status, pending, reload, { prompt: message, pendingApprovals: turn.pendingApprovals || [] });
+        if (turn.status === 'awaiting_approval') track(turn.runId, turn.status, pending, resumedEnded, { prompt: message, pendingApprovals: turn.pendingApprovals || [] });
         else clear(usage, usageView(turn.usage, Date.now() - started));
       }
     } catch (err) {
@@ -258,7 +266,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   });
   // The listeners are in place before the first await: a message typed at once is not lost.
   await Promise.all([renderPicker(picker, agent, sessionId), reload()]);
-  watchQueued(agent, sessionId, pending, reload);
+  watchQueued(agent, sessionId, pending, reload, resumedEnded);
   box.focus();
   stream = await openStream(onEvent, onClosed);
   if (stream && transcript.isConnected) {
@@ -590,8 +598,9 @@ function toolView(call, result, detail) {
       full.remove();
     }));
   }
-  const facts = detail && detail.connection
-    ? h('span', { class: 'tool-meta muted', text: ` · ${detail.connection} · ${Math.round(detail.durationMs || 0)} ms${detail.error ? ` · ${detail.error}` : ''}` })
+  const decided = detail && detail.decision ? ` · ${detail.decidedBy === 'expired' ? 'approval expired' : detail.decision === 'approve' ? 'approved' : 'denied'}` : '';
+  const facts = detail && (detail.connection || decided)
+    ? h('span', { class: 'tool-meta muted', text: `${detail.connection ? ` · ${detail.connection} · ${Math.round(detail.durationMs || 0)} ms` : ''}${detail.error ? ` · ${detail.error}` : ''}${decided}` })
     : null;
   return h('details', { class: `tool-call${result && result.is_error ? ' tool-error' : ''}` },
     h('summary', {}, h('span', { class: 'tool-name', text: call.name }), facts,
@@ -691,13 +700,13 @@ async function follow(runId, pending, reload, settled = () => false) {
 }
 
 // Queued or running turns of this session (from an earlier page, or another tab).
-async function watchQueued(agent, sessionId, pending, reload) {
+async function watchQueued(agent, sessionId, pending, reload, resumedEnded = reload) {
   try {
     const page = await get(`/api/agents/${id(agent.id)}/runs`, { limit: 20 });
     for (const run of page.items) {
       if (run.sessionId !== sessionId) continue;
       if (run.status === 'queued' || run.status === 'running') track(run.id, run.status, pending, reload);
-      else if (run.status === 'awaiting_approval') track(run.id, run.status, pending, reload, { ...run, pendingApprovals: await pendingOf(run) });
+      else if (run.status === 'awaiting_approval') track(run.id, run.status, pending, resumedEnded, { ...run, pendingApprovals: await pendingOf(run) });
     }
   } catch {
     // the transcript still shows; the runs page has the details
