@@ -495,7 +495,7 @@ def _fail(turn: _Turn, err: Exception) -> bool:
     logger.warning("turn failed", extra={"run_id": failed.id, "code": error["code"], "error": repr(err)})
     recorded = True
     try:
-        with timeline.committing(turn.ctx, turn.deps, failed, [], error=error["code"]) as items:
+        with timeline.committing(turn.ctx, turn.deps, failed, [], error=str(error["code"])) as items:
             turn.deps.runs.finish_turn(
                 turn.tenant, run=failed, usage_rows=_usage_rows(failed, loop), session_changes=None, extra_items=items
             )
