@@ -164,7 +164,7 @@ function perAgentChart(rows, names, range, byCost) {
         return { t: `${d}T12:00:00Z`, y: v, label: `${name} · ${d}: ${byCost ? fmtCost(v) : `${fmtNum(v)} tokens`}` };
       }) };
     });
-  if (!series.length) return h('p', { class: 'empty', text: 'No usage in this range.' });
+  if (!series.length || series.every((one) => one.points.every((p) => !p.y))) return h('p', { class: 'empty', text: 'No usage in this range.' });
   return timeChart({ kind: 'line', title: byCost ? 'Cost per day, a line for each' : 'Tokens per day, a line for each', series,
     yFormat: byCost ? (v) => `$${v.toFixed(v < 0.1 ? 3 : 2)}` : (v) => fmtNum(v) });
 }
