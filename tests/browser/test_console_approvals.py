@@ -166,3 +166,25 @@ def test_the_agent_form_sets_rules_and_limits_and_shows_errors_by_field(console,
     expect(row.get_by_label("Needs your approval")).to_have_value("some")
     expect(page.get_by_label("Tool calls per turn")).to_have_value("3")
     no_page_errors(c)
+
+
+def test_a_turn_past_a_limit_says_which_limit_in_the_chat(console, sample_servers):
+    c = console()
+    c.sign_in("limited")
+    conn = c.api("POST", "/api/connections", {"name": "market", "url": sample_servers.url("sample")})
+    agent = c.api(
+        "POST",
+        "/api/agents",
+        {"name": "Capped", "tools": [{"connectionId": conn["id"]}], "limits": {"toolCallsPerTurn": 1}},
+    )
+    page = c.page
+    page.goto(f"/#/agents/{agent['id']}/chat")
+    expect(page.locator(".live-badge")).to_have_text("Live")
+    page.get_by_label("Message").fill("use lookup_price for BTC and use search_tickets with login")
+    page.get_by_label("Message").press("Enter")
+    error = page.locator(".chat-error .error")
+    expect(error).to_have_attribute("data-code", "limit_exceeded")
+    expect(error).to_contain_text("Limit reached:")
+    expect(error.locator(".limit-line")).to_contain_text("The agent’s tool calls per turn: 1")
+    c.shot("limit-exceeded-chat")
+    no_page_errors(c)

@@ -143,7 +143,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
       const done = live.get(event.runId);
       if (done) { live.delete(event.runId); done.root.remove(); if (done.root.querySelector('.approval')) changed(); }
       if (event.type === 'turn.completed') clear(usage, usageView(event.usage, Date.now() - (done ? done.started : Date.now())));
-      else clear(errors, errorBox({ code: event.error.code, message: `${event.error.message} (run ${event.runId})` }));
+      else clear(errors, errorBox({ code: event.error.code, message: `${event.error.message} (run ${event.runId})`, limit: event.error.limit }));
       settle(event.runId);
       return;
     }

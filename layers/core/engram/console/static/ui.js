@@ -50,7 +50,7 @@ const TITLES = {
   unauthorized: 'Signed out', signed_out: 'Signed out', forbidden: 'Not allowed', conflict: 'Conflict',
   rate_limited: 'Too many requests', quota_exceeded: 'Quota reached', value_too_long: 'Too long',
   secret_detected: 'Looks like a secret', model_not_configured: 'The model is not set up',
-  limit_exceeded: 'Spending limit reached',
+  limit_exceeded: 'Limit reached',
 };
 export function errorTitle(code) {
   if (!code) return 'Something went wrong';
@@ -67,7 +67,20 @@ export function errorBox(err) {
   const message = err && err.message ? err.message : String(err);
   const box = h('div', { class: 'error', role: 'alert', dataset: { code } }, h('strong', { text: `${errorTitle(code)}:` }), ' ', message);
   if (err && err.runId) box.append(' ', h('span', { class: 'muted', text: `(run ${err.runId})` }));
+  if (err && err.limit) box.append(limitLine(err.limit));
   return box;
+}
+
+// A spending limit that stopped a turn (limit_exceeded): which, spent, when it resets, where to change it.
+function limitLine(limit) {
+  const words = { dailyCostUsd: 'daily cost limit', monthlyCostUsd: 'monthly cost limit', toolCallsPerTurn: 'tool calls per turn' };
+  const cost = limit.name !== 'toolCallsPerTurn';
+  const value = cost ? fmtCost(limit.value) : fmtNum(limit.value);
+  return h('div', { class: 'limit-line' },
+    `${limit.scope === 'user' ? 'Your' : 'The agent\u2019s'} ${words[limit.name] || limit.name}: ${value}`,
+    cost && limit.spentUsd !== undefined ? `, spent ${fmtCost(limit.spentUsd)}` : '',
+    limit.resetsAt ? `; resets ${fmtTime(limit.resetsAt)}` : '',
+    limit.scope === 'user' ? [' · ', h('a', { href: '#/usage', text: 'change your limits' })] : ' · change it in the agent\u2019s Edit');
 }
 
 // Shows `err` in the page's message area (top of the main view) and returns it for chaining.
