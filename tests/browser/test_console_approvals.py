@@ -36,15 +36,20 @@ def wait_status(c: Any, run_id: str, status: str, timeout: float = 60.0) -> dict
     raise AssertionError(f"run {run_id} never became {status}")
 
 
+def say_live(page: Any, agent_id: str, message: str) -> None:
+    """Opens the agent's chat, waits for its live socket and sends `message` with Enter."""
+    page.goto(f"/#/agents/{agent_id}/chat")
+    expect(page.locator(".live-badge")).to_have_text("Live")
+    page.get_by_label("Message").fill(message)
+    page.get_by_label("Message").press("Enter")
+
+
 def test_approving_in_the_chat_lets_the_turn_go_on(console, sample_servers):
     c = console()
     c.sign_in("approver")
     agent = careful_agent(c, sample_servers)
     page = c.page
-    page.goto(f"/#/agents/{agent['id']}/chat")
-    expect(page.locator(".live-badge")).to_have_text("Live")
-    page.get_by_label("Message").fill("use lookup_price for BTC")
-    page.get_by_label("Message").press("Enter")
+    say_live(page, agent["id"], "use lookup_price for BTC")
     card = page.locator(".approval")
     expect(card).to_have_count(1)
     expect(card.get_by_role("heading")).to_contain_text("lookup_price")
@@ -178,10 +183,7 @@ def test_a_turn_past_a_limit_says_which_limit_in_the_chat(console, sample_server
         {"name": "Capped", "tools": [{"connectionId": conn["id"]}], "limits": {"toolCallsPerTurn": 1}},
     )
     page = c.page
-    page.goto(f"/#/agents/{agent['id']}/chat")
-    expect(page.locator(".live-badge")).to_have_text("Live")
-    page.get_by_label("Message").fill("use lookup_price for BTC and use search_tickets with login")
-    page.get_by_label("Message").press("Enter")
+    say_live(page, agent["id"], "use lookup_price for BTC and use search_tickets with login")
     error = page.locator(".chat-error .error")
     expect(error).to_have_attribute("data-code", "limit_exceeded")
     expect(error).to_contain_text("Limit reached:")
