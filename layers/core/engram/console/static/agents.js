@@ -4,8 +4,7 @@ import { get, post, patch, del, all, id } from './api.js';
 import {
   h, clear, table, moreButton, busy, confirmAction, field, showFormError, notice, badge, fmtTime, fmtAge, errorBox, errorTitle, dialog, secretBox,
 } from './ui.js';
-import { waitingByAgent } from './approvals.js';
-import { approvalControl, approvalOf, nameGrant, rulesFieldset, readRules, rulesInWords } from './rules.js';
+import { waitingByAgent } from './waiting.js';
 
 export async function list(main) {
   const rows = h('div', { class: 'agent-cards', 'aria-busy': 'true' }, h('p', { class: 'loading', text: 'Loading agents…' }));
@@ -85,8 +84,8 @@ export async function edit(main, agentId) {
 }
 
 async function form(main, agent) {
-  const [workspaces, cardTypes, agents, connections] = await Promise.all([
-    all('/api/workspaces'), all('/api/card-types'), all('/api/agents'), all('/api/connections'),
+  const [workspaces, cardTypes, agents, connections, rules] = await Promise.all([
+    all('/api/workspaces'), all('/api/card-types'), all('/api/agents'), all('/api/connections'), import('./rules.js'),
   ]);
   const a = agent || {};
   const input = (name, attrs = {}) => h('input', { name, value: a[name] ?? '', ...attrs });
@@ -106,7 +105,7 @@ async function form(main, agent) {
       const box = h('input', { type: 'checkbox', value: x.id, checked: team.has(x.id), id: `team-${x.id}` });
       return h('div', { class: 'check' }, box, h('label', { for: `team-${x.id}`, text: x.name }));
     }));
-  const toolsBox = await toolPicker(connections, a.tools || []);
+  const toolsBox = await toolPicker(connections, a.tools || [], rules);
   const activeMemory = check('activeMemory');
   const amWarning = h('div', { class: 'warn-text', text: 'Active Memory shares one growing session between chat and scheduled runs: runs get slower and costlier until you reset it.' });
   const form = h('form', { class: 'agent-form card', novalidate: true },
@@ -124,7 +123,7 @@ async function form(main, agent) {
     field('Review decisions', check('reviewDecisions')),
     h('div', { class: 'field' }, teamBox, h('div', { class: 'field-error', role: 'alert' })),
     h('div', { class: 'field' }, toolsBox, h('div', { class: 'field-error', role: 'alert' })),
-    rulesFieldset(agent),
+    rules.rulesFieldset(agent),
     h('div', { class: 'actions' },
       h('button', { type: 'submit' }, agent ? 'Save' : 'Create agent'),
       h('a', { href: agent ? `#/agents/${id(agent.id)}` : '#/agents', class: 'button secondary' }, 'Cancel')));
@@ -143,8 +142,8 @@ async function form(main, agent) {
       activeMemory: form.elements.activeMemory.checked,
       reviewDecisions: form.elements.reviewDecisions.checked,
       team: [...teamBox.querySelectorAll('input:checked')].map((b) => b.value),
-      tools: chosenTools(toolsBox),
-      ...readRules(form, agent),
+      tools: chosenTools(toolsBox, rules),
+      ...rules.readRules(form, agent),
     };
     // The obvious mistakes are caught here, in the API's words, before anything is sent.
     const problem = !body.name ? { code: 'validation_error', field: 'name', message: 'name must not be empty' }
@@ -178,7 +177,7 @@ async function form(main, agent) {
 
 // The agent's MCP tools: a box per tool server, and under it the server's tools as last listed
 // (all ticked means every tool, also those the server adds later).
-async function toolPicker(connections, grants) {
+async function toolPicker(connections, grants, rules) {
   const granted = new Map(grants.map((g) => [g.connectionId, g.allow]));
   const grantOf = new Map(grants.map((g) => [g.connectionId, g]));
   const details = await Promise.all(connections.map((c) => get(`/api/connections/${id(c.id)}`).catch(() => c)));
@@ -195,7 +194,7 @@ async function toolPicker(connections, grants) {
           const tool = h('input', { type: 'checkbox', value: n, checked: !allow || allow.includes(n), id: `tool-${c.id}-${n}`, class: 'tool-box' });
           return h('div', { class: 'check' }, tool, h('label', { for: `tool-${c.id}-${n}`, text: n }));
         })) : h('p', { class: 'muted small', text: 'Its tools are listed on its first use (or Test it under Tools).' }),
-        Object.assign(approvalControl(c, names, grantOf.get(c.id)), { hidden: !on }));
+        Object.assign(rules.approvalControl(c, names, grantOf.get(c.id)), { hidden: !on }));
     }));
 }
 
@@ -216,25 +215,25 @@ function syncServerBox(changed) {
   }
 }
 
-function chosenTools(box) {
+function chosenTools(box, rules) {
   const rows = [...box.querySelectorAll('.connection-pick')].filter((row) => {
     const tools = [...row.querySelectorAll('.tool-box')];
     // none of its tools: not granted (never `allow: []`)
     return row.querySelector('.connection-box').checked && (!tools.length || tools.some((t) => t.checked));
   });
   return rows.map((row, index) => {
-    nameGrant(row, index);
+    rules.nameGrant(row, index);
     const tools = [...row.querySelectorAll('.tool-box')];
     const picked = tools.filter((t) => t.checked).map((t) => t.value);
     const grant = tools.length && picked.length < tools.length ? { connectionId: row.dataset.connectionId, allow: picked } : { connectionId: row.dataset.connectionId };
-    const approval = approvalOf(row);
+    const approval = rules.approvalOf(row);
     if (approval !== undefined) grant.requireApproval = approval;
     return grant;
   });
 }
 
 export async function detail(main, agentId) {
-  const agent = await get(`/api/agents/${id(agentId)}`);
+  const [agent, { rulesInWords }] = await Promise.all([get(`/api/agents/${id(agentId)}`), import('./rules.js')]);
   const toolNames = agent.tools && agent.tools.length
     ? (await all('/api/connections')).filter((c) => agent.tools.some((g) => g.connectionId === c.id)).map((c) => {
       const grant = agent.tools.find((g) => g.connectionId === c.id);

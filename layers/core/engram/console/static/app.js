@@ -3,7 +3,7 @@
 import * as auth from './auth.js';
 import { whenSignedOut } from './api.js';
 import { h, clear, errorBox, clearMessages, FAREWELL } from './ui.js';
-import { waiting, heldCount } from './approvals.js';
+import { waiting, heldCount } from './waiting.js';
 
 const ROUTES = [
   [/^#\/agents\/?$/, 'agents.js', 'list'],

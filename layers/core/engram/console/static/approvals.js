@@ -1,8 +1,14 @@
 // Tool calls waiting for the owner's approval (TL10): a pending call as a card (tool, connection,
 // input pretty-printed, when it expires) with a note and Approve / Deny, used by the chat and by a
-// run's page; and what waits, per agent, for the agents list and the count in the navigation.
-import { get, post, all, id } from './api.js';
-import { h, clear, busy, errorBox, fmtTime, pretty } from './ui.js';
+// run's page. What waits (the navigation's count, the agents list's marks) is waiting.js, small
+// enough for the first load.
+import { post, id } from './api.js';
+import { h, clear, busy, errorBox, fmtTime, pretty, stylesheet } from './ui.js';
+import { changed } from './waiting.js';
+
+await stylesheet('insight.css');
+
+export { changed, held, pendingOf } from './waiting.js';
 
 // An MCP tool is named mcp__<connection>__<tool> to the model; Engram's own and the server tools
 // have plain names.
@@ -70,47 +76,4 @@ export function decidedLine(event) {
   const word = event.decision === 'approve' ? 'approved' : event.decision === 'deny' ? 'denied' : (event.decision || 'decided');
   return h('div', { class: `approval-decided ${word}`, role: 'status' },
     h('span', { class: 'tool-name', text: tool }), ` ${word}${event.decidedBy ? ` by ${event.decidedBy}` : ''}${event.note ? `: “${event.note}”` : ''}`);
-}
-
-// The runs waiting for a decision (GET /api/runs?status=awaiting_approval), kept for a few seconds
-// so the navigation and the agents list share one request.
-const FRESH_MS = 5000;
-let cached = null;
-export function waiting({ fresh = false } = {}) {
-  if (fresh || !cached || Date.now() - cached.at > FRESH_MS) {
-    cached = { at: Date.now(), runs: all('/api/runs', { status: 'awaiting_approval' }, 500).catch(() => []) };
-  }
-  return cached.runs;
-}
-
-export function forget() {
-  cached = null;
-}
-
-// What waits changed (a call held, a decision made): the navigation counts again, once for
-// the changes of one moment.
-let announced = false;
-export function changed() {
-  forget();
-  if (announced) return;
-  announced = true;
-  setTimeout(() => { announced = false; window.dispatchEvent(new Event('engram:approvals')); }, 0);
-}
-
-// The calls of a run still waiting (its record keeps the decided ones too, with their decision).
-export const held = (run) => (run.pendingApprovals || []).filter((a) => !a.decision);
-// How many calls a waiting run holds (at least one: a list may leave them out).
-export const heldCount = (run) => Math.max(1, held(run).length);
-
-// Per agent: how many calls wait (a run may hold several).
-export async function waitingByAgent() {
-  const counts = new Map();
-  for (const run of await waiting()) counts.set(run.agentId, (counts.get(run.agentId) || 0) + heldCount(run));
-  return counts;
-}
-
-// A run's calls still waiting, asked again when the list did not carry them.
-export async function pendingOf(run) {
-  if (run.pendingApprovals) return held(run);
-  return held(await get(`/api/runs/${id(run.id)}`));
 }

@@ -56,14 +56,22 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   // Live turns over the socket: one view per run, filled in as its events arrive.
   const live = new Map();
   let loads = 0;
-  const reload = async () => {
+  // The session's runs, to link each reply to its run: the newest read with the first load, then
+  // each turn this page sees end added as it ends (a reload after a turn costs no runs request).
+  const runsSeen = [];
+  let runsRead = false;
+  const noteRun = (runId, prompt) => {
+    if (runId && !runsSeen.some((r) => r.id === runId)) runsSeen.unshift({ id: runId, sessionId, status: 'succeeded', prompt, createdAt: new Date().toISOString() });
+  };
+  const reload = async (ended) => {
     const mine = ++loads; // reloads may overlap (a turn ends as the page loads): the newest one shows
+    if (ended && ended.status === 'succeeded') noteRun(ended.id, ended.prompt);
     try {
       const session = await get(`/api/agents/${id(agent.id)}/sessions/${id(sessionId)}`);
-      const recent = [];
-      const known = await callDetails(agent, toolUseIds(session.messages || []), recent);
+      const known = await callDetails(agent, toolUseIds(session.messages || []), runsRead ? null : runsSeen);
+      runsRead = true;
       if (mine !== loads) return;
-      renderTranscript(transcript, session.messages || [], session, known, turnRuns(session.messages || [], recent.filter((r) => r.sessionId === sessionId)));
+      renderTranscript(transcript, session.messages || [], session, known, turnRuns(session.messages || [], runsSeen.filter((r) => r.sessionId === sessionId)));
       for (const view of new Set(live.values())) transcript.append(view.root); // turns still running stay below
       // On a phone the page scrolls, not the transcript: after the newest message, the box to answer it.
       composer.scrollIntoView({ block: 'nearest' });
@@ -86,14 +94,15 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
     await renderPicker(picker, agent, sessionId);
   };
   // A paused turn that ended: the transcript, the picker's counts and what waits, all read again.
-  const resumedEnded = async () => {
-    await reload();
+  const resumedEnded = async (ended) => {
+    await reload(ended);
     await renderPicker(picker, agent, sessionId);
     changed();
   };
-  const finished = (runId) => async () => {
+  const finished = (runId) => async (ended) => {
     const view = live.get(runId);
     if (view) { view.root.remove(); live.delete(runId); }
+    if (ended && ended.status === 'succeeded') noteRun(ended.id, ended.prompt);
     await settle(runId);
   };
   const onEvent = (event) => {
@@ -141,6 +150,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
     }
     if (event.type === 'turn.completed' || event.type === 'turn.failed') {
       const done = live.get(event.runId);
+      if (event.type === 'turn.completed' && done) noteRun(event.runId, done.message);
       if (done) { live.delete(event.runId); done.root.remove(); if (done.root.querySelector('.approval')) changed(); }
       if (event.type === 'turn.completed') clear(usage, usageView(event.usage, Date.now() - (done ? done.started : Date.now())));
       else clear(errors, errorBox({ code: event.error.code, message: `${event.error.message} (run ${event.runId})`, limit: event.error.limit }));
@@ -244,6 +254,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
       } else {
         const turn = await post(path, { message });
         box.value = '';
+        if (turn.status !== 'awaiting_approval') noteRun(turn.runId, message);
         // 202: the turn paused for the owner's approval; it goes on in the background once decided.
         if (turn.status === 'awaiting_approval') track(turn.runId, turn.status, pending, resumedEnded, { prompt: message, pendingApprovals: turn.pendingApprovals || [] });
         else clear(usage, usageView(turn.usage, Date.now() - started));
@@ -408,15 +419,15 @@ async function newSession(agent, button) {
 // the model got the result cut), by tool_use id; the transcript holds what the model saw.
 // Only when the transcript has tool calls, and back through older runs until every call is found
 // (a call whose run is older than the newest 50 kept its details too), at most DETAIL_PAGES pages.
-// The newest runs also link each reply to its run's timeline (recentRuns).
+// The newest runs also link each reply to its run's timeline (recentRuns, when asked for).
 const DETAIL_PAGES = 10;
-async function callDetails(agent, wanted, recentRuns = []) {
+async function callDetails(agent, wanted, recentRuns = null) {
   const details = new Map();
   let nextToken;
   try {
-    for (let pages = 0; (wanted.size || !pages) && pages < DETAIL_PAGES; pages += 1) {
+    for (let pages = 0; (wanted.size || (recentRuns && !pages)) && pages < DETAIL_PAGES; pages += 1) {
       const page = await get(`/api/agents/${id(agent.id)}/runs`, { limit: pages ? 100 : 50, nextToken });
-      if (!pages) recentRuns.push(...page.items);
+      if (!pages && recentRuns) recentRuns.push(...page.items.filter((r) => !recentRuns.some((seen) => seen.id === r.id)));
       for (const run of page.items) {
         for (const call of run.toolCalls || []) {
           if (call.toolUseId && wanted.has(call.toolUseId)) {
@@ -694,7 +705,7 @@ async function follow(runId, pending, reload, settled = () => false) {
     if (run.status === 'failed') {
       pending.append(h('div', { class: 'error', role: 'alert' }, h('strong', { text: `${errorTitle(run.error?.code || 'failed')}:` }), ' ', run.error?.message || 'the queued turn failed', ` (run ${runId})`));
     }
-    await reload();
+    await reload(run);
     return;
   }
 }

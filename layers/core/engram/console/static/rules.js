@@ -2,7 +2,9 @@
 // none, every tool, or the tools named; and Engram's own tools), how long a call waits before it
 // counts as denied, the spending limits, and whether run timelines keep tool inputs and results. Each control is named as the API names its field
 // ("limits.dailyCostUsd", "tools.0.requireApproval"), so a validation error lands beside it.
-import { h, field } from './ui.js';
+import { h, field, stylesheet } from './ui.js';
+
+await stylesheet('insight.css');
 
 // Engram's own tools that change something (the Anthropic server tools, web_search and web_fetch,
 // run inside the model's call, where no call can be held, so they are not offered).

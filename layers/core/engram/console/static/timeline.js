@@ -3,7 +3,9 @@
 // and opening it shows its attributes, a tool call also its input and result from the run's
 // toolCalls. Attribute names are OpenTelemetry's GenAI conventions (gen_ai.*) and Engram's (engram.*).
 import { get, id } from './api.js';
-import { h, svg, clear, errorBox, fmtNum, fmtCost, fmtMs, pretty } from './ui.js';
+import { h, svg, clear, errorBox, fmtNum, fmtCost, fmtMs, pretty, stylesheet } from './ui.js';
+
+await stylesheet('insight.css');
 
 const A = {
   op: 'gen_ai.operation.name', model: 'gen_ai.request.model', responseModel: 'gen_ai.response.model',

@@ -33,6 +33,21 @@ export function svg(tag, attrs = {}, ...children) {
   return el;
 }
 
+// A stylesheet of some pages only (insight.css), added once; resolves when it is applied, so a
+// module that awaits it at its top draws its page styled (no flash of unstyled content).
+const sheets = new Map();
+export function stylesheet(name) {
+  if (!sheets.has(name)) {
+    sheets.set(name, new Promise((resolve) => {
+      const link = h('link', { rel: 'stylesheet', href: `/console/${name}` });
+      link.addEventListener('load', resolve, { once: true });
+      link.addEventListener('error', resolve, { once: true }); // unstyled beats not at all
+      document.head.append(link);
+    }));
+  }
+  return sheets.get(name);
+}
+
 export function clear(el, ...children) {
   el.replaceChildren();
   append(el, children);

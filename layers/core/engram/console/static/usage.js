@@ -4,8 +4,10 @@
 // what the prompt cache saved (GET /api/usage's `breakdown` when the API gives it, else summed
 // here from the rows). An agent's page shows its last 30 days (agentUsage).
 import { get, patch, all, id } from './api.js';
-import { h, clear, field, fmtCost, fmtNum, fmtTime, table, errorBox, notice, showFormError } from './ui.js';
+import { h, clear, field, fmtCost, fmtNum, fmtTime, table, errorBox, notice, showFormError, stylesheet } from './ui.js';
 import { timeChart } from './chart.js';
+
+await stylesheet('insight.css');
 
 const MAX_ROWS = 5000;
 const DAY_MS = 86_400_000;

@@ -1,0 +1,47 @@
+// What waits for the owner's approval (TL10): the runs of GET /api/runs?status=awaiting_approval,
+// read once per few seconds for the navigation's count and the agents list's marks (the first
+// load's only part of approvals; the cards are approvals.js).
+import { get, all, id } from './api.js';
+
+// The runs waiting for a decision, kept for a few seconds so the navigation and the agents list
+// share one request.
+const FRESH_MS = 5000;
+let cached = null;
+export function waiting({ fresh = false } = {}) {
+  if (fresh || !cached || Date.now() - cached.at > FRESH_MS) {
+    cached = { at: Date.now(), runs: all('/api/runs', { status: 'awaiting_approval' }, 500).catch(() => []) };
+  }
+  return cached.runs;
+}
+
+export function forget() {
+  cached = null;
+}
+
+// What waits changed (a call held, a decision made): the navigation counts again, once for
+// the changes of one moment.
+let announced = false;
+export function changed() {
+  forget();
+  if (announced) return;
+  announced = true;
+  setTimeout(() => { announced = false; window.dispatchEvent(new Event('engram:approvals')); }, 0);
+}
+
+// The calls of a run still waiting (its record keeps the decided ones too, with their decision).
+export const held = (run) => (run.pendingApprovals || []).filter((a) => !a.decision);
+// How many calls a waiting run holds (at least one: a list may leave them out).
+export const heldCount = (run) => Math.max(1, held(run).length);
+
+// Per agent: how many calls wait (a run may hold several).
+export async function waitingByAgent() {
+  const counts = new Map();
+  for (const run of await waiting()) counts.set(run.agentId, (counts.get(run.agentId) || 0) + heldCount(run));
+  return counts;
+}
+
+// A run's calls still waiting, asked again when the list did not carry them.
+export async function pendingOf(run) {
+  if (run.pendingApprovals) return held(run);
+  return held(await get(`/api/runs/${id(run.id)}`));
+}
