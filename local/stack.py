@@ -113,6 +113,8 @@ def function_environment(
             if env.get(key, value) != value and key not in LOCAL_DEFAULTS:
                 raise ValueError(f"{key} differs between functions; the local stack runs them in one process")
             env[key] = value
+    if env.get("OTEL_EXPORTER_OTLP_ENDPOINT") and "TRACING_EXPORT" not in user_env:
+        env["TRACING_EXPORT"] = "otlp"  # a local collector named: the runs' timelines go to it (OB2)
     return env
 
 

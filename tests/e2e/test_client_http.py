@@ -153,6 +153,8 @@ def test_every_operation_through_the_client(stack_url, sample):
     call = engram.get_run(priced["runId"])["toolCalls"][0]
     whole = engram.get_tool_result(priced["runId"], call["toolUseId"])
     assert whole["name"] == "mcp__market__lookup_price" and whole["complete"] is True
+    timeline = engram.get_run_trace(priced["runId"])  # OB1: the run's spans, the tool call among them
+    assert [s["name"] for s in timeline["spans"] if s["kind"] == "tool"] == ["execute_tool mcp__market__lookup_price"]
     assert engram.delete_connection(conn["id"])["agentsChanged"] == 1
 
     # usage

@@ -15,7 +15,7 @@ from moto import mock_aws
 
 from local.apigw import invoke_http, load_functions
 from local.resources import create_resources
-from local.stack import start_stack
+from local.stack import function_environment, start_stack
 from local.template import TEMPLATE_PATH, load_template
 from local.workers import Workers
 
@@ -172,6 +172,13 @@ def test_function_environment_names_the_local_resources(resources):
         "INFO",
     )
     assert resources.env(model_provider="anthropic")["MODEL_PROVIDER"] == "anthropic"
+    assert (env["TRACING_EXPORT"], env["OTEL_EXPORTER_OTLP_ENDPOINT"]) == ("off", "")
+
+
+def test_make_dev_sends_run_timelines_to_a_collector_named_in_the_shell(resources, template):
+    assert function_environment(template, resources, "offline", {})["TRACING_EXPORT"] == "off"
+    named = function_environment(template, resources, "offline", {"OTEL_EXPORTER_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
+    assert (named["TRACING_EXPORT"], named["OTEL_EXPORTER_OTLP_ENDPOINT"]) == ("otlp", "http://127.0.0.1:4318")
 
 
 # --------------------------------------------------------------------------- HTTP

@@ -80,6 +80,10 @@ def test_a_turn_with_memory_reads_two_parallel_tool_calls_and_a_summary_fold_has
 
     sections = {s["attributes"]["engram.memory.section"] for s in _by_kind(trace, "memory.read")}
     assert {"agent_memory", "workspace_memory", "user_facts"} <= sections
+    assert all(
+        s["attributes"]["engram.memory.rows"] >= 0 <= s["attributes"]["engram.memory.tokens"]
+        for s in _by_kind(trace, "memory.read")
+    )
     chats = [s for s in _by_kind(trace, "chat") if s["parentId"] == root["id"]]
     tools = _by_kind(trace, "tool")
     assert [c["attributes"]["gen_ai.response.finish_reasons"] for c in chats] == [["tool_use"], ["end_turn"]]
@@ -200,8 +204,56 @@ def test_the_trace_is_exported_with_the_account_and_deleted_with_the_agent(stack
     exported = stack.call("GET", "/api/me/export").data
     (traces,) = [a["traces"] for a in exported["agents"] if a["id"] == agent["id"]]
     assert [t["runId"] for t in traces] == [run_id] and traces[0]["spans"][0]["kind"] == "agent"
-    assert len(_trace_items(stack, "alice", agent["id"])) == 1
+    (item,) = _trace_items(stack, "alice", agent["id"])
+    run_item = stack.deps.table.get(keys.tenant_pk(tenant_key("alice")), keys.run_sk(run_id))
+    assert item["expiresAt"] == run_item["expiresAt"]  # a chat run expires (RUN_RETENTION_DAYS): its timeline with it
 
     assert stack.call("DELETE", f"/api/agents/{agent['id']}").status == 200
     assert stack.call("GET", f"/api/runs/{run_id}/trace").status == 404
     assert _trace_items(stack, "alice", agent["id"]) == []
+
+
+def test_a_tools_memory_write_nests_under_its_tool_call(stack):
+    agent = stack.agent()
+    r = stack.say(agent["id"], "remember that I prefer green tea")
+    assert r.status == 200 and [c["name"] for c in r.data["toolCalls"]] == ["remember"]
+    trace = _trace(stack, r.data["runId"])
+    tool, write = _one(trace, "tool"), _one(trace, "memory.write")
+    assert tool["attributes"]["gen_ai.tool.type"] == "function" and write["parentId"] == tool["id"]
+    assert write["attributes"] == {"engram.memory.scope": "user", "engram.memory.operation": "remember"}
+    assert tool["startMs"] <= write["startMs"] <= write["endMs"] <= tool["endMs"]
+    assert "green tea" not in json.dumps(trace)
+
+
+def test_a_watched_turns_model_call_says_its_time_to_first_chunk(stack):
+    from tests.integration.test_turn_events import watched_turn
+
+    agent = stack.agent()
+    _, outcome = watched_turn(stack, agent["id"], "tell me something " + "long " * 40, run_id="run_watched_trace")
+    chat = _one(_trace(stack, outcome.run.id), "chat")["attributes"]
+    assert chat["gen_ai.request.stream"] is True and chat["gen_ai.response.time_to_first_chunk"] >= 0
+    unwatched = _one(_trace(stack, stack.say(agent["id"], "hello").data["runId"]), "chat")["attributes"]
+    assert "gen_ai.request.stream" not in unwatched and "gen_ai.response.time_to_first_chunk" not in unwatched
+
+
+def test_a_queued_run_has_no_timeline_until_it_ends_and_a_clean_slate_run_reads_its_agent_instead_of_a_lease(stack):
+    agent = stack.agent()
+    r = stack.call("POST", f"/api/agents/{agent['id']}/runs", body={"prompt": "check the weather"})
+    assert r.status == 202, r.body
+    queued = stack.call("GET", f"/api/runs/{r.data['runId']}/trace")
+    assert queued.status == 404 and queued.error["code"] == "trace_not_found"
+    stack.drain_runs()
+    trace = _trace(stack, r.data["runId"])
+    assert trace["kind"] == "manual" and trace["status"] == "succeeded"
+    assert _one(trace, "agent")["attributes"]["engram.run.kind"] == "manual"
+    assert [s["name"] for s in _by_kind(trace, "lease")] == ["agent.read"]
+    assert _by_kind(trace, "transcript.get") == [] and len(_by_kind(trace, "chat")) == 1
+
+
+def test_deleting_the_account_deletes_its_timelines(stack):
+    agent = stack.agent()
+    run_id = stack.say(agent["id"], "hello there").data["runId"]
+    assert len(_trace_items(stack, "alice", agent["id"])) == 1
+    assert stack.call("DELETE", "/api/me").status == 200
+    assert _trace_items(stack, "alice", agent["id"]) == []
+    assert stack.call("GET", f"/api/runs/{run_id}/trace").status == 404

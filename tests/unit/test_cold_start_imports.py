@@ -18,7 +18,7 @@ sys.path[:0] = [{layer!r}]
 spec = importlib.util.spec_from_file_location("handler", {path!r})
 module = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(module)
-print(sorted(m for m in ("anthropic", "httpx2", "moto", "mcp", "httpcore2", "starlette", "uvicorn") if m in sys.modules))
+print(sorted(m for m in ("anthropic", "httpx2", "moto", "mcp", "httpcore2", "starlette", "uvicorn", "opentelemetry.sdk") if m in sys.modules))
 print(sorted(m for m in sys.modules if m.startswith(("engram.engine", "engram.recall.index", "engram.recall.search", "engram.roots"))
              or m.endswith((".tools", ".policy", ".section"))))
 print(sorted(m for m in ("engram.aws.kms", "engram.runs.schedules", "engram.runs.expressions",

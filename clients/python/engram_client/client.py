@@ -68,6 +68,7 @@ from .models import (
     RunMemoryEntry,
     RunPage,
     RunStarted,
+    RunTrace,
     Session,
     SessionCreate,
     SessionDetail,
@@ -173,6 +174,7 @@ OPERATIONS: dict[str, Op] = {
         "POST", "/api/connections/{connectionId}/oauth/start", ("start_connection_authorization",)
     ),
     "getToolResult": Op("GET", "/api/runs/{runId}/tool-results/{toolUseId}", ("get_tool_result",)),
+    "getRunTrace": Op("GET", "/api/runs/{runId}/trace", ("get_run_trace",)),
     "listCardTypes": Op("GET", "/api/card-types", ("list_card_types", "iter_card_types")),
     "getCardType": Op("GET", "/api/card-types/{name}", ("get_card_type",)),
     "putCardType": Op("PUT", "/api/card-types/{name}", ("put_card_type",)),
@@ -577,6 +579,10 @@ class Client:
 
     def get_tool_result(self, run_id: str, tool_use_id: str) -> ToolResult:
         return cast(ToolResult, self._call("GET", f"/api/runs/{_seg(run_id)}/tool-results/{_seg(tool_use_id)}"))
+
+    def get_run_trace(self, run_id: str) -> RunTrace:
+        """The run's timeline (OB1): spans in start order, each with its parent, depth and times."""
+        return cast(RunTrace, self._call("GET", f"/api/runs/{_seg(run_id)}/trace"))
 
     def get_active_memory(self, agent_id: str) -> ActiveMemory:
         return cast(ActiveMemory, self._call("GET", f"/api/agents/{_seg(agent_id)}/active-memory"))

@@ -68,6 +68,7 @@ class AgentCreate(TypedDict):
     agentMemory: NotRequired[bool]
     activeMemory: NotRequired[bool]
     reviewDecisions: NotRequired[bool]
+    traceContent: NotRequired[bool]
     defaultPrompt: NotRequired[str]
     schedule: NotRequired[str | None]
     cardType: NotRequired[str | None]
@@ -111,6 +112,7 @@ class AgentUpdate(TypedDict):
     agentMemory: NotRequired[bool]
     activeMemory: NotRequired[bool]
     reviewDecisions: NotRequired[bool]
+    traceContent: NotRequired[bool]
     defaultPrompt: NotRequired[str]
     schedule: NotRequired[str | None]
     cardType: NotRequired[str | None]
@@ -247,6 +249,57 @@ class RunUpdate(TypedDict):
     resolutionStatus: Literal["open", "resolved", "expired"]
 
 
+class TraceSpan(TypedDict):
+    """The `TraceSpan` schema."""
+
+    id: str
+    parentId: str | None
+    depth: int
+    name: str
+    kind: Literal[
+        "agent", "chat", "tool", "memory.read", "memory.write", "lease", "transcript.get", "transcript.put", "commit", "job"
+    ]
+    startMs: float
+    endMs: float
+    durationMs: float
+    status: Literal["ok", "error"]
+    open: NotRequired[bool]
+    job: NotRequired[str]
+    attributes: dict[str, Any]
+
+
+class RunTracePart(TypedDict):
+    """The `RunTracePart` schema."""
+
+    runId: str
+    traceId: str
+    source: str
+    startedAt: str
+    durationMs: float
+    contentCaptured: bool
+    truncated: bool
+    droppedSpans: int
+    spans: list[TraceSpan]
+
+
+class RunTrace(TypedDict):
+    """The `RunTrace` schema."""
+
+    runId: str
+    traceId: str
+    startedAt: str
+    durationMs: float
+    contentCaptured: bool
+    truncated: bool
+    droppedSpans: int
+    parts: list[str]
+    spans: list[TraceSpan]
+    agentId: str
+    sessionId: str | None
+    kind: str
+    status: str
+
+
 class Agent(TypedDict):
     """The `Agent` schema."""
 
@@ -266,6 +319,7 @@ class Agent(TypedDict):
     team: list[str]
     tools: list[ToolGrant]
     serverTools: list[str]
+    traceContent: bool
     limits: Limits | None
     requireApproval: list[str]
     approvalTimeoutS: int

@@ -62,9 +62,9 @@ def records(deps: Stores, tenant: str) -> Iterator[Record]:
     """Everything stored for the caller (webhook secrets excluded), one typed record at a time:
     each agent followed by its sessions (each with its running summary, followed by its
     messages), its conversation archive (every message said, the ones the history cap cut
-    included), memories, run memory, runs and their timelines; then workspaces (each followed by its memories),
+    included), memories, run memory and runs; then workspaces (each followed by its memories),
     facts, usage rows and totals, card types, tool connections (never their auth values), API keys (never
-    their hashes); an agent's kept full
+    their hashes); an agent's run timelines and kept full
     tool results follow its runs. tests/integration/test_export_complete.py compares it with
     every item and object stored for the caller."""
     for agent in _all_agents(deps, tenant):

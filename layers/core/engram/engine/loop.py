@@ -180,10 +180,10 @@ def run_loop(
                 tool_choice={"type": "none"} if (last_round and tools) else None,
                 **call.streaming,
             )
-            usage = usage_of(response)
-            call.answered(response, usage)
         if events is not None:
             events.next_round()
+        usage = usage_of(response)
+        call.answered(response, usage)
         last_cost = usage.cost_usd
         out.usage_by_model[response.model] = out.usage_by_model.get(response.model, Usage()) + usage
 

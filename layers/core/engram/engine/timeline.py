@@ -11,13 +11,13 @@ import os
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import Executor, Future
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 from engram.agents.models import Agent
-from engram.engine.prompt import PromptSection
+from engram.engine.prompt import PromptSection, estimate_tokens
 from engram.engine.providers.base import ModelResponse
 from engram.engine.tools import ToolContext, ToolOutcome
 from engram.kernel import trace as t
@@ -55,6 +55,11 @@ def begin_turn(run_id: str, session_id: str | None, run_fields: Mapping[str, obj
     trace.wall_start -= time.monotonic() - trace.mono_start
     root = trace.start("invoke_agent", t.AGENT, span_id=trace.root_id, at=started)
     root.set(**{t.OPERATION: "invoke_agent", t.CONVERSATION_ID: session_id, "engram.run.id": run_id, "engram.run.kind": kind})
+    # the run it worked for (a council member's lead, a re-examination's decision): its timeline is that run's
+    for field_name, attribute in (("council_run_id", "engram.run.council_id"), ("parent_run_id", "engram.run.parent_id")):
+        linked = run_fields.get(field_name)
+        if isinstance(linked, str) and linked:
+            root.put({attribute: linked})
     return trace
 
 
@@ -83,6 +88,8 @@ def start_sections_traced(sections: list[PromptSection], ctx: ToolContext, execu
             rows = section.load(ctx)
             if isinstance(rows, (list, tuple, dict, set)):
                 span.set(engram__memory__rows=len(rows))
+            with suppress(Exception):  # the tokens of every row read, before the shared budget fits them
+                span.set(engram__memory__tokens=estimate_tokens(section.render(rows, None) or ""))
             return rows
 
     return {s.name: executor.submit(load, s) for s in sections}
@@ -112,7 +119,8 @@ class ModelCall:
         )
         if self.first_chunk is not None:
             span.put({t.TIME_TO_FIRST_CHUNK: round(self.first_chunk - span.start, 6)})
-        self.trace.end(span)
+        if span.end is None:  # (ended when the call returned, when answered after the block)
+            self.trace.end(span)
 
 
 @contextmanager
@@ -319,7 +327,7 @@ def job(kind: str, run_id: str, runs: Runs, tenant: str, settings: Settings) -> 
         if root.end is None:
             trace.end(root)
         try:
-            run = runs.get(tenant, run_id)
+            run = runs.get(tenant, run_id) if trace.keep else None
             if run is not None:
                 runs.traces.put(tenant, run, trace.stored(max_bytes=settings.trace_max_bytes), kind)
         except Exception:

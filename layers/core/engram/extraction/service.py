@@ -199,6 +199,7 @@ def process_extraction_job(deps: ModelDeps, raw: object, *, remaining_s: float |
         with timeline.job("extraction", job.run_id, deps.runs, job.tenant, deps.settings) as span:  # OB1: under its turn
             outcome = _run(deps, job, remaining_s, log, started)
             span.set(engram__job__status=outcome.status, engram__job__reason=outcome.reason or None)
+            timeline.job_trace_now().keep = outcome.status != "duplicate_job"  # the first delivery's part stands
             return outcome
     except ExtractionBusy:
         _count("ExtractBusy")

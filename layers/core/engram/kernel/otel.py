@@ -24,7 +24,10 @@ from engram.kernel import trace as t
 from engram.kernel.settings import Settings
 
 ADOT_ENDPOINT = "http://localhost:4318"  # the ADOT collector extension's OTLP/HTTP receiver
-_FLUSH_MS = 3000
+# The flush waits at most this long at the end of an invocation (a collector that does not answer
+# costs a turn this much, never more); the exporter gives up on a request after _EXPORT_TIMEOUT_S.
+_FLUSH_MS = 1000
+_EXPORT_TIMEOUT_S = 2.0
 
 
 class ReplayIds(IdGenerator):
@@ -95,7 +98,9 @@ def _exporting(endpoint: str) -> tuple[TracerProvider, ReplayIds]:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
     tracer_provider, ids = provider()
-    tracer_provider.add_span_processor(BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces")))
+    tracer_provider.add_span_processor(
+        BatchSpanProcessor(OTLPSpanExporter(endpoint=endpoint.rstrip("/") + "/v1/traces", timeout=_EXPORT_TIMEOUT_S))
+    )
     return tracer_provider, ids
 
 

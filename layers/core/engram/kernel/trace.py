@@ -130,6 +130,7 @@ class Trace:
         self.mono_start = time.monotonic()
         self.spans: list[Span] = []
         self.root_id = root_id or root_span_id(run_id)
+        self.keep = True  # a job that turns out to be a redelivery of a done one keeps nothing
         self._lock = threading.Lock()
 
     # --- recording -----------------------------------------------------------------------------

@@ -29,13 +29,16 @@ def get_run(deps: Stores, tenant: str, run_id: str) -> Run:
 
 def get_trace(deps: Stores, tenant: str, run_id: str) -> dict[str, object]:
     """GET /api/runs/{runId}/trace: the run's timeline (OB1), the turn's spans and those of the
-    jobs it caused, on one time axis (engram.kernel.trace). A run recorded before timelines, or
-    whose turn never started, has none: 404 trace_not_found."""
+    jobs it caused, on one time axis (engram.kernel.trace). A run still queued or running (its
+    timeline is written when it ends), recorded before timelines, or whose turn never started has
+    none: 404 trace_not_found."""
     run = get_run(deps, tenant, check_id("runId", run_id))
     found = merge(deps.runs.traces.parts(tenant, run.agent_id, run.id))
     if not found:
         raise NotFound(
-            "this run has no timeline (it was recorded before timelines, or never started)", field="runId", code="trace_not_found"
+            "this run has no timeline: it is written when the run ends (or the run is older than timelines)",
+            field="runId",
+            code="trace_not_found",
         )
     return {**found, "agentId": run.agent_id, "sessionId": run.session_id, "kind": run.kind, "status": run.status}
 
