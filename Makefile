@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.extraction
 	$(BIN)/python -m bench.hostile_tools
 	$(BIN)/python -m bench.tracing
+	$(BIN)/python -m bench.limits
 	$(BIN)/python -m bench.runs
 	$(BIN)/python -m bench.local_scale
 	$(BIN)/python -m bench.user_size

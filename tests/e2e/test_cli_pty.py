@@ -90,7 +90,7 @@ def test_quit_a_session_of_its_own_the_other_lists_and_the_environment_over_the_
     code, shown = run(["memories", "--workspace", "Team"], env)
     assert code == 0 and "PostgreSQL 16" in shown
     code, shown = run(["usage", "--agent", "Ada"], env)
-    assert code == 0 and " notes " in shown and "Total: " in shown
+    assert code == 0 and " notes " in shown and "Total: " in shown and "BY KIND" in shown and "Spent today $" in shown
     code, shown = run(["agents"], {**env, "ENGRAM_API_KEY": "egk_" + "A" * 43})
     assert code == 1 and "401" in shown
 

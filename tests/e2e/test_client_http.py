@@ -160,9 +160,12 @@ def test_every_operation_through_the_client(stack_url, sample):
     # usage
     usage = engram.list_usage(agent_id=agent["id"])
     assert usage["items"] and usage["totals"]["inputTokens"] == sum(u["inputTokens"] for u in usage["items"])
+    assert usage["breakdown"]["totals"]["inputTokens"] >= usage["totals"]["inputTokens"]  # the jobs' rows too
 
     # API keys: made with the sign-in token, then used as the bearer
-    assert engram.update_me("Caroline") == {"name": "Caroline"} and engram.get_me() == {"name": "Caroline"}
+    assert engram.update_me("Caroline") == {"name": "Caroline", "limits": {}} and engram.get_me()["name"] == "Caroline"
+    assert engram.update_me(limits={"monthlyCostUsd": 100}) == {"name": "Caroline", "limits": {"monthlyCostUsd": 100}}
+    assert engram.usage_breakdown(agent_id=agent["id"])["spending"]["limits"] == {}
     key = engram.create_api_key(name="laptop", scopes=["read"])
     assert key["key"].startswith("egk_") and [k["id"] for k in engram.list_api_keys()["items"]] == [key["id"]]
     with Client(stack_url, key["key"], transport=recorder) as by_key:

@@ -190,7 +190,26 @@ def _connection_route(patch: bool) -> Route:
     return prepare, stored
 
 
+def _limits_route(route: str) -> Route:
+    """An agent's spending limits (created, or patched) and the person's (PATCH /api/me)."""
+
+    def prepare(stack: Any) -> tuple[str, dict[str, Any]]:
+        if route == "POST /api/agents":
+            return "/api/agents", {"name": "A"}
+        return ("/api/me" if route == "PATCH /api/me" else f"/api/agents/{stack.agent()['id']}"), {}
+
+    def stored(stack: Any, reply: Any, path: str) -> Any:
+        limits = stack.call("GET", path if route != "POST /api/agents" else f"/api/agents/{reply.data['id']}").data["limits"]
+        (value,) = limits.values()
+        return value
+
+    return prepare, stored
+
+
 ROUTES: dict[tuple[str, str], Route] = {
+    ("POST", "/api/agents"): _limits_route("POST /api/agents"),
+    ("PATCH", "/api/agents/{agentId}"): _limits_route("PATCH /api/agents/{agentId}"),
+    ("PATCH", "/api/me"): _limits_route("PATCH /api/me"),
     ("POST", "/api/connections"): _connection_route(patch=False),
     ("PATCH", "/api/connections/{connectionId}"): _connection_route(patch=True),
     ("POST", "/api/agents/{agentId}/memories"): _memory_route("agents", patch=False),

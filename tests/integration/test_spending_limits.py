@@ -16,6 +16,7 @@ import httpx2
 import pytest
 
 from engram.engine.providers.anthropic_provider import AnthropicProvider
+from tests.fakes.claude import sse
 from tests.faults import LOST, LOST_FOR_GOOD, REFUSED, Faults
 from tests.integration.test_turns_anthropic import _message  # Sonnet 4.6 with the figures above
 
@@ -43,10 +44,10 @@ class Model:
         )
 
     def __call__(self, request: httpx2.Request) -> httpx2.Response:
-        json.loads(request.content)
+        streamed = json.loads(request.content).get("stream")  # a watched turn streams (ST2)
         answer = self.answers[min(self.requests, len(self.answers) - 1)]
         self.requests += 1
-        return httpx2.Response(200, json=answer)
+        return sse(answer) if streamed else httpx2.Response(200, json=answer)
 
 
 def _usage(stack: Any, user: str = "alice", **query: str) -> dict[str, Any]:
@@ -305,8 +306,9 @@ def test_another_users_usage_is_invisible(stack):
     assert stack.say(agent["id"], "hi").status == 200
     bob = _usage(stack, "bob")
     assert bob["items"] == [] and bob["breakdown"]["totals"]["costUsd"] == 0 and bob["breakdown"]["agents"] == []
-    r = stack.call("GET", "/api/usage", user="bob", query={"agentId": agent["id"]})
-    assert r.status == 404 and r.error["field"] == "agentId"
+    r = stack.call("GET", "/api/usage", user="bob", query={"agentId": agent["id"]})  # every key is bob's: nothing
+    assert r.status == 200 and r.data["items"] == [] and r.data["breakdown"]["totals"]["costUsd"] == 0
+    assert r.data["breakdown"]["spending"]["limits"] == {} and r.data["breakdown"]["spending"]["todayUsd"] == 0
 
 
 def test_the_totals_go_with_the_account_and_stay_with_a_deleted_agents_rows(stack):
@@ -317,6 +319,8 @@ def test_the_totals_go_with_the_account_and_stay_with_a_deleted_agents_rows(stac
     usage = _usage(stack)  # the rows stay (billing history), and so do the totals
     assert [row["costUsd"] for row in usage["items"]] == [CALL_USD] and usage["breakdown"]["totals"]["costUsd"] == CALL_USD
     assert usage["breakdown"]["agents"][0]["agentId"] == agent["id"]
+    mine = _usage(stack, agentId=agent["id"])  # still listed by the deleted agent's id
+    assert len(mine["items"]) == 1 and mine["breakdown"]["totals"]["costUsd"] == CALL_USD
     assert stack.call("DELETE", "/api/me").status == 200
     after = _usage(stack)
     assert after["items"] == [] and after["breakdown"]["totals"]["costUsd"] == 0
@@ -355,3 +359,56 @@ def test_a_summary_or_extraction_row_recorded_twice_counts_once(stack):
     breakdown = _usage(stack)["breakdown"]
     assert breakdown["totals"]["costUsd"] == 0.5 and breakdown["kinds"][0]["kind"] == "summary"
     assert [r["costUsd"] for r in _all_rows(stack)] == [0.5]
+
+
+@pytest.mark.parametrize("fault", [LOST, REFUSED])
+def test_totals_stay_the_sum_of_the_rows_when_the_jobs_writes_meet_a_fault(any_stack, faults: Faults, fault):
+    agent = any_stack.agent(agentMemory=True)  # the offline model: tokens, no cost
+    assert any_stack.say(agent["id"], "I prefer tea. Our deploy day is Tuesday.").status == 200
+    faults.add("dynamodb", "TransactWriteItems", fault, times=2)  # the extraction's writes (and a retry's)
+    _drain_extractions(any_stack)
+    assert ("dynamodb", "TransactWriteItems", fault) in faults.injected
+    faults.clear()
+    _drain_extractions(any_stack)  # a refused job is delivered again
+    assert any(row["id"].rsplit("-", 1)[-1].startswith("x") for row in _all_rows(any_stack))
+    assert_breakdown_is_the_sum_of_the_rows(any_stack)
+
+
+def test_a_socket_turn_over_its_limit_ends_in_turn_failed_naming_the_limit(stack):
+    from tests.integration.test_stream_api import Socket
+
+    model = Model(stack, _tool_use(), _message([{"type": "text", "text": "Done."}]))
+    agent = stack.agent(model=MODEL, limits={"dailyCostUsd": 0.01})
+    socket = Socket(stack)
+    queued = socket.turn(agent["id"], "what time is it?")
+    stack.drain_turns()
+    events = socket.of_run(queued["runId"])
+    assert [e["type"] for e in events][-1] == "turn.failed" and model.requests == 1
+    error = events[-1]["error"]
+    assert error["code"] == "limit_exceeded" and error["field"] == "limits.dailyCostUsd"
+    assert error["limit"]["name"] == "dailyCostUsd" and error["limit"]["spentUsd"] == CALL_USD
+    assert stack.call("GET", f"/api/runs/{queued['runId']}").data["error"]["code"] == "limit_exceeded"
+
+
+def test_a_heartbeat_that_reaches_its_limit_mid_run_stops_and_records_its_spending(stack):
+    model = Model(stack, _tool_use(), _message([{"type": "text", "text": "Done."}]))
+    agent = stack.agent(model=MODEL, schedule="rate(1 hour)", defaultPrompt="What time is it?", limits={"dailyCostUsd": 0.01})
+
+    out = stack.fire(agent["id"])
+
+    run = stack.call("GET", f"/api/runs/{out['runId']}").data
+    assert run["kind"] == "heartbeat" and run["status"] == "failed" and model.requests == 1
+    assert run["error"]["code"] == "limit_exceeded" and "skipped" not in run["error"]  # it started, then stopped
+    assert run["usage"]["costUsd"] == CALL_USD and [c["name"] for c in run["toolCalls"]] == ["get_current_time"]
+    assert _usage(stack)["breakdown"]["kinds"] == [
+        {
+            "kind": "heartbeat",
+            "costUsd": CALL_USD,
+            "inputTokens": 1000,
+            "outputTokens": 100,
+            "cacheReadTokens": 2000,
+            "cacheWriteTokens": 500,
+            "cacheSavingsUsd": run["usage"]["cacheSavingsUsd"],
+            "toolCalls": 1,
+        }
+    ]

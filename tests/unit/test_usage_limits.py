@@ -68,7 +68,12 @@ def test_limit_exceeded_speaks_the_one_error_language():
         "field": "limits.dailyCostUsd",
         "limit": err.context["limit"],
     }
-    assert error_of(err) == {"code": "limit_exceeded", "message": "reached", "limit": err.context["limit"]}
+    assert error_of(err) == {
+        "code": "limit_exceeded",
+        "message": "reached",
+        "field": "limits.dailyCostUsd",
+        "limit": err.context["limit"],
+    }
 
 
 def _row(model: str = "claude-sonnet-4-6", at: str = "2026-12-31T23:59:59.000Z", **usage: int) -> UsageRow:
@@ -106,3 +111,20 @@ def test_cache_savings_count_reads_saved_and_write_premiums():
         == -3.0
     )
     assert cache_savings_usd("unknown-model", cache_read_tokens=5, cache_write_tokens=5) == 0.0
+
+
+def _emf_lines(out: str) -> list[dict[str, object]]:
+    import json
+
+    return [json.loads(line) for line in out.splitlines() if '"_aws"' in line]
+
+
+@pytest.mark.parametrize("per_agent", [False, True])
+def test_usage_metrics_are_per_kind_always_and_per_agent_when_turned_on(monkeypatch, capsys, per_agent):
+    monkeypatch.setenv("POWERTOOLS_METRICS_DISABLED", "false")
+    usage = priced_usage("claude-sonnet-4-6", input_tokens=1000, output_tokens=100)
+    totals.emit_metrics("heartbeat", "ag_1", usage, per_agent=per_agent)
+    lines = _emf_lines(capsys.readouterr().out)
+    cost = [line for line in lines if "UsageCostUsd" in line]
+    assert {line["Kind"] for line in cost} == {"heartbeat"} and all(line["UsageCostUsd"] in (0.0045, [0.0045]) for line in cost)
+    assert [line.get("AgentId") for line in cost] == ([None, "ag_1"] if per_agent else [None])

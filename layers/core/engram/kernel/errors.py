@@ -267,7 +267,8 @@ class LimitExceeded(EngramError):
 
     def __init__(self, message: str, *, limit: Mapping[str, object]):
         super().__init__(message, field=f"limits.{limit['name']}")
-        self.context = {"limit": dict(limit)}
+        # the field too: a failed turn (TurnFailed) carries the context, not the field
+        self.context = {"field": self.field, "limit": dict(limit)}
 
 
 class StorageUnavailable(EngramError):

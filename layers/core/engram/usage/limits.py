@@ -30,7 +30,7 @@ class Spend:
 
 
 def _money(value: float) -> str:
-    return f"${value:,.4f}".rstrip("0").rstrip(".")
+    return f"${value:,.6f}".rstrip("0").rstrip(".")
 
 
 class SpendGuard:

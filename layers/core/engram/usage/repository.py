@@ -8,6 +8,7 @@ from datetime import date
 from typing import Any
 
 from engram.aws import keys
+from engram.aws.items import serialize
 from engram.aws.table import ConditionFailed, IdempotencyMismatch, Table
 from engram.usage import totals
 from engram.usage.limits import Spend
@@ -34,10 +35,18 @@ class UsageRepository:
     def totals_ops(self, tenant: str, rows: Sequence[UsageRow], *, kind: str, tool_calls: int = 0) -> list[dict[str, object]]:
         """The ADD updates of the totals `rows` add to, for the transaction that writes them: a
         transaction that applies once (a condition on the run or the job guards it) counts once."""
-        ops = []
+        ops: list[dict[str, object]] = []
+        built: dict[int, dict[str, object]] = {}  # a day's and its month's items add the same delta
         for pk, sk, delta in totals.updates(tenant, rows, kind=kind, tool_calls=tool_calls):
+            if id(delta) in built:  # serialised once (most of the cost): only the key differs
+                ops.append({"Update": {**built[id(delta)], "Key": serialize({"PK": pk, "SK": sk})}})
+                continue
             expression, names, values = totals.add_expression(delta)
-            ops.append(self.table.update_op(pk, sk, expression, names=names, values=values))
+            op = self.table.update_op(pk, sk, expression, names=names, values=values)
+            inner = op["Update"]
+            assert isinstance(inner, dict)
+            built[id(delta)] = inner
+            ops.append(op)
         return ops
 
     def record(self, tenant: str, row: UsageRow, *, kind: str) -> bool:

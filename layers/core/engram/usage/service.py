@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import date, timedelta
 
-from engram.kernel.errors import BadRequest, NotFound
+from engram.kernel.errors import BadRequest
 from engram.kernel.ids import check_id
 from engram.kernel.model import page
 from engram.usage import totals as t
@@ -89,14 +89,14 @@ def breakdown(deps: Stores, tenant: str, first: date, last: date, *, agent_id: s
 
 def spending(deps: Stores, tenant: str, agent_id: str | None) -> dict[str, object]:
     """What is spent today and this month (UTC) against the limits that apply: the agent's when
-    `agent_id` is given (404 when it is not the caller's), else the person's."""
+    `agent_id` is given, else the person's. A deleted agent's usage stays (billing history), so
+    an agent id the caller has not (or no longer) is no error: no limits, its totals as kept (an
+    id of another person's agent finds nothing, every key being the caller's)."""
     day = t.today()
     if agent_id is not None:
         agent = deps.agents.get(tenant, agent_id)
-        if agent is None:
-            raise NotFound("agent not found", field="agentId")
         spend = deps.usage.spend(tenant, agent_id, day)
-        limits, spent_day, spent_month = agent.limits, spend.agent_day, spend.agent_month
+        limits, spent_day, spent_month = agent.limits if agent else None, spend.agent_day, spend.agent_month
     else:
         limits, spent_day, spent_month = deps.usage.limits(tenant), *_person_spent(deps, tenant, day)
     return {
