@@ -41,6 +41,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.authorizer
 	$(BIN)/python -m bench.mcp_server
 	$(BIN)/python -m bench.streaming
+	$(BIN)/python -m bench.approvals
 	$(BIN)/python -m bench.cli
 	$(BIN)/python -m bench.facts
 	$(BIN)/python -m bench.secrets

@@ -147,14 +147,14 @@ def main() -> int:
     print(
         f"resume of a finished turn (replayed, then resumed): median {statistics.median(resumes):.1f} ms, max {max(resumes):.1f} ms"
     )
-    print(
-        "load average (1, 5, 15 min) before "
-        + ", ".join(f"{x:.2f}" for x in load_before)
-        + "; after "
-        + ", ".join(f"{x:.2f}" for x in load_after)
-        + f" on {os.cpu_count()} cores"
-    )
+    print(load_line(load_before, load_after))
     return 0
+
+
+def load_line(before: tuple[float, float, float], after: tuple[float, float, float]) -> str:
+    """The machine's load around a measurement (it is shared: read the figures with it)."""
+    shown = [", ".join(f"{x:.2f}" for x in load) for load in (before, after)]
+    return f"load average (1, 5, 15 min) before {shown[0]}; after {shown[1]} on {os.cpu_count()} cores"
 
 
 if __name__ == "__main__":

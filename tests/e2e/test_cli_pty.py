@@ -114,3 +114,42 @@ def test_help_lists_the_commands(person_env):
     assert code == 0
     for command in ("login", "agents", "chat", "facts", "memories", "runs", "usage"):
         assert command in shown
+
+
+def test_chat_asks_before_a_held_tool_and_approvals_lists_and_decides(live, person_env):
+    url = live.url.rstrip("/")
+    user = f"dev-cli-{uuid.uuid4().hex[:8]}"
+    with Client(url, user) as engram:
+        engram.create_agent(name="Keeper", requireApproval=["remember"])
+    env = {**person_env, "ENGRAM_URL": url, "ENGRAM_API_KEY": user}
+    chat = Terminal(engram_command() + ["chat", "Keeper"], env)
+    chat.expect("you> ")
+    chat.type("remember that I only drink green tea\n")
+    asked = chat.expect("Approve this call? [y/N] ")
+    assert "[approval] remember" in asked and "green tea" in asked
+    chat.type("n\n")
+    chat.expect("Why not (a note for the agent, optional)? ")
+    chat.type("not today\n")
+    denied = chat.expect("you> ")
+    assert "[approval] remember denied by" in denied and "[tool] remember failed" in denied
+    chat.type("remember that I like jazz\n")
+    chat.expect("Approve this call? [y/N] ")
+    chat.type("y\n")
+    approved = chat.expect("you> ")
+    assert "[approval] remember approved by" in approved and "[tool] remember done" in approved
+    chat.type("\x04")
+    assert chat.wait() == 0
+
+    code, waiting = run(["approvals"], env)
+    assert code == 0 and "Nothing waits for your approval." in waiting
+    with Client(url, user) as engram:  # a turn sent elsewhere waits; the command line decides it
+        agent_id = next(a["id"] for a in engram.iter_agents() if a["name"] == "Keeper")
+        engram.create_session(agent_id, id="side")
+        paused = engram.send_message(agent_id, "side", "remember that I collect stamps")
+        tool_use = paused["pendingApprovals"][0]["toolUseId"]
+    code, waiting = run(["approvals"], env)
+    assert code == 0 and paused["runId"] in waiting and "remember" in waiting and "stamps" in waiting
+    code, said = run(["approvals", "deny", paused["runId"], tool_use, "--note", "no hobbies"], env)
+    assert code == 0 and f"Denied {tool_use} of {paused['runId']}; the run resumes now." in said
+    code, again = run(["approvals", "deny", paused["runId"], tool_use], env)
+    assert code != 0 and ("already_decided" in again or "decided already" in again)

@@ -6,6 +6,7 @@ their status, an API key made and used, and a streamed turn whose deltas are the
 from __future__ import annotations
 
 import re
+import time
 import uuid
 
 import httpx2
@@ -155,6 +156,19 @@ def test_every_operation_through_the_client(stack_url, sample):
     assert whole["name"] == "mcp__market__lookup_price" and whole["complete"] is True
     timeline = engram.get_run_trace(priced["runId"])  # OB1: the run's spans, the tool call among them
     assert [s["name"] for s in timeline["spans"] if s["kind"] == "tool"] == ["execute_tool mcp__market__lookup_price"]
+    # A tool that waits for approval (TL10): the turn pauses, the owner approves, it resumes.
+    engram.update_agent(agent["id"], tools=[{"connectionId": conn["id"], "requireApproval": ["lookup_price"]}])
+    paused = engram.send_message(agent["id"], "dashboard", "use lookup_price for ETH")
+    assert paused.get("status") == "awaiting_approval"
+    (held,) = [p for r in engram.iter_waiting(agent_id=agent["id"]) for p in r["pendingApprovals"]]
+    assert engram.decide_approval(paused["runId"], held["toolUseId"], "approve")["pendingApprovals"][0]["decision"] == "approve"
+    resumed = engram.get_run(paused["runId"])
+    for _ in range(300):  # the chat worker takes the resume job
+        if resumed["status"] not in ("awaiting_approval", "running"):
+            break
+        time.sleep(0.1)
+        resumed = engram.get_run(paused["runId"])
+    assert resumed["status"] == "succeeded" and resumed["toolCalls"][-1]["decision"] == "approve"
     assert engram.delete_connection(conn["id"])["agentsChanged"] == 1
 
     # usage

@@ -90,6 +90,8 @@ def test_a_held_call_pauses_the_turn_and_an_approval_resumes_it(stack, servers):
     )
     assert queued.status == 409 and queued.error["code"] == "approval_pending"
 
+    spent = stack.call("GET", "/api/usage", query={"agentId": agent["id"]}).data["items"]
+    assert {u["runId"] for u in spent} == {run_id} and sum(u["inputTokens"] for u in spent) == run["usage"]["inputTokens"] > 0
     decided = decide(stack, run_id, held["toolUseId"], "approve", note="fine")
     assert decided.status == 200, decided.body
     assert decided.data["pendingApprovals"][0]["decision"] == "approve"
@@ -114,11 +116,21 @@ def test_a_held_call_pauses_the_turn_and_an_approval_resumes_it(stack, servers):
     again = stack.say(agent["id"], "hello again")
     assert again.status == 200, again.body
     assert stack.call("GET", "/api/runs", query={"status": "awaiting_approval"}).data["items"] == []
-    usage = stack.call("GET", "/api/usage").data
-    assert usage  # the usage view answers with the run's rows counted (no duplicate rows by id)
+    rows = [u for u in stack.call("GET", "/api/usage", query={"agentId": agent["id"]}).data["items"] if u["runId"] == run_id]
+    # Each spend is recorded once, when it happened: the pause's rows, then the resumed part's.
+    assert {u["id"] for u in spent} < {u["id"] for u in rows} and len(rows) == 2 * len(spent)
+    assert sum(u["inputTokens"] for u in rows) == run["usage"]["inputTokens"] > sum(u["inputTokens"] for u in spent)
+    assert sum(u["costUsd"] for u in rows) == pytest.approx(run["usage"]["costUsd"])
 
 
-def test_a_denied_call_gets_an_error_result_with_the_note_and_the_turn_answers(stack, servers):
+@pytest.fixture(params=["fake", "moto"])
+def any_stack(request: pytest.FixtureRequest) -> Any:
+    """The in-memory fakes and moto: the decision's list-index update and its conditions on both."""
+    return request.getfixturevalue("stack" if request.param == "fake" else "moto_stack")
+
+
+def test_a_denied_call_gets_an_error_result_with_the_note_and_the_turn_answers(any_stack, servers):
+    stack = any_stack
     agent = held_agent(stack, servers, rule=True)
     r = stack.say(agent["id"], "use lookup_price for ETH")
     assert r.status == 202, r.body
@@ -318,3 +330,77 @@ def test_faults_while_resuming_lose_no_decision_and_run_the_tool_once(stack, ser
 
     assert process_resume_job(stack.deps, ResumeJob(tenant=tenant_key("alice"), run_id=run_id)) == "ignored"
     assert "awaitingRunId" not in session_row(stack, agent["id"]) and stack.say(agent["id"], "hi").status == 200
+
+
+def test_a_paused_turn_is_announced_on_the_approvals_topic_without_its_input(moto_stack, servers):
+    import boto3
+
+    sns, sqs = boto3.client("sns"), boto3.client("sqs")
+    topic = sns.create_topic(Name="engram-approvals")["TopicArn"]
+    inbox = sqs.create_queue(QueueName="approvals-inbox")["QueueUrl"]
+    inbox_arn = sqs.get_queue_attributes(QueueUrl=inbox, AttributeNames=["QueueArn"])["Attributes"]["QueueArn"]
+    sns.subscribe(TopicArn=topic, Protocol="sqs", Endpoint=inbox_arn)  # an e-mail subscription's stand-in
+    moto_stack.deps.settings = moto_stack.deps.settings.model_copy(update={"approval_topic_arn": topic})
+    agent = held_agent(moto_stack, servers)
+    r = moto_stack.say(agent["id"], "use lookup_price for BTC")
+    assert r.status == 202, r.body
+    (message,) = sqs.receive_message(QueueUrl=inbox, MaxNumberOfMessages=10)["Messages"]
+    envelope = json.loads(message["Body"])
+    body = json.loads(envelope["Message"])
+    assert body["runId"] == r.data["runId"] and body["agentId"] == agent["id"] and body["agentName"] == "Ada"
+    assert body["tools"] == ["mcp__market__lookup_price"] and "waits for your approval" in envelope["Subject"]
+    assert "BTC" not in message["Body"]  # the call's input stays out of the notice
+
+
+def test_two_held_calls_resume_only_when_both_are_decided(stack, servers):
+    agent = held_agent(stack, servers, rule=True)
+    r = stack.say(agent["id"], "use lookup_price for ETH and use search_tickets with login")
+    assert r.status == 202 and r.data["toolCalls"] == []
+    first, second = r.data["pendingApprovals"]
+    assert decide(stack, r.data["runId"], first["toolUseId"], "approve").status == 200
+    stack.drain_turns()
+    waiting = stack.call("GET", f"/api/runs/{r.data['runId']}").data
+    assert waiting["status"] == "awaiting_approval"  # one still undecided: nothing resumed
+    assert stack.say(agent["id"], "hello").error["code"] == "approval_pending"
+    assert decide(stack, r.data["runId"], second["toolUseId"], "deny").status == 200
+    stack.drain_turns()
+    run = stack.call("GET", f"/api/runs/{r.data['runId']}").data
+    assert run["status"] == "succeeded"
+    by_name = {c["name"]: c for c in run["toolCalls"]}
+    assert "3412.75" in by_name["mcp__market__lookup_price"]["result"]
+    assert by_name["mcp__market__search_tickets"]["isError"] is True
+    assert [p["decision"] for p in run["pendingApprovals"]] == ["approve", "deny"]
+    assert_pairs_intact(session_of(stack, agent["id"])["messages"])
+
+
+def test_a_council_member_cannot_wait_its_held_call_fails_it_and_the_lead_goes_on(stack, servers):
+    member = held_agent(stack, servers)
+    lead = stack.agent(name="Lead", team=[member["id"]])
+    run = stack.run_now(lead["id"], prompt="use lookup_price for BTC. Then decide.")
+    assert run["status"] == "succeeded", run
+    members = stack.call("GET", "/api/runs", query={"councilRunId": run["id"]}).data["items"]
+    (failed,) = members
+    assert failed["status"] == "failed" and failed["error"]["code"] == "approval_not_possible"
+    assert "lookup_price" in failed["error"]["message"] and failed["toolCalls"] == []  # the call was not made
+    assert stack.call("GET", "/api/runs", query={"status": "awaiting_approval"}).data["items"] == []
+
+
+def test_a_heartbeat_on_the_shared_session_pauses_it_and_resumes_into_it(stack, servers):
+    agent = held_agent(stack, servers, activeMemory=True, defaultPrompt="use lookup_price for SOL", schedule="rate(1 hour)")
+    fired = stack.fire(agent["id"])
+    assert fired["status"] == "awaiting_approval", fired
+    run = stack.call("GET", f"/api/runs/{fired['runId']}").data
+    assert run["sessionId"] == "dashboard" and session_row(stack, agent["id"])["awaitingRunId"] == run["id"]
+    assert stack.say(agent["id"], "hello").error["code"] == "approval_pending"  # the chat waits with it
+    reset = stack.call("POST", f"/api/agents/{agent['id']}/active-memory/reset")
+    assert reset.status == 409 and reset.error["code"] == "approval_pending"
+    assert decide(stack, run["id"], run["pendingApprovals"][0]["toolUseId"], "approve").status == 200
+    stack.drain_runs()
+    done = stack.call("GET", f"/api/runs/{run['id']}").data
+    assert done["status"] == "succeeded" and "182.3" in done["toolCalls"][0]["result"]
+    messages = session_of(stack, agent["id"])["messages"]
+    assert messages[0]["meta"]["runId"] == run["id"] and messages[0]["meta"]["kind"] == "heartbeat"
+    assert_pairs_intact(messages)
+    panel = stack.call("GET", f"/api/agents/{agent['id']}/active-memory").data
+    assert panel["runsSinceReset"] == 1  # the shared session counted the run once, when it committed
+    assert stack.say(agent["id"], "hello").status == 200

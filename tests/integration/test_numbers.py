@@ -206,9 +206,36 @@ def _limits_route(route: str) -> Route:
     return prepare, stored
 
 
+def _agent_route(patch: bool) -> Route:
+    """An agent's approvalTimeoutS (TL10)."""
+
+    def prepare(stack: Any) -> tuple[str, Any]:
+        stack.deps.settings = stack.deps.settings.model_copy(update={"max_agents": 1_000})
+        if not patch:
+            return "/api/agents", {"name": "A"}
+        return f"/api/agents/{stack.agent()['id']}", {}
+
+    def stored(stack: Any, reply: Any, path: str) -> Any:
+        return reply.data["approvalTimeoutS"]
+
+    return prepare, stored
+
+
+def _agent_numbers_route(patch: bool) -> Route:
+    """An agent's number fields: its limits (TL10, read back from its limits) and its
+    approvalTimeoutS (TL10, read back from the reply): both branches' routes, one per route key."""
+    prepare, approval_stored = _agent_route(patch)
+    limits_stored = _limits_route("PATCH /api/agents/{agentId}" if patch else "POST /api/agents")[1]
+
+    def stored(stack: Any, reply: Any, path: str) -> Any:
+        return limits_stored(stack, reply, path) if reply.data.get("limits") else approval_stored(stack, reply, path)
+
+    return prepare, stored
+
+
 ROUTES: dict[tuple[str, str], Route] = {
-    ("POST", "/api/agents"): _limits_route("POST /api/agents"),
-    ("PATCH", "/api/agents/{agentId}"): _limits_route("PATCH /api/agents/{agentId}"),
+    ("POST", "/api/agents"): _agent_numbers_route(patch=False),
+    ("PATCH", "/api/agents/{agentId}"): _agent_numbers_route(patch=True),
     ("PATCH", "/api/me"): _limits_route("PATCH /api/me"),
     ("POST", "/api/connections"): _connection_route(patch=False),
     ("PATCH", "/api/connections/{connectionId}"): _connection_route(patch=True),

@@ -153,7 +153,18 @@ def test_heartbeat_function_policy_matches_the_chat_functions_for_state_and_mode
         "GivenAnthropicKey": "UseGivenAnthropicSecret",
         "Bedrock": "UseBedrock",
         "DeleteUnusedOAuthClients": "CreateUserPool",  # the sweeper's RFC 7591 clean-up (MX4)
+        "NotifyApprovals": "NotifyByEmail",  # a paused run's notice (TL10)
     }
+    assert (
+        heartbeat["NotifyApprovals"]
+        == chat["NotifyApprovals"]
+        == {
+            "Sid": "NotifyApprovals",
+            "Effect": "Allow",
+            "Action": "sns:Publish",
+            "Resource": {"Ref": "ApprovalTopic"},
+        }
+    )
 
 
 def test_outputs_name_the_run_queue_and_the_schedule_group():

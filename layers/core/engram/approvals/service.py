@@ -75,7 +75,9 @@ def send_resume(deps: Stores, tenant: str, run: Run) -> bool:
     job = ResumeJob(tenant=tenant, run_id=run.id).body()
     try:
         if run.kind == "chat" and run.session_id:
-            deps.queues.enqueue_turn(job, group=f"{tenant}#{run.agent_id}#{run.session_id}", dedup_id=f"{run.id}-resume")
+            # One per pause (a resumed turn may pause again within SQS's 5-minute deduplication window).
+            dedup = f"{run.id}-resume-{len(run.pending_approvals)}"
+            deps.queues.enqueue_turn(job, group=f"{tenant}#{run.agent_id}#{run.session_id}", dedup_id=dedup)
         else:
             deps.queues.enqueue_run(job)
     except Exception:

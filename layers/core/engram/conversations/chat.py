@@ -16,6 +16,7 @@ from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
 from engram.recall.policy import TOKEN_NAME, ArchivePolicy
 from engram.runs.models import Run
+from engram.runs.notice import ApprovalNotice
 from engram.runs.service import unqueued
 from engram.wiring.model import ModelDeps
 
@@ -113,6 +114,7 @@ def turn_policies(deps: ModelDeps) -> list[TurnPolicy]:
         CardPolicy(deps),
         ArchivePolicy(deps.archive, deps.profiles),
         ExtractionPolicy(deps.queues),
+        ApprovalNotice(deps.settings.approval_topic_arn),  # TL10: a paused turn tells its owner
     ]
 
 

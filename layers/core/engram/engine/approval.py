@@ -55,7 +55,8 @@ def paused_run(run: Run, loop: LoopResult, *, message: str, seq: int, plan: Turn
     PayloadTooLarge when the turn so far is too large to keep."""
     now = datetime.now(UTC)
     expires = _stamp(now + timedelta(seconds=timeout_s))
-    pending = [
+    # A resumed turn that pauses again keeps the requests decided before (the run's audit).
+    pending = [*plan.approvals] + [
         {
             "toolUseId": use["id"],
             "name": use["name"],
@@ -65,7 +66,7 @@ def paused_run(run: Run, loop: LoopResult, *, message: str, seq: int, plan: Turn
         }
         for use in loop.pending
     ]
-    calls = audited(loop.tool_calls, [])
+    calls = audited(loop.tool_calls, plan.approvals)
     paused = PausedTurn(
         message=message,
         new_messages=loop.new_messages,
@@ -107,7 +108,7 @@ def pause(runs: Runs, tenant: str, run: Run, loop: LoopResult, plan: TurnPlan, c
     runs.finish_turn(tenant, run=waiting, usage_rows=usage_rows(waiting, loop), session_changes=None, paused=True)
     metrics.add_metric(name="TurnPaused", unit=MetricUnit.Count, value=1)
     if events is not None:
-        events.approval_requested(waiting.pending_approvals)
+        events.approval_requested([p for p in waiting.pending_approvals if "decision" not in p])
     return waiting
 
 
@@ -169,6 +170,7 @@ def resumed(
     out.tool_calls = list(paused.tool_calls)
     out.reply = paused.reply
     out.usage_by_model = {model: Usage.model_validate(u) for model, u in paused.usage_by_model.items()}
+    out.spent_before, out.segment = dict(out.usage_by_model), len(plan.approvals)  # recorded at the pause
     by_id = {str(a["toolUseId"]): a for a in plan.approvals}
     if events is not None:
         events.seq = max(events.seq, paused.seq)  # the run's events go on where they paused

@@ -34,6 +34,9 @@ class LoopResult:
     # other uses (run as usual); the turn pauses (engine.approval).
     pending: list[dict[str, Any]] = field(default_factory=list)
     obtained: list[dict[str, Any]] = field(default_factory=list)
+    # A resumed turn: the usage recorded at its pause, and its part's number (its usage rows' ids).
+    spent_before: dict[str, Usage] = field(default_factory=dict)
+    segment: int = 0
 
     @property
     def usage(self) -> Usage:

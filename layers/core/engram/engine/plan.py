@@ -18,7 +18,7 @@ from engram.engine.tools import ToolContext
 from engram.kernel.observability import MetricUnit, metrics
 from engram.kernel.state import TurnState
 from engram.runs.models import Run
-from engram.usage.models import UsageRow
+from engram.usage.models import Usage, UsageRow
 from engram.usage.totals import emit_metrics
 
 
@@ -155,19 +155,19 @@ def public_tool_call(call: Mapping[str, object]) -> dict[str, object]:
 
 
 def usage_rows(run: Run, loop: LoopResult) -> list[UsageRow]:
-    """Usage of a session turn is keyed by its session; a clean-slate turn is its own session."""
-    return [
-        UsageRow(
-            id=f"{run.id}-{i}",
-            created_at=run.updated_at,
-            agent_id=run.agent_id,
-            session_key=run.session_id or run.id,
-            run_id=run.id,
-            model=model,
-            **usage.model_dump(),
-        )
-        for i, (model, usage) in enumerate(sorted(loop.usage_by_model.items()))
-    ]
+    """Usage of a session turn is keyed by its session; a clean-slate turn is its own session. A
+    resumed turn (TL10) records what it spent since its pause (`loop.spent_before` was recorded
+    then), under ids of its own: each spend is one row set, when it happened."""
+    before, part = loop.spent_before, f"-{loop.segment}" if loop.segment else ""
+    rows = []
+    for i, (model, usage) in enumerate(sorted(loop.usage_by_model.items())):
+        earlier = before.get(model)
+        spent = usage if earlier is None else Usage(**{f: getattr(usage, f) - getattr(earlier, f) for f in Usage.model_fields})
+        if earlier is not None and spent == Usage():
+            continue
+        row = UsageRow(id=f"{run.id}{part}-{i}", created_at=run.updated_at, agent_id=run.agent_id, session_key=run.session_id or run.id, run_id=run.id, model=model, **spent.model_dump())  # fmt: skip
+        rows.append(row)
+    return rows
 
 
 def record_metrics(run: Run, loop: LoopResult, started: float | None, *, ok: bool, per_agent: bool = False) -> None:

@@ -26,6 +26,8 @@ class Settings(BaseModel):
     # Heartbeats (issue 5): API-started runs go through the run queue; schedules live in their own
     # group and fire the heartbeat function through a role that may only invoke it.
     run_queue_url: str = Field("", alias="RUN_QUEUE_URL")
+    # TL10: the SNS topic told when a turn waits for its owner's approval ("": none, e.g. locally).
+    approval_topic_arn: str = Field("", alias="APPROVAL_TOPIC_ARN")
     schedule_group: str = Field("engram", alias="SCHEDULE_GROUP")
     scheduler_role_arn: str = Field("", alias="SCHEDULER_ROLE_ARN")
     heartbeat_function_arn: str = Field("", alias="HEARTBEAT_FUNCTION_ARN")

@@ -42,6 +42,7 @@ from engram.run_memory.store import RUN_MEMORY, RUN_MEMORY_GUIDE, RunScratchpad,
 from engram.runs.council import run_council, team_roster
 from engram.runs.expressions import shortest_interval
 from engram.runs.models import Run, RunJob
+from engram.runs.notice import ApprovalNotice
 from engram.runs.service import FALLBACK_PROMPT, queued
 from engram.usage.service import refuse_over_limit
 from engram.wiring.model import ModelDeps
@@ -281,6 +282,7 @@ def _policies(
         CardPolicy(deps, override=card_type, required=card_type is not None),
         ArchivePolicy(deps.archive),
         ExtractionPolicy(deps.queues, chain_id=run.id[-8:] if agent.team else None, chain_messages=chain),
+        ApprovalNotice(deps.settings.approval_topic_arn),  # TL10: a paused run tells its owner
     ]
 
 
