@@ -74,6 +74,7 @@ export function approvalCard(runId, approval, { onDecided = () => {} } = {}) {
 export function decidedLine(event) {
   const { tool } = toolParts(event);
   const word = event.decision === 'approve' ? 'approved' : event.decision === 'deny' ? 'denied' : (event.decision || 'decided');
+  const who = event.decidedBy === 'expired' ? ' (nobody decided in time)' : event.decidedBy ? ` by ${event.decidedBy}` : '';
   return h('div', { class: `approval-decided ${word}`, role: 'status' },
-    h('span', { class: 'tool-name', text: tool }), ` ${word}${event.decidedBy ? ` by ${event.decidedBy}` : ''}${event.note ? `: “${event.note}”` : ''}`);
+    h('span', { class: 'tool-name', text: tool }), ` ${word}${who}${event.decidedAt ? ` ${fmtTime(event.decidedAt)}` : ''}${event.note ? `: “${event.note}”` : ''}`);
 }
