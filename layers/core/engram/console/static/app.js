@@ -69,7 +69,7 @@ async function countWaiting(link, fresh = false) {
   const runs = await waiting({ fresh });
   const n = runs.reduce((total, run) => total + heldCount(run), 0);
   link.hidden = n === 0;
-  clear(link, h('span', { class: 'nav-count', text: String(n) }), ' waiting', h('span', { class: 'visually-hidden', text: ' for your approval' }));
+  clear(link, h('span', { class: 'nav-count', text: `${n}${runs.more ? '+' : ''}` }), ' waiting', h('span', { class: 'visually-hidden', text: ' for your approval' }));
 }
 window.addEventListener('engram:approvals', () => {
   const link = nav && nav.querySelector('.nav-waiting');

@@ -1,15 +1,20 @@
 // What waits for the owner's approval (TL10): the runs of GET /api/runs?status=awaiting_approval,
 // read once per few seconds for the navigation's count and the agents list's marks (the first
 // load's only part of approvals; the cards are approvals.js).
-import { get, all, id } from './api.js';
+import { get, id } from './api.js';
 
-// The runs waiting for a decision, kept for a few seconds so the navigation and the agents list
-// share one request.
-const FRESH_MS = 5000;
+// The runs waiting for a decision: one page of the runs search (the API reads at most 2000 runs
+// for it, so a person with many runs costs one bounded read, not a walk through all of them), kept
+// for 30 s so the navigation and the agents list share it; a card shown or decided reads it again.
+// `more`: the search stopped before it had seen every run.
+const FRESH_MS = 30_000;
 let cached = null;
 export function waiting({ fresh = false } = {}) {
   if (fresh || !cached || Date.now() - cached.at > FRESH_MS) {
-    cached = { at: Date.now(), runs: all('/api/runs', { status: 'awaiting_approval' }, 500).catch(() => []) };
+    const runs = get('/api/runs', { status: 'awaiting_approval', limit: 100 })
+      .then((page) => Object.assign(page.items, { more: Boolean(page.nextToken) }))
+      .catch(() => Object.assign([], { more: false }));
+    cached = { at: Date.now(), runs };
   }
   return cached.runs;
 }
