@@ -10,6 +10,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+import pytest
 from playwright.sync_api import expect
 
 from tests.browser.axe import serious_violations
@@ -113,9 +114,10 @@ def test_denying_over_http_tells_the_agent(console, sample_servers):
     no_page_errors(c)
 
 
-def test_a_paused_run_is_decided_on_its_page(console, sample_servers):
-    c = console()
-    c.sign_in("run-approver")
+@pytest.mark.parametrize("width,height", [(1280, 800), (390, 844)], ids=["desktop", "phone"])
+def test_a_paused_run_is_decided_on_its_page(console, sample_servers, width, height):
+    c = console(width=width, height=height)
+    c.sign_in(f"run-approver-{width}")
     agent = careful_agent(c, sample_servers, "Nightly")
     started = c.api("POST", f"/api/agents/{agent['id']}/runs", {"prompt": "use lookup_price for SOL"})
     wait_status(c, started["runId"], "awaiting_approval")
@@ -126,7 +128,8 @@ def test_a_paused_run_is_decided_on_its_page(console, sample_servers):
     expect(section.get_by_role("heading", level=2)).to_have_text("Waiting for your approval (1)")
     expect(section.locator(".approval-input")).to_contain_text("SOL")
     assert serious_violations(page) == []
-    c.shot("approval-run-page")
+    assert page.evaluate("document.scrollingElement.scrollWidth") <= width
+    c.shot(f"approval-run-page-{width}")
     section.get_by_role("button", name="Approve").click()
     expect(page.locator(".run-status")).to_contain_text("succeeded")
     expect(page.locator(".run-approvals .approval-decided")).to_contain_text("approved")
