@@ -59,6 +59,12 @@ def test_approving_in_the_chat_lets_the_turn_go_on(console, sample_servers):
     expect(card.locator(".approval-expiry")).to_contain_text("expires")
     # the navigation counts what waits, and the agents list marks the agent
     expect(page.locator(".nav-waiting")).to_contain_text("1")
+    # a new message meanwhile is refused (approval_pending), kept in the box, and the call stays shown once
+    page.get_by_label("Message").fill("are you still there?")
+    page.get_by_label("Message").press("Enter")
+    expect(page.locator(".chat-error .error")).to_have_attribute("data-code", "approval_pending")
+    expect(page.get_by_label("Message")).to_have_value("are you still there?")
+    expect(card).to_have_count(1)
     assert serious_violations(page) == []
     c.shot("approval-chat")
 

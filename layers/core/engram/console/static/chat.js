@@ -93,6 +93,17 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
     await reload();
     await renderPicker(picker, agent, sessionId);
   };
+  // A message refused because a turn of this session waits for approval (409 approval_pending,
+  // naming the run, e.g. a heartbeat on the shared session): that turn's calls, to decide here.
+  const showWaiting = async (err) => {
+    if (!err || err.code !== 'approval_pending' || !err.runId) return;
+    try {
+      const run = await get(`/api/runs/${id(err.runId)}`);
+      if (run.status === 'awaiting_approval') track(run.id, run.status, pending, resumedEnded, { ...run, pendingApprovals: held(run) });
+    } catch {
+      // the error above says which run; its page has the calls
+    }
+  };
   // A paused turn that ended: the transcript, the picker's counts and what waits, all read again.
   const resumedEnded = async (ended) => {
     await reload(ended);
@@ -115,6 +126,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
         if (!box.value.trim()) box.value = view.message; // refused: the message stays to send again
       }
       clear(errors, errorBox({ code: event.error.code, message: event.error.message }));
+      showWaiting(event.error);
       return;
     }
     if (event.type === 'resumed' || event.type === 'turn.keepalive') return;
@@ -261,6 +273,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
       }
     } catch (err) {
       clear(errors, errorBox(err));
+      showWaiting(err);
     } finally {
       clearInterval(tick);
       progress.remove();
