@@ -199,3 +199,26 @@ def test_a_turn_past_a_limit_says_which_limit_in_the_chat(console, sample_server
     expect(error.locator(".limit-line")).to_contain_text("The agent’s tool calls per turn: 1")
     c.shot("limit-exceeded-chat")
     no_page_errors(c)
+
+
+def test_a_run_on_the_shared_session_pausing_shows_up_live_in_the_chat(console, sample_servers):
+    c = console()
+    c.sign_in("shared-approver")
+    conn = c.api("POST", "/api/connections", {"name": "market", "url": sample_servers.url("sample")})
+    agent = c.api(
+        "POST",
+        "/api/agents",
+        {"name": "Shared", "activeMemory": True, "tools": [{"connectionId": conn["id"], "requireApproval": True}]},
+    )
+    page = c.page
+    page.goto(f"/#/agents/{agent['id']}/chat")
+    expect(page.locator(".live-badge")).to_have_text("Live")
+    c.api("POST", f"/api/agents/{agent['id']}/runs", {"prompt": "use lookup_price for AAPL"})
+    card = page.locator(".approval")  # the manual run on the shared session, as it pauses
+    expect(card.locator(".approval-input")).to_contain_text("AAPL")
+    expect(page.locator(".live-turn .message.user")).to_contain_text("use lookup_price for AAPL")
+    card.get_by_role("button", name="Approve").click()
+    expect(page.locator(".message.assistant").last).to_contain_text("231.4")
+    expect(page.locator(".message.user.arrived .role").last).to_have_text("Manual run")
+    c.shot("approval-shared-session")
+    no_page_errors(c)
