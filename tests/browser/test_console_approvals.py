@@ -17,14 +17,16 @@ from tests.browser.axe import serious_violations
 from tests.browser.test_console import no_page_errors
 
 
+def market_agent(c: Any, servers: Any, name: str, grant: dict[str, Any] | None = None, **fields: Any) -> dict[str, Any]:
+    """An agent with the sample server's tools (`grant` adds to its grant, `fields` to the agent)."""
+    conn = c.api("POST", "/api/connections", {"name": "market", "url": servers.url("sample")})
+    tools = [{"connectionId": conn["id"], **(grant or {})}]
+    return c.api("POST", "/api/agents", {"name": name, "persona": "You help.", "tools": tools, **fields})
+
+
 def careful_agent(c: Any, servers: Any, name: str = "Careful") -> dict[str, Any]:
     """An agent whose lookup_price calls wait for its owner (search_tickets runs at once)."""
-    conn = c.api("POST", "/api/connections", {"name": "market", "url": servers.url("sample")})
-    return c.api(
-        "POST",
-        "/api/agents",
-        {"name": name, "persona": "You help.", "tools": [{"connectionId": conn["id"], "requireApproval": ["lookup_price"]}]},
-    )
+    return market_agent(c, servers, name, {"requireApproval": ["lookup_price"]})
 
 
 def wait_status(c: Any, run_id: str, status: str, timeout: float = 60.0) -> dict[str, Any]:
@@ -185,12 +187,7 @@ def test_the_agent_form_sets_rules_and_limits_and_shows_errors_by_field(console,
 def test_a_turn_past_a_limit_says_which_limit_in_the_chat(console, sample_servers):
     c = console()
     c.sign_in("limited")
-    conn = c.api("POST", "/api/connections", {"name": "market", "url": sample_servers.url("sample")})
-    agent = c.api(
-        "POST",
-        "/api/agents",
-        {"name": "Capped", "tools": [{"connectionId": conn["id"]}], "limits": {"toolCallsPerTurn": 1}},
-    )
+    agent = market_agent(c, sample_servers, "Capped", limits={"toolCallsPerTurn": 1})
     page = c.page
     say_live(page, agent["id"], "use lookup_price for BTC and use search_tickets with login")
     error = page.locator(".chat-error .error")
@@ -204,12 +201,7 @@ def test_a_turn_past_a_limit_says_which_limit_in_the_chat(console, sample_server
 def test_a_run_on_the_shared_session_pausing_shows_up_live_in_the_chat(console, sample_servers):
     c = console()
     c.sign_in("shared-approver")
-    conn = c.api("POST", "/api/connections", {"name": "market", "url": sample_servers.url("sample")})
-    agent = c.api(
-        "POST",
-        "/api/agents",
-        {"name": "Shared", "activeMemory": True, "tools": [{"connectionId": conn["id"], "requireApproval": True}]},
-    )
+    agent = market_agent(c, sample_servers, "Shared", {"requireApproval": True}, activeMemory=True)
     page = c.page
     page.goto(f"/#/agents/{agent['id']}/chat")
     expect(page.locator(".live-badge")).to_have_text("Live")
