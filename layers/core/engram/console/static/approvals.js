@@ -8,7 +8,7 @@ import { changed } from './waiting.js';
 
 await stylesheet('insight.css');
 
-export { changed, held, pendingOf } from './waiting.js';
+export { changed, held, pendingOf, nap, WAITING_POLL_MS } from './waiting.js';
 
 // An MCP tool is named mcp__<connection>__<tool> to the model; Engram's own and the server tools
 // have plain names.

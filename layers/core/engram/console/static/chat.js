@@ -13,7 +13,7 @@
 import { get, post, del, all, id } from './api.js';
 import { openStream, turnId } from './stream.js';
 import { markdownView, renderMarkdown } from './markdown.js';
-import { approvalCard, decidedLine, pendingOf, held, changed } from './approvals.js';
+import { approvalCard, decidedLine, pendingOf, held, changed, nap, WAITING_POLL_MS } from './approvals.js';
 import {
   h, clear, busy, confirmAction, dialog, field, errorBox, errorTitle, fmtCost, fmtNum, fmtTime, pretty, showError, badge, moreButton,
 } from './ui.js';
@@ -687,8 +687,10 @@ function track(runId, status, pending, reload, run = null) {
 // Follows an async run until it finishes, then shows the transcript it wrote. A run that pauses
 // for approval shows its pending calls (once: a card being filled in is left alone).
 async function follow(runId, pending, reload, settled = () => false) {
+  let touched = Date.now(); // a run waiting for a person is asked less often after half a minute
+  let waiting = false;
   for (;;) {
-    await new Promise((r) => setTimeout(r, POLL_MS));
+    if (await nap(waiting && Date.now() - touched > 30_000 ? WAITING_POLL_MS : POLL_MS)) touched = Date.now();
     if (!pending.isConnected || settled()) return;
     let run;
     try {
@@ -698,6 +700,7 @@ async function follow(runId, pending, reload, settled = () => false) {
       return;
     }
     const view = pending.querySelector(`[data-run-id="${CSS.escape(runId)}"]`);
+    waiting = run.status === 'awaiting_approval';
     if (run.status === 'awaiting_approval') {
       const page = pending.closest('.chat-main') || pending;
       const unseen = held(run).filter((a) => !page.querySelector(`.approval[data-tool-use-id="${CSS.escape(a.toolUseId)}"]`));

@@ -8,7 +8,7 @@ import {
 } from './ui.js';
 import { timeChart } from './chart.js';
 import { councilMembers } from './allruns.js';
-import { approvalCard, decidedLine, held } from './approvals.js';
+import { approvalCard, decidedLine, held, nap, WAITING_POLL_MS } from './approvals.js';
 import { timelineSection } from './timeline.js';
 
 const POLL_MS = 1500;
@@ -105,9 +105,13 @@ export async function detail(main, runId) {
   await render(body, run);
   // A run that is still going (or waits for a decision) is followed until it ends; the page is
   // drawn again when its status changes (not while a note is being written in an approval card).
+  // A run waiting for a person is asked less often (it may wait a day), except in the half minute
+  // after an approval card was shown or decided here (`engram:approvals`, which also asks at once).
   const going = (r) => r.status === 'queued' || r.status === 'running' || r.status === 'awaiting_approval';
+  let touched = Date.now();
   while (going(run) && body.isConnected) {
-    await new Promise((r) => setTimeout(r, POLL_MS));
+    const idle = run.status === 'awaiting_approval' && Date.now() - touched > 30_000;
+    if (await nap(idle ? WAITING_POLL_MS : POLL_MS)) touched = Date.now();
     if (!body.isConnected) return;
     const before = run.status;
     run = await get(`/api/runs/${id(runId)}`);

@@ -50,3 +50,20 @@ export async function pendingOf(run) {
   if (run.pendingApprovals) return held(run);
   return held(await get(`/api/runs/${id(run.id)}`));
 }
+
+// Waits `ms`, or less when what waits changes (a card shown or decided on this page): resolves
+// true when that woke it. Followers of a waiting run sleep long (it may wait a day) and still
+// see a decision made here at once.
+export const WAITING_POLL_MS = 15_000;
+export function nap(ms) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => done(false), ms);
+    function woken() { done(true); }
+    function done(byEvent) {
+      clearTimeout(timer);
+      window.removeEventListener('engram:approvals', woken);
+      resolve(byEvent);
+    }
+    window.addEventListener('engram:approvals', woken);
+  });
+}
