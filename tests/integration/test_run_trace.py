@@ -257,3 +257,13 @@ def test_deleting_the_account_deletes_its_timelines(stack):
     assert stack.call("DELETE", "/api/me").status == 200
     assert _trace_items(stack, "alice", agent["id"]) == []
     assert stack.call("GET", f"/api/runs/{run_id}/trace").status == 404
+
+
+def test_a_timeline_past_its_size_cap_is_cut_and_says_so(stack, servers):  # noqa: F811
+    stack.deps.settings = stack.deps.settings.model_copy(update={"trace_max_bytes": 4_000})
+    agent = acting_agent(stack, connect(stack, servers, "market"))
+    trace = _trace(stack, stack.say(agent["id"], BOTH_TOOLS).data["runId"])
+    assert trace["truncated"] is True and trace["droppedSpans"] > 0
+    kept = {s["id"] for s in trace["spans"]}
+    assert trace["spans"][0]["kind"] == "agent" and all(s["parentId"] in kept for s in trace["spans"][1:])
+    assert len(json.dumps(trace["spans"])) < 4_000 + 1_000
