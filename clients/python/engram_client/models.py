@@ -864,7 +864,7 @@ class Export(TypedDict):
     """The `Export` schema."""
 
     exportedAt: str
-    profile: Me
+    profile: dict[str, Any]
     agents: list[Agent]
     workspaces: list[Workspace]
     facts: list[Fact]
