@@ -176,3 +176,14 @@ def console(browser: Any, stack: Any, request: pytest.FixtureRequest) -> Iterato
     yield open_console  # type: ignore[misc]
     for c in opened:
         c.close()
+
+
+@pytest.fixture(scope="module")
+def sample_servers() -> Iterator[Any]:
+    """Real MCP servers on loopback (tests/mcp_servers.py): `sample_servers.url("sample")` is the
+    sample server of local/sample_mcp.py (lookup_price, search_tickets)."""
+    from tests.mcp_servers import McpServers
+
+    running = McpServers.start()
+    yield running
+    running.running.stop()

@@ -4,6 +4,7 @@ import { get, post, patch, del, all, id } from './api.js';
 import {
   h, clear, table, moreButton, busy, confirmAction, field, showFormError, notice, badge, fmtTime, fmtAge, errorBox, errorTitle, dialog, secretBox,
 } from './ui.js';
+import { waitingByAgent } from './waiting.js';
 
 export async function list(main) {
   const rows = h('div', { class: 'agent-cards', 'aria-busy': 'true' }, h('p', { class: 'loading', text: 'Loading agents…' }));
@@ -11,18 +12,28 @@ export async function list(main) {
   clear(main,
     h('div', { class: 'page-head' }, h('h1', { text: 'Agents' }), h('a', { href: '#/agents/new', class: 'button' }, 'New agent')),
     rows, more);
+  const waiting = waitingByAgent();
   const load = async (nextToken) => {
     const page = await get('/api/agents', { nextToken });
     if (!nextToken) { rows.replaceChildren(); rows.removeAttribute('aria-busy'); }
     if (!page.items.length && !nextToken) rows.append(h('p', { class: 'empty', text: 'No agents yet. Create one to start chatting.' }));
-    for (const agent of page.items) rows.append(agentCard(agent));
+    for (const agent of page.items) rows.append(agentCard(agent, waiting));
     clear(more, moreButton(page.nextToken, load));
   };
   await load();
 }
 
-function agentCard(agent) {
+// An agent with tool calls waiting for the owner's approval says so on its card, with a link to them.
+async function markWaiting(agent, waiting, slot) {
+  const n = (await waiting).get(agent.id) || 0;
+  if (!n) return;
+  clear(slot, h('a', { class: 'badge badge-awaiting_approval waiting-mark', href: `#/runs?status=awaiting_approval&agentId=${id(agent.id)}` },
+    `${n} waiting for approval`));
+}
+
+function agentCard(agent, waiting) {
   const pill = h('span', { class: 'pill-slot' });
+  const mark = h('span', { class: 'waiting-slot' });
   const card = h('article', { class: 'card agent-card', dataset: { agentId: agent.id } },
     h('h2', {}, h('a', { href: `#/agents/${id(agent.id)}` }, agent.name)),
     h('p', { class: 'muted persona', text: agent.persona ? agent.persona.slice(0, 140) : 'No persona' }),
@@ -30,12 +41,13 @@ function agentCard(agent) {
       agent.schedule ? badge(`every: ${agent.schedule}`, 'schedule') : null,
       agent.team && agent.team.length ? badge(`council of ${agent.team.length}`, 'council') : null,
       agent.cardType ? badge(`card: ${agent.cardType}`, 'card') : null,
-      pill),
+      pill, mark),
     h('div', { class: 'actions' },
       h('a', { href: `#/agents/${id(agent.id)}/chat`, class: 'button' }, 'Chat'),
       h('a', { href: `#/agents/${id(agent.id)}/runs`, class: 'button secondary' }, 'Runs'),
       h('a', { href: `#/memory/agent/${id(agent.id)}`, class: 'button secondary' }, 'Memory')));
   if (agent.activeMemory) fillPill(agent, pill);
+  if (waiting) markWaiting(agent, waiting, mark);
   return card;
 }
 
@@ -72,8 +84,8 @@ export async function edit(main, agentId) {
 }
 
 async function form(main, agent) {
-  const [workspaces, cardTypes, agents, connections] = await Promise.all([
-    all('/api/workspaces'), all('/api/card-types'), all('/api/agents'), all('/api/connections'),
+  const [workspaces, cardTypes, agents, connections, rules] = await Promise.all([
+    all('/api/workspaces'), all('/api/card-types'), all('/api/agents'), all('/api/connections'), import('./rules.js'),
   ]);
   const a = agent || {};
   const input = (name, attrs = {}) => h('input', { name, value: a[name] ?? '', ...attrs });
@@ -93,7 +105,7 @@ async function form(main, agent) {
       const box = h('input', { type: 'checkbox', value: x.id, checked: team.has(x.id), id: `team-${x.id}` });
       return h('div', { class: 'check' }, box, h('label', { for: `team-${x.id}`, text: x.name }));
     }));
-  const toolsBox = await toolPicker(connections, a.tools || []);
+  const toolsBox = await toolPicker(connections, a.tools || [], rules);
   const activeMemory = check('activeMemory');
   const amWarning = h('div', { class: 'warn-text', text: 'Active Memory shares one growing session between chat and scheduled runs: runs get slower and costlier until you reset it.' });
   const form = h('form', { class: 'agent-form card', novalidate: true },
@@ -111,6 +123,7 @@ async function form(main, agent) {
     field('Review decisions', check('reviewDecisions')),
     h('div', { class: 'field' }, teamBox, h('div', { class: 'field-error', role: 'alert' })),
     h('div', { class: 'field' }, toolsBox, h('div', { class: 'field-error', role: 'alert' })),
+    rules.rulesFieldset(agent),
     h('div', { class: 'actions' },
       h('button', { type: 'submit' }, agent ? 'Save' : 'Create agent'),
       h('a', { href: agent ? `#/agents/${id(agent.id)}` : '#/agents', class: 'button secondary' }, 'Cancel')));
@@ -129,7 +142,8 @@ async function form(main, agent) {
       activeMemory: form.elements.activeMemory.checked,
       reviewDecisions: form.elements.reviewDecisions.checked,
       team: [...teamBox.querySelectorAll('input:checked')].map((b) => b.value),
-      tools: chosenTools(toolsBox),
+      tools: chosenTools(toolsBox, rules),
+      ...rules.readRules(form, agent),
     };
     // The obvious mistakes are caught here, in the API's words, before anything is sent.
     const problem = !body.name ? { code: 'validation_error', field: 'name', message: 'name must not be empty' }
@@ -163,8 +177,9 @@ async function form(main, agent) {
 
 // The agent's MCP tools: a box per tool server, and under it the server's tools as last listed
 // (all ticked means every tool, also those the server adds later).
-async function toolPicker(connections, grants) {
+async function toolPicker(connections, grants, rules) {
   const granted = new Map(grants.map((g) => [g.connectionId, g.allow]));
+  const grantOf = new Map(grants.map((g) => [g.connectionId, g]));
   const details = await Promise.all(connections.map((c) => get(`/api/connections/${id(c.id)}`).catch(() => c)));
   return h('fieldset', { class: 'tools', name: 'tools', onchange: (e) => syncServerBox(e.target) }, h('legend', { text: 'Tools (MCP servers this agent may call)' }),
     connections.length ? null : h('p', { class: 'muted' }, 'No tool servers yet: add one under ', h('a', { href: '#/tools', text: 'Tools' }), '.'),
@@ -178,7 +193,8 @@ async function toolPicker(connections, grants) {
         names.length ? h('div', { class: 'tool-picks' }, names.map((n) => {
           const tool = h('input', { type: 'checkbox', value: n, checked: !allow || allow.includes(n), id: `tool-${c.id}-${n}`, class: 'tool-box' });
           return h('div', { class: 'check' }, tool, h('label', { for: `tool-${c.id}-${n}`, text: n }));
-        })) : h('p', { class: 'muted small', text: 'Its tools are listed on its first use (or Test it under Tools).' }));
+        })) : h('p', { class: 'muted small', text: 'Its tools are listed on its first use (or Test it under Tools).' }),
+        Object.assign(rules.approvalControl(c, names, grantOf.get(c.id)), { hidden: !on }));
     }));
 }
 
@@ -189,6 +205,8 @@ function syncServerBox(changed) {
   if (!row) return;
   const server = row.querySelector('.connection-box');
   const tools = [...row.querySelectorAll('.tool-box')];
+  // Its approval rule shows while the server is granted.
+  if (changed === server || changed.classList.contains('tool-box')) queueMicrotask(() => { row.querySelector('.approval-rule').hidden = !server.checked; });
   if (!tools.length) return;
   if (changed === server) {
     if (server.checked && !tools.some((t) => t.checked)) for (const t of tools) t.checked = true;
@@ -197,22 +215,32 @@ function syncServerBox(changed) {
   }
 }
 
-function chosenTools(box) {
-  return [...box.querySelectorAll('.connection-pick')].filter((row) => row.querySelector('.connection-box').checked).map((row) => {
+function chosenTools(box, rules) {
+  const rows = [...box.querySelectorAll('.connection-pick')].filter((row) => {
+    const tools = [...row.querySelectorAll('.tool-box')];
+    // none of its tools: not granted (never `allow: []`)
+    return row.querySelector('.connection-box').checked && (!tools.length || tools.some((t) => t.checked));
+  });
+  return rows.map((row, index) => {
+    rules.nameGrant(row, index);
     const tools = [...row.querySelectorAll('.tool-box')];
     const picked = tools.filter((t) => t.checked).map((t) => t.value);
-    if (tools.length && !picked.length) return null; // none of its tools: not granted (never `allow: []`)
-    return tools.length && picked.length < tools.length ? { connectionId: row.dataset.connectionId, allow: picked } : { connectionId: row.dataset.connectionId };
-  }).filter(Boolean);
+    const grant = tools.length && picked.length < tools.length ? { connectionId: row.dataset.connectionId, allow: picked } : { connectionId: row.dataset.connectionId };
+    const approval = rules.approvalOf(row);
+    if (approval !== undefined) grant.requireApproval = approval;
+    return grant;
+  });
 }
 
 export async function detail(main, agentId) {
-  const agent = await get(`/api/agents/${id(agentId)}`);
+  const [agent, { rulesInWords }] = await Promise.all([get(`/api/agents/${id(agentId)}`), import('./rules.js')]);
   const toolNames = agent.tools && agent.tools.length
     ? (await all('/api/connections')).filter((c) => agent.tools.some((g) => g.connectionId === c.id)).map((c) => {
       const grant = agent.tools.find((g) => g.connectionId === c.id);
-      if (!grant.allow) return `${c.name} (all tools)`;
-      return grant.allow.length ? `${c.name} (${grant.allow.join(', ')})` : `${c.name} (no tools)`;
+      const asks = grant.requireApproval === true ? ', every call waits for approval'
+        : Array.isArray(grant.requireApproval) && grant.requireApproval.length ? `, approval for ${grant.requireApproval.join(', ')}` : '';
+      if (!grant.allow) return `${c.name} (all tools${asks})`;
+      return grant.allow.length ? `${c.name} (${grant.allow.join(', ')}${asks})` : `${c.name} (no tools)`;
     }).join('; ')
     : '—';
   const [workspace, team] = await Promise.all([
@@ -221,6 +249,7 @@ export async function detail(main, agentId) {
   ]);
   const panel = h('section', { class: 'card active-memory', 'aria-labelledby': 'am-title' });
   const sessions = h('section', { class: 'card' });
+  const spent = h('section', { class: 'card agent-usage' }, h('h2', { text: 'Last 30 days' }), h('p', { class: 'loading', text: 'Loading…' }));
   const memory = h('section', { class: 'card agent-memory' }, h('h2', { text: 'Memory' }), h('p', { class: 'loading', text: 'Loading…' }));
   const facts = [
     ['Persona', agent.persona || '—'],
@@ -232,8 +261,13 @@ export async function detail(main, agentId) {
     ['Agent memory', agent.agentMemory ? 'on' : 'off'],
     ['Active Memory', agent.activeMemory ? 'on' : 'off'],
     ['Review decisions', agent.reviewDecisions ? 'on' : 'off'],
+    agent.traceContent !== undefined ? ['Timeline content', agent.traceContent ? 'tool inputs and results kept' : 'off (ids, names, sizes and times only)'] : null,
     ['Team', team.length ? team.map((m, i) => (m ? m.name : agent.team[i])).join(', ') : '—'],
     ['Tools', toolNames],
+    ...(() => {
+      const rules = rulesInWords(agent);
+      return [rules.approvals ? ['Approval', rules.approvals] : null, rules.limits ? ['Limits', rules.limits] : null].filter(Boolean);
+    })(),
     ['Created', fmtTime(agent.createdAt)],
     ['Updated', fmtTime(agent.updatedAt)],
   ];
@@ -264,12 +298,14 @@ export async function detail(main, agentId) {
         h('a', { href: `#/agents/${id(agent.id)}/edit`, class: 'button secondary' }, 'Edit'))),
     h('div', { class: 'columns' },
       h('section', { class: 'card' }, h('h2', { text: 'Settings' }),
-        h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', { text: k }), h('dd', {}, v)]))),
+        h('dl', { class: 'facts' }, facts.filter(Boolean).map(([k, v]) => [h('dt', { text: k }), h('dd', {}, v)]))),
       h('div', {}, panel, sessions)),
+    spent,
     memory,
     h('div', { class: 'actions' }, rotate, remove));
-  const { memoryTable } = await import('./memory.js');
+  const [{ memoryTable }, { agentUsage }] = await Promise.all([import('./memory.js'), import('./usage.js')]);
   await Promise.all([activeMemoryPanel(panel, agent), sessionList(sessions, agent),
+    agentUsage(spent, agent).catch((err) => clear(spent, h('h2', { text: 'Last 30 days' }), errorBox(err))),
     memoryTable(memory, `/api/agents/${id(agent.id)}/memories`, agent, 'agent', 'Memory').catch((err) => clear(memory, h('h2', { text: 'Memory' }), errorBox(err)))]);
 }
 

@@ -3,12 +3,14 @@
 import * as auth from './auth.js';
 
 export class ApiError extends Error {
-  constructor(status, code, message, field, runId) {
+  constructor(status, code, message, field, runId, details) {
     super(message);
     this.status = status;
     this.code = code;
     this.field = field || null;
     this.runId = runId || null;
+    this.details = Array.isArray(details) ? details : []; // every broken rule: [{field, message}]
+    this.limit = null; // limit_exceeded: {name, scope, value, spentUsd?, resetsAt?}
   }
 }
 
@@ -44,7 +46,9 @@ export async function api(method, path, { body, query } = {}) {
   try { payload = await res.json(); } catch { payload = null; }
   if (res.ok && payload && payload.success) return payload.data;
   if (payload && payload.error) {
-    throw new ApiError(res.status, payload.error.code, payload.error.message, payload.error.field, payload.error.runId);
+    const err = new ApiError(res.status, payload.error.code, payload.error.message, payload.error.field, payload.error.runId, payload.error.details);
+    if (payload.error.limit && typeof payload.error.limit === 'object') err.limit = payload.error.limit;
+    throw err;
   }
   if (res.status === 401) {
     for (const callback of onSignedOut) callback();

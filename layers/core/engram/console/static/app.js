@@ -3,6 +3,7 @@
 import * as auth from './auth.js';
 import { whenSignedOut } from './api.js';
 import { h, clear, errorBox, clearMessages, FAREWELL } from './ui.js';
+import { waiting, heldCount } from './waiting.js';
 
 const ROUTES = [
   [/^#\/agents\/?$/, 'agents.js', 'list'],
@@ -18,7 +19,7 @@ const ROUTES = [
   [/^#\/workspaces\/?$/, 'workspaces.js', 'list'],
   [/^#\/tools\/?$/, 'connections.js', 'list'],
   [/^#\/facts$/, 'facts.js', 'facts'],
-  [/^#\/usage(?:\?agent=([^&/]+))?$/, 'usage.js', 'usage'],
+  [/^#\/usage\/?(?:\?(.*))?$/, 'usage.js', 'usage'],
   [/^#\/keys$/, 'keys.js', 'keys'],
 ];
 
@@ -51,12 +52,29 @@ function shell() {
     main);
 }
 
+const WAITING = '#/runs?status=awaiting_approval';
+
 function markNav(hash) {
+  const waitingLink = h('a', { href: WAITING, class: 'nav-waiting', hidden: true, 'aria-current': hash === WAITING ? 'page' : null });
   clear(nav, NAV.map(([href, label]) => {
-    const active = hash === href || hash.startsWith(`${href}/`) || hash.startsWith(`${href}?`) || (href === '#/agents' && /^#\/agents\//.test(hash));
-    return h('a', { href, 'aria-current': active ? 'page' : null }, label);
+    const active = hash !== WAITING && (hash === href || hash.startsWith(`${href}/`) || hash.startsWith(`${href}?`) || (href === '#/agents' && /^#\/agents\//.test(hash)));
+    const link = h('a', { href, 'aria-current': active ? 'page' : null }, label);
+    return href === '#/runs' ? [link, waitingLink] : link;
   }));
+  countWaiting(waitingLink);
 }
+
+// Beside Runs: how many tool calls wait for the owner's approval (hidden when none).
+async function countWaiting(link, fresh = false) {
+  const runs = await waiting({ fresh });
+  const n = runs.reduce((total, run) => total + heldCount(run), 0);
+  link.hidden = n === 0;
+  clear(link, h('span', { class: 'nav-count', text: `${n}${runs.more ? '+' : ''}` }), ' waiting', h('span', { class: 'visually-hidden', text: ' for your approval' }));
+}
+window.addEventListener('engram:approvals', () => {
+  const link = nav && nav.querySelector('.nav-waiting');
+  if (link) countWaiting(link, true);
+});
 
 async function route() {
   sessionStorage.removeItem(FAREWELL);

@@ -62,7 +62,7 @@ export function timeChart({ series, kind = 'line', yMax = null, yFormat = (v) =>
         const left = x(p.t) - (width * series.length) / 2 + width * index;
         root.append(svg('rect', { x: left, y: y(p.y), width, height: H - PAD.bottom - y(p.y), class: `bar ${s.cls || `s${index}`}` }, tip));
       } else {
-        root.append(svg('circle', { cx: x(p.t), cy: y(p.y), r: 4, class: `point ${s.cls || `s${index}`}` }, tip));
+        root.append(svg('circle', { cx: x(p.t), cy: y(p.y), r: pts.length > 20 ? 2.5 : 4, class: `point ${s.cls || `s${index}`}` }, tip));
       }
     }
   });

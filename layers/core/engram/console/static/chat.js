@@ -13,8 +13,9 @@
 import { get, post, del, all, id } from './api.js';
 import { openStream, turnId } from './stream.js';
 import { markdownView, renderMarkdown } from './markdown.js';
+import { approvalCard, decidedLine, pendingOf, held, changed, nap, WAITING_POLL_MS } from './approvals.js';
 import {
-  h, clear, busy, confirmAction, dialog, field, errorBox, errorTitle, fmtCost, fmtTime, pretty, showError, badge, moreButton,
+  h, clear, busy, confirmAction, dialog, field, errorBox, errorTitle, fmtCost, fmtNum, fmtTime, pretty, showError, badge, moreButton,
 } from './ui.js';
 
 const POLL_MS = 1500;
@@ -43,24 +44,34 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
     h('p', { id: 'chat-async-help', class: 'muted small-text', text: ASYNC_HELP }),
     h('p', { id: 'live-badge-help', class: 'visually-hidden', text: LIVE_HELP }));
 
+  const chatMain = h('section', { class: 'chat-main', 'aria-label': 'Conversation' }, search, errors, transcript, pending, usage, composer);
   clear(main,
     h('div', { class: 'page-head' },
       h('h1', {}, h('a', { href: `#/agents/${id(agent.id)}` }, agent.name), ' · chat ', liveBadge),
       h('a', { href: `#/agents/${id(agent.id)}/runs`, class: 'button secondary' }, 'Runs')),
     h('div', { class: 'chat' },
       picker,
-      h('section', { class: 'chat-main', 'aria-label': 'Conversation' }, search, errors, transcript, pending, usage, composer)));
+      chatMain));
 
   // Live turns over the socket: one view per run, filled in as its events arrive.
   const live = new Map();
   let loads = 0;
-  const reload = async () => {
+  // The session's runs, to link each reply to its run: the newest read with the first load, then
+  // each turn this page sees end added as it ends (a reload after a turn costs no runs request).
+  const runsSeen = [];
+  let runsRead = false;
+  const noteRun = (runId, prompt) => {
+    if (runId && !runsSeen.some((r) => r.id === runId)) runsSeen.unshift({ id: runId, sessionId, status: 'succeeded', prompt, createdAt: new Date().toISOString() });
+  };
+  const reload = async (ended) => {
     const mine = ++loads; // reloads may overlap (a turn ends as the page loads): the newest one shows
+    if (ended && ended.status === 'succeeded') noteRun(ended.id, ended.prompt);
     try {
       const session = await get(`/api/agents/${id(agent.id)}/sessions/${id(sessionId)}`);
-      const known = await callDetails(agent, toolUseIds(session.messages || []));
+      const known = await callDetails(agent, toolUseIds(session.messages || []), runsRead ? null : runsSeen);
+      runsRead = true;
       if (mine !== loads) return;
-      renderTranscript(transcript, session.messages || [], session, known);
+      renderTranscript(transcript, session.messages || [], session, known, turnRuns(session.messages || [], runsSeen.filter((r) => r.sessionId === sessionId)));
       for (const view of new Set(live.values())) transcript.append(view.root); // turns still running stay below
       // On a phone the page scrolls, not the transcript: after the newest message, the box to answer it.
       composer.scrollIntoView({ block: 'nearest' });
@@ -82,9 +93,27 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
     await reload();
     await renderPicker(picker, agent, sessionId);
   };
-  const finished = (runId) => async () => {
+  // A message refused because a turn of this session waits for approval (409 approval_pending,
+  // naming the run, e.g. a heartbeat on the shared session): that turn's calls, to decide here.
+  const showWaiting = async (err) => {
+    if (!err || err.code !== 'approval_pending' || !err.runId) return;
+    try {
+      const run = await get(`/api/runs/${id(err.runId)}`);
+      if (run.status === 'awaiting_approval') track(run.id, run.status, pending, resumedEnded, { ...run, pendingApprovals: held(run) });
+    } catch {
+      // the error above says which run; its page has the calls
+    }
+  };
+  // A paused turn that ended: the transcript, the picker's counts and what waits, all read again.
+  const resumedEnded = async (ended) => {
+    await reload(ended);
+    await renderPicker(picker, agent, sessionId);
+    changed();
+  };
+  const finished = (runId) => async (ended) => {
     const view = live.get(runId);
     if (view) { view.root.remove(); live.delete(runId); }
+    if (ended && ended.status === 'succeeded') noteRun(ended.id, ended.prompt);
     await settle(runId);
   };
   const onEvent = (event) => {
@@ -97,6 +126,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
         if (!box.value.trim()) box.value = view.message; // refused: the message stays to send again
       }
       clear(errors, errorBox({ code: event.error.code, message: event.error.message }));
+      showWaiting(event.error);
       return;
     }
     if (event.type === 'resumed' || event.type === 'turn.keepalive') return;
@@ -117,11 +147,25 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
       if (event.seq <= seen.lastSeq) return; // replayed and live: shown once
       seen.lastSeq = event.seq;
     }
+    if (event.type === 'approval.requested' || event.type === 'approval.decided') {
+      const paused = live.get(event.runId);
+      if (event.type === 'approval.decided') {
+        if (paused) paused.decided(event);
+        return;
+      }
+      const approvals = event.pendingApprovals || [event.approval || event];
+      if (paused) paused.awaiting(event.runId, approvals, chatMain);
+      else track(event.runId, 'awaiting_approval', pending, resumedEnded, { prompt: event.message || '', pendingApprovals: approvals });
+      transcript.scrollTop = transcript.scrollHeight; // the card and its buttons in view
+      chatMain.querySelector('.approval:last-of-type')?.scrollIntoView({ block: 'nearest' });
+      return;
+    }
     if (event.type === 'turn.completed' || event.type === 'turn.failed') {
       const done = live.get(event.runId);
-      if (done) { live.delete(event.runId); done.root.remove(); }
+      if (event.type === 'turn.completed' && done) noteRun(event.runId, done.message);
+      if (done) { live.delete(event.runId); done.root.remove(); if (done.root.querySelector('.approval')) changed(); }
       if (event.type === 'turn.completed') clear(usage, usageView(event.usage, Date.now() - (done ? done.started : Date.now())));
-      else clear(errors, errorBox({ code: event.error.code, message: `${event.error.message} (run ${event.runId})` }));
+      else clear(errors, errorBox({ code: event.error.code, message: `${event.error.message} (run ${event.runId})`, limit: event.error.limit }));
       settle(event.runId);
       return;
     }
@@ -222,10 +266,14 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
       } else {
         const turn = await post(path, { message });
         box.value = '';
-        clear(usage, usageView(turn.usage, Date.now() - started));
+        if (turn.status !== 'awaiting_approval') noteRun(turn.runId, message);
+        // 202: the turn paused for the owner's approval; it goes on in the background once decided.
+        if (turn.status === 'awaiting_approval') track(turn.runId, turn.status, pending, resumedEnded, { prompt: message, pendingApprovals: turn.pendingApprovals || [] });
+        else clear(usage, usageView(turn.usage, Date.now() - started));
       }
     } catch (err) {
       clear(errors, errorBox(err));
+      showWaiting(err);
     } finally {
       clearInterval(tick);
       progress.remove();
@@ -242,7 +290,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   });
   // The listeners are in place before the first await: a message typed at once is not lost.
   await Promise.all([renderPicker(picker, agent, sessionId), reload()]);
-  watchQueued(agent, sessionId, pending, reload);
+  watchQueued(agent, sessionId, pending, reload, resumedEnded);
   box.focus();
   stream = await openStream(onEvent, onClosed);
   if (stream && transcript.isConnected) {
@@ -266,7 +314,8 @@ function liveView(start) {
     h('div', { class: 'role', text: who }), h('div', { class: 'text', text: start.message || '' }));
   const body = h('div', { class: 'live-body' });
   const status = h('span', { class: 'spinner', 'aria-hidden': 'true' });
-  const answer = h('div', { class: 'message assistant live' }, h('div', { class: 'role' }, 'Agent ', status), body);
+  const wait = h('span', { class: 'awaiting-words' });
+  const answer = h('div', { class: 'message assistant live' }, h('div', { class: 'role' }, 'Agent ', status, wait), body);
   const root = h('div', { class: 'live-turn' }, asked, answer);
   const tools = new Map();
   let text = null;
@@ -278,6 +327,16 @@ function liveView(start) {
     lastSeq: 0,
     runId: null,
     clientTurnId: null,
+    awaiting(runId, approvals, page) { // paused: the calls that wait, each with Approve / Deny
+      wait.textContent = ' waiting for your approval';
+      addApprovalCards(body, runId, approvals, page);
+    },
+    decided(event) { // a card decided here says so already; one decided elsewhere is replaced
+      const card = body.querySelector(`.approval[data-tool-use-id="${CSS.escape(event.toolUseId || '')}"]`);
+      if (card && card.querySelector('button.approve')) card.replaceWith(decidedLine(event));
+      else if (!card) body.append(decidedLine(event));
+      if (!body.querySelector('.approval button.approve')) wait.textContent = '';
+    },
     stillRunning(runId) { // the socket is gone for good: the run page says how it ends
       status.replaceWith(h('span', { class: 'muted' }, ' still running, see ', h('a', { href: `#/runs/${id(runId)}`, text: 'the run' })));
     },
@@ -373,13 +432,15 @@ async function newSession(agent, button) {
 // the model got the result cut), by tool_use id; the transcript holds what the model saw.
 // Only when the transcript has tool calls, and back through older runs until every call is found
 // (a call whose run is older than the newest 50 kept its details too), at most DETAIL_PAGES pages.
+// The newest runs also link each reply to its run's timeline (recentRuns, when asked for).
 const DETAIL_PAGES = 10;
-async function callDetails(agent, wanted) {
+async function callDetails(agent, wanted, recentRuns = null) {
   const details = new Map();
   let nextToken;
   try {
-    for (let pages = 0; wanted.size && pages < DETAIL_PAGES; pages += 1) {
+    for (let pages = 0; (wanted.size || (recentRuns && !pages)) && pages < DETAIL_PAGES; pages += 1) {
       const page = await get(`/api/agents/${id(agent.id)}/runs`, { limit: pages ? 100 : 50, nextToken });
+      if (!pages && recentRuns) recentRuns.push(...page.items.filter((r) => !recentRuns.some((seen) => seen.id === r.id)));
       for (const run of page.items) {
         for (const call of run.toolCalls || []) {
           if (call.toolUseId && wanted.has(call.toolUseId)) {
@@ -405,16 +466,48 @@ function toolUseIds(messages) {
   return ids;
 }
 
-function renderTranscript(transcript, messages, session = {}, details = new Map()) {
+// A turn starts at a message the person (or a run's prompt) sent, not at one of tool results.
+const startsTurn = (m) => m.role === 'user' && !(Array.isArray(m.content) && m.content.length && m.content.every((b) => b.type === 'tool_result'));
+const textOf = (m) => (typeof m.content === 'string' ? m.content : (m.content || []).filter((b) => b.type === 'text').map((b) => b.text).join('\n'));
+
+// Which run wrote each reply, by the index of the turn's last message: a run's prompt is marked
+// on its message (`meta.runId`, heartbeats and manual runs); a chat turn is paired, newest first,
+// with the newest finished run of this session that was asked the same words.
+function turnRuns(messages, runs) {
+  const starts = messages.map((m, i) => (startsTurn(m) ? i : -1)).filter((i) => i >= 0);
+  const finished = runs.filter((r) => r.status === 'succeeded').sort((a, b) => String(b.createdAt).localeCompare(String(a.createdAt)));
+  const out = new Map();
+  let next = 0;
+  for (let t = starts.length - 1; t >= 0; t -= 1) {
+    const first = messages[starts[t]];
+    const last = (t + 1 < starts.length ? starts[t + 1] : messages.length) - 1;
+    if (first.meta && first.meta.runId) { out.set(last, first.meta.runId); continue; }
+    const asked = textOf(first).trim();
+    const k = finished.slice(next).findIndex((r) => String(r.prompt || '').trim() === asked);
+    if (k < 0) continue;
+    out.set(last, finished[next + k].id);
+    next += k + 1;
+  }
+  return out;
+}
+
+function renderTranscript(transcript, messages, session = {}, details = new Map(), runOf = new Map()) {
   const results = new Map();
   for (const m of messages) {
     if (Array.isArray(m.content)) {
       for (const block of m.content) if (block.type === 'tool_result') results.set(block.tool_use_id, block);
     }
   }
+  // The reply's link to its run sits under the turn's last message that shows (not one of tool results).
+  const linkAt = new Map();
+  for (const [last, runId] of runOf) {
+    for (let i = last; i >= 0 && !startsTurn(messages[i]); i -= 1) {
+      if (messages[i].role === 'assistant' && (typeof messages[i].content === 'string' || messages[i].content.some((b) => b.type === 'text' || b.type === 'tool_use'))) { linkAt.set(i, runId); break; }
+    }
+  }
   const views = messages.map((m, i) => [
     i === session.contextFrom && i > 0 ? resetMarker(session) : null,
-    messageView(m, results, details),
+    messageView(m, results, details, linkAt.get(i)),
   ]).flat().filter(Boolean);
   const trimmed = trimMarker(session);
   clear(transcript, trimmed, views.length || trimmed ? views : h('p', { class: 'empty', text: 'No messages yet. Say hello.' }));
@@ -494,7 +587,7 @@ function hitView(agent, hit, names) {
     h('div', { class: 'text', text: hit.text }));
 }
 
-function messageView(message, results, details = new Map()) {
+function messageView(message, results, details = new Map(), runId = null) {
   const blocks = typeof message.content === 'string' ? [{ type: 'text', text: message.content }] : (message.content || []);
   const parts = [];
   for (const block of blocks) {
@@ -503,7 +596,8 @@ function messageView(message, results, details = new Map()) {
   }
   if (!parts.length) return null; // a message of tool results only: shown inside the calls
   const who = message.role === 'user' ? promptLabel(message.meta) : 'Agent';
-  return h('div', { class: `message ${message.role}${who !== 'You' && message.role === 'user' ? ' arrived' : ''}` }, h('div', { class: 'role', text: who }), parts);
+  const timeline = runId ? h('a', { class: 'run-link small-text', href: `#/runs/${id(runId)}`, text: 'Timeline of this reply' }) : null;
+  return h('div', { class: `message ${message.role}${who !== 'You' && message.role === 'user' ? ' arrived' : ''}` }, h('div', { class: 'role', text: who }), parts, timeline);
 }
 
 // Who asked: a person ("You"), or a run's prompt the session API marks with `meta` (a scheduled
@@ -528,8 +622,9 @@ function toolView(call, result, detail) {
       full.remove();
     }));
   }
-  const facts = detail && detail.connection
-    ? h('span', { class: 'tool-meta muted', text: ` · ${detail.connection} · ${Math.round(detail.durationMs || 0)} ms${detail.error ? ` · ${detail.error}` : ''}` })
+  const decided = detail && detail.decision ? ` · ${detail.decidedBy === 'expired' ? 'approval expired' : detail.decision === 'approve' ? 'approved' : 'denied'}` : '';
+  const facts = detail && (detail.connection || decided)
+    ? h('span', { class: 'tool-meta muted', text: `${detail.connection ? ` · ${detail.connection} · ${Math.round(detail.durationMs || 0)} ms` : ''}${detail.error ? ` · ${detail.error}` : ''}${decided}` })
     : null;
   return h('details', { class: `tool-call${result && result.is_error ? ' tool-error' : ''}` },
     h('summary', {}, h('span', { class: 'tool-name', text: call.name }), facts,
@@ -552,7 +647,7 @@ function prettyJson(text) {
 function usageView(u, elapsedMs) {
   if (!u) return null;
   return h('div', { class: 'usage-line' },
-    `Last turn: ${u.inputTokens} in · ${u.outputTokens} out · cache ${u.cacheReadTokens} read / ${u.cacheWriteTokens} written · `,
+    `Last turn: ${fmtNum(u.inputTokens)} in · ${fmtNum(u.outputTokens)} out · cache ${fmtNum(u.cacheReadTokens)} read / ${fmtNum(u.cacheWriteTokens)} written · `,
     h('strong', { text: fmtCost(u.costUsd) }),
     h('span', { class: 'muted', text: ` · ${(elapsedMs / 1000).toFixed(1)} s` }));
 }
@@ -562,19 +657,40 @@ function queuedView(runId, status) {
     h('a', { href: `#/runs/${id(runId)}`, text: runId }), ' ', badge(status, status));
 }
 
-// Shows a queued run once and follows it. The page's own POST and the listing of the session's
-// runs can both name the same run (the listing may land between the POST's commit and its
-// answer), so the check and the append happen together, with no await between them.
-function track(runId, status, pending, reload) {
+// A turn paused for the owner's approval (TL10): what was asked, and a card per call that waits.
+// A call already shown on the page (the live turn's view) is not shown twice.
+function awaitingView(runId, run, page) {
+  const view = h('div', { class: 'awaiting', dataset: { runId, status: 'awaiting_approval' } },
+    run.prompt ? h('div', { class: 'message user' }, h('div', { class: 'role', text: 'You' }), h('div', { class: 'text', text: run.prompt })) : null,
+    h('p', { class: 'awaiting-note' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), ' The turn is paused until you decide (',
+      h('a', { href: `#/runs/${id(runId)}`, text: 'its run' }), ').'));
+  addApprovalCards(view, runId, held(run), page);
+  return view;
+}
+
+function addApprovalCards(where, runId, approvals, page = where) {
+  for (const approval of approvals) {
+    if (page.querySelector(`.approval[data-tool-use-id="${CSS.escape(approval.toolUseId)}"]`)) continue;
+    where.append(approvalCard(runId, approval));
+  }
+}
+
+// Shows a queued (or paused) run once and follows it. The page's own POST and the listing of the
+// session's runs can both name the same run (the listing may land between the POST's commit and
+// its answer), so the check and the append happen together, with no await between them.
+function track(runId, status, pending, reload, run = null) {
   if (pending.querySelector(`[data-run-id="${CSS.escape(runId)}"]`)) return;
-  pending.append(queuedView(runId, status));
+  pending.append(status === 'awaiting_approval' && run ? awaitingView(runId, run, pending.closest('.chat-main') || pending) : queuedView(runId, status));
   follow(runId, pending, reload);
 }
 
-// Follows an async run until it finishes, then shows the transcript it wrote.
+// Follows an async run until it finishes, then shows the transcript it wrote. A run that pauses
+// for approval shows its pending calls (once: a card being filled in is left alone).
 async function follow(runId, pending, reload, settled = () => false) {
+  let touched = Date.now(); // a run waiting for a person is asked less often after half a minute
+  let waiting = false;
   for (;;) {
-    await new Promise((r) => setTimeout(r, POLL_MS));
+    if (await nap(waiting && Date.now() - touched > 30_000 ? WAITING_POLL_MS : POLL_MS)) touched = Date.now();
     if (!pending.isConnected || settled()) return;
     let run;
     try {
@@ -584,25 +700,40 @@ async function follow(runId, pending, reload, settled = () => false) {
       return;
     }
     const view = pending.querySelector(`[data-run-id="${CSS.escape(runId)}"]`);
+    waiting = run.status === 'awaiting_approval';
+    if (run.status === 'awaiting_approval') {
+      const page = pending.closest('.chat-main') || pending;
+      const unseen = held(run).filter((a) => !page.querySelector(`.approval[data-tool-use-id="${CSS.escape(a.toolUseId)}"]`));
+      if (!view && !unseen.length) continue; // its live view shows the calls
+      if (view && view.dataset.status === 'awaiting_approval') addApprovalCards(view, runId, held(run), page);
+      else if (view) view.replaceWith(awaitingView(runId, run, page));
+      else pending.append(awaitingView(runId, run, page));
+      continue;
+    }
     if (run.status === 'queued' || run.status === 'running') {
-      if (view) view.replaceWith(queuedView(runId, run.status));
+      if (view && view.dataset.status === 'awaiting_approval') {
+        // decided: the cards say so until the turn ends; the note says it goes on
+        view.querySelector('.awaiting-note')?.replaceChildren(h('span', { class: 'spinner', 'aria-hidden': 'true' }), ' The turn goes on…');
+      } else if (view) view.replaceWith(queuedView(runId, run.status));
       continue;
     }
     if (view) view.remove();
     if (run.status === 'failed') {
       pending.append(h('div', { class: 'error', role: 'alert' }, h('strong', { text: `${errorTitle(run.error?.code || 'failed')}:` }), ' ', run.error?.message || 'the queued turn failed', ` (run ${runId})`));
     }
-    await reload();
+    await reload(run);
     return;
   }
 }
 
 // Queued or running turns of this session (from an earlier page, or another tab).
-async function watchQueued(agent, sessionId, pending, reload) {
+async function watchQueued(agent, sessionId, pending, reload, resumedEnded = reload) {
   try {
     const page = await get(`/api/agents/${id(agent.id)}/runs`, { limit: 20 });
     for (const run of page.items) {
-      if (run.sessionId === sessionId && (run.status === 'queued' || run.status === 'running')) track(run.id, run.status, pending, reload);
+      if (run.sessionId !== sessionId) continue;
+      if (run.status === 'queued' || run.status === 'running') track(run.id, run.status, pending, reload);
+      else if (run.status === 'awaiting_approval') track(run.id, run.status, pending, resumedEnded, { ...run, pendingApprovals: await pendingOf(run) });
     }
   } catch {
     // the transcript still shows; the runs page has the details

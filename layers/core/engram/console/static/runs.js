@@ -4,10 +4,12 @@
 // first and each value opened on demand.
 import { get, post, patch, all, id } from './api.js';
 import {
-  h, clear, busy, field, badge, fmtTime, fmtDuration, fmtCost, fmtBytes, moreButton, pretty, showFormError, errorBox, errorTitle, notice, table,
+  h, clear, busy, field, badge, fmtTime, fmtDuration, fmtCost, fmtNum, fmtBytes, moreButton, pretty, showFormError, errorBox, errorTitle, notice, table,
 } from './ui.js';
 import { timeChart } from './chart.js';
 import { councilMembers } from './allruns.js';
+import { approvalCard, decidedLine, held, nap, WAITING_POLL_MS } from './approvals.js';
+import { timelineSection } from './timeline.js';
 
 const POLL_MS = 1500;
 const NAMESPACES = ['input', 'task', 'shared', 'step'];
@@ -101,12 +103,19 @@ export async function detail(main, runId) {
   const body = h('div');
   clear(main, body);
   await render(body, run);
-  // A run that is still going is followed until it ends.
-  while ((run.status === 'queued' || run.status === 'running') && body.isConnected) {
-    await new Promise((r) => setTimeout(r, POLL_MS));
+  // A run that is still going (or waits for a decision) is followed until it ends; the page is
+  // drawn again when its status changes (not while a note is being written in an approval card).
+  // A run waiting for a person is asked less often (it may wait a day), except in the half minute
+  // after an approval card was shown or decided here (`engram:approvals`, which also asks at once).
+  const going = (r) => r.status === 'queued' || r.status === 'running' || r.status === 'awaiting_approval';
+  let touched = Date.now();
+  while (going(run) && body.isConnected) {
+    const idle = run.status === 'awaiting_approval' && Date.now() - touched > 30_000;
+    if (await nap(idle ? WAITING_POLL_MS : POLL_MS)) touched = Date.now();
     if (!body.isConnected) return;
+    const before = run.status;
     run = await get(`/api/runs/${id(runId)}`);
-    if (run.status !== 'queued' && run.status !== 'running') await render(body, run);
+    if (run.status !== before || !going(run)) await render(body, run);
     else body.querySelector('.run-status')?.replaceChildren(badge(run.status));
   }
 }
@@ -133,7 +142,7 @@ async function render(body, run) {
     ['Model', run.model || '—'],
     ['Session', run.sessionId ? h('a', { href: `#/agents/${id(run.agentId)}/chat/${id(run.sessionId)}` }, run.sessionId) : 'clean slate (no session)'],
     ['Session revisions', run.sessionId ? `${run.sessionRevisionBefore ?? '—'} → ${run.sessionRevisionAfter ?? '—'}` : '—'],
-    ['Usage', run.usage ? `${run.usage.inputTokens} in · ${run.usage.outputTokens} out · ${fmtCost(run.usage.costUsd)}` : '—'],
+    ['Usage', run.usage ? `${fmtNum(run.usage.inputTokens)} in · ${fmtNum(run.usage.outputTokens)} out · ${fmtCost(run.usage.costUsd)}` : '—'],
     ['Parent run', run.parentRunId ? h('a', { href: `#/runs/${id(run.parentRunId)}` }, run.parentRunId) : '—'],
     ['Council run', run.councilRunId ? h('a', { href: `#/runs/${id(run.councilRunId)}` }, run.councilRunId) : '—'],
     ['Resolution', run.resolutionStatus || '—'],
@@ -164,12 +173,20 @@ async function render(body, run) {
     }
   }
 
+  const waitingNow = held(run);
+  const decided = (run.pendingApprovals || []).filter((a) => a.decision);
+  const approvals = waitingNow.length || decided.length ? h('section', { class: 'card run-approvals', 'aria-labelledby': 'run-approvals-title' },
+    h('h2', { id: 'run-approvals-title', text: waitingNow.length ? `Waiting for your approval (${waitingNow.length})` : 'Approvals' }),
+    waitingNow.map((a) => approvalCard(run.id, a)),
+    decided.map((a) => decidedLine(a))) : null;
+  const timeline = h('section', { class: 'card run-timeline', 'aria-labelledby': 'timeline' }, h('h2', { id: 'timeline', text: 'Timeline' }), h('p', { class: 'loading', text: 'Loading…' }));
   const history = h('section', { class: 'card reexaminations' });
   const memory = h('section', { class: 'card run-memory' });
   const council = h('section', { class: 'card council-members' });
   const mayLead = run.kind === 'heartbeat' || run.kind === 'manual';
   clear(body,
     h('div', { class: 'page-head' }, h('h1', { text: `Run ${run.id}` })),
+    approvals,
     h('div', { class: 'columns' },
       h('section', { class: 'card' }, h('h2', { text: 'Run' }), h('dl', { class: 'facts' }, facts.map(([k, v]) => [h('dt', { text: k }), h('dd', {}, v)]))),
       h('div', {},
@@ -178,18 +195,28 @@ async function render(body, run) {
           h('dl', { class: 'facts' }, Object.entries(card).map(([k, v]) => [h('dt', { text: k }), h('dd', { text: pretty(v) })])),
           actions) : null,
         run.result && run.result.reply ? h('section', { class: 'card' }, h('h2', { text: 'Reply' }), h('div', { class: 'reply', text: run.result.reply })) : null)),
+    timeline,
     h('section', { class: 'card' }, h('h2', { text: 'Prompt' }), h('pre', { class: 'prompt', text: run.prompt || '—' })),
     run.toolCalls && run.toolCalls.length ? h('section', { class: 'card' }, h('h2', { text: 'Tool calls' }),
-      run.toolCalls.map((c) => h('details', { class: `tool-call${c.isError ? ' tool-error' : ''}` }, h('summary', {}, h('span', { class: 'tool-name', text: c.name })),
+      run.toolCalls.map((c) => h('details', { class: `tool-call${c.isError ? ' tool-error' : ''}` }, h('summary', {}, h('span', { class: 'tool-name', text: c.name }), audit(c)),
         h('div', { class: 'tool-io' }, h('div', { class: 'label', text: 'Input' }), h('pre', { text: pretty(c.input) }),
-          h('div', { class: 'label', text: 'Result' }), h('pre', { text: pretty(c.result) }))))) : null,
+          h('div', { class: 'label', text: 'Result' }), h('pre', { text: pretty(c.result) }),
+          c.inputSha256 ? h('p', { class: 'muted small-text digest', text: `SHA-256 of the input ${c.inputSha256}, of the result ${c.resultSha256 || '—'}` }) : null)))) : null,
     card && run.kind !== 'reexamination' ? history : null,
     mayLead ? council : null,
     memory);
-  const jobs = [runMemory(memory, run)];
+  const jobs = [runMemory(memory, run), timelineSection(timeline, run)];
   if (mayLead) jobs.push(councilMembers(council, run).catch((err) => clear(council, errorBox(err))));
   if (card && run.kind !== 'reexamination') jobs.push(reexaminations(history, run));
   await Promise.all(jobs);
+}
+
+// A held call's decision, as the run's audit records it (TL10).
+function audit(call) {
+  if (!call.decision) return null;
+  const word = call.decision === 'approve' ? 'approved' : 'denied';
+  const who = call.decidedBy === 'expired' ? 'expired, so denied' : `${word}${call.decidedBy ? ` by ${call.decidedBy}` : ''}`;
+  return h('span', { class: `muted call-audit ${word}`, text: ` · ${who}${call.decidedAt ? ` ${fmtTime(call.decidedAt)}` : ''}${call.note ? ` (“${call.note}”)` : ''}` });
 }
 
 async function followChild(childId, body, parent) {

@@ -33,6 +33,21 @@ export function svg(tag, attrs = {}, ...children) {
   return el;
 }
 
+// A stylesheet of some pages only (insight.css), added once; resolves when it is applied, so a
+// module that awaits it at its top draws its page styled (no flash of unstyled content).
+const sheets = new Map();
+export function stylesheet(name) {
+  if (!sheets.has(name)) {
+    sheets.set(name, new Promise((resolve) => {
+      const link = h('link', { rel: 'stylesheet', href: `/console/${name}` });
+      link.addEventListener('load', resolve, { once: true });
+      link.addEventListener('error', resolve, { once: true }); // unstyled beats not at all
+      document.head.append(link);
+    }));
+  }
+  return sheets.get(name);
+}
+
 export function clear(el, ...children) {
   el.replaceChildren();
   append(el, children);
@@ -50,6 +65,7 @@ const TITLES = {
   unauthorized: 'Signed out', signed_out: 'Signed out', forbidden: 'Not allowed', conflict: 'Conflict',
   rate_limited: 'Too many requests', quota_exceeded: 'Quota reached', value_too_long: 'Too long',
   secret_detected: 'Looks like a secret', model_not_configured: 'The model is not set up',
+  limit_exceeded: 'Limit reached',
 };
 export function errorTitle(code) {
   if (!code) return 'Something went wrong';
@@ -66,7 +82,20 @@ export function errorBox(err) {
   const message = err && err.message ? err.message : String(err);
   const box = h('div', { class: 'error', role: 'alert', dataset: { code } }, h('strong', { text: `${errorTitle(code)}:` }), ' ', message);
   if (err && err.runId) box.append(' ', h('span', { class: 'muted', text: `(run ${err.runId})` }));
+  if (err && err.limit) box.append(limitLine(err.limit));
   return box;
+}
+
+// A spending limit that stopped a turn (limit_exceeded): which, spent, when it resets, where to change it.
+function limitLine(limit) {
+  const words = { dailyCostUsd: 'daily cost limit', monthlyCostUsd: 'monthly cost limit', toolCallsPerTurn: 'tool calls per turn' };
+  const cost = limit.name !== 'toolCallsPerTurn';
+  const value = cost ? fmtCost(limit.value) : fmtNum(limit.value);
+  return h('div', { class: 'limit-line' },
+    `${limit.scope === 'user' ? 'Your' : 'The agent\u2019s'} ${words[limit.name] || limit.name}: ${value}`,
+    cost && limit.spentUsd !== undefined ? `, spent ${fmtCost(limit.spentUsd)}` : '',
+    limit.resetsAt ? `; resets ${fmtTime(limit.resetsAt)}` : '',
+    limit.scope === 'user' ? [' · ', h('a', { href: '#/usage', text: 'change your limits' })] : ' · change it in the agent\u2019s Edit');
 }
 
 // Shows `err` in the page's message area (top of the main view) and returns it for chaining.
@@ -174,19 +203,33 @@ export function field(label, control, hint) {
   return wrap;
 }
 
-// Puts an API error next to the field it names (error.field), else at the form's top.
+// The control a field path names ("limits.dailyCostUsd", "tools.0.requireApproval"): the control
+// of that exact name, else of its longest named prefix ("tools.0", then "tools").
+function controlFor(form, path) {
+  const parts = path ? String(path).split('.') : [];
+  for (let n = parts.length; n > 0; n -= 1) {
+    const control = form.querySelector(`[name="${CSS.escape(parts.slice(0, n).join('.'))}"]`);
+    if (control && control.closest('.field')?.querySelector('.field-error')) return control;
+  }
+  return null;
+}
+
+// Puts an API error next to the field it names (error.field), and every other broken rule the
+// API listed (error.details) next to its own field; what names no field goes at the form's top.
 export function showFormError(form, err) {
   for (const el of form.querySelectorAll('.field-error')) { el.textContent = ''; delete el.dataset.code; }
-  const name = err && err.field ? String(err.field).split('.')[0] : null;
-  const control = name ? form.querySelector(`[name="${CSS.escape(name)}"]`) : null;
+  const control = controlFor(form, err && err.field);
   if (control) {
-    const slot = control.closest('.field')?.querySelector('.field-error');
-    if (slot) {
-      slot.textContent = err.message || errorTitle(err.code);
-      slot.dataset.code = err.code || '';
-      control.focus();
-      return;
+    const slot = control.closest('.field').querySelector('.field-error');
+    slot.textContent = err.message || errorTitle(err.code);
+    slot.dataset.code = err.code || '';
+    for (const detail of (err.details || []).slice(1)) {
+      const other = controlFor(form, detail.field);
+      const otherSlot = other && other !== control ? other.closest('.field').querySelector('.field-error') : null;
+      if (otherSlot && !otherSlot.textContent) { otherSlot.textContent = `${detail.field} ${detail.message}`; otherSlot.dataset.code = err.code || ''; }
     }
+    control.focus();
+    return;
   }
   const top = form.querySelector('.form-error');
   if (top) clear(top, errorBox(err));
@@ -215,10 +258,23 @@ export function fmtAge(seconds) {
   return `${Math.floor(hrs / 24)}d ${hrs % 24}h`;
 }
 
+// Numbers with the reader's thousands separators (Intl.NumberFormat): 12,345 tokens, $1,234.5600.
+const INTEGER = new Intl.NumberFormat(undefined, { maximumFractionDigits: 0 });
+const DOLLARS = [4, 5].map((digits) => new Intl.NumberFormat(undefined, { minimumFractionDigits: digits, maximumFractionDigits: digits }));
+export function fmtNum(n) {
+  if (n === null || n === undefined || !Number.isFinite(Number(n))) return '—';
+  return INTEGER.format(Number(n));
+}
+
 export function fmtCost(usd) {
   if (usd === null || usd === undefined) return '—';
   const n = Number(usd);
-  return n < 0.01 && n > 0 ? `$${n.toFixed(5)}` : `$${n.toFixed(4)}`;
+  return `$${(n < 0.01 && n > 0 ? DOLLARS[1] : DOLLARS[0]).format(n)}`;
+}
+
+export function fmtMs(ms) {
+  if (ms === null || ms === undefined || !(ms >= 0)) return '—';
+  return ms < 1000 ? `${fmtNum(ms)} ms` : `${(ms / 1000).toFixed(ms < 10000 ? 2 : 1)} s`;
 }
 
 export function fmtBytes(n) {
