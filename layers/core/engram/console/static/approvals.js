@@ -2,13 +2,36 @@
 // input pretty-printed, when it expires) with a note and Approve / Deny, used by the chat and by a
 // run's page. What waits (the navigation's count, the agents list's marks) is waiting.js, small
 // enough for the first load.
-import { post, id } from './api.js';
+import { get, post, id } from './api.js';
 import { h, clear, busy, errorBox, fmtTime, pretty, stylesheet } from './ui.js';
-import { changed } from './waiting.js';
+import { changed, held } from './waiting.js';
 
 await stylesheet('insight.css');
 
-export { changed, held, pendingOf, nap, WAITING_POLL_MS } from './waiting.js';
+export { changed, held };
+
+// A run's calls still waiting, asked again when the list did not carry them.
+export async function pendingOf(run) {
+  if (run.pendingApprovals) return held(run);
+  return held(await get(`/api/runs/${id(run.id)}`));
+}
+
+// Waits `ms`, or less when what waits changes (a card shown or decided on this page): resolves
+// true when that woke it. Followers of a waiting run sleep long (it may wait a day) and still
+// see a decision made here at once.
+export const WAITING_POLL_MS = 15_000;
+export function nap(ms) {
+  return new Promise((resolve) => {
+    const timer = setTimeout(() => done(false), ms);
+    function woken() { done(true); }
+    function done(byEvent) {
+      clearTimeout(timer);
+      window.removeEventListener('engram:approvals', woken);
+      resolve(byEvent);
+    }
+    window.addEventListener('engram:approvals', woken);
+  });
+}
 
 // An MCP tool is named mcp__<connection>__<tool> to the model; Engram's own and the server tools
 // have plain names.

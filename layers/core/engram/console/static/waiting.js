@@ -1,7 +1,7 @@
 // What waits for the owner's approval (TL10): the runs of GET /api/runs?status=awaiting_approval,
 // read once per few seconds for the navigation's count and the agents list's marks (the first
-// load's only part of approvals; the cards are approvals.js).
-import { get, id } from './api.js';
+// load's only part of approvals; the cards, and the followers' pendingOf and nap, are approvals.js).
+import { get } from './api.js';
 
 // The runs waiting for a decision: one page of the runs search (the API reads at most 2000 runs
 // for it, so a person with many runs costs one bounded read, not a walk through all of them), kept
@@ -43,27 +43,4 @@ export async function waitingByAgent() {
   const counts = new Map();
   for (const run of await waiting()) counts.set(run.agentId, (counts.get(run.agentId) || 0) + heldCount(run));
   return counts;
-}
-
-// A run's calls still waiting, asked again when the list did not carry them.
-export async function pendingOf(run) {
-  if (run.pendingApprovals) return held(run);
-  return held(await get(`/api/runs/${id(run.id)}`));
-}
-
-// Waits `ms`, or less when what waits changes (a card shown or decided on this page): resolves
-// true when that woke it. Followers of a waiting run sleep long (it may wait a day) and still
-// see a decision made here at once.
-export const WAITING_POLL_MS = 15_000;
-export function nap(ms) {
-  return new Promise((resolve) => {
-    const timer = setTimeout(() => done(false), ms);
-    function woken() { done(true); }
-    function done(byEvent) {
-      clearTimeout(timer);
-      window.removeEventListener('engram:approvals', woken);
-      resolve(byEvent);
-    }
-    window.addEventListener('engram:approvals', woken);
-  });
 }
