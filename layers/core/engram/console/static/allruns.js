@@ -3,7 +3,8 @@
 // shared or reloaded. Also a council lead's member runs (for its run page) and an agent's
 // decisions, each with its conviction history.
 import { get, all, id } from './api.js';
-import { h, clear, field, badge, fmtTime, fmtCost, moreButton, errorBox, table } from './ui.js';
+import { h, clear, badge, fmtTime, fmtCost, moreButton, errorBox, table } from './ui.js';
+import { field } from './forms.js';
 
 const KINDS = ['chat', 'heartbeat', 'manual', 'reexamination', 'council_member'];
 const STATUSES = ['queued', 'running', 'awaiting_approval', 'succeeded', 'failed'];

@@ -7,9 +7,9 @@ import { waiting, heldCount } from './waiting.js';
 
 const ROUTES = [
   [/^#\/agents\/?$/, 'agents.js', 'list'],
-  [/^#\/agents\/new$/, 'agents.js', 'create'],
-  [/^#\/agents\/([^/]+)$/, 'agents.js', 'detail'],
-  [/^#\/agents\/([^/]+)\/edit$/, 'agents.js', 'edit'],
+  [/^#\/agents\/new$/, 'agent.js', 'create'],
+  [/^#\/agents\/([^/]+)$/, 'agent.js', 'detail'],
+  [/^#\/agents\/([^/]+)\/edit$/, 'agent.js', 'edit'],
   [/^#\/agents\/([^/]+)\/chat(?:\/([^/]+))?$/, 'chat.js', 'chat'],
   [/^#\/agents\/([^/]+)\/runs$/, 'runs.js', 'list'],
   [/^#\/agents\/([^/]+)\/decisions$/, 'allruns.js', 'decisions'],

@@ -15,8 +15,9 @@ import { openStream, turnId } from './stream.js';
 import { markdownView, renderMarkdown } from './markdown.js';
 import { approvalCard, decidedLine, pendingOf, held, changed, nap, WAITING_POLL_MS } from './approvals.js';
 import {
-  h, clear, busy, confirmAction, dialog, field, errorBox, errorTitle, fmtCost, fmtNum, fmtTime, pretty, showError, badge, moreButton,
+  h, clear, busy, errorBox, errorTitle, fmtCost, fmtNum, fmtTime, pretty, showError, badge, moreButton,
 } from './ui.js';
+import { confirmAction, dialog, field } from './forms.js';
 
 const POLL_MS = 1500;
 const RECONNECT_MS = [500, 1000, 2000, 4000, 8000, 15000];

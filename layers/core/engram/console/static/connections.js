@@ -3,7 +3,8 @@
 // tools, or what is wrong), see its tools and its health (what turns last met on it: healthy,
 // degraded, down until a time, or unknown), delete it.
 import { get, post, del, id } from './api.js';
-import { h, clear, busy, confirmAction, field, fmtTime, latestOnly, moreButton, showFormError, table, badge, errorBox, pretty } from './ui.js';
+import { h, clear, busy, fmtTime, latestOnly, moreButton, table, badge, errorBox, pretty } from './ui.js';
+import { confirmAction, field, showFormError } from './forms.js';
 
 export async function list(main) {
   const body = h('div');

@@ -4,8 +4,9 @@
 import { get, post, patch, del, id } from './api.js';
 import * as auth from './auth.js';
 import {
-  h, clear, busy, confirmAction, dialog, field, badge, fmtTime, moreButton, showFormError, notice, errorBox, fmtBytes, latestOnly, clearMessages, FAREWELL,
+  h, clear, busy, badge, fmtTime, moreButton, notice, errorBox, fmtBytes, latestOnly, clearMessages, FAREWELL,
 } from './ui.js';
+import { confirmAction, dialog, field, showFormError } from './forms.js';
 
 const STALE_DAYS = 60;
 

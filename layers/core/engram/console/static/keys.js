@@ -3,8 +3,9 @@
 // use; revoking asks first. The "Connect" panel gives the MCP URL and the exact commands.
 import { get, post, del, id } from './api.js';
 import {
-  h, clear, busy, confirmAction, dialog, field, badge, fmtTime, moreButton, showFormError, notice, secretBox, table, latestOnly, clearMessages,
+  h, clear, busy, badge, fmtTime, moreButton, notice, table, latestOnly, clearMessages,
 } from './ui.js';
+import { confirmAction, dialog, field, showFormError, secretBox } from './forms.js';
 
 export async function keys(main) {
   const list = h('div', { class: 'keys-list' }, h('p', { class: 'loading', text: 'Loading keys…' }));

@@ -4,8 +4,9 @@
 // search and filter.
 import { get, post, patch, del, all, id } from './api.js';
 import {
-  h, clear, busy, confirmAction, dialog, field, badge, fmtTime, moreButton, showFormError, notice, errorBox, latestOnly,
+  h, clear, busy, badge, fmtTime, moreButton, notice, errorBox, latestOnly,
 } from './ui.js';
+import { confirmAction, dialog, field, showFormError } from './forms.js';
 
 export async function memory(main, scope, ownerId) {
   const [agents, workspaces] = await Promise.all([all('/api/agents'), all('/api/workspaces')]);

@@ -2,7 +2,8 @@
 // none, every tool, or the tools named; and Engram's own tools), how long a call waits before it
 // counts as denied, the spending limits, and whether run timelines keep tool inputs and results. Each control is named as the API names its field
 // ("limits.dailyCostUsd", "tools.0.requireApproval"), so a validation error lands beside it.
-import { h, field, stylesheet } from './ui.js';
+import { h, stylesheet } from './ui.js';
+import { field } from './forms.js';
 
 await stylesheet('insight.css');
 

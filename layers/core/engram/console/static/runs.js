@@ -4,8 +4,9 @@
 // first and each value opened on demand.
 import { get, post, patch, all, id } from './api.js';
 import {
-  h, clear, busy, field, badge, fmtTime, fmtDuration, fmtCost, fmtNum, fmtBytes, moreButton, pretty, showFormError, errorBox, errorTitle, notice, table,
+  h, clear, busy, badge, fmtTime, fmtDuration, fmtCost, fmtNum, fmtBytes, moreButton, pretty, errorBox, errorTitle, notice, table,
 } from './ui.js';
+import { field, showFormError } from './forms.js';
 import { timeChart } from './chart.js';
 import { councilMembers } from './allruns.js';
 import { approvalCard, decidedLine, held, nap, WAITING_POLL_MS } from './approvals.js';

@@ -4,7 +4,8 @@
 // what the prompt cache saved (GET /api/usage's `breakdown` when the API gives it, else summed
 // here from the rows). An agent's page shows its last 30 days (agentUsage).
 import { get, patch, all, id } from './api.js';
-import { h, clear, field, fmtCost, fmtNum, fmtTime, table, errorBox, notice, showFormError, stylesheet } from './ui.js';
+import { h, clear, fmtCost, fmtNum, fmtTime, table, errorBox, notice, stylesheet } from './ui.js';
+import { field, showFormError } from './forms.js';
 import { timeChart } from './chart.js';
 
 await stylesheet('insight.css');

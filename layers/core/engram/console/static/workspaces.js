@@ -1,6 +1,7 @@
 // Workspaces: shared memory for the agents placed in them. List, create, rename, delete.
 import { get, post, patch, del, all, id } from './api.js';
-import { h, clear, busy, confirmAction, dialog, field, fmtTime, latestOnly, moreButton, showFormError, table } from './ui.js';
+import { h, clear, busy, fmtTime, latestOnly, moreButton, table } from './ui.js';
+import { confirmAction, dialog, field, showFormError } from './forms.js';
 
 export async function list(main) {
   const body = h('div', {}, h('p', { class: 'loading', text: 'Loading workspaces…' }));
