@@ -59,6 +59,7 @@ def test_approving_in_the_chat_lets_the_turn_go_on(console, sample_servers):
     expect(card.locator(".approval-connection")).to_have_text("market")
     expect(card.locator(".approval-input")).to_contain_text('"symbol": "BTC"')  # pretty-printed
     expect(card.locator(".approval-expiry")).to_contain_text("expires")
+    expect(page.get_by_text("No messages yet")).to_be_hidden()  # the empty session's line goes once a turn is sent
     # the navigation counts what waits, and the agents list marks the agent
     expect(page.locator(".nav-waiting")).to_contain_text("1")
     # a new message meanwhile is refused (approval_pending), kept in the box, and the call stays shown once
