@@ -296,7 +296,7 @@ def delete_everything(deps: Stores, tenant: str) -> dict[str, int]:
     deps.card_types.delete_all(tenant)
     revoke_grants(deps, tenant)  # OAuth connections' grants end at their servers too (TL9)
     counts["connections"] = deps.connections.delete_all(tenant)
-    streaming.close_all(deps, deps.streams.delete_all(tenant))  # open sockets and the turns they sent (ST2)
+    streaming.close_all(deps.pusher, deps.streams.delete_all(tenant))  # open sockets and the turns they sent (ST2)
     deps.runs.delete_all(tenant)
     deps.agents.forget_quotas(tenant)
     return counts
