@@ -146,7 +146,7 @@ _STATED_NAME = re.compile(
 
 
 def me(deps: Stores, tenant: str) -> dict[str, object]:
-    return {"name": deps.profiles.name(tenant), "limits": usage.my_limits(deps, tenant)}
+    return {"name": deps.profiles.name(tenant), "limits": usage.my_limits(deps.usage, tenant)}
 
 
 def set_my_name(deps: Stores, tenant: str, name: str | None) -> dict[str, object]:
@@ -164,7 +164,7 @@ def update_me(deps: Stores, tenant: str, body: MeUpdate) -> dict[str, object]:
     if not given:
         raise BadRequest("the body names no field to change", field="body", code="empty_update")
     name = set_my_name(deps, tenant, body.name)["name"] if "name" in given else deps.profiles.name(tenant)
-    limits = usage.set_my_limits(deps, tenant, body.limits) if "limits" in given else usage.my_limits(deps, tenant)
+    limits = usage.set_my_limits(deps.usage, tenant, body.limits) if "limits" in given else usage.my_limits(deps.usage, tenant)
     return {"name": name, "limits": limits}
 
 

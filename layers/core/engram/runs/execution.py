@@ -238,7 +238,7 @@ def execute_run(
         return {"status": "failed"}
     try:
         if run.kind in _LIMITED_BEFORE_START and not continued:
-            refuse_over_limit(deps, tenant, agent.id, agent.limits)  # skipped before any model call (TL10)
+            refuse_over_limit(deps.usage, tenant, agent.id, agent.limits)  # skipped before any model call (TL10)
         status = _execute(deps, tenant, run, agent, inputs, continued=continued)
     except LimitExceeded as err:
         logger.info("run skipped: a spending limit is reached", extra={"run_id": run.id, **err.context})

@@ -50,3 +50,15 @@ class UsageLedger(Protocol):
         ...
 
     def delete_all(self, tenant: str) -> int: ...
+
+
+class Limited(Protocol):
+    @property
+    def limits(self) -> Limits | None: ...
+
+
+class LimitedAgents(Protocol):
+    """The agents' store as far as usage reads it: an agent's spending limits (agents.ports.Agents
+    is one; usage knows no more of agents)."""
+
+    def get(self, tenant: str, agent_id: str) -> Limited | None: ...

@@ -26,4 +26,4 @@ def list_usage(
     from_: Annotated[str | None, Query(alias="from", pattern=r"^\d{4}-\d{2}-\d{2}$")] = None,
     to: Day = None,
 ) -> Reply:
-    return ok(usage.list_usage(deps, tenant, agentId, sessionId, limit, nextToken, from_, to))
+    return ok(usage.list_usage(deps.usage, deps.agents, tenant, agentId, sessionId, limit, nextToken, from_, to))
