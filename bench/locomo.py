@@ -41,7 +41,6 @@ import time
 from collections import defaultdict
 from datetime import datetime, timedelta
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -226,7 +225,6 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
             archive = ArchiveRepository(table)
             profiles = ProfileRepository(table)
             agents, sessions = AgentRepository(table), SessionRepository(table)
-            deps = SimpleNamespace(table=table, archive=archive)
             recall.clear_cache()
 
             results: list[tuple[int, set[str], list[str]]] = []
@@ -261,7 +259,7 @@ def run_benchmark(path: Path, *, captions: bool = True) -> dict[str, Any]:
                 conv_results = []
                 for i, q in enumerate(conv["questions"]):
                     start = time.perf_counter()
-                    hits = recall.conversation_search(deps, TENANT, agent_id, q["question"], limit=10)
+                    hits = recall.conversation_search(archive, TENANT, agent_id, q["question"], limit=10)
                     elapsed = (time.perf_counter() - start) * 1000
                     (first_ms if i == 0 else search_ms).append(elapsed)
                     got = [refs[(h["sessionId"], h["runId"], h["seq"])] for h in hits]
@@ -346,7 +344,7 @@ def _first_search_ms(conversations: list[dict[str, Any]], turns: int, repeats: i
     for _ in range(repeats):
         recall.clear_cache()
         start = time.perf_counter()
-        recall.conversation_search(SimpleNamespace(archive=_Archive()), TENANT, "first-search", question, limit=10)
+        recall.conversation_search(_Archive(), TENANT, "first-search", question, limit=10)
         times.append((time.perf_counter() - start) * 1000)
     recall.clear_cache()
     return statistics.median(times)

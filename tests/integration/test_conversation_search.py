@@ -27,7 +27,7 @@ def _archive(stack) -> ArchiveRepository:
 
 
 def _search(stack, user: str, agent_id: str, query: str, **kw):
-    return conversation_search(stack.deps, tenant_key(user), agent_id, query, **kw)
+    return conversation_search(stack.deps.archive, tenant_key(user), agent_id, query, **kw)
 
 
 def test_a_turn_archives_its_messages_with_session_and_time(stack):

@@ -40,7 +40,7 @@ def _usage_runs(stack: Any, agent_id: str) -> set[str]:
 
 
 def _archived(stack: Any, agent_id: str, words: str) -> int:
-    found = conversation_search(stack.deps, tenant_key("alice"), agent_id, words)
+    found = conversation_search(stack.deps.archive, tenant_key("alice"), agent_id, words)
     return len(found)
 
 

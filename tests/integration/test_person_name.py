@@ -9,7 +9,7 @@ from engram.recall.index import conversation_search
 
 
 def _hits(stack, user: str, agent_id: str, query: str):
-    return conversation_search(stack.deps, tenant_key(user), agent_id, query)
+    return conversation_search(stack.deps.archive, tenant_key(user), agent_id, query)
 
 
 def test_a_name_set_with_patch_me_is_the_speaker_of_the_persons_turns(stack):

@@ -58,10 +58,8 @@ def cold_cache():
 
 
 @pytest.fixture
-def archive(monkeypatch):
-    fake = FakeArchive()
-    monkeypatch.setattr(recall, "archive_of", lambda deps: fake)
-    return fake
+def archive():
+    return FakeArchive()
 
 
 def _at(offset_ms: int = 0) -> str:
@@ -71,9 +69,9 @@ def _at(offset_ms: int = 0) -> str:
 
 def test_search_reads_incrementally_and_sees_new_turns(archive):
     archive.add_turn("t1", "a1", "s1", "r1", "we planned a trip to Lisbon", _at(1))
-    assert [h["text"] for h in recall.conversation_search(None, "t1", "a1", "Lisbon")] == ["we planned a trip to Lisbon"]
+    assert [h["text"] for h in recall.conversation_search(archive, "t1", "a1", "Lisbon")] == ["we planned a trip to Lisbon"]
     archive.add_turn("t1", "a1", "s2", "r2", "Lisbon again, with tram rides", _at(2))
-    hits = recall.conversation_search(None, "t1", "a1", "tram Lisbon")
+    hits = recall.conversation_search(archive, "t1", "a1", "tram Lisbon")
     assert hits[0]["sessionId"] == "s2" and len(hits) == 2
     assert set(hits[0]) >= {"sessionId", "role", "text", "createdAt", "runId", "score"} and "SK" not in hits[0]
     first, second = archive.calls[0], archive.calls[1]
@@ -85,23 +83,23 @@ def test_overlapping_reads_do_not_duplicate(archive, monkeypatch):
     monkeypatch.setattr(recall, "OVERLAP_S", 10**9)  # every read re-reads everything
     archive.add_turn("t1", "a1", "s1", "r1", "a note about quinces", _at(1))
     for _ in range(3):
-        assert len(recall.conversation_search(None, "t1", "a1", "quinces")) == 1
+        assert len(recall.conversation_search(archive, "t1", "a1", "quinces")) == 1
 
 
 def test_session_filter(archive):
     archive.add_turn("t1", "a1", "s1", "r1", "quinces in the first session", _at(1))
     archive.add_turn("t1", "a1", "s2", "r2", "quinces in the second session", _at(2))
-    assert {h["sessionId"] for h in recall.conversation_search(None, "t1", "a1", "quinces", session_id="s1")} == {"s1"}
+    assert {h["sessionId"] for h in recall.conversation_search(archive, "t1", "a1", "quinces", session_id="s1")} == {"s1"}
     with pytest.raises(BadRequest):
-        recall.conversation_search(None, "t1", "a1", "quinces", session_id="../x")
+        recall.conversation_search(archive, "t1", "a1", "quinces", session_id="../x")
 
 
 def test_entries_are_per_tenant_and_agent(archive):
     archive.add_turn("t1", "a1", "s1", "r1", "the secret word is marmalade", _at(1))
     archive.add_turn("t2", "a1", "s1", "r1", "nothing to see", _at(1))
-    assert recall.conversation_search(None, "t1", "a1", "marmalade")
-    assert recall.conversation_search(None, "t2", "a1", "marmalade") == []
-    assert recall.conversation_search(None, "t1", "a2", "marmalade") == []
+    assert recall.conversation_search(archive, "t1", "a1", "marmalade")
+    assert recall.conversation_search(archive, "t2", "a1", "marmalade") == []
+    assert recall.conversation_search(archive, "t1", "a2", "marmalade") == []
 
 
 @pytest.mark.parametrize("overlap", [0, 120])
@@ -109,25 +107,25 @@ def test_tombstones_drop_a_deleted_session_from_a_warm_cache(archive, monkeypatc
     monkeypatch.setattr(recall, "OVERLAP_S", overlap)
     archive.add_turn("t1", "a1", "s1", "r1", "my bike is green", _at(1))
     archive.add_turn("t1", "a1", "s2", "r2", "my bike has a bell", _at(2))
-    assert len(recall.conversation_search(None, "t1", "a1", "bike")) == 2
+    assert len(recall.conversation_search(archive, "t1", "a1", "bike")) == 2
     archive.tombstone("t1", "a1", "s1", _at(3))  # another container deleted s1
-    assert [h["sessionId"] for h in recall.conversation_search(None, "t1", "a1", "bike")] == ["s2"]
+    assert [h["sessionId"] for h in recall.conversation_search(archive, "t1", "a1", "bike")] == ["s2"]
     archive.add_turn("t1", "a1", "s1", "r3", "a new bike talk in the emptied session", _at(4))
-    assert {h["sessionId"] for h in recall.conversation_search(None, "t1", "a1", "bike")} == {"s1", "s2"}
+    assert {h["sessionId"] for h in recall.conversation_search(archive, "t1", "a1", "bike")} == {"s1", "s2"}
 
 
 def test_a_tombstone_read_with_the_turns_it_deletes_wins(archive):
     archive.add_turn("t1", "a1", "s1", "r1", "my bike is green", _at(1))
     archive.add_turn("t1", "a1", "s2", "r2", "my bike has a bell", _at(2))
     archive.tombstone("t1", "a1", "s1", _at(3), lagging=True)  # deleted, but the GSI still lists it
-    assert [h["sessionId"] for h in recall.conversation_search(None, "t1", "a1", "bike")] == ["s2"]
+    assert [h["sessionId"] for h in recall.conversation_search(archive, "t1", "a1", "bike")] == ["s2"]
 
 
 def test_lru_over_agents(archive, monkeypatch):
     monkeypatch.setattr(recall, "MAX_AGENTS", 3)
     for i in range(5):
         archive.add_turn("t1", f"a{i}", "s", "r", "apples", _at(1))
-        recall.conversation_search(None, "t1", f"a{i}", "apples")
+        recall.conversation_search(archive, "t1", f"a{i}", "apples")
     assert recall.cache_stats()["agents"] == 3
 
 
@@ -135,7 +133,7 @@ def test_char_budget_evicts_least_recent_agents(archive, monkeypatch):
     monkeypatch.setattr(recall, "MAX_CACHED_CHARS", 100)
     for i in range(4):
         archive.add_turn("t1", f"a{i}", "s", "r", "pears " * 10, _at(1))  # 60 chars each
-        recall.conversation_search(None, "t1", f"a{i}", "pears")
+        recall.conversation_search(archive, "t1", f"a{i}", "pears")
     assert recall.cache_stats()["agents"] == 1
 
 
@@ -143,7 +141,7 @@ def test_one_large_agent_keeps_its_newest_within_the_char_budget(archive, monkey
     monkeypatch.setattr(recall, "MAX_CACHED_CHARS", 100)
     for i in range(5):
         archive.add_turn("t1", "a1", "s", f"r{i}", f"cherries {i} " + "x" * 30, _at(i))  # ~42 chars each
-    hits = recall.conversation_search(None, "t1", "a1", "cherries", limit=10)
+    hits = recall.conversation_search(archive, "t1", "a1", "cherries", limit=10)
     assert [h["runId"] for h in hits] and {h["runId"] for h in hits} == {"r3", "r4"}
 
 
@@ -152,26 +150,26 @@ def test_turn_cap_keeps_the_newest(archive, monkeypatch):
     monkeypatch.setattr(recall, "OVERLAP_S", 0)
     for i in range(30):
         archive.add_turn("t1", "a1", "s", f"r{i:02d}", f"plums number {i}", _at(i))
-    hits = recall.conversation_search(None, "t1", "a1", "plums", limit=50)
+    hits = recall.conversation_search(archive, "t1", "a1", "plums", limit=50)
     assert len(hits) == 10 and {h["runId"] for h in hits} == {f"r{i:02d}" for i in range(20, 30)}
     for i in range(30, 45):
         archive.add_turn("t1", "a1", "s", f"r{i:02d}", f"plums number {i}", _at(i))
-    hits = recall.conversation_search(None, "t1", "a1", "plums", limit=50)
+    hits = recall.conversation_search(archive, "t1", "a1", "plums", limit=50)
     assert len(hits) <= 11 and "r44" in {h["runId"] for h in hits}
 
 
 def test_expired_entries_are_rebuilt(archive, monkeypatch):
     archive.add_turn("t1", "a1", "s", "r", "figs", _at(1))
-    recall.conversation_search(None, "t1", "a1", "figs")
+    recall.conversation_search(archive, "t1", "a1", "figs")
     monkeypatch.setattr(recall, "MAX_AGE_S", -1.0)
-    recall.conversation_search(None, "t1", "a1", "figs")
+    recall.conversation_search(archive, "t1", "a1", "figs")
     assert [c[1] for c in archive.calls] == [None, None]
 
 
 def test_blank_queries(archive):
     archive.add_turn("t1", "a1", "s", "r", "figs", _at(1))
-    assert recall.conversation_search(None, "t1", "a1", "   ") == []
-    assert recall.conversation_search(None, "t1", "a1", "figs", limit=0) == []
+    assert recall.conversation_search(archive, "t1", "a1", "   ") == []
+    assert recall.conversation_search(archive, "t1", "a1", "figs", limit=0) == []
 
 
 # --- the tool -----------------------------------------------------------------------------------
@@ -224,6 +222,7 @@ def test_tool_output_trims_long_text_and_says_no_matches(archive):
     registry = ToolRegistry()
     recall_tools.register_tools(registry)
     deps = Stores(**clients(Settings(), table=Table("x"), history=HistoryRepository("b"), queues=Queues("q", "q")))
+    deps.archive = archive  # the tool reads the archive of its turn's stores
     ctx = ToolContext(tenant="t1", agent=SimpleNamespace(id="a1"), session_id="s1", run_id="run1", deps=deps)
     out = registry.call("conversation_search", {"query": "budget"}, ctx)
     assert not out.is_error and len(out.content) == 1

@@ -1,11 +1,17 @@
 """Ports of agents and workspaces: what services need from their storage (wiring.Stores provides the DynamoDB
-repositories; tests run them on an in-memory table)."""
+repositories; tests run them on an in-memory table). Below them, what an agent's creation, change and
+deletion reach of other features, typed here by shape: those features import the agents, not the
+other way round."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from concurrent.futures import Executor
 from typing import NamedTuple, Protocol
 
 from engram.agents.models import Agent, Workspace
+from engram.cards.ports import CardTypes
+from engram.kernel.settings import Settings
 
 
 class WebhookCredentials(NamedTuple):
@@ -89,3 +95,67 @@ class Agents(Protocol):
         memory, markers) and, last, the agent row; returns the session ids. Children go first, so
         a retry after a partial failure finishes the job."""
         ...
+
+
+class AgentSessions(Protocol):
+    """The agent's sessions (conversations.ports.Sessions): its `dashboard`, written with the agent,
+    and the Active Memory reset."""
+
+    def dashboard_item(self, tenant: str, agent_id: str, now: str) -> dict[str, object]: ...
+
+    def reset_context(self, tenant: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, object]: ...
+
+
+class AgentSchedules(Protocol):
+    """The agent's heartbeat schedule (runs.ports.Schedules)."""
+
+    def put(self, tenant: str, agent_id: str, expression: str) -> None: ...
+
+    def delete(self, agent_id: str) -> bool: ...
+
+
+class GrantedConnections(Protocol):
+    """The connections an agent's `tools` name (connections.ports.Connections): those found, by id."""
+
+    def get_many_with_secrets(self, tenant: str, connection_ids: list[str]) -> Mapping[str, object]: ...
+
+
+class AgentTranscripts(Protocol):
+    """Every transcript of an agent (conversations.ports.Transcripts), removed with it."""
+
+    def delete_agent(self, tenant: str, agent_id: str) -> int: ...
+
+
+class OwnedMemories(Protocol):
+    """The memory rows of a workspace (memory.ports.Memories), removed with it."""
+
+    def delete_owner(self, tenant: str, scope: str, owner_id: str) -> int: ...
+
+
+class AgentStores(Protocol):
+    """What creating, changing and deleting an agent reach (wiring.Stores provides it). Read as
+    attributes, so the scheduler and the thread pool are still made only when a use case needs them."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def agents(self) -> Agents: ...
+
+    @property
+    def card_types(self) -> CardTypes: ...
+
+    @property
+    def connections(self) -> GrantedConnections: ...
+
+    @property
+    def sessions(self) -> AgentSessions: ...
+
+    @property
+    def schedules(self) -> AgentSchedules: ...
+
+    @property
+    def history(self) -> AgentTranscripts: ...
+
+    @property
+    def executor(self) -> Executor: ...

@@ -5,7 +5,7 @@ carries it; a run whose purpose is its card fails without one."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram.cards.models import CardType
 from engram.cards.service import find_card_type
@@ -16,7 +16,9 @@ from engram.kernel.errors import NoCard
 from engram.kernel.fencing import token
 from engram.kernel.observability import logger
 from engram.kernel.state import StateKey
-from engram.wiring.stores import Stores
+
+if TYPE_CHECKING:
+    from engram.cards.ports import CardTypes
 
 _REVIEW = (
     "Start every run by calling get_my_decisions: it shows your own last few decisions, so you can stay\n"
@@ -46,8 +48,8 @@ def card_state(ctx: ToolContext) -> CardState:
 
 
 class CardPolicy(TurnPolicy):
-    def __init__(self, deps: Stores, *, override: CardType | None = None, required: bool = False):
-        self.deps = deps
+    def __init__(self, card_types: CardTypes, *, override: CardType | None = None, required: bool = False):
+        self.card_types = card_types
         self.override = override  # a re-examination's card type, whatever the agent's own
         self.required = required
 
@@ -57,7 +59,7 @@ class CardPolicy(TurnPolicy):
             state.card_type = self.override
         elif ctx.agent.card_type:
             # A custom card type is one GetItem, beside the transcript GET; built-ins cost nothing.
-            state.card_type = find_card_type(self.deps, ctx.tenant, ctx.agent.card_type)
+            state.card_type = find_card_type(self.card_types, ctx.tenant, ctx.agent.card_type)
             if state.card_type is None:
                 logger.warning(
                     "the agent's card type no longer exists; no submit_result this run", extra={"card_type": ctx.agent.card_type}

@@ -1,10 +1,12 @@
-"""Port of custom card types."""
+"""Ports of custom card types, and what the decisions read of the runs and agents (typed here by
+shape: the card types know nothing of runs or agents, which import them)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
-from engram.cards.models import CardType
+from engram.cards.models import CardedRun, CardType
 
 
 class CardTypes(Protocol):
@@ -23,3 +25,21 @@ class CardTypes(Protocol):
     def all(self, tenant: str) -> list[CardType]: ...
 
     def delete_all(self, tenant: str) -> int: ...
+
+
+class CardedRuns(Protocol):
+    """An agent's runs whose result holds a card, newest first (runs.ports.RunDecisions)."""
+
+    def recent_with_cards(self, tenant: str, agent_id: str, *, limit: int) -> Sequence[CardedRun]: ...
+
+    def with_cards_page(
+        self, tenant: str, agent_id: str, *, limit: int, token: str | None
+    ) -> tuple[Sequence[CardedRun], str | None]:
+        """One page (it may be short: each reads a bounded number of runs) and the next page's token."""
+        ...
+
+
+class AgentLookup(Protocol):
+    """Whether an agent exists for the tenant (agents.ports.Agents)."""
+
+    def get(self, tenant: str, agent_id: str) -> object | None: ...

@@ -13,14 +13,17 @@ import math
 import re
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram.cards.models import CardedRun, CardType, CardTypeBody, Decision
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id
 from engram.kernel.model import now_iso, page, page_ranked
 from engram.kernel.secrets import redact
-from engram.wiring.stores import Stores
+
+if TYPE_CHECKING:
+    from engram.cards.ports import AgentLookup, CardedRuns, CardTypes
+    from engram.kernel.settings import Settings
 
 _EPOCH = "2025-01-01T00:00:00.000Z"
 _EXACT_INT = 2**53  # integral floats up to this are shown as ints; int(1e50) would be 51 digits of noise
@@ -159,14 +162,14 @@ def check_definition(body: CardTypeBody) -> dict[str, dict[str, Any]]:
     return out
 
 
-def put_card_type(deps: Stores, tenant: str, name: str, body: CardTypeBody) -> tuple[CardType, bool]:
+def put_card_type(card_types: CardTypes, settings: Settings, tenant: str, name: str, body: CardTypeBody) -> tuple[CardType, bool]:
     check_id("name", name)
     if name in BUILT_IN_CARD_TYPES:
         raise Conflict(
             f"{name} is a built-in card type and cannot be changed; use another name", field="name", code="built_in_card_type"
         )
     fields = check_definition(body)
-    existing = deps.card_types.get(tenant, name)
+    existing = card_types.get(tenant, name)
     now = now_iso()
     card_type = CardType(
         id=name,
@@ -180,42 +183,41 @@ def put_card_type(deps: Stores, tenant: str, name: str, body: CardTypeBody) -> t
         summary_fields=body.summary_fields,
     )
     if existing is None:
-        deps.card_types.create(tenant, card_type, limit=deps.settings.max_card_types)
+        card_types.create(tenant, card_type, limit=settings.max_card_types)
     else:
-        deps.card_types.put(tenant, card_type)
+        card_types.put(tenant, card_type)
     return card_type, existing is None
 
 
-def find_card_type(deps: Stores, tenant: str, name: str) -> CardType | None:
+def find_card_type(card_types: CardTypes, tenant: str, name: str) -> CardType | None:
     if not name:
         return None
     if name in BUILT_IN_CARD_TYPES:
         return _built_in(name)
-    found: CardType | None = deps.card_types.get(tenant, check_id("cardType", name))
-    return found
+    return card_types.get(tenant, check_id("cardType", name))
 
 
-def get_card_type(deps: Stores, tenant: str, name: str) -> CardType:
+def get_card_type(card_types: CardTypes, tenant: str, name: str) -> CardType:
     check_id("name", name)
-    found = find_card_type(deps, tenant, name)
+    found = find_card_type(card_types, tenant, name)
     if found is None:
         raise NotFound("card type not found", field="name")
     return found
 
 
-def list_card_types(deps: Stores, tenant: str, limit: int, token: str | None) -> dict[str, object]:
+def list_card_types(card_types: CardTypes, tenant: str, limit: int, token: str | None) -> dict[str, object]:
     """Built-ins first, then the caller's own types by name; `limit` items a page, built-ins
     counted. The caller's types are read whole (at most MAX_CARD_TYPES rows) and paged by rank."""
     built_in = {f"0#{i:04d}": _built_in(n) for i, n in enumerate(BUILT_IN_CARD_TYPES)}
-    custom = {f"1#{c.name}": c for c in deps.card_types.all(tenant)}
+    custom = {f"1#{c.name}": c for c in card_types.all(tenant)}
     ranked = {**built_in, **custom}
     rank = {id(c): r for r, c in ranked.items()}
     return page_ranked(list(ranked.values()), lambda c: rank[id(c)], list_id="card-types", limit=limit, token=token)
 
 
-def require_card_type(deps: Stores, tenant: str, name: str | None) -> None:
+def require_card_type(card_types: CardTypes, tenant: str, name: str | None) -> None:
     """Agent create/PATCH: a named card type must exist for the caller."""
-    if name and find_card_type(deps, tenant, name) is None:
+    if name and find_card_type(card_types, tenant, name) is None:
         raise NotFound(f"card type {name!r} not found", field="cardType", code="card_type_not_found")
 
 
@@ -352,12 +354,12 @@ def decision_of(run: CardedRun, card_type: CardType | None, now: datetime) -> De
     )
 
 
-def recent_decisions(deps: Stores, tenant: str, agent_id: str, limit: int = 5) -> list[Decision]:
+def recent_decisions(card_types: CardTypes, runs: CardedRuns, tenant: str, agent_id: str, limit: int = 5) -> list[Decision]:
     """The agent's last `limit` result cards, newest first, from one bounded Query of its runs."""
-    return _decisions(deps, tenant, deps.run_decisions.recent_with_cards(tenant, agent_id, limit=limit))
+    return _decisions(card_types, tenant, runs.recent_with_cards(tenant, agent_id, limit=limit))
 
 
-def _decisions(deps: Stores, tenant: str, runs: Sequence[CardedRun]) -> list[Decision]:
+def _decisions(card_types: CardTypes, tenant: str, runs: Sequence[CardedRun]) -> list[Decision]:
     now = datetime.now(UTC)
     types: dict[str, CardType | None] = {}
     out = []
@@ -365,17 +367,19 @@ def _decisions(deps: Stores, tenant: str, runs: Sequence[CardedRun]) -> list[Dec
         name = run.result.get("cardType")
         if name not in types:
             try:
-                types[name] = find_card_type(deps, tenant, name) if name else None
+                types[name] = find_card_type(card_types, tenant, name) if name else None
             except Exception:  # a renamed or odd type only costs the entry its summary fields
                 types[name] = None
         out.append(decision_of(run, types[name], now))
     return out
 
 
-def list_decisions(deps: Stores, tenant: str, agent_id: str, limit: int, token: str | None) -> dict[str, object]:
+def list_decisions(
+    agents: AgentLookup, card_types: CardTypes, runs: CardedRuns, tenant: str, agent_id: str, limit: int, token: str | None
+) -> dict[str, object]:
     """The agent's result cards, newest first, as get_my_decisions shows them (plus the cards),
     one page at a time (a page may be short: each reads a bounded number of runs)."""
-    if deps.agents.get(tenant, check_id("agentId", agent_id)) is None:
+    if agents.get(tenant, check_id("agentId", agent_id)) is None:
         raise NotFound("agent not found", field="agentId")
-    runs, nxt = deps.run_decisions.with_cards_page(tenant, agent_id, limit=limit, token=token)
-    return page(_decisions(deps, tenant, runs), nxt)
+    carded, nxt = runs.with_cards_page(tenant, agent_id, limit=limit, token=token)
+    return page(_decisions(card_types, tenant, carded), nxt)

@@ -48,7 +48,8 @@ class _NoInput(BaseModel):
 
 
 def _my_decisions(ctx: ToolContext, _inp: _NoInput) -> object:
-    found = cards.recent_decisions(stores_of(ctx), ctx.tenant, ctx.agent.id, limit=DECISIONS_SHOWN)
+    stores = stores_of(ctx)
+    found = cards.recent_decisions(stores.card_types, stores.run_decisions, ctx.tenant, ctx.agent.id, limit=DECISIONS_SHOWN)
     if not found:
         return {"decisions": [], "note": "no earlier decisions yet"}
     return {"decisions": [d.entry for d in found]}

@@ -111,7 +111,7 @@ def turn_policies(deps: ModelDeps) -> list[TurnPolicy]:
     (the running summary of what the history cap cuts is the session's conversation's:
     conversations.context)."""
     return [
-        CardPolicy(deps),
+        CardPolicy(deps.card_types),
         ArchivePolicy(deps.archive, deps.profiles),
         ExtractionPolicy(deps.queues),
         ApprovalNotice(deps.settings.approval_topic_arn),  # TL10: a paused turn tells its owner

@@ -113,7 +113,7 @@ def _register_read_tools(server: MCPServer) -> None:
     async def list_agents(limit: Limit = LIST_LIMIT_DEFAULT, nextToken: NextToken = None) -> dict[str, Any]:
         """Your agents (id, name, persona, workspaceId, ...), a page at a time."""
         c = _caller()
-        return _checked(lambda: agents.list_agents(c.deps, c.tenant, limit, nextToken))
+        return _checked(lambda: agents.list_agents(c.deps.agents, c.tenant, limit, nextToken))
 
     @_tool(server, "Search conversations", read_only=True)
     async def search_memory(
@@ -124,7 +124,9 @@ def _register_read_tools(server: MCPServer) -> None:
     ) -> dict[str, Any]:
         """Search everything said with an agent (all its sessions, what the history cap cut too), best first."""
         c = _caller()
-        return _checked(lambda: recall.search_archive(c.deps, c.tenant, agentId, query, limit=limit, token=nextToken))
+        return _checked(
+            lambda: recall.search_archive(c.deps.agents, c.deps.archive, c.tenant, agentId, query, limit=limit, token=nextToken)
+        )
 
     @_tool(server, "List facts about you", read_only=True)
     async def list_facts(
@@ -154,9 +156,9 @@ def _register_read_tools(server: MCPServer) -> None:
                 return memory.list_memories(c.deps, c.tenant, scope, ownerId, limit=limit, token=nextToken)
             # The owner is looked up first: an unknown or another user's id is a 404, as over REST.
             if scope == "agent":
-                agent_id, workspace_id = agents.get_agent(c.deps, c.tenant, ownerId).id, None
+                agent_id, workspace_id = agents.get_agent(c.deps.agents, c.tenant, ownerId).id, None
             else:
-                agent_id, workspace_id = "", agents.get_workspace(c.deps, c.tenant, ownerId).id
+                agent_id, workspace_id = "", agents.get_workspace(c.deps.workspaces, c.tenant, ownerId).id
             hits = memory.recall(
                 c.deps,
                 c.tenant,
@@ -179,7 +181,11 @@ def _register_read_tools(server: MCPServer) -> None:
     ) -> dict[str, Any]:
         """An agent's decisions (its result cards), newest first."""
         c = _caller()
-        return _checked(lambda: cards.list_decisions(c.deps, c.tenant, agentId, limit, nextToken))
+        return _checked(
+            lambda: cards.list_decisions(
+                c.deps.agents, c.deps.card_types, c.deps.run_decisions, c.tenant, agentId, limit, nextToken
+            )
+        )
 
 
 def _register_write_tools(server: MCPServer) -> None:

@@ -42,11 +42,10 @@ from typing import TYPE_CHECKING, Any
 from engram.kernel.ids import check_id
 from engram.recall.archive import KIND_MESSAGE, KIND_TOMBSTONE, on_session_deleted
 from engram.recall.params import Params
-from engram.recall.ports import Archive
 from engram.recall.search import SearchIndex
 
 if TYPE_CHECKING:
-    from engram.wiring.stores import Stores
+    from engram.recall.ports import Archive
 
 MAX_AGENTS = 32
 MAX_TURNS_PER_AGENT = 5000
@@ -57,11 +56,6 @@ TOOL_TEXT_CHARS = 600  # text of one hit as the tool shows it to the model
 
 # The ranker's configuration; bench/locomo.py may swap it to measure variants.
 PARAMS = Params()
-
-
-def archive_of(deps: Stores) -> Archive:
-    """The archive store (a seam the recall-cache tests replace)."""
-    return deps.archive
 
 
 def _iso(ts: float) -> str:
@@ -226,7 +220,7 @@ on_session_deleted(_cache.forget)
 
 
 def conversation_search(
-    deps: Stores, tenant: str, agent_id: str, query: str, *, limit: int = 10, session_id: str | None = None
+    archive: Archive, tenant: str, agent_id: str, query: str, *, limit: int = 10, session_id: str | None = None
 ) -> list[dict[str, Any]]:
     """Earlier messages of this agent with this tenant, best first, from every session (or one).
 
@@ -238,7 +232,7 @@ def conversation_search(
         check_id("sessionId", session_id)
     if not isinstance(query, str) or not query.strip() or limit <= 0:
         return []
-    hits = _cache.search(archive_of(deps), tenant, agent_id, query, limit=limit, session_id=session_id)
+    hits = _cache.search(archive, tenant, agent_id, query, limit=limit, session_id=session_id)
     for hit in hits:
         for name in _INTERNAL:
             hit.pop(name, None)

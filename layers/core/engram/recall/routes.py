@@ -23,4 +23,4 @@ def search_archive(
     limit: Limit = SEARCH_PAGE,
     nextToken: Token = None,
 ) -> Reply:
-    return ok(recall.search_archive(deps, tenant, agentId, q, limit=limit, token=nextToken))
+    return ok(recall.search_archive(deps.agents, deps.archive, tenant, agentId, q, limit=limit, token=nextToken))

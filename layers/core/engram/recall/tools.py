@@ -41,7 +41,9 @@ def _ago(created_at: str | None, now: datetime) -> str:
 
 
 def _tool(ctx: ToolContext, args: ConversationSearchInput) -> object:
-    hits = conversation_search(stores_of(ctx), ctx.tenant, ctx.agent.id, args.query, limit=args.limit, session_id=args.session_id)
+    hits = conversation_search(
+        stores_of(ctx).archive, ctx.tenant, ctx.agent.id, args.query, limit=args.limit, session_id=args.session_id
+    )
     if not hits:
         where = f"session {args.session_id}" if args.session_id else "any session"
         return f'No matches: nothing said earlier in {where} matches "{args.query}".'

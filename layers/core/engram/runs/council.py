@@ -68,7 +68,11 @@ def member_plan(
     its owner's approval like any run (TL10); `resume_data` finds the lead's run memory again."""
     blind = member.model_copy(update={"review_decisions": False})
     # The chain is extracted once, after the lead's turn: no extraction of a member on its own.
-    policies: list[TurnPolicy] = [CardPolicy(deps), ArchivePolicy(deps.archive), ApprovalNotice(deps.settings.approval_topic_arn)]
+    policies: list[TurnPolicy] = [
+        CardPolicy(deps.card_types),
+        ArchivePolicy(deps.archive),
+        ApprovalNotice(deps.settings.approval_topic_arn),
+    ]
     stored = paused.plan if paused is not None else {}
     return TurnPlan(
         session_id=None,

@@ -282,7 +282,7 @@ def _card_type(deps: ModelDeps, tenant: str, run: Run) -> CardType | None:
     if run.kind != "reexamination":
         return None
     parent = deps.runs.get(tenant, run.parent_run_id or "")
-    parent_type = find_card_type(deps, tenant, (parent.result or {}).get("cardType") or "") if parent else None
+    parent_type = find_card_type(deps.card_types, tenant, (parent.result or {}).get("cardType") or "") if parent else None
     if parent is None or parent_type is None:
         raise NotFound("the run being re-examined no longer exists", field="parentRunId")
     return reexamination_card_type(parent_type)
@@ -292,7 +292,7 @@ def _policies(
     deps: ModelDeps, agent: Agent, run: Run, card_type: CardType | None, chain: list[dict[str, Any]]
 ) -> list[TurnPolicy]:
     return [
-        CardPolicy(deps, override=card_type, required=card_type is not None),
+        CardPolicy(deps.card_types, override=card_type, required=card_type is not None),
         ArchivePolicy(deps.archive),
         ExtractionPolicy(deps.queues, chain_id=run.id[-8:] if agent.team else None, chain_messages=chain),
         ApprovalNotice(deps.settings.approval_topic_arn),  # TL10: a paused run tells its owner

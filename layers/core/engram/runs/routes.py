@@ -34,7 +34,7 @@ When = Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d
 
 def _runs(deps: Stores, tenant: str, wanted: RunFilter, limit: int, token: str | None) -> Reply:
     if wanted.agent_id is not None:
-        get_agent(deps, tenant, check_id("agentId", wanted.agent_id))
+        get_agent(deps.agents, tenant, check_id("agentId", wanted.agent_id))
     return ok(search_runs(deps.runs, tenant, wanted, limit=limit, token=token))
 
 

@@ -61,7 +61,7 @@ def get_tool_result(deps: Stores, tenant: str, run_id: str, tool_use_id: str) ->
 
 
 def list_runs(deps: Stores, tenant: str, agent_id: str, limit: int, token: str | None) -> dict[str, object]:
-    get_agent(deps, tenant, agent_id)
+    get_agent(deps.agents, tenant, agent_id)
     return page(*deps.runs.page(tenant, agent_id, limit=limit, token=token))
 
 
@@ -145,7 +145,7 @@ def start_reexamination(deps: Stores, tenant: str, parent_run_id: str) -> Run:
         raise Conflict(
             "a re-examination cannot itself be re-examined; re-examine the original run", field="runId", code="not_reexaminable"
         )
-    card_type = find_card_type(deps, tenant, parent.result.get("cardType") or "")
+    card_type = find_card_type(deps.card_types, tenant, parent.result.get("cardType") or "")
     if card_type is None or not card_type.re_examinable:
         raise Conflict("this run's card type is not re-examinable", field="runId", code="not_reexaminable")
     if card_type.re_examinable == "until_resolved" and parent.resolution_status in ("resolved", "expired"):
