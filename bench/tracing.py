@@ -144,7 +144,14 @@ def span_bytes() -> None:
                 source="manual",
             )
         for i in range(10):
-            facts.add_fact(deps, tenant, f"I prefer tea number {i} in the morning", source="profile", confidence="asserted")
+            facts.add_fact(
+                deps.facts,
+                deps.settings,
+                tenant,
+                f"I prefer tea number {i} in the morning",
+                source="profile",
+                confidence="asserted",
+            )
         for label, message in (
             ("a plain reply", "hello there, how are you today?"),
             ("a tool call (current time)", "what time is it?"),

@@ -566,10 +566,11 @@ def test_a_forgotten_fact_is_not_brought_back(stack, team):
     row = auto_rows(stack, agent_path)["auto:answer-style"]
     from engram.memory import service as memories
 
+    d = stack.deps
     memories.archive_memory(
-        stack.deps,
+        d.memories,
         tenant_key("alice"),
-        memories._get(stack.deps, tenant_key("alice"), "agent", agent["id"], row["id"]),
+        memories._get(d.agents, d.workspaces, d.memories, tenant_key("alice"), "agent", agent["id"], row["id"]),
         agent["id"],
         "agent_forget",
     )

@@ -59,10 +59,10 @@ def test_put_load_round_trip_and_created_at_kept(stack, store):
     rm.set("shared:n", "shared", NESTED)
     assert RunScratchpad.load(store, T, agent.id, "run_1", stack.deps.settings).get("shared:n").value == NESTED
 
-    listing, nxt = run_memory_listing(stack.deps, T, agent.id, "run_1", limit=50, token=None)
+    listing, nxt = run_memory_listing(stack.deps.run_memory, T, agent.id, "run_1", limit=50, token=None)
     assert [e["key"] for e in listing] == ["input:limits", "input:topic", "shared:n", "task:ag_1"] and nxt is None
     assert listing[2]["value"] == NESTED and listing[2]["valueBytes"] > 0 and "createdAt" in listing[2]
-    assert run_memory_listing(stack.deps, T, agent.id, "run_2", limit=50, token=None) == ([], None)
+    assert run_memory_listing(stack.deps.run_memory, T, agent.id, "run_2", limit=50, token=None) == ([], None)
     assert store.load(tenant_key("bob"), agent.id, "run_1") == []  # another tenant's partition
 
 
@@ -190,7 +190,7 @@ def test_store_learning_tool_for_a_lead(stack, store):
     assert not out.is_error and out.content["stored"] is True and out.content["key"].startswith("director:learning:")
     secret = registry.call("store_learning", {"learning": "the api key is sk-ant-api03-abcdefghijklmnopqrstuvwxyz0123"}, ctx)
     assert secret.is_error and "secret" in secret.content
-    rows = recent_learnings(stack.deps, T, [lead.id], 20)
+    rows = recent_learnings(stack.deps.memories, stack.deps.executor, T, [lead.id], 20)
     assert [m.value for m in rows] == ["Check liquidity before sizing."]
     assert rows[0].source == "director" and rows[0].confidence == "inferred" and rows[0].origin["runId"] == "run_1"
 
@@ -199,12 +199,15 @@ def test_recent_learnings_newest_across_the_team(stack):
     a, b = _agent(stack), _agent(stack)
     lead = _agent(stack, team=[a.id, b.id], agentMemory=True)
     owners = [lead.id, a.id, b.id]
-    stored = [store_learning(stack.deps, T, owners[i % 3], f"learning number {i}", origin=None) for i in range(25)]
+    stored = [
+        store_learning(stack.deps.memories, stack.deps.settings, T, owners[i % 3], f"learning number {i}", origin=None)
+        for i in range(25)
+    ]
     assert len({m.key for m in stored}) == 25  # successive learnings never overwrite each other
 
-    rows = recent_learnings(stack.deps, T, [lead.id, a.id, b.id], 20)
+    rows = recent_learnings(stack.deps.memories, stack.deps.executor, T, [lead.id, a.id, b.id], 20)
     assert [m.value for m in rows] == [f"learning number {i}" for i in range(24, 4, -1)]
-    assert recent_learnings(stack.deps, T, [lead.id], 3) == [stored[24], stored[21], stored[18]]
+    assert recent_learnings(stack.deps.memories, stack.deps.executor, T, [lead.id], 3) == [stored[24], stored[21], stored[18]]
 
     section = render_learnings(rows)
     assert section.startswith("## Director learnings") and '<memory scope="director">' in section
@@ -221,16 +224,20 @@ def test_recent_learnings_newest_across_the_team(stack):
     # Archived learnings drop out.
     from engram.memory.service import archive_memory
 
-    archive_memory(stack.deps, T, stored[24], lead.id, "agent_forget")
-    assert recent_learnings(stack.deps, T, owners, 1)[0].value == "learning number 23"
+    archive_memory(stack.deps.memories, T, stored[24], lead.id, "agent_forget")
+    assert recent_learnings(stack.deps.memories, stack.deps.executor, T, owners, 1)[0].value == "learning number 23"
 
     # Another user's tenant never sees them, even with the same agent ids.
     bob = tenant_key("bob")
-    assert recent_learnings(stack.deps, bob, owners, 20) == []
+    assert recent_learnings(stack.deps.memories, stack.deps.executor, bob, owners, 20) == []
     bobs = _agent(stack, user="bob")
-    store_learning(stack.deps, bob, bobs.id, "bob's own", origin=None)
-    assert [m.value for m in recent_learnings(stack.deps, T, [*owners, bobs.id], 30)][-1] == "learning number 0"
-    assert all(m.value != "bob's own" for m in recent_learnings(stack.deps, T, [*owners, bobs.id], 30))
+    store_learning(stack.deps.memories, stack.deps.settings, bob, bobs.id, "bob's own", origin=None)
+    assert [m.value for m in recent_learnings(stack.deps.memories, stack.deps.executor, T, [*owners, bobs.id], 30)][
+        -1
+    ] == "learning number 0"
+    assert all(
+        m.value != "bob's own" for m in recent_learnings(stack.deps.memories, stack.deps.executor, T, [*owners, bobs.id], 30)
+    )
 
 
 def test_deleting_the_agent_removes_run_memory_and_learnings(stack, store):
@@ -240,10 +247,16 @@ def test_deleting_the_agent_removes_run_memory_and_learnings(stack, store):
         rm = RunScratchpad(store, T, owner.id, "run_1", stack.deps.settings)
         rm.seed_inputs({"topic": "rates"})
         rm.set("shared:x", "shared", NESTED)
-        store_learning(stack.deps, T, owner.id, "a lesson", origin=None)
+        store_learning(stack.deps.memories, stack.deps.settings, T, owner.id, "a lesson", origin=None)
     r = stack.call("DELETE", f"/api/agents/{agent.id}")
     assert r.status == 200, r.body
-    assert store.load(T, agent.id, "run_1") == [] and recent_learnings(stack.deps, T, [agent.id], 20) == []
+    assert (
+        store.load(T, agent.id, "run_1") == []
+        and recent_learnings(stack.deps.memories, stack.deps.executor, T, [agent.id], 20) == []
+    )
     remaining = stack.deps.table.query_all(keys.agent_pk(T, agent.id))
     assert remaining == []
-    assert len(store.load(T, other.id, "run_1")) == 2 and len(recent_learnings(stack.deps, T, [other.id], 20)) == 1
+    assert (
+        len(store.load(T, other.id, "run_1")) == 2
+        and len(recent_learnings(stack.deps.memories, stack.deps.executor, T, [other.id], 20)) == 1
+    )

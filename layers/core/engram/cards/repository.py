@@ -24,7 +24,7 @@ class CardTypeRepository:
         self.table.put(self._item(tenant, card_type))
 
     def create(self, tenant: str, card_type: CardType, *, limit: int) -> None:
-        """Stores a new card type within the tenant's `limit`; a 409 if one was stored meanwhile."""
+        """Writes a new card type within the tenant's `limit`; a 409 if one was stored meanwhile."""
         try:
             quotas.create_within(
                 self.table,

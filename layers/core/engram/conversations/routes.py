@@ -13,17 +13,17 @@ router = Router()
 
 @router.post("/api/agents/<agentId>/sessions")
 def create_session(deps: Deps, tenant: Tenant, agentId: str, body: SessionCreate) -> Reply:
-    return ok(sessions.create_session(deps, tenant, agentId, body).public(), 201)
+    return ok(sessions.create_session(deps.sessions, deps.settings, tenant, agentId, body).public(), 201)
 
 
 @router.get("/api/agents/<agentId>/sessions")
 def list_sessions(deps: Deps, tenant: Tenant, agentId: str, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
-    return ok(sessions.list_sessions(deps, tenant, agentId, limit, nextToken))
+    return ok(sessions.list_sessions(deps.sessions, deps.agents, tenant, agentId, limit, nextToken))
 
 
 @router.get("/api/agents/<agentId>/sessions/<sessionId>")
 def get_session(deps: Deps, tenant: Tenant, agentId: str, sessionId: str) -> Reply:
-    return ok(sessions.get_session(deps, tenant, agentId, sessionId))
+    return ok(sessions.get_session(deps.sessions, deps.agents, deps.history, tenant, agentId, sessionId))
 
 
 @router.delete("/api/agents/<agentId>/sessions/<sessionId>")

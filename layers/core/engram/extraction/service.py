@@ -333,7 +333,7 @@ def _extract(deps: ModelDeps, run: ExtractionRun) -> Outcome:
 
     answer = parse_answer(response.content)
     if answer is None:
-        # Stores nothing; the call is paid for and recorded; not retried (the same prompt would
+        # Writes nothing; the call is paid for and recorded; not retried (the same prompt would
         # most likely fail the same way).
         _count("ExtractMalformed")
         outcome.status, outcome.reason = "malformed", "invalid_tool_answer"

@@ -40,7 +40,7 @@ class FactRepository:
     def put(
         self, tenant: str, f: Fact, *, expect_updated_at: str | None = None, was_active: bool | None = None, limit: int = 0
     ) -> None:
-        """Stores a fact (if given: only if unchanged since `expect_updated_at`). Archiving it (`was_active` and now archived)
+        """Writes a fact (if given: only if unchanged since `expect_updated_at`). Archiving it (`was_active` and now archived)
         frees room in the quota of active facts; restoring it takes room (`limit`), in the same commit."""
         if expect_updated_at is None:
             ops = [self.table.put_op(self.item(tenant, f))]
@@ -49,7 +49,7 @@ class FactRepository:
         self._commit(tenant, f, ops, was_active=was_active, limit=limit)
 
     def create(self, tenant: str, f: Fact, *, limit: int, replacing: str | None = None) -> None:
-        """Stores a new active fact and claims its text, within the tenant's `limit` of active facts
+        """Writes a new active fact and claims its text, within the tenant's `limit` of active facts
         (QuotaExceeded): one transaction. The text's row may only be absent or still name
         `replacing` (the stale holder the caller looked at); else another add claimed the text
         first: DuplicateText, and the caller looks again."""

@@ -137,7 +137,7 @@ def _register_read_tools(server: MCPServer) -> None:
         """What Engram knows about you (your facts), active ones first."""
         c = _caller()
         return _checked(
-            lambda: facts.list_facts(c.deps, c.tenant, include_archived=includeArchived, limit=limit, token=nextToken)
+            lambda: facts.list_facts(c.deps.facts, c.tenant, include_archived=includeArchived, limit=limit, token=nextToken)
         )
 
     @_tool(server, "Recall memories", read_only=True)
@@ -153,14 +153,17 @@ def _register_read_tools(server: MCPServer) -> None:
 
         def run() -> dict[str, object]:
             if not query.strip():
-                return memory.list_memories(c.deps, c.tenant, scope, ownerId, limit=limit, token=nextToken)
+                return memory.list_memories(
+                    c.deps.agents, c.deps.workspaces, c.deps.memories, c.tenant, scope, ownerId, limit=limit, token=nextToken
+                )
             # The owner is looked up first: an unknown or another user's id is a 404, as over REST.
             if scope == "agent":
                 agent_id, workspace_id = agents.get_agent(c.deps.agents, c.tenant, ownerId).id, None
             else:
                 agent_id, workspace_id = "", agents.get_workspace(c.deps.workspaces, c.tenant, ownerId).id
             hits = memory.recall(
-                c.deps,
+                c.deps.memories,
+                c.deps.facts,
                 c.tenant,
                 agent_id=agent_id,
                 workspace_id=workspace_id,
@@ -201,7 +204,7 @@ def _register_write_tools(server: MCPServer) -> None:
         def run() -> dict[str, object]:
             body = FactCreate.model_validate({"fact": fact, "topic": topic, "confidence": confidence})
             row, created = facts.add_fact(
-                c.deps, c.tenant, body.fact, source="profile", confidence=body.confidence, topic=body.topic
+                c.deps.facts, c.deps.settings, c.tenant, body.fact, source="profile", confidence=body.confidence, topic=body.topic
             )
             return {**row.public(), "created": created}
 
@@ -211,7 +214,7 @@ def _register_write_tools(server: MCPServer) -> None:
     async def forget(factId: str) -> dict[str, Any]:
         """Forget one of your facts (archived, as the console's delete does)."""
         c = _caller(writes=True)
-        return _checked(lambda: facts.archive_fact(c.deps, c.tenant, factId, "user_deleted").public())
+        return _checked(lambda: facts.archive_fact(c.deps.facts, c.tenant, factId, "user_deleted").public())
 
     @_tool(server, "Store a memory", idempotent=True)
     async def store_memory(
@@ -241,7 +244,7 @@ def _register_write_tools(server: MCPServer) -> None:
         c = _caller(writes=True)
 
         def run() -> dict[str, object]:
-            memory.delete_memory(c.deps, c.tenant, scope, ownerId, memoryId)
+            memory.delete_memory(c.deps.agents, c.deps.workspaces, c.deps.memories, c.tenant, scope, ownerId, memoryId)
             return {"id": memoryId, "deleted": True}
 
         return _checked(run)

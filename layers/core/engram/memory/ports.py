@@ -5,6 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Protocol
 
+from engram.agents.ports import Agents, Workspaces
+from engram.kernel.settings import Settings
 from engram.memory.models import Memory
 
 
@@ -57,3 +59,20 @@ class Memories(Protocol):
     def delete_session_memories(self, tenant: str, agent_id: str, session_id: str) -> int:
         """Conversation-category rows are bound to their session and go with it."""
         ...
+
+
+class MemoryStores(Protocol):
+    """What a memory write reaches (wiring.Stores provides it): the limits, the owners whose
+    existence it checks, the rows."""
+
+    @property
+    def settings(self) -> Settings: ...
+
+    @property
+    def agents(self) -> Agents: ...
+
+    @property
+    def workspaces(self) -> Workspaces: ...
+
+    @property
+    def memories(self) -> Memories: ...

@@ -13,7 +13,7 @@ from engram.memory import service as memory_service
 from engram.memory.models import MemoryCreate, MemorySource, MemoryUpdate, OwnerScope, PinBody
 
 if TYPE_CHECKING:
-    from engram.wiring.stores import Stores
+    from engram.memory.ports import MemoryStores
 
 router = Router()
 
@@ -25,7 +25,7 @@ SourceFilter = Annotated[str | None, Query(pattern=rf"^({_SOURCE})(,({_SOURCE}))
 # --- agent and workspace memory: the same routes for each scope, written out ---------------------
 # Each route checks its owner's id and calls the scope's handler below.
 def _list(
-    deps: Stores,
+    deps: MemoryStores,
     tenant: str,
     scope: OwnerScope,
     owner_id: str,
@@ -37,7 +37,9 @@ def _list(
 ) -> Reply:
     return ok(
         memory_service.list_memories(
-            deps,
+            deps.agents,
+            deps.workspaces,
+            deps.memories,
             tenant,
             scope,
             owner_id,
@@ -50,7 +52,7 @@ def _list(
     )
 
 
-def _upsert(deps: Stores, tenant: str, scope: OwnerScope, owner_id: str, body: MemoryCreate) -> Reply:
+def _upsert(deps: MemoryStores, tenant: str, scope: OwnerScope, owner_id: str, body: MemoryCreate) -> Reply:
     # Upsert: fields the body leaves out keep their stored values (defaults apply to new rows).
     fields = body.model_dump(exclude={"key", "value", "source"}, exclude_unset=True)
     row, created = memory_service.upsert_memory(
@@ -66,16 +68,20 @@ def _upsert(deps: Stores, tenant: str, scope: OwnerScope, owner_id: str, body: M
     return ok(row.public(), 201 if created else 200)
 
 
-def _update(deps: Stores, tenant: str, scope: OwnerScope, owner_id: str, memory_id: str, body: MemoryUpdate) -> Reply:
+def _update(deps: MemoryStores, tenant: str, scope: OwnerScope, owner_id: str, memory_id: str, body: MemoryUpdate) -> Reply:
     return ok(memory_service.update_memory(deps, tenant, scope, owner_id, memory_id, body).public())
 
 
-def _pin(deps: Stores, tenant: str, scope: OwnerScope, owner_id: str, memory_id: str, body: PinBody) -> Reply:
-    return ok(memory_service.pin_memory(deps, tenant, scope, owner_id, memory_id, body.pinned).public())
+def _pin(deps: MemoryStores, tenant: str, scope: OwnerScope, owner_id: str, memory_id: str, body: PinBody) -> Reply:
+    return ok(
+        memory_service.pin_memory(
+            deps.agents, deps.workspaces, deps.memories, tenant, scope, owner_id, memory_id, body.pinned
+        ).public()
+    )
 
 
-def _delete(deps: Stores, tenant: str, scope: OwnerScope, owner_id: str, memory_id: str) -> Reply:
-    memory_service.delete_memory(deps, tenant, scope, owner_id, memory_id)
+def _delete(deps: MemoryStores, tenant: str, scope: OwnerScope, owner_id: str, memory_id: str) -> Reply:
+    memory_service.delete_memory(deps.agents, deps.workspaces, deps.memories, tenant, scope, owner_id, memory_id)
     return ok({"id": memory_id, "deleted": True})
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id
@@ -13,19 +13,23 @@ from engram.kernel.textsearch import terms, text_query
 from engram.kernel.validation import check_text, refuse_secrets
 from engram.memory.models import Memory, MemoryUpdate, is_live, memory_id
 from engram.memory.repository import memory_rank
-from engram.wiring.stores import Stores
+
+if TYPE_CHECKING:
+    from engram.agents.ports import Agents, Workspaces
+    from engram.facts.ports import Facts
+    from engram.memory.ports import Memories, MemoryStores
 
 
-def _owner_exists(deps: Stores, tenant: str, scope: str, owner_id: str) -> None:
+def _owner_exists(agents: Agents, workspaces: Workspaces, tenant: str, scope: str, owner_id: str) -> None:
     if scope == "agent":
-        if deps.agents.get(tenant, owner_id) is None:
+        if agents.get(tenant, owner_id) is None:
             raise NotFound("agent not found", field="agentId")
-    elif deps.workspaces.get(tenant, owner_id) is None:
+    elif workspaces.get(tenant, owner_id) is None:
         raise NotFound("workspace not found", field="workspaceId")
 
 
 def upsert_memory(
-    deps: Stores,
+    deps: MemoryStores,
     tenant: str,
     *,
     scope: str,
@@ -48,7 +52,7 @@ def upsert_memory(
     refuse_secrets("value", value, None if key_derived else key)
     fields = dict(fields or {})
     if not owner_checked:
-        _owner_exists(deps, tenant, scope, owner_id)
+        _owner_exists(deps.agents, deps.workspaces, tenant, scope, owner_id)
     mid = memory_id(scope, owner_id, key)
     existing = deps.memories.get(tenant, scope, owner_id, mid)
     now = now_iso()
@@ -87,7 +91,9 @@ def _list_rank(m: Memory) -> str:
 
 
 def list_memories(
-    deps: Stores,
+    agents: Agents,
+    workspaces: Workspaces,
+    memories: Memories,
     tenant: str,
     scope: str,
     owner_id: str,
@@ -103,11 +109,11 @@ def list_memories(
     after the token's rank: the response is bounded by `limit`, the read by the owner's rows.
     `q` keeps the rows whose key, value or topic match it (every row of the owner's, not a page),
     best match first as recall ranks them, then LT3's order; `sources` keeps those sources only."""
-    _owner_exists(deps, tenant, scope, owner_id)
+    _owner_exists(agents, workspaces, tenant, scope, owner_id)
     now = time.time()
     rows = [
         m
-        for m in deps.memories.all(tenant, scope, owner_id)
+        for m in memories.all(tenant, scope, owner_id)
         if (include_archived or is_live(m, now)) and (not sources or m.source in sources)
     ]
     list_id = f"{scope}:{owner_id}" + (f"&source={','.join(sorted(sources))}" if sources else "")
@@ -121,16 +127,16 @@ def list_memories(
     )
 
 
-def _get(deps: Stores, tenant: str, scope: str, owner_id: str, mid: str) -> Memory:
-    _owner_exists(deps, tenant, scope, owner_id)
-    memory = deps.memories.get(tenant, scope, owner_id, check_id("memoryId", mid))
+def _get(agents: Agents, workspaces: Workspaces, memories: Memories, tenant: str, scope: str, owner_id: str, mid: str) -> Memory:
+    _owner_exists(agents, workspaces, tenant, scope, owner_id)
+    memory = memories.get(tenant, scope, owner_id, check_id("memoryId", mid))
     if memory is None:
         raise NotFound("memory not found", field="memoryId")
     return memory
 
 
-def update_memory(deps: Stores, tenant: str, scope: str, owner_id: str, mid: str, body: MemoryUpdate) -> Memory:
-    memory = _get(deps, tenant, scope, owner_id, mid)
+def update_memory(deps: MemoryStores, tenant: str, scope: str, owner_id: str, mid: str, body: MemoryUpdate) -> Memory:
+    memory = _get(deps.agents, deps.workspaces, deps.memories, tenant, scope, owner_id, mid)
     changes = body.model_dump(exclude_unset=True)
     if not changes:
         raise BadRequest("the body names no field to change", field="body", code="empty_update")
@@ -154,26 +160,31 @@ def update_memory(deps: Stores, tenant: str, scope: str, owner_id: str, mid: str
     return updated
 
 
-def pin_memory(deps: Stores, tenant: str, scope: str, owner_id: str, mid: str, pinned: bool) -> Memory:
-    memory = _get(deps, tenant, scope, owner_id, mid)
+def pin_memory(
+    agents: Agents, workspaces: Workspaces, memories: Memories, tenant: str, scope: str, owner_id: str, mid: str, pinned: bool
+) -> Memory:
+    memory = _get(agents, workspaces, memories, tenant, scope, owner_id, mid)
     updated = memory.model_copy(update={"pinned": pinned, "updated_at": now_iso()})
-    deps.memories.put(tenant, updated, owner_id, expect_updated_at=memory.updated_at)
+    memories.put(tenant, updated, owner_id, expect_updated_at=memory.updated_at)
     return updated
 
 
-def delete_memory(deps: Stores, tenant: str, scope: str, owner_id: str, mid: str) -> None:
-    _owner_exists(deps, tenant, scope, owner_id)
-    deps.memories.delete(tenant, scope, owner_id, check_id("memoryId", mid))
+def delete_memory(
+    agents: Agents, workspaces: Workspaces, memories: Memories, tenant: str, scope: str, owner_id: str, mid: str
+) -> None:
+    _owner_exists(agents, workspaces, tenant, scope, owner_id)
+    memories.delete(tenant, scope, owner_id, check_id("memoryId", mid))
 
 
-def archive_memory(deps: Stores, tenant: str, memory: Memory, owner_id: str, reason: str) -> Memory:
+def archive_memory(memories: Memories, tenant: str, memory: Memory, owner_id: str, reason: str) -> Memory:
     archived = memory.model_copy(update={"archived_at": now_iso(), "archived_reason": reason, "updated_at": now_iso()})
-    deps.memories.put(tenant, archived, owner_id, expect_updated_at=memory.updated_at)
+    memories.put(tenant, archived, owner_id, expect_updated_at=memory.updated_at)
     return archived
 
 
 def recall(
-    deps: Stores,
+    memories: Memories,
+    facts: Facts,
     tenant: str,
     *,
     agent_id: str,
@@ -189,11 +200,11 @@ def recall(
     wanted = terms(query)
     candidates: list[tuple[str, Any]] = []
     if "agent" in scopes:
-        candidates += [("agent", m) for m in deps.memories.all(tenant, "agent", agent_id)]
+        candidates += [("agent", m) for m in memories.all(tenant, "agent", agent_id)]
     if "workspace" in scopes and workspace_id:
-        candidates += [("workspace", m) for m in deps.memories.all(tenant, "workspace", workspace_id)]
+        candidates += [("workspace", m) for m in memories.all(tenant, "workspace", workspace_id)]
     if "user" in scopes:
-        candidates += [("user", f) for f in deps.facts.all(tenant)]
+        candidates += [("user", f) for f in facts.all(tenant)]
     now = time.time()
     scored = []
     for scope, row in candidates:

@@ -51,7 +51,14 @@ def _store(ctx: ToolContext, inp: StoreInput) -> object:
     if inp.scope == "user":
         with memory_write_span(ctx, "user", "store"):
             fact, created = facts.add_fact(
-                deps, tenant, inp.value, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
+                deps.facts,
+                deps.settings,
+                tenant,
+                inp.value,
+                source="chat",
+                confidence=inp.confidence,
+                topic=inp.topic,
+                origin=_origin(ctx),
             )
         return {"stored": "user fact", "factId": fact.id, "created": created}
     if inp.scope == "workspace" and not agent.workspace_id:
@@ -101,8 +108,10 @@ class RecallInput(BaseModel):
 
 def _recall(ctx: ToolContext, inp: RecallInput) -> object:
     scopes: list[str] = ["agent", "workspace", "user"] if inp.scope == "all" else [inp.scope]
+    stores = stores_of(ctx)
     hits = memory_service.recall(
-        stores_of(ctx),
+        stores.memories,
+        stores.facts,
         ctx.tenant,
         agent_id=ctx.agent.id,
         workspace_id=ctx.agent.workspace_id,
@@ -135,7 +144,7 @@ def _forget_memory(ctx: ToolContext, inp: ForgetMemoryInput) -> object:
         if not inp.fact_id:
             return ToolOutcome("fact_id is required for scope user", is_error=True)
         with memory_write_span(ctx, "user", "forget"):
-            fact = facts.archive_fact(deps, tenant, inp.fact_id, "agent_forget")
+            fact = facts.archive_fact(deps.facts, tenant, inp.fact_id, "agent_forget")
         return {"archived": fact.id}
     if not inp.key:
         return ToolOutcome("key is required for scope agent or workspace", is_error=True)
@@ -146,7 +155,7 @@ def _forget_memory(ctx: ToolContext, inp: ForgetMemoryInput) -> object:
     if row is None or row.archived_at:
         return ToolOutcome(f"no active {inp.scope} memory with key {inp.key!r}", is_error=True)
     with memory_write_span(ctx, inp.scope, "forget"):
-        memory_service.archive_memory(deps, tenant, row, owner, "agent_forget")
+        memory_service.archive_memory(deps.memories, tenant, row, owner, "agent_forget")
     return {"archived": row.key}
 
 
@@ -164,8 +173,16 @@ class RememberInput(BaseModel):
 def _remember(ctx: ToolContext, inp: RememberInput) -> object:
     refuse_secrets_of_the_turn(ctx, "fact", inp.fact)
     with memory_write_span(ctx, "user", "remember"):
+        stores = stores_of(ctx)
         fact, created = facts.add_fact(
-            stores_of(ctx), ctx.tenant, inp.fact, source="chat", confidence=inp.confidence, topic=inp.topic, origin=_origin(ctx)
+            stores.facts,
+            stores.settings,
+            ctx.tenant,
+            inp.fact,
+            source="chat",
+            confidence=inp.confidence,
+            topic=inp.topic,
+            origin=_origin(ctx),
         )
     return {"factId": fact.id, "created": created}
 
@@ -198,7 +215,7 @@ def _forget(ctx: ToolContext, inp: ForgetInput) -> object:
     if not fact_id:
         return ToolOutcome("no matching fact: give fact_id or the fact's text", is_error=True)
     with memory_write_span(ctx, "user", "forget"):
-        archived = facts.archive_fact(deps, tenant, fact_id, inp.reason)
+        archived = facts.archive_fact(deps.facts, tenant, fact_id, inp.reason)
     return {"archived": archived.id, "fact": archived.fact}
 
 

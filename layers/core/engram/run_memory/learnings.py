@@ -12,18 +12,26 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from engram.kernel.fencing import fence, quote
 from engram.kernel.validation import check_text, refuse_secrets
 from engram.memory.models import LEARNING_KEY_PREFIX, Memory, memory_id
 from engram.run_memory.store import iso_micro, next_instant
-from engram.wiring.stores import Stores
+
+if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
+    from engram.kernel.settings import Settings
+    from engram.memory.ports import Memories
 
 
-def store_learning(deps: Stores, tenant: str, lead_agent_id: str, text: str, *, origin: Mapping[str, object] | None) -> Memory:
-    """Stores one learning on the lead; secrets and overlong text are refused (BadRequest /
+def store_learning(
+    memories: Memories, settings: Settings, tenant: str, lead_agent_id: str, text: str, *, origin: Mapping[str, object] | None
+) -> Memory:
+    """Writes one learning on the lead; secrets and overlong text are refused (BadRequest /
     PayloadTooLarge)."""
-    text = check_text("learning", text, 1, deps.settings.memory_value_max_chars)
+    text = check_text("learning", text, 1, settings.memory_value_max_chars)
     refuse_secrets("learning", text)
     instant = next_instant()  # strictly increasing in this process: keys never collide
     key = f"{LEARNING_KEY_PREFIX}{instant.strftime('%Y%m%dT%H%M%S.%fZ')}"
@@ -40,29 +48,29 @@ def store_learning(deps: Stores, tenant: str, lead_agent_id: str, text: str, *, 
         confidence="inferred",
         origin=origin,
     )
-    deps.memories.create(tenant, row, lead_agent_id, limit=deps.settings.max_memories_per_scope)
+    memories.create(tenant, row, lead_agent_id, limit=settings.max_memories_per_scope)
     return row
 
 
-def _gather[A, R](deps: Stores, fn: Callable[[A], R], args: Sequence[A]) -> list[R]:
+def _gather[A, R](executor: Executor, fn: Callable[[A], R], args: Sequence[A]) -> list[R]:
     """fn(arg) for every arg, in parallel on the shared executor. The first runs on this thread,
     and any that no worker has started yet are taken back and run here too, so a caller that is
     itself on the executor (a prompt section load) can never deadlock it."""
     if len(args) <= 1:
         return [fn(a) for a in args]
-    futures = [deps.executor.submit(fn, a) for a in args[1:]]
+    futures = [executor.submit(fn, a) for a in args[1:]]
     results = [fn(args[0])]
     for future, arg in zip(futures, args[1:], strict=False):
         results.append(fn(arg) if future.cancel() else future.result())
     return results
 
 
-def recent_learnings(deps: Stores, tenant: str, agent_ids: Iterable[str], limit: int) -> list[Memory]:
+def recent_learnings(memories: Memories, executor: Executor, tenant: str, agent_ids: Iterable[str], limit: int) -> list[Memory]:
     """The `limit` newest learnings across these agents (the lead and its team), newest first."""
     ids = list(dict.fromkeys(agent_ids))
     if limit <= 0 or not ids:
         return []
-    per_agent = _gather(deps, lambda agent_id: deps.memories.recent_learnings(tenant, agent_id, limit=limit), ids)
+    per_agent = _gather(executor, lambda agent_id: memories.recent_learnings(tenant, agent_id, limit=limit), ids)
     rows = [m for found in per_agent for m in found if m.archived_at is None]
     rows.sort(key=lambda m: (m.created_at, m.id), reverse=True)
     return rows[:limit]

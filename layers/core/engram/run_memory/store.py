@@ -33,7 +33,7 @@ from engram.run_memory.models import RunMemoryEntry
 if TYPE_CHECKING:
     from engram.engine.tools import ToolContext
     from engram.kernel.settings import Settings
-    from engram.wiring.stores import Stores
+    from engram.run_memory.ports import RunMemories
 
 KINDS: tuple[str, ...] = ("input", "step_result", "task_result", "shared")
 # The kind every namespace holds: a key's prefix decides its kind.
@@ -283,12 +283,12 @@ class RunScratchpad:
 
 # --- the API's view of a finished (or running) run ---------------------------------------------
 def run_memory_listing(
-    deps: Stores, tenant: str, agent_id: str, run_id: str, *, limit: int, token: str | None
+    run_memory: RunMemories, tenant: str, agent_id: str, run_id: str, *, limit: int, token: str | None
 ) -> tuple[list[dict[str, object]], str | None]:
     """One page of a run's entries, with values, in key order (GET /api/runs/{runId}/memory),
     bounded in count and in value bytes. `agent_id` is the agent the run memory belongs to (the
     lead of a council run)."""
-    entries, nxt = deps.run_memory.page(tenant, agent_id, run_id, limit=limit, token=token, max_bytes=RUN_MEMORY_PAGE_MAX_BYTES)
+    entries, nxt = run_memory.page(tenant, agent_id, run_id, limit=limit, token=token, max_bytes=RUN_MEMORY_PAGE_MAX_BYTES)
     return [e.public() for e in entries], nxt
 
 

@@ -150,7 +150,8 @@ class LearningInput(BaseModel):
 def _store_learning(ctx: ToolContext, inp: LearningInput) -> object:
     refuse_secrets_of_the_turn(ctx, "learning", inp.learning)
     origin = {"runId": ctx.run_id, "agentId": ctx.agent.id, "sessionId": ctx.session_id or None}
-    row = store_learning(stores_of(ctx), ctx.tenant, ctx.agent.id, inp.learning, origin=origin)
+    stores = stores_of(ctx)
+    row = store_learning(stores.memories, stores.settings, ctx.tenant, ctx.agent.id, inp.learning, origin=origin)
     return {"stored": True, "key": row.key}
 
 

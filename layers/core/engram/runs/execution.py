@@ -330,7 +330,9 @@ def _execute(
             if m.reply
         ]
         learnings = _best_effort(
-            lambda: recent_learnings(deps, tenant, [agent.id, *agent.team], settings.director_learnings_shown)
+            lambda: recent_learnings(
+                deps.memories, deps.executor, tenant, [agent.id, *agent.team], settings.director_learnings_shown
+            )
         )
         rendered = render_learnings(learnings) if learnings else None
         if rendered:

@@ -115,7 +115,7 @@ def run_memory(deps: Stores, tenant: str, run_id: str, limit: int, token: str | 
         run_id = run.council_run_id  # a member worked in its lead's run memory
     from engram.run_memory.store import run_memory_listing  # the scratchpad's code only for this route
 
-    items, nxt = run_memory_listing(deps, tenant, owner, run_id, limit=limit, token=token)
+    items, nxt = run_memory_listing(deps.run_memory, tenant, owner, run_id, limit=limit, token=token)
     return {"runId": run_id, "items": items, "nextToken": nxt}
 
 
