@@ -108,7 +108,7 @@ def list_reexaminations(deps: Deps, tenant: Tenant, runId: str, limit: Limit = P
 
 @router.get("/api/runs/<runId>/memory")
 def get_run_memory(deps: Deps, tenant: Tenant, runId: str, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
-    return ok(run_records.run_memory(deps, tenant, runId, limit, nextToken))
+    return ok(run_records.run_memory(deps.runs, deps.run_memory, tenant, runId, limit, nextToken))
 
 
 @router.get("/api/agents/<agentId>/runs")

@@ -18,13 +18,13 @@ from engram.kernel.observability import logger
 from engram.kernel.trace import merge
 from engram.kernel.validation import refuse_secret_value
 from engram.runs.models import Run, RunCreate, RunJob, RunUpdate
-from engram.wiring.stores import Stores
 
 if TYPE_CHECKING:
     from engram.agents.ports import Agents
     from engram.cards.ports import CardTypes
     from engram.kernel.ports import JobQueues
     from engram.kernel.settings import Settings
+    from engram.run_memory.ports import RunMemories
     from engram.runs.ports import RunDecisions, Runs, ToolResults
 
 
@@ -105,17 +105,17 @@ def list_reexaminations(
     return page(*decisions.list_reexaminations(tenant, run_id, limit=limit, token=token))
 
 
-def run_memory(deps: Stores, tenant: str, run_id: str, limit: int, token: str | None) -> dict[str, object]:
+def run_memory(runs: Runs, memories: RunMemories, tenant: str, run_id: str, limit: int, token: str | None) -> dict[str, object]:
     """GET /api/runs/{runId}/memory: the run's scratch store as it was left (RM1, persisted)."""
-    run = get_run(deps.runs, tenant, check_id("runId", run_id))
+    run = get_run(runs, tenant, check_id("runId", run_id))
     owner = run.agent_id
     if run.kind == "council_member" and run.council_run_id:
-        lead_run = deps.runs.get(tenant, run.council_run_id)
+        lead_run = runs.get(tenant, run.council_run_id)
         owner = lead_run.agent_id if lead_run else owner
         run_id = run.council_run_id  # a member worked in its lead's run memory
     from engram.run_memory.store import run_memory_listing  # the scratchpad's code only for this route
 
-    items, nxt = run_memory_listing(deps.run_memory, tenant, owner, run_id, limit=limit, token=token)
+    items, nxt = run_memory_listing(memories, tenant, owner, run_id, limit=limit, token=token)
     return {"runId": run_id, "items": items, "nextToken": nxt}
 
 
