@@ -3,7 +3,7 @@ Active Memory panel. The runs themselves execute in the `heartbeat` function."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, get_args
+from typing import Annotated, get_args
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
@@ -17,9 +17,6 @@ from engram.runs import service as run_records
 from engram.runs.models import Run, RunCreate, RunKind, RunStatus, RunUpdate
 from engram.runs.search import RunFilter, search_runs
 
-if TYPE_CHECKING:
-    from engram.wiring.stores import Stores
-
 router = Router()
 
 _KIND = "|".join(get_args(RunKind))
@@ -31,7 +28,7 @@ StatusFilter = Annotated[str | None, Query(pattern=rf"^({_STATUS})(,({_STATUS}))
 When = Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?Z?)?$")]
 
 
-def _runs(deps: Stores, tenant: str, wanted: RunFilter, limit: int, token: str | None) -> Reply:
+def _runs(deps: Deps, tenant: str, wanted: RunFilter, limit: int, token: str | None) -> Reply:
     if wanted.agent_id is not None:
         get_agent(deps.agents, tenant, check_id("agentId", wanted.agent_id))
     return ok(search_runs(deps.runs, tenant, wanted, limit=limit, token=token))
