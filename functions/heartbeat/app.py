@@ -2,6 +2,8 @@
 (manual, re-examination and council runs, account exports), the failed-firing queue's consumer and
 the stale-run sweeper (an EventBridge rule every 5 minutes)."""
 
+from functools import partial
+
 from aws_lambda_powertools.utilities.batch import BatchProcessor, EventType, process_partial_response
 from aws_lambda_powertools.utilities.data_classes.sqs_event import SQSRecord
 from aws_lambda_powertools.utilities.typing import LambdaContext
@@ -60,10 +62,11 @@ def lambda_handler(event: dict, context: LambdaContext) -> dict:
         return process_partial_response(event=event, record_handler=handle_run_record, processor=processor, context=context)
     logger.remove_keys(["run_id"])
     if is_sweep(event):  # the SweepStaleRuns rule, every 5 minutes
-        swept = sweep_stale_runs(ROOT.deps)
-        # Expired approval requests and lost resume jobs (TL10), named when there were any.
-        swept.update({name: count for name, count in sweep_approvals(ROOT.deps, council=sweep_council).items() if count})
         deps = ROOT.deps
+        swept = sweep_stale_runs(deps)
+        # Expired approval requests and lost resume jobs (TL10), named when there were any.
+        approvals = sweep_approvals(deps.runs, deps.approvals, deps.queues, council=partial(sweep_council, deps))
+        swept.update({name: count for name, count in approvals.items() if count})
         if deps.oauth_clients is not None:  # and the OAuth clients registered but never used (MX4)
             swept["oauthClientsDeleted"] = sweep_registrations(deps.oauth_clients, deps.settings.user_pool_id)
         return swept

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 import pytest
@@ -45,6 +46,11 @@ def session_row(stack: Any, agent_id: str, session: str = "dashboard", user: str
     assert row is not None
     assert keys  # the row as stored: its lease and the waiting mark
     return row
+
+
+def _sweeping(deps: Any) -> tuple[Any, Any, Any]:
+    """The stores the approvals sweeper takes, as the heartbeat function passes them."""
+    return deps.runs, deps.approvals, deps.queues
 
 
 def assert_pairs_intact(messages: list[dict[str, Any]]) -> None:
@@ -195,12 +201,12 @@ def test_an_undecided_request_expires_as_denied_and_the_turn_resumes(stack, serv
     agent = held_agent(stack, servers, approvalTimeoutS=60)
     r = stack.say(agent["id"], "use lookup_price for BTC")
     run_id = r.data["runId"]
-    early = sweep_approvals(stack.deps)
+    early = sweep_approvals(*_sweeping(stack.deps))
     assert early == {"approvalsExpired": 0, "resumesSent": 0}
     import time
 
     later = int(time.time()) + 120
-    assert sweep_approvals(stack.deps, now=later) == {"approvalsExpired": 1, "resumesSent": 1}
+    assert sweep_approvals(*_sweeping(stack.deps), now=later) == {"approvalsExpired": 1, "resumesSent": 1}
     late = decide(stack, run_id, r.data["pendingApprovals"][0]["toolUseId"], "approve")
     assert late.status == 409
     stack.drain_turns()
@@ -238,11 +244,11 @@ def test_a_lost_resume_job_is_sent_again_by_the_sweeper_and_the_tool_runs_once(s
     assert stack.call("GET", f"/api/runs/{run_id}").data["status"] == "awaiting_approval"  # the decision stands
     import time
 
-    assert sweep_approvals(stack.deps, now=int(time.time()) + 600)["resumesSent"] == 1
+    assert sweep_approvals(*_sweeping(stack.deps), now=int(time.time()) + 600)["resumesSent"] == 1
     # Sent twice (a redelivery): the second finds the resumption claimed.
     from engram.approvals.service import send_resume
 
-    send_resume(stack.deps, tenant_key("alice"), stack.deps.runs.get(tenant_key("alice"), run_id))
+    send_resume(stack.deps.queues, tenant_key("alice"), stack.deps.runs.get(tenant_key("alice"), run_id))
     stack.drain_turns()
     run = stack.call("GET", f"/api/runs/{run_id}").data
     assert run["status"] == "succeeded"
@@ -473,7 +479,7 @@ def test_a_redelivered_continuation_does_nothing(any_stack, servers):
     assert process_resume_job(stack.deps, job) == "waiting"  # a member still waits: nothing claimed
     assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "awaiting_approval"
     assert decide(stack, member_run["id"], member_run["pendingApprovals"][0]["toolUseId"], "approve").status == 200
-    send_continuation(stack.deps, tenant, stack.deps.runs.get(tenant, run["id"]))  # sent twice
+    send_continuation(stack.deps.queues, tenant, stack.deps.runs.get(tenant, run["id"]))  # sent twice
     stack.drain_runs()
     done = stack.call("GET", f"/api/runs/{run['id']}").data
     assert done["status"] == "succeeded"
@@ -493,7 +499,7 @@ def test_an_expired_member_approval_lets_the_lead_go_on(any_stack, servers):
     from engram.approvals.service import sweep_approvals
 
     member, run, member_run = waiting_council(stack, servers, approvalTimeoutS=60)
-    swept = sweep_approvals(stack.deps, now=int(time.time()) + 180)
+    swept = sweep_approvals(*_sweeping(stack.deps), now=int(time.time()) + 180)
     assert swept["approvalsExpired"] == 1
     stack.drain_runs()
     done = stack.call("GET", f"/api/runs/{run['id']}").data
@@ -532,7 +538,12 @@ def test_a_member_gone_before_it_resumes_still_lets_the_lead_go_on(stack, server
     stack.drain_runs()  # the member's resume job finds no run: nobody tells the lead
     assert stack.call("GET", f"/api/runs/{member_run['id']}").status == 404
     assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "awaiting_approval"
-    assert sweep_approvals(stack.deps, now=int(time.time()) + 600, council=sweep_council)["resumesSent"] == 1
+    assert (
+        sweep_approvals(*_sweeping(stack.deps), now=int(time.time()) + 600, council=partial(sweep_council, stack.deps))[
+            "resumesSent"
+        ]
+        == 1
+    )
     stack.drain_runs()
     done = stack.call("GET", f"/api/runs/{run['id']}").data
     assert done["status"] == "succeeded", done
@@ -585,10 +596,20 @@ def test_a_lost_continuation_is_sent_again_by_the_sweeper(any_stack, servers):
         stack.deps.queues = real
     assert stack.call("GET", f"/api/runs/{member_run['id']}").data["status"] == "succeeded"
     assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "awaiting_approval"  # still waiting
-    assert sweep_approvals(stack.deps, now=int(time.time()) + 600, council=sweep_council)["resumesSent"] == 1
+    assert (
+        sweep_approvals(*_sweeping(stack.deps), now=int(time.time()) + 600, council=partial(sweep_council, stack.deps))[
+            "resumesSent"
+        ]
+        == 1
+    )
     stack.drain_runs()
     assert stack.call("GET", f"/api/runs/{run['id']}").data["status"] == "succeeded"
-    assert sweep_approvals(stack.deps, now=int(time.time()) + 600, council=sweep_council)["resumesSent"] == 0
+    assert (
+        sweep_approvals(*_sweeping(stack.deps), now=int(time.time()) + 600, council=partial(sweep_council, stack.deps))[
+            "resumesSent"
+        ]
+        == 0
+    )
 
 
 def test_a_continuation_that_finds_the_shared_session_busy_waits_and_comes_back(stack, servers):

@@ -484,7 +484,7 @@ def test_run_memory_schema_matches_the_listing(monkeypatch):
     deps = SimpleNamespace(
         runs=SimpleNamespace(get=lambda t, run_id: run), run_memory=SimpleNamespace(page=lambda t, a, r, **kw: ([entry], None))
     )
-    out = services.run_memory(deps, "t1", "run_1", 50, None)
+    out = services.run_memory(deps.runs, deps.run_memory, "t1", "run_1", 50, None)
     schema = DOC["components"]["schemas"]["RunMemory"]
     assert set(schema["properties"]) == set(schema["required"]) == set(out)
     assert schema["properties"]["items"]["items"] == {"$ref": "#/components/schemas/RunMemoryEntry"}
@@ -498,7 +498,7 @@ def test_run_memory_schema_matches_the_listing(monkeypatch):
         runs=SimpleNamespace(get=lambda t, run_id: {"run_m": member, "run_lead": lead}[run_id]),
         run_memory=SimpleNamespace(page=lambda t, a, r, **kw: ([entry], None)),
     )
-    assert services.run_memory(deps, "t1", "run_m", 50, None)["runId"] == "run_lead"
+    assert services.run_memory(deps.runs, deps.run_memory, "t1", "run_m", 50, None)["runId"] == "run_lead"
 
 
 def test_run_enums_match_the_model():

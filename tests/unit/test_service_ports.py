@@ -21,23 +21,17 @@ STILL_IMPORTING = {
     "engram.run_memory.tools",
     # the MCP server's handler: its tools are use cases called with the request's stores
     "engram.mcp_server.server",
-    # services not changed over yet
-    "engram.account.service",
-    "engram.apikeys.service",
-    "engram.approvals.service",
-    "engram.connections.service",
-    "engram.runs.active_memory",
-    "engram.runs.council_wait",
-    "engram.runs.service",
-    "engram.streaming.closing",
-    "engram.streaming.service",
 }
 # Changed over: these take the ports they use (and a feature's protocol of them where they are four
 # or more, e.g. agents.ports.AgentStores), and must not go back to the container.
 CHANGED_OVER = {
+    "engram.account.service",
     "engram.agents.service",
+    "engram.apikeys.service",
+    "engram.approvals.service",
     "engram.cards.service",
     "engram.cards.policy",
+    "engram.connections.service",
     "engram.conversations.service",
     "engram.facts.service",
     "engram.memory.service",
@@ -45,6 +39,12 @@ CHANGED_OVER = {
     "engram.recall.service",
     "engram.run_memory.learnings",
     "engram.run_memory.store",
+    "engram.runs.active_memory",
+    "engram.runs.council_wait",
+    "engram.runs.service",
+    "engram.streaming.closing",
+    "engram.streaming.service",
+    "engram.usage.service",
 }
 
 

@@ -47,7 +47,7 @@ class JsonLinesUpload:
         self.parts = number
 
     def close(self) -> None:
-        """Stores the object: the last part and the completion, or one PUT for a small export."""
+        """Writes the object: the last part and the completion, or one PUT for a small export."""
         if self._upload_id is None:
             self.client.put_object(Bucket=self.bucket, Key=self.key, Body=self._buffer, ContentType=CONTENT_TYPE)
             self._buffer = bytearray()

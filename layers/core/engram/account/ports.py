@@ -1,4 +1,5 @@
-"""What the account services may call: export job rows and export objects."""
+"""What the account services may call: export job rows and export objects, and the stores of
+every feature that an export reads and a deletion empties."""
 
 from __future__ import annotations
 
@@ -6,6 +7,19 @@ from collections.abc import Mapping
 from typing import Protocol
 
 from engram.account.models import ExportJob
+from engram.agents.ports import Agents, Workspaces
+from engram.apikeys.ports import ApiKeys
+from engram.cards.ports import CardTypes
+from engram.connections.ports import Connections, OAuthStates, SecretBox
+from engram.conversations.ports import Sessions, Transcripts
+from engram.facts.ports import Facts, Profiles
+from engram.kernel.settings import Settings
+from engram.memory.ports import Memories
+from engram.recall.ports import Archive
+from engram.run_memory.ports import RunMemories
+from engram.runs.ports import Runs, Schedules
+from engram.streaming.ports import Pusher, Streams
+from engram.usage.ports import UsageLedger
 
 
 class ExportJobs(Protocol):
@@ -49,3 +63,64 @@ class ExportObjects(Protocol):
     def delete(self, key: str) -> None: ...
 
     def delete_prefix(self, prefix: str) -> int: ...
+
+
+class AccountReads(Protocol):
+    """Every store an account's records are read from (account.service.records; wiring.Stores is
+    one). Read as attributes: nothing is made until an export or a deletion reaches it."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def agents(self) -> Agents: ...
+    @property
+    def workspaces(self) -> Workspaces: ...
+    @property
+    def sessions(self) -> Sessions: ...
+    @property
+    def history(self) -> Transcripts: ...
+    @property
+    def archive(self) -> Archive: ...
+    @property
+    def memories(self) -> Memories: ...
+    @property
+    def run_memory(self) -> RunMemories: ...
+    @property
+    def runs(self) -> Runs: ...
+    @property
+    def profiles(self) -> Profiles: ...
+    @property
+    def facts(self) -> Facts: ...
+    @property
+    def usage(self) -> UsageLedger: ...
+    @property
+    def card_types(self) -> CardTypes: ...
+    @property
+    def connections(self) -> Connections: ...
+    @property
+    def api_keys(self) -> ApiKeys: ...
+
+
+class ExportStores(AccountReads, Protocol):
+    """An export job's worker: the records, the job's row and its object."""
+
+    @property
+    def exports(self) -> ExportJobs: ...
+    @property
+    def export_objects(self) -> ExportObjects: ...
+
+
+class AccountStores(ExportStores, Protocol):
+    """Deleting an account: everything above, the agents' schedules, the OAuth grants revoked at
+    their servers (connections.oauth.OAuthDeps), the open sockets closed."""
+
+    @property
+    def schedules(self) -> Schedules: ...
+    @property
+    def oauth_states(self) -> OAuthStates: ...
+    @property
+    def secret_box(self) -> SecretBox: ...
+    @property
+    def streams(self) -> Streams: ...
+    @property
+    def pusher(self) -> Pusher: ...

@@ -15,13 +15,13 @@ INLINE_EXPORT_DEPRECATED = {"Deprecation": "true", "Link": '</api/me/export>; re
 @router.post("/api/me/export")
 def start_export(deps: Deps, tenant: Tenant) -> Reply:
     """202 with the new job, or with the one already in progress (one export at a time)."""
-    job = account.start_export(deps, tenant)
+    job = account.start_export(deps.exports, deps.queues, deps.settings, tenant)
     return ok({**job.public(), "exportId": job.id}, 202, headers={"Location": f"/api/me/export/{job.id}"})
 
 
 @router.get("/api/me/export/<exportId>")
 def get_export(deps: Deps, tenant: Tenant, exportId: str) -> Reply:
-    return ok(account.export_status(deps, tenant, exportId))
+    return ok(account.export_status(deps.exports, deps.export_objects, deps.settings, tenant, exportId))
 
 
 @router.get("/api/me/export")

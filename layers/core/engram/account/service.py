@@ -13,7 +13,7 @@ import json
 import time
 from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from engram.account.models import ExportJob
 from engram.agents.models import Agent, Workspace
@@ -25,7 +25,12 @@ from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import logger
 from engram.streaming import closing as streaming
-from engram.wiring.stores import Stores
+
+if TYPE_CHECKING:
+    from engram.account.ports import AccountReads, AccountStores, ExportJobs, ExportObjects, ExportStores
+    from engram.agents.ports import Agents, Workspaces
+    from engram.kernel.ports import JobQueues
+    from engram.kernel.settings import Settings
 
 FORMAT_VERSION = 1
 # Longer than HeartbeatFunction's timeout: a crashed worker's job is taken again on redelivery.
@@ -50,15 +55,15 @@ def _pages[T](fetch: Callable[..., tuple[list[T], str | None]], size: int = 100)
             return
 
 
-def _all_agents(deps: Stores, tenant: str) -> Iterator[Agent]:
-    return _pages(lambda **page: deps.agents.page(tenant, **page))
+def _all_agents(agents: Agents, tenant: str) -> Iterator[Agent]:
+    return _pages(lambda **page: agents.page(tenant, **page))
 
 
-def _all_workspaces(deps: Stores, tenant: str) -> Iterator[Workspace]:
-    return _pages(lambda **page: deps.workspaces.page(tenant, **page))
+def _all_workspaces(workspaces: Workspaces, tenant: str) -> Iterator[Workspace]:
+    return _pages(lambda **page: workspaces.page(tenant, **page))
 
 
-def records(deps: Stores, tenant: str) -> Iterator[Record]:
+def records(deps: AccountReads, tenant: str) -> Iterator[Record]:
     """Everything stored for the caller (webhook secrets excluded), one typed record at a time:
     each agent followed by its sessions (each with its running summary, followed by its
     messages), its conversation archive (every message said, the ones the history cap cut
@@ -67,7 +72,7 @@ def records(deps: Stores, tenant: str) -> Iterator[Record]:
     (never their hashes); an agent's run timelines and kept full
     tool results follow its runs. tests/integration/test_export_complete.py compares it with
     every item and object stored for the caller."""
-    for agent in _all_agents(deps, tenant):
+    for agent in _all_agents(deps.agents, tenant):
         yield "agent", agent.public()
         for session in _pages(lambda agent_id=agent.id, **page: deps.sessions.page(tenant, agent_id, **page)):
             yield "session", {**session.public(), "summary": summary_public(session.summary)}
@@ -87,14 +92,14 @@ def records(deps: Stores, tenant: str) -> Iterator[Record]:
             yield "trace", {"agentId": agent.id, **trace}
         for run_id, tool_use_id, result in deps.history.tool_results(tenant, agent.id):
             yield "toolResult", {"agentId": agent.id, "runId": run_id, "toolUseId": tool_use_id, "result": result}
-    for ws in _all_workspaces(deps, tenant):
+    for ws in _all_workspaces(deps.workspaces, tenant):
         yield "workspace", ws.public()
         for memory in deps.memories.all(tenant, "workspace", ws.id):
             yield "memory", {**memory.public(), "ownerId": ws.id}
     yield from _account_rows(deps, tenant)
 
 
-def _account_rows(deps: Stores, tenant: str) -> Iterator[Record]:
+def _account_rows(deps: AccountReads, tenant: str) -> Iterator[Record]:
     """The rows of the account itself: facts, usage, card types, connections, API keys."""
     name = deps.profiles.name(tenant)
     if name is not None:
@@ -122,21 +127,21 @@ def _in_progress(job: ExportJob) -> bool:
     return job.status in ("queued", "running") and datetime.now(UTC) - _parse(job.updated_at) < STALE_AFTER
 
 
-def start_export(deps: Stores, tenant: str) -> ExportJob:
+def start_export(exports: ExportJobs, queues: JobQueues, settings: Settings, tenant: str) -> ExportJob:
     """POST /api/me/export: a new job, or the one already in progress (one at a time)."""
-    for job in deps.exports.all(tenant):
+    for job in exports.all(tenant):
         if _in_progress(job):
             return job
     now = now_iso()
-    retention_s = deps.settings.export_retention_days * 86400
+    retention_s = settings.export_retention_days * 86400
     job = ExportJob(id=new_id("exp"), created_at=now, updated_at=now, expires_at=int(time.time()) + retention_s)
-    deps.exports.create(tenant, job)
+    exports.create(tenant, job)
     try:
-        deps.queues.enqueue_run({"kind": "export", "tenant": tenant, "exportId": job.id})
+        queues.enqueue_run({"kind": "export", "tenant": tenant, "exportId": job.id})
     except Exception:
         logger.exception("could not queue an export job", extra={"export_id": job.id})
         failed = _ended(job, "failed", error={"code": "queue_unavailable", "message": "the export could not be queued"})
-        deps.exports.finish(tenant, failed)
+        exports.finish(tenant, failed)
         raise QueueUnavailable("the export could not be queued; nothing was written, start it again") from None
     return job
 
@@ -146,7 +151,7 @@ def _ended(job: ExportJob, status: str, **changes: object) -> ExportJob:
     return job.model_copy(update={"status": status, "finished_at": now, "updated_at": now, **changes})
 
 
-def process_export_job(deps: Stores, message: Mapping[str, object]) -> None:
+def process_export_job(deps: ExportStores, message: Mapping[str, object]) -> None:
     """One export job from the run queue: streams `records` to the job's object as JSON Lines.
     A failure is recorded on the job (the caller starts another), not retried."""
     tenant, export_id = check_id("tenant", message.get("tenant")), check_id("exportId", message.get("exportId"))
@@ -178,15 +183,17 @@ def process_export_job(deps: Stores, message: Mapping[str, object]) -> None:
         deps.export_objects.delete(key)
 
 
-def export_status(deps: Stores, tenant: str, export_id: str) -> dict[str, object]:
+def export_status(
+    exports: ExportJobs, objects: ExportObjects, settings: Settings, tenant: str, export_id: str
+) -> dict[str, object]:
     """GET /api/me/export/{exportId}: the job, its progress, and when done a presigned URL."""
-    job = deps.exports.get(tenant, check_id("exportId", export_id))
+    job = exports.get(tenant, check_id("exportId", export_id))
     if job is None:
         raise NotFound("export not found", field="exportId")
     out = {**job.public(), "availableUntil": _iso(job.expires_at)}
     if job.status == "succeeded":
-        ttl = deps.settings.export_url_ttl_s
-        out["downloadUrl"] = deps.export_objects.download_url(
+        ttl = settings.export_url_ttl_s
+        out["downloadUrl"] = objects.download_url(
             keys.export_object(tenant, job.id), filename=f"engram-export-{job.id}.jsonl", expires_s=ttl
         )
         out["downloadUrlExpiresAt"] = _iso(int(time.time()) + ttl)
@@ -198,7 +205,7 @@ def _iso(epoch: int) -> str:
 
 
 # --- the deprecated one-response export -------------------------------------------------------------
-def inline_export(deps: Stores, tenant: str) -> dict[str, object]:
+def inline_export(deps: AccountReads, tenant: str) -> dict[str, object]:
     """GET /api/me/export: the whole account in one JSON document, as before the export jobs;
     413 `export_too_large` once it passes INLINE_EXPORT_MAX_BYTES (measured as JSON Lines), so
     this route never holds more than that in memory."""
@@ -262,7 +269,7 @@ def inline_export(deps: Stores, tenant: str) -> dict[str, object]:
     return out
 
 
-def delete_everything(deps: Stores, tenant: str) -> dict[str, int]:
+def delete_everything(deps: AccountStores, tenant: str) -> dict[str, int]:
     """Removes every row and object of the caller: agents (sessions, transcripts, memories, runs),
     workspaces and their memory, facts, usage rows, export jobs and their files, API keys."""
     counts = {
@@ -277,13 +284,13 @@ def delete_everything(deps: Stores, tenant: str) -> dict[str, int]:
     }
     # The API keys first: nothing of the account is reachable with one while the rest goes.
     counts["apiKeys"] = deps.api_keys.delete_all(tenant)
-    for agent in list(_all_agents(deps, tenant)):
+    for agent in list(_all_agents(deps.agents, tenant)):
         if agent.schedule:
             deps.schedules.delete(agent.id)
         counts["transcripts"] += deps.history.delete_agent(tenant, agent.id)
         deps.agents.delete_cascade(tenant, agent.id)
         counts["agents"] += 1
-    for ws in list(_all_workspaces(deps, tenant)):
+    for ws in list(_all_workspaces(deps.workspaces, tenant)):
         deps.memories.delete_owner(tenant, "workspace", ws.id)
         deps.workspaces.delete(tenant, ws.id)
         counts["workspaces"] += 1
@@ -296,7 +303,9 @@ def delete_everything(deps: Stores, tenant: str) -> dict[str, int]:
     deps.card_types.delete_all(tenant)
     revoke_grants(deps, tenant)  # OAuth connections' grants end at their servers too (TL9)
     counts["connections"] = deps.connections.delete_all(tenant)
-    streaming.close_all(deps, deps.streams.delete_all(tenant))  # open sockets and the turns they sent (ST2)
+    opened = deps.streams.delete_all(tenant)  # open sockets and the turns they sent (ST2)
+    if opened:  # the management API's client only when there is a socket to close
+        streaming.close_all(deps.pusher, opened)
     deps.runs.delete_all(tenant)
     deps.agents.forget_quotas(tenant)
     return counts

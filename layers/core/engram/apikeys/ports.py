@@ -11,7 +11,7 @@ class ApiKeys(Protocol):
     def create(
         self, tenant: str, key: ApiKey, grant: KeyGrant, digest: str, *, limit: int, request_key: str | None = None
     ) -> ApiKey:
-        """Stores the key (and, with `request_key`, the claim of that Idempotency-Key); returns the
+        """Writes the key (and, with `request_key`, the claim of that Idempotency-Key); returns the
         key as stored: a retry with the same request key gets the first key with a new secret."""
         ...
 

@@ -13,14 +13,14 @@ router = Router()
 
 @router.post("/api/me/api-keys")
 def create_api_key(deps: Deps, who: SignedIn, body: ApiKeyCreate) -> Reply:
-    return ok(api_keys.create_key(deps, who.tenant, who.sub, body, idempotency_key(router)), 201)
+    return ok(api_keys.create_key(deps.api_keys, deps.settings, who.tenant, who.sub, body, idempotency_key(router)), 201)
 
 
 @router.get("/api/me/api-keys")
 def list_api_keys(deps: Deps, who: SignedIn, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
-    return ok(api_keys.list_keys(deps, who.tenant, limit, nextToken))
+    return ok(api_keys.list_keys(deps.api_keys, who.tenant, limit, nextToken))
 
 
 @router.delete("/api/me/api-keys/<keyId>")
 def delete_api_key(deps: Deps, who: SignedIn, keyId: str) -> Reply:
-    return ok(api_keys.delete_key(deps, who.tenant, keyId))
+    return ok(api_keys.delete_key(deps.api_keys, deps.streams, deps.pusher, who.tenant, keyId))

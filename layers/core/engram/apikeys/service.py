@@ -3,14 +3,22 @@ authorizer's (`apikeys.authorizer.authorize`)."""
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from engram.apikeys.models import HINT_CHARS, ApiKey, ApiKeyCreate, KeyGrant, key_hash, new_key
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import now_iso, page
 from engram.streaming import closing as streaming
-from engram.wiring.stores import Stores
+
+if TYPE_CHECKING:
+    from engram.apikeys.ports import ApiKeys
+    from engram.kernel.settings import Settings
+    from engram.streaming.ports import Pusher, Streams
 
 
-def create_key(deps: Stores, tenant: str, sub: str, body: ApiKeyCreate, request_key: str | None = None) -> dict[str, object]:
+def create_key(
+    keys: ApiKeys, settings: Settings, tenant: str, sub: str, body: ApiKeyCreate, request_key: str | None = None
+) -> dict[str, object]:
     """The new key's resource and, once only, the key itself (`key`). `request_key` (the
     Idempotency-Key header): a retry within a day gets the key the first send made, with a new
     secret (the first one stops working), so a lost answer leaves no orphan key."""
@@ -27,15 +35,15 @@ def create_key(deps: Stores, tenant: str, sub: str, body: ApiKeyCreate, request_
         expires_at=expires.isoformat(timespec="seconds").replace("+00:00", "Z") if expires else None,
     )
     grant = KeyGrant(sub=sub, key_id=key.id, scopes=tuple(body.scopes), expires_at=int(expires.timestamp()) if expires else None)
-    stored = deps.api_keys.create(tenant, key, grant, key_hash(secret), limit=deps.settings.max_api_keys, request_key=request_key)
+    stored = keys.create(tenant, key, grant, key_hash(secret), limit=settings.max_api_keys, request_key=request_key)
     return {**stored.public(), "key": secret}
 
 
-def list_keys(deps: Stores, tenant: str, limit: int, token: str | None) -> dict[str, object]:
-    return page(*deps.api_keys.page(tenant, limit=limit, token=token))
+def list_keys(keys: ApiKeys, tenant: str, limit: int, token: str | None) -> dict[str, object]:
+    return page(*keys.page(tenant, limit=limit, token=token))
 
 
-def delete_key(deps: Stores, tenant: str, key_id: str) -> dict[str, object]:
-    deps.api_keys.delete(tenant, check_id("keyId", key_id))
-    streaming.close_opened_with(deps, tenant, key_id)  # its sockets close too (MX6)
+def delete_key(keys: ApiKeys, streams: Streams, pusher: Pusher, tenant: str, key_id: str) -> dict[str, object]:
+    keys.delete(tenant, check_id("keyId", key_id))
+    streaming.close_opened_with(streams, pusher, tenant, key_id)  # its sockets close too (MX6)
     return {"id": key_id, "deleted": True}

@@ -105,4 +105,4 @@ def _give_up(deps: ModelDeps, tenant: str, run: Run, err: Exception) -> None:
     try:
         deps.runs.fail_unfinished(tenant, failed)
     finally:
-        release_session(deps, tenant, run)
+        release_session(deps.sessions, tenant, run)

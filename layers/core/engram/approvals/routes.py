@@ -13,5 +13,5 @@ router = Router()
 
 @router.post("/api/runs/<runId>/approvals")
 def decide_approval(deps: Deps, tenant: Tenant, who: Caller, runId: str, body: ApprovalIn) -> Reply:
-    run = service.decide(deps, tenant, who.sub, runId, body)
+    run = service.decide(deps.runs, deps.approvals, deps.queues, tenant, who.sub, runId, body)
     return ok(run.public())

@@ -17,6 +17,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from engram.approvals.models import ApprovalIn, ResumeJob
 from engram.kernel.errors import Conflict, NotFound
@@ -24,7 +25,12 @@ from engram.kernel.ids import check_id
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.runs.models import APPROVAL_EXPIRED, Run, approvals_stale_at
-from engram.wiring.stores import Stores
+
+if TYPE_CHECKING:
+    from engram.approvals.ports import Approvals
+    from engram.conversations.ports import Sessions
+    from engram.kernel.ports import JobQueues
+    from engram.runs.ports import Runs
 
 
 def expired_at(approval: dict[str, object], now: datetime) -> bool:
@@ -36,10 +42,12 @@ def undecided(run: Run) -> list[dict[str, object]]:
     return [p for p in run.pending_approvals if "decision" not in p]
 
 
-def decide(deps: Stores, tenant: str, decided_by: str, run_id: str, body: ApprovalIn) -> Run:
+def decide(
+    runs: Runs, approvals: Approvals, queues: JobQueues, tenant: str, decided_by: str, run_id: str, body: ApprovalIn
+) -> Run:
     """The owner's decision on one held call (the run is looked up in the caller's own records:
     another user's run is a 404). When it was the last one undecided, the turn's resumption is sent."""
-    run = deps.runs.get(tenant, check_id("runId", run_id))
+    run = runs.get(tenant, check_id("runId", run_id))
     if run is None:
         raise NotFound("run not found", field="runId")
     index = next((i for i, p in enumerate(run.pending_approvals) if p.get("toolUseId") == body.tool_use_id), None)
@@ -71,14 +79,14 @@ def decide(deps: Stores, tenant: str, decided_by: str, run_id: str, body: Approv
     if body.note:
         decision["note"] = body.note
     after = [({**p, **decision} if i == index else p) for i, p in enumerate(run.pending_approvals)]
-    updated = deps.approvals.decide(tenant, run, index, decision, stale_at=approvals_stale_at(after, now=int(time.time())))
+    updated = approvals.decide(tenant, run, index, decision, stale_at=approvals_stale_at(after, now=int(time.time())))
     metrics.add_metric(name="ApprovalDecided", unit=MetricUnit.Count, value=1)
     if not undecided(updated):
-        send_resume(deps, tenant, updated)
+        send_resume(queues, tenant, updated)
     return updated
 
 
-def send_resume(deps: Stores, tenant: str, run: Run) -> bool:
+def send_resume(queues: JobQueues, tenant: str, run: Run) -> bool:
     """The resume job of a run whose held calls are all decided; a failure is logged, not raised:
     the decision stands and the sweeper sends the job again."""
     job = ResumeJob(tenant=tenant, run_id=run.id).body()
@@ -86,36 +94,42 @@ def send_resume(deps: Stores, tenant: str, run: Run) -> bool:
         if run.kind == "chat" and run.session_id:
             # One per pause (a resumed turn may pause again within SQS's 5-minute deduplication window).
             dedup = f"{run.id}-resume-{len(run.pending_approvals)}"
-            deps.queues.enqueue_turn(job, group=f"{tenant}#{run.agent_id}#{run.session_id}", dedup_id=dedup)
+            queues.enqueue_turn(job, group=f"{tenant}#{run.agent_id}#{run.session_id}", dedup_id=dedup)
         else:
-            deps.queues.enqueue_run(job)
+            queues.enqueue_run(job)
     except Exception:
         logger.warning("could not send a resume job; the sweeper sends it again", extra={"run_id": run.id}, exc_info=True)
         return False
     return True
 
 
-def release_session(deps: Stores, tenant: str, run: Run) -> None:
+def release_session(sessions: Sessions, tenant: str, run: Run) -> None:
     """A paused run that will not resume: its session takes turns again."""
     if run.session_id:
-        deps.sessions.clear_awaiting(tenant, run.agent_id, run.session_id, run.id)
+        sessions.clear_awaiting(tenant, run.agent_id, run.session_id, run.id)
 
 
 def sweep_approvals(
-    deps: Stores, *, now: int | None = None, council: Callable[[Stores, str, Run], bool] | None = None
+    runs: Runs,
+    approvals: Approvals,
+    queues: JobQueues,
+    *,
+    now: int | None = None,
+    council: Callable[[str, Run], bool] | None = None,
 ) -> dict[str, int]:
     """Runs waiting for approvals past their stale time: undecided requests past their expiry are
     denied (`decidedBy: expired`), and a run whose requests are all decided has its resume job sent
     (again, if the first was lost). A council's lead waiting for its members goes to `council`
-    (runs.council_wait.sweep_council: its continuation sent again once none waits)."""
+    (runs.council_wait.sweep_council, bound to its stores by the caller: its continuation sent
+    again once none waits)."""
     expired = resent = 0
     at = datetime.fromtimestamp(now, UTC) if now is not None else datetime.now(UTC)
-    for tenant, run_id, _seen in deps.runs.stale(now=now):
-        run = deps.runs.get(tenant, run_id)
+    for tenant, run_id, _seen in runs.stale(now=now):
+        run = runs.get(tenant, run_id)
         if run is None or run.status != "awaiting_approval":
             continue
         if run.waiting_for:  # a council's lead: it goes on once none of its members waits (runs.council_wait)
-            if council is not None and council(deps, tenant, run):
+            if council is not None and council(tenant, run):
                 resent += 1
             continue
         for index, held in enumerate(run.pending_approvals):
@@ -124,13 +138,11 @@ def sweep_approvals(
             decision: dict[str, object] = {"decision": "deny", "decidedBy": APPROVAL_EXPIRED, "decidedAt": now_iso()}
             after = [({**p, **decision} if i == index else p) for i, p in enumerate(run.pending_approvals)]
             try:
-                run = deps.approvals.decide(
-                    tenant, run, index, decision, stale_at=approvals_stale_at(after, now=int(at.timestamp()))
-                )
+                run = approvals.decide(tenant, run, index, decision, stale_at=approvals_stale_at(after, now=int(at.timestamp())))
                 expired += 1
             except Conflict:
-                run = deps.runs.get(tenant, run_id) or run  # decided meanwhile by its owner
-        if run.status == "awaiting_approval" and not undecided(run) and send_resume(deps, tenant, run):
+                run = runs.get(tenant, run_id) or run  # decided meanwhile by its owner
+        if run.status == "awaiting_approval" and not undecided(run) and send_resume(queues, tenant, run):
             resent += 1
     if expired or resent:
         metrics.add_metric(name="ApprovalsExpired", unit=MetricUnit.Count, value=expired)

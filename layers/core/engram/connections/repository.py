@@ -103,7 +103,7 @@ class ConnectionRepository:
         return Connection.model_validate(item)
 
     def record_health(self, tenant: str, connection_id: str, health: Health, *, seen: int) -> bool:
-        """Stores the server's health if its failure count is still `seen` (what the writer read):
+        """Writes the server's health if its failure count is still `seen` (what the writer read):
         one conditional UpdateItem, no read. False when another turn changed it first (its word
         stands) or the connection is gone."""
         try:

@@ -19,7 +19,7 @@ def create_connection(deps: Deps, tenant: Tenant, body: ConnectionCreate) -> Rep
 
 @router.get("/api/connections")
 def list_connections(deps: Deps, tenant: Tenant, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
-    return ok(connections.list_connections(deps, tenant, limit, nextToken))
+    return ok(connections.list_connections(deps.connections, tenant, limit, nextToken))
 
 
 @router.get("/api/connections/<connectionId>")

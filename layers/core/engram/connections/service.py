@@ -4,29 +4,43 @@ is in `probe`, served by the chat function: the api function never loads the MCP
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol
+
 from engram.connections import oauth
 from engram.connections.egress import EgressPolicy
 from engram.connections.models import Connection, ConnectionCreate, ConnectionUpdate, OAuthStatus, secret_context
 from engram.kernel.errors import BadRequest, Conflict, NotFound
 from engram.kernel.ids import check_id, new_id
 from engram.kernel.model import changes_of, now_iso, page
-from engram.wiring.stores import Stores
+
+if TYPE_CHECKING:
+    from engram.agents.ports import Agents
+    from engram.connections.ports import Connections
+    from engram.kernel.settings import Settings
 
 
-def _policy(deps: Stores) -> EgressPolicy:
-    return EgressPolicy.of(deps.settings.tool_egress, deps.settings.allow_private_tool_hosts)
+class ConnectionStores(oauth.OAuthDeps, Protocol):
+    """Deleting a connection: its OAuth grant revoked (oauth.OAuthDeps), then taken out of every
+    agent that names it (wiring.Stores is one)."""
+
+    @property
+    def agents(self) -> Agents: ...
 
 
-def _check_name_free(deps: Stores, tenant: str, name: str, other_than: str | None = None) -> None:
-    if deps.connections.name_taken(tenant, name, other_than=other_than):
+def _policy(settings: Settings) -> EgressPolicy:
+    return EgressPolicy.of(settings.tool_egress, settings.allow_private_tool_hosts)
+
+
+def _check_name_free(connections: Connections, tenant: str, name: str, other_than: str | None = None) -> None:
+    if connections.name_taken(tenant, name, other_than=other_than):
         raise Conflict(
             f"a connection named {name!r} exists already; names are unique (they name its tools)", field="name", code="name_taken"
         )
 
 
-def create_connection(deps: Stores, tenant: str, body: ConnectionCreate) -> Connection:
-    _policy(deps).check_url(body.url)  # the scheme and a literal address; names are checked on connect
-    _check_name_free(deps, tenant, body.name)
+def create_connection(deps: oauth.OAuthDeps, tenant: str, body: ConnectionCreate) -> Connection:
+    _policy(deps.settings).check_url(body.url)  # the scheme and a literal address; names are checked on connect
+    _check_name_free(deps.connections, tenant, body.name)
     now = now_iso()
     connection = Connection(
         id=new_id("conn"),
@@ -59,7 +73,7 @@ def create_connection(deps: Stores, tenant: str, body: ConnectionCreate) -> Conn
     return connection
 
 
-def get_connection(deps: Stores, tenant: str, connection_id: str) -> dict[str, object]:
+def get_connection(deps: oauth.OAuthDeps, tenant: str, connection_id: str) -> dict[str, object]:
     """The connection and the tools last discovered on it (if any)."""
     connection = deps.connections.get(tenant, check_id("connectionId", connection_id))
     if connection is None:
@@ -71,11 +85,11 @@ def get_connection(deps: Stores, tenant: str, connection_id: str) -> dict[str, o
     return out
 
 
-def list_connections(deps: Stores, tenant: str, limit: int, token: str | None) -> dict[str, object]:
-    return page(*deps.connections.page(tenant, limit=limit, token=token))
+def list_connections(connections: Connections, tenant: str, limit: int, token: str | None) -> dict[str, object]:
+    return page(*connections.page(tenant, limit=limit, token=token))
 
 
-def update_connection(deps: Stores, tenant: str, connection_id: str, body: ConnectionUpdate) -> Connection:
+def update_connection(deps: oauth.OAuthDeps, tenant: str, connection_id: str, body: ConnectionUpdate) -> Connection:
     changes = changes_of(body, nullable={"authHeader"})
     check_id("connectionId", connection_id)
     existing = deps.connections.get(tenant, connection_id)
@@ -86,13 +100,13 @@ def update_connection(deps: Stores, tenant: str, connection_id: str, body: Conne
             "this connection authorises with OAuth; it takes no authHeader", field="authHeader", code="not_header_auth"
         )
     if "url" in changes:
-        _policy(deps).check_url(changes["url"])
+        _policy(deps.settings).check_url(changes["url"])
         if existing.oauth is not None and changes["url"] != existing.url:  # another server: its grant goes
             _forget_grant(deps, tenant, connection_id, changes)
     if "url" in changes or "authHeader" in changes:
         changes["health"] = None  # another server or credential: what was known of the old one is void
     if "name" in changes:
-        _check_name_free(deps, tenant, changes["name"], other_than=connection_id)
+        _check_name_free(deps.connections, tenant, changes["name"], other_than=connection_id)
     if "authHeader" in changes:
         header = body.auth_header
         changes.pop("authHeader")
@@ -105,7 +119,7 @@ def update_connection(deps: Stores, tenant: str, connection_id: str, body: Conne
     return deps.connections.update(tenant, connection_id, changes)
 
 
-def _forget_grant(deps: Stores, tenant: str, connection_id: str, changes: dict[str, object]) -> None:
+def _forget_grant(deps: oauth.OAuthDeps, tenant: str, connection_id: str, changes: dict[str, object]) -> None:
     row = deps.connections.oauth_row(tenant, connection_id)
     if row is not None:
         oauth.revoke(deps, tenant, row)
@@ -121,7 +135,7 @@ def _forget_grant(deps: Stores, tenant: str, connection_id: str, changes: dict[s
         changes.update(sealedAuth=None, oauthServer=None, oauth=status.model_dump(by_alias=True))
 
 
-def delete_connection(deps: Stores, tenant: str, connection_id: str) -> dict[str, object]:
+def delete_connection(deps: ConnectionStores, tenant: str, connection_id: str) -> dict[str, object]:
     """Deletes the connection (revoking an OAuth grant first, where the server offers it), then
     takes it out of every agent that names it."""
     check_id("connectionId", connection_id)
@@ -149,7 +163,7 @@ def delete_connection(deps: Stores, tenant: str, connection_id: str) -> dict[str
     return out
 
 
-def revoke_all(deps: Stores, tenant: str) -> int:
+def revoke_all(deps: oauth.OAuthDeps, tenant: str) -> int:
     """Revokes every OAuth grant of the tenant (its account is being deleted); how many the
     servers took. Best effort: a server that does not answer does not stop the deletion."""
     revoked = 0

@@ -71,7 +71,7 @@ def enqueue_turn(
         deps.queues.enqueue_turn(job.body(), group=f"{tenant}#{agent_id}#{session_id}", dedup_id=run.id)
     except Exception as err:
         _end_quietly(deps, tenant, run.id)
-        raise unqueued(deps, tenant, run) from err
+        raise unqueued(deps.runs, tenant, run) from err
     return run
 
 

@@ -25,7 +25,6 @@ from engram.api.http import Deps, Principal, Reply, principal_of
 from engram.apikeys.authorizer import Refused, authorize, source_of
 from engram.kernel.errors import EngramError, Forbidden, Unauthorized
 from engram.mcp_server import registration
-from engram.wiring.stores import Stores
 
 router = Router()
 
@@ -148,7 +147,7 @@ def _challenge(headers: dict[str, str], scopes: str, error: str = "") -> str:
     return "Bearer " + ", ".join(parts)
 
 
-def _caller(deps: Stores, headers: dict[str, str]) -> Principal | Reply:
+def _caller(deps: Deps, headers: dict[str, str]) -> Principal | Reply:
     """Who calls /mcp, or the 401/403 that says how to sign in."""
     scopes = deps.settings.required_scopes
     try:

@@ -13,14 +13,35 @@ settles a waiting lead again past its stale time (a lost job, a member that cras
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Protocol
+
 from engram.kernel.model import now_iso
 from engram.kernel.observability import MetricUnit, logger, metrics
 from engram.run_memory.models import RunMemoryEntry
 from engram.run_memory.store import RunScratchpad
 from engram.runs.models import ResumeJob, Run
-from engram.wiring.stores import Stores
+
+if TYPE_CHECKING:
+    from engram.kernel.ports import JobQueues
+    from engram.kernel.settings import Settings
+    from engram.run_memory.ports import RunMemories
+    from engram.runs.ports import Runs
 
 _UNFINISHED = ("queued", "running", "awaiting_approval")
+
+
+class CouncilDeps(Protocol):
+    """What settling a waiting council reads and writes: the runs, the lead's run memory (and the
+    settings that bound it), the run queue its continuation goes on."""
+
+    @property
+    def runs(self) -> Runs: ...
+    @property
+    def run_memory(self) -> RunMemories: ...
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def queues(self) -> JobQueues: ...
 
 
 def member_value(run: Run, reply: str | None) -> dict[str, object]:
@@ -36,28 +57,28 @@ def member_value(run: Run, reply: str | None) -> dict[str, object]:
     return value
 
 
-def lead_waits(deps: Stores, tenant: str, run: Run, waiting: list[str]) -> str:
+def lead_waits(deps: CouncilDeps, tenant: str, run: Run, waiting: list[str]) -> str:
     """The lead's run waits for the member runs `waiting` (its worker returns); if they have all
     finished already, its continuation is sent at once."""
     waits = run.model_copy(update={"status": "awaiting_approval", "waiting_for": waiting, "updated_at": now_iso()})
     deps.runs.put(tenant, waits)
     metrics.add_metric(name="CouncilWaiting", unit=MetricUnit.Count, value=1)
     if settle(deps, tenant, waits):
-        send_continuation(deps, tenant, waits)
+        send_continuation(deps.queues, tenant, waits)
     return "awaiting_approval"
 
 
-def member_settled(deps: Stores, tenant: str, member: Run) -> None:
+def member_settled(deps: CouncilDeps, tenant: str, member: Run) -> None:
     """A member's resumed turn ended, failed, or paused again (`settle` sees which from its record,
     or its absence): its lead goes on if no member waits."""
     if not member.council_run_id:
         return
     lead = deps.runs.get(tenant, member.council_run_id)
     if lead is not None and lead.status == "awaiting_approval" and settle(deps, tenant, lead):
-        send_continuation(deps, tenant, lead)
+        send_continuation(deps.queues, tenant, lead)
 
 
-def settle(deps: Stores, tenant: str, lead: Run) -> bool:
+def settle(deps: CouncilDeps, tenant: str, lead: Run) -> bool:
     """Writes the result of each waiting member whose run has finished into the lead's run memory;
     True when no member waits any more."""
     memory = RunScratchpad.load(deps.run_memory, tenant, lead.agent_id, lead.id, deps.settings)
@@ -90,16 +111,16 @@ def _record(memory: RunScratchpad, entry: RunMemoryEntry, member: Run | None, ru
     memory.set(entry.key, "task_result", value, source=entry.source, title=title, description=description)
 
 
-def sweep_council(deps: Stores, tenant: str, lead: Run) -> bool:
+def sweep_council(deps: CouncilDeps, tenant: str, lead: Run) -> bool:
     """The sweeper's look at a waiting lead past its stale time (approvals.service.sweep_approvals):
     its continuation is sent again once no member waits. True when it was sent."""
-    return settle(deps, tenant, lead) and send_continuation(deps, tenant, lead)
+    return settle(deps, tenant, lead) and send_continuation(deps.queues, tenant, lead)
 
 
-def send_continuation(deps: Stores, tenant: str, lead: Run) -> bool:
+def send_continuation(queues: JobQueues, tenant: str, lead: Run) -> bool:
     """The lead's continuation on the run queue; a failure is logged (the sweeper sends it again)."""
     try:
-        deps.queues.enqueue_run(ResumeJob(tenant=tenant, run_id=lead.id).body())
+        queues.enqueue_run(ResumeJob(tenant=tenant, run_id=lead.id).body())
     except Exception:
         logger.warning("could not send a council's continuation; the sweeper sends it again", extra={"run_id": lead.id})
         return False

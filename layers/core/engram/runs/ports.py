@@ -171,3 +171,19 @@ class TurnAdmissions(Protocol):
         """Removes a claim and its run while the run is still queued (the turn never started: a
         retry with the same id runs it). Raises when storage does not answer."""
         ...
+
+
+class ToolResults(Protocol):
+    """The full results of a run's tool calls, kept beside its transcript when cut for the model
+    (conversations.ports.Transcripts is one)."""
+
+    def get_tool_result(self, tenant: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, object] | None: ...
+
+
+class SharedSessions(Protocol):
+    """The agent's shared `dashboard` session as the Active Memory panel reads and resets it
+    (conversations.ports.Sessions is one)."""
+
+    def get(self, tenant: str, agent_id: str, session_id: str) -> Mapping[str, object] | None: ...
+
+    def reset_context(self, tenant: str, agent_id: str, session_id: str, *, wait_s: float) -> dict[str, object]: ...

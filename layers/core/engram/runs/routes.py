@@ -3,7 +3,7 @@ Active Memory panel. The runs themselves execute in the `heartbeat` function."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated, get_args
+from typing import Annotated, get_args
 
 from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.openapi.params import Query
@@ -16,10 +16,6 @@ from engram.runs import active_memory
 from engram.runs import service as run_records
 from engram.runs.models import Run, RunCreate, RunKind, RunStatus, RunUpdate
 from engram.runs.search import RunFilter, search_runs
-from engram.wiring.stores import Stores
-
-if TYPE_CHECKING:
-    from engram.wiring.stores import Stores
 
 router = Router()
 
@@ -32,7 +28,7 @@ StatusFilter = Annotated[str | None, Query(pattern=rf"^({_STATUS})(,({_STATUS}))
 When = Annotated[str | None, Query(pattern=r"^\d{4}-\d{2}-\d{2}(T\d{2}:\d{2}(:\d{2}(\.\d{1,6})?)?Z?)?$")]
 
 
-def _runs(deps: Stores, tenant: str, wanted: RunFilter, limit: int, token: str | None) -> Reply:
+def _runs(deps: Deps, tenant: str, wanted: RunFilter, limit: int, token: str | None) -> Reply:
     if wanted.agent_id is not None:
         get_agent(deps.agents, tenant, check_id("agentId", wanted.agent_id))
     return ok(search_runs(deps.runs, tenant, wanted, limit=limit, token=token))
@@ -58,7 +54,7 @@ def list_all_runs(
 ) -> Reply:
     since_lead = None
     if councilRunId is not None:  # its members were created after it: the read stops there
-        since_lead = run_records.get_run(deps, tenant, check_id("councilRunId", councilRunId)).created_at
+        since_lead = run_records.get_run(deps.runs, tenant, check_id("councilRunId", councilRunId)).created_at
     wanted = RunFilter(
         agent_id=agentId,
         kinds=listed(kind),
@@ -94,7 +90,7 @@ def reset_active_memory(deps: Deps, tenant: Tenant, agentId: str) -> Reply:
 
 @router.patch("/api/runs/<runId>")
 def update_run(deps: Deps, tenant: Tenant, runId: str, body: RunUpdate) -> Reply:
-    return ok(run_records.update_run(deps, tenant, runId, body).public())
+    return ok(run_records.update_run(deps.runs, deps.run_decisions, tenant, runId, body).public())
 
 
 @router.post("/api/runs/<runId>/re-examine")
@@ -104,12 +100,12 @@ def reexamine_run(deps: Deps, tenant: Tenant, runId: str) -> Reply:
 
 @router.get("/api/runs/<runId>/re-examinations")
 def list_reexaminations(deps: Deps, tenant: Tenant, runId: str, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
-    return ok(run_records.list_reexaminations(deps, tenant, runId, limit, nextToken))
+    return ok(run_records.list_reexaminations(deps.runs, deps.run_decisions, tenant, runId, limit, nextToken))
 
 
 @router.get("/api/runs/<runId>/memory")
 def get_run_memory(deps: Deps, tenant: Tenant, runId: str, limit: Limit = PAGE, nextToken: Token = None) -> Reply:
-    return ok(run_records.run_memory(deps, tenant, runId, limit, nextToken))
+    return ok(run_records.run_memory(deps.runs, deps.run_memory, tenant, runId, limit, nextToken))
 
 
 @router.get("/api/agents/<agentId>/runs")
@@ -126,19 +122,19 @@ def list_runs(
     if q or kind or status:  # filtered: read and kept as GET /api/runs does
         wanted = RunFilter(agent_id=agentId, kinds=listed(kind), statuses=listed(status), query=text_query(q))
         return _runs(deps, tenant, wanted, limit, nextToken)
-    return ok(run_records.list_runs(deps, tenant, agentId, limit, nextToken))
+    return ok(run_records.list_runs(deps.runs, deps.agents, tenant, agentId, limit, nextToken))
 
 
 @router.get("/api/runs/<runId>")
 def get_run(deps: Deps, tenant: Tenant, runId: str) -> Reply:
-    return ok(run_records.get_run(deps, tenant, runId).public())
+    return ok(run_records.get_run(deps.runs, tenant, runId).public())
 
 
 @router.get("/api/runs/<runId>/tool-results/<toolUseId>")
 def get_tool_result(deps: Deps, tenant: Tenant, runId: str, toolUseId: str) -> Reply:
-    return ok(run_records.get_tool_result(deps, tenant, runId, toolUseId))
+    return ok(run_records.get_tool_result(deps.runs, deps.history, tenant, runId, toolUseId))
 
 
 @router.get("/api/runs/<runId>/trace")
 def get_run_trace(deps: Deps, tenant: Tenant, runId: str) -> Reply:
-    return ok(run_records.get_trace(deps, tenant, runId))
+    return ok(run_records.get_trace(deps.runs, tenant, runId))

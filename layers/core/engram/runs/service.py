@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
+from typing import TYPE_CHECKING, Protocol
 
 from engram.agents.service import get_agent
 from engram.cards.models import CardType
@@ -17,23 +18,45 @@ from engram.kernel.observability import logger
 from engram.kernel.trace import merge
 from engram.kernel.validation import refuse_secret_value
 from engram.runs.models import Run, RunCreate, RunJob, RunUpdate
-from engram.wiring.stores import Stores
+
+if TYPE_CHECKING:
+    from engram.agents.ports import Agents
+    from engram.cards.ports import CardTypes
+    from engram.kernel.ports import JobQueues
+    from engram.kernel.settings import Settings
+    from engram.run_memory.ports import RunMemories
+    from engram.runs.ports import RunDecisions, Runs, ToolResults
 
 
-def get_run(deps: Stores, tenant: str, run_id: str) -> Run:
-    run = deps.runs.get(tenant, run_id)
+class RunStarts(Protocol):
+    """What starting a manual run or a re-examination reads and writes (wiring.Stores is one)."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def agents(self) -> Agents: ...
+    @property
+    def card_types(self) -> CardTypes: ...
+    @property
+    def runs(self) -> Runs: ...
+    @property
+    def queues(self) -> JobQueues: ...
+
+
+def get_run(runs: Runs, tenant: str, run_id: str) -> Run:
+    run = runs.get(tenant, run_id)
     if run is None:
         raise NotFound("run not found", field="runId")
     return run
 
 
-def get_trace(deps: Stores, tenant: str, run_id: str) -> dict[str, object]:
+def get_trace(runs: Runs, tenant: str, run_id: str) -> dict[str, object]:
     """GET /api/runs/{runId}/trace: the run's timeline (OB1), the turn's spans and those of the
     jobs it caused, on one time axis (engram.kernel.trace). A run still queued or running (its
     timeline is written when it ends), recorded before timelines, or whose turn never started has
     none: 404 trace_not_found."""
-    run = get_run(deps, tenant, check_id("runId", run_id))
-    found = merge(deps.runs.traces.parts(tenant, run.agent_id, run.id))
+    run = get_run(runs, tenant, check_id("runId", run_id))
+    found = merge(runs.traces.parts(tenant, run.agent_id, run.id))
     if not found:
         raise NotFound(
             "this run has no timeline: it is written when the run ends (or the run is older than timelines)",
@@ -43,14 +66,14 @@ def get_trace(deps: Stores, tenant: str, run_id: str) -> dict[str, object]:
     return {**found, "agentId": run.agent_id, "sessionId": run.session_id, "kind": run.kind, "status": run.status}
 
 
-def get_tool_result(deps: Stores, tenant: str, run_id: str, tool_use_id: str) -> dict[str, object]:
+def get_tool_result(runs: Runs, history: ToolResults, tenant: str, run_id: str, tool_use_id: str) -> dict[str, object]:
     """The full result of one of the run's tool calls, where it was cut before the model saw it
     (the run record and the transcript hold what the model saw)."""
-    run = get_run(deps, tenant, check_id("runId", run_id))
+    run = get_run(runs, tenant, check_id("runId", run_id))
     call = next((c for c in run.tool_calls if c.get("toolUseId") == check_id("toolUseId", tool_use_id)), None)
     if call is None:
         raise NotFound("the run has no tool call with this id", field="toolUseId")
-    full = deps.history.get_tool_result(tenant, run.agent_id, run.id, tool_use_id) if call.get("fullResultKept") else None
+    full = history.get_tool_result(tenant, run.agent_id, run.id, tool_use_id) if call.get("fullResultKept") else None
     # Not cut (or not kept): the run record holds what there is.
     return {
         "toolUseId": tool_use_id,
@@ -60,37 +83,39 @@ def get_tool_result(deps: Stores, tenant: str, run_id: str, tool_use_id: str) ->
     }
 
 
-def list_runs(deps: Stores, tenant: str, agent_id: str, limit: int, token: str | None) -> dict[str, object]:
-    get_agent(deps.agents, tenant, agent_id)
-    return page(*deps.runs.page(tenant, agent_id, limit=limit, token=token))
+def list_runs(runs: Runs, agents: Agents, tenant: str, agent_id: str, limit: int, token: str | None) -> dict[str, object]:
+    get_agent(agents, tenant, agent_id)
+    return page(*runs.page(tenant, agent_id, limit=limit, token=token))
 
 
-def update_run(deps: Stores, tenant: str, run_id: str, body: RunUpdate) -> Run:
+def update_run(runs: Runs, decisions: RunDecisions, tenant: str, run_id: str, body: RunUpdate) -> Run:
     """PATCH /api/runs/{runId}: the decision's lifetime (open, resolved, expired); the result itself
     never changes."""
-    run = get_run(deps, tenant, check_id("runId", run_id))
+    run = get_run(runs, tenant, check_id("runId", run_id))
     if not (isinstance(run.result, dict) and isinstance(run.result.get("card"), dict)):
         raise Conflict("only a run with a result card has a resolution status", field="runId", code="no_card")
-    return deps.run_decisions.set_resolution(tenant, run_id, body.resolution_status)
+    return decisions.set_resolution(tenant, run_id, body.resolution_status)
 
 
-def list_reexaminations(deps: Stores, tenant: str, run_id: str, limit: int, token: str | None) -> dict[str, object]:
+def list_reexaminations(
+    runs: Runs, decisions: RunDecisions, tenant: str, run_id: str, limit: int, token: str | None
+) -> dict[str, object]:
     """GET /api/runs/{runId}/re-examinations: the parent's conviction history, oldest first."""
-    get_run(deps, tenant, check_id("runId", run_id))
-    return page(*deps.run_decisions.list_reexaminations(tenant, run_id, limit=limit, token=token))
+    get_run(runs, tenant, check_id("runId", run_id))
+    return page(*decisions.list_reexaminations(tenant, run_id, limit=limit, token=token))
 
 
-def run_memory(deps: Stores, tenant: str, run_id: str, limit: int, token: str | None) -> dict[str, object]:
+def run_memory(runs: Runs, memories: RunMemories, tenant: str, run_id: str, limit: int, token: str | None) -> dict[str, object]:
     """GET /api/runs/{runId}/memory: the run's scratch store as it was left (RM1, persisted)."""
-    run = get_run(deps, tenant, check_id("runId", run_id))
+    run = get_run(runs, tenant, check_id("runId", run_id))
     owner = run.agent_id
     if run.kind == "council_member" and run.council_run_id:
-        lead_run = deps.runs.get(tenant, run.council_run_id)
+        lead_run = runs.get(tenant, run.council_run_id)
         owner = lead_run.agent_id if lead_run else owner
         run_id = run.council_run_id  # a member worked in its lead's run memory
     from engram.run_memory.store import run_memory_listing  # the scratchpad's code only for this route
 
-    items, nxt = run_memory_listing(deps.run_memory, tenant, owner, run_id, limit=limit, token=token)
+    items, nxt = run_memory_listing(memories, tenant, owner, run_id, limit=limit, token=token)
     return {"runId": run_id, "items": items, "nextToken": nxt}
 
 
@@ -113,7 +138,7 @@ def queued(agent_id: str, run_id: str, *, kind: str, trigger: str, prompt: str, 
     )
 
 
-def start_manual_run(deps: Stores, tenant: str, agent_id: str, body: RunCreate) -> Run:
+def start_manual_run(deps: RunStarts, tenant: str, agent_id: str, body: RunCreate) -> Run:
     """POST /api/agents/{agentId}/runs: runs the agent now, with its default prompt or an override (AM4)."""
     agent = deps.agents.get(tenant, check_id("agentId", agent_id))
     if agent is None:
@@ -128,11 +153,11 @@ def start_manual_run(deps: Stores, tenant: str, agent_id: str, body: RunCreate) 
     for name, value in body.inputs.items():  # sizes checked above; inputs land in run memory and exports
         refuse_secret_value(f"inputs.{name}", {name: value})
     run = queued(agent.id, new_id("run"), kind="manual", trigger="api", prompt=prompt)
-    _enqueue(deps, tenant, run, inputs=body.inputs)
+    _enqueue(deps.runs, deps.queues, tenant, run, inputs=body.inputs)
     return run
 
 
-def start_reexamination(deps: Stores, tenant: str, parent_run_id: str) -> Run:
+def start_reexamination(deps: RunStarts, tenant: str, parent_run_id: str) -> Run:
     """POST /api/runs/{runId}/re-examine (AM6): a new full run of the same agent, anchored to the
     parent's card. The parent is never modified."""
     parent = deps.runs.get(tenant, check_id("runId", parent_run_id))
@@ -159,25 +184,25 @@ def start_reexamination(deps: Stores, tenant: str, parent_run_id: str) -> Run:
         raise NotFound("the run's agent no longer exists", field="runId")
     prompt = reexamination_prompt(parent, card, card_type)
     run = queued(agent.id, new_id("run"), kind="reexamination", trigger="reexamine", prompt=prompt, parent_run_id=parent.id)
-    _enqueue(deps, tenant, run)
+    _enqueue(deps.runs, deps.queues, tenant, run)
     return run
 
 
-def _enqueue(deps: Stores, tenant: str, run: Run, *, inputs: Mapping[str, object] | None = None) -> None:
-    deps.runs.create(tenant, run)
+def _enqueue(runs: Runs, queues: JobQueues, tenant: str, run: Run, *, inputs: Mapping[str, object] | None = None) -> None:
+    runs.create(tenant, run)
     job = RunJob(tenant=tenant, run_id=run.id, agent_id=run.agent_id, kind=run.kind, inputs=dict(inputs) if inputs else None)
     try:
-        deps.queues.enqueue_run(job.body())
+        queues.enqueue_run(job.body())
     except Exception as err:
-        raise unqueued(deps, tenant, run) from err
+        raise unqueued(runs, tenant, run) from err
 
 
-def unqueued(deps: Stores, tenant: str, run: Run) -> QueueUnavailable:
+def unqueued(runs: Runs, tenant: str, run: Run) -> QueueUnavailable:
     """A queued run whose job could not be sent: recorded as failed (it would never start), so no
     run stays `queued` forever; the error names it only if that record could be written."""
     logger.exception("could not queue the run's job", extra={"run_id": run.id})
     try:
-        deps.runs.put(tenant, run.unqueued())
+        runs.put(tenant, run.unqueued())
     except Exception:
         logger.exception("could not record the unqueued run as failed", extra={"run_id": run.id})
         return QueueUnavailable("the run could not be queued; nothing ran, start it again")

@@ -23,14 +23,14 @@ def handle(deps: ModelDeps, event: dict[str, Any]) -> dict[str, object]:
     kind, connection_id = context["eventType"], context["connectionId"]
     if kind == "CONNECT":
         try:
-            service.connect(deps, connection_id, event.get("queryStringParameters"))
+            service.connect(deps.streams, deps.settings, connection_id, event.get("queryStringParameters"))
         except EngramError as err:
             body = {"success": False, "error": error_body(err)}
             return {"statusCode": err.status, "body": json.dumps(body)}
         return {"statusCode": 200}
     if kind == "DISCONNECT":
         try:
-            service.disconnect(deps, connection_id)
+            service.disconnect(deps.streams, connection_id)
         except Exception:  # the rows expire on their own
             logger.warning("could not forget a closed connection", extra={"connection_id": connection_id})
         return {"statusCode": 200}

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import time
+from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
 
@@ -14,34 +15,37 @@ from engram.kernel.errors import BadRequest, EngramError, NotFound, Unauthorized
 from engram.kernel.observability import logger
 from engram.streaming.models import ResumeMessage, SubscribeMessage, TurnMessage
 from engram.wiring.model import ModelDeps
-from engram.wiring.stores import Stores
+
+if TYPE_CHECKING:
+    from engram.kernel.settings import Settings
+    from engram.streaming.ports import Streams
 
 MAX_FRAME_BYTES = 32 * 1024  # API Gateway closes a socket on a client frame over 32 KB (1009)
 
 
-def connect(deps: Stores, connection_id: str, query: dict[str, str] | None) -> None:
+def connect(streams: Streams, settings: Settings, connection_id: str, query: dict[str, str] | None) -> None:
     """$connect: the ticket (query `ticket`) is taken, once; without one the socket is refused."""
     ticket = (query or {}).get("ticket")
     if not ticket:
         raise Unauthorized("a ticket is required: POST /api/stream-tickets, then connect with ?ticket=", code="ticket_required")
     try:
-        taken = deps.streams.take_ticket(ticket)
+        taken = streams.take_ticket(ticket)
     except BadRequest:
         taken = None
     if taken is None:
         raise Unauthorized("the ticket is unknown, used or expired; get a new one", code="ticket_refused")
     tenant, key_id = taken
-    deps.streams.open(
+    streams.open(
         tenant,
         connection_id,
-        ttl_s=deps.settings.stream_connection_ttl_s,
-        limit=deps.settings.max_stream_connections,
+        ttl_s=settings.stream_connection_ttl_s,
+        limit=settings.max_stream_connections,
         key_id=key_id,
     )
 
 
-def disconnect(deps: Stores, connection_id: str) -> None:
-    deps.streams.close(connection_id)
+def disconnect(streams: Streams, connection_id: str) -> None:
+    streams.close(connection_id)
 
 
 def _decoded(raw: str | bytes) -> object:
