@@ -219,3 +219,32 @@ def test_without_a_valid_key_the_server_answers_401(url):
         session(url, bad, steps)
     status, body = http(url, "POST", "/mcp", user=None, body={}, headers={"authorization": f"Bearer {bad}"})
     assert status == 401 and body["error"]["data"] == {"code": "unauthorized", "field": "Authorization"}
+
+
+def test_concurrent_calls_of_several_users_are_each_answered_for_their_own_caller(url):
+    """Requests served side by side (one kept event loop per container; a request that finds it
+    busy gets one of its own): each answer is its own caller's, read-only keys stay read-only."""
+    users = {f"racer{n}": _key(url, user=f"racer{n}", scopes=("read", "write") if n % 2 else ("read",)) for n in range(6)}
+    for user in users:
+        http(url, "POST", "/api/me/facts", user=user, body={"fact": f"I am {user}"})
+
+    def calls(key: str) -> list[Any]:
+        async def steps(client: Client) -> list[Any]:
+            return [
+                *[_data(await client.call_tool("list_facts", {})) for _ in range(5)],
+                {t.name for t in (await client.list_tools()).tools},
+            ]
+
+        return session(url, key, steps)
+
+    answers: dict[str, list[Any]] = {}
+    threads = [threading.Thread(target=lambda u=user, k=key: answers.update({u: calls(k)})) for user, key in users.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers.keys() == users.keys()
+    for n, (user, got) in enumerate(sorted(answers.items())):
+        *facts, tools = got
+        assert all([f["fact"] for f in page["items"]] == [f"I am {user}"] for page in facts), (user, facts)
+        assert tools == (READ | WRITE if n % 2 else READ)
