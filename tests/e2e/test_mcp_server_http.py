@@ -248,3 +248,27 @@ def test_concurrent_calls_of_several_users_are_each_answered_for_their_own_calle
         *facts, tools = got
         assert all([f["fact"] for f in page["items"]] == [f"I am {user}"] for page in facts), (user, facts)
         assert tools == (READ | WRITE if n % 2 else READ)
+
+
+def test_handshake_era_requests_of_two_users_in_turn_are_each_answered_for_their_own_caller(url):
+    """A 2025 (initialize-era) client's requests take the SDK's other path (a server task in the
+    session manager's task group, which outlives one request): each is still its own caller's."""
+    keys = {user: _key(url, user=user) for user in ("turn-a", "turn-b")}
+    for user in keys:
+        http(url, "POST", "/api/me/facts", user=user, body={"fact": f"I am {user}"})
+    era = {"mcp-protocol-version": "2025-06-18", "accept": "application/json, text/event-stream"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}},
+    }
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_facts", "arguments": {}}}
+    with httpx2.Client(timeout=30) as client:
+        for user in ["turn-a", "turn-b", "turn-a", "turn-b"]:
+            headers = {**era, "authorization": f"Bearer {keys[user]}"}
+            assert client.post(f"{url}/mcp", json=initialize, headers=headers).status_code == 200
+            answer = client.post(f"{url}/mcp", json=call, headers=headers)
+            assert answer.status_code == 200, answer.text
+            items = answer.json()["result"]["structuredContent"]["items"]
+            assert [f["fact"] for f in items] == [f"I am {user}"]
