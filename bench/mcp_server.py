@@ -14,6 +14,7 @@ interpreter. The aim: within 1.2x of REST.
 from __future__ import annotations
 
 import argparse
+import os
 import statistics
 import subprocess
 import sys
@@ -54,6 +55,7 @@ def main() -> None:
 
     from local.stack import start_stack
 
+    load = os.getloadavg()
     handle = start_stack(port=0, model_provider="offline", retry_delay=1)
     try:
         url = handle.url.rstrip("/")
@@ -119,6 +121,7 @@ def main() -> None:
     rest_ms, mcp_ms = statistics.median(rest) * 1000, statistics.median(mcp) * 1000
     ratio = statistics.median(m / r for m, r in zip(mcp, rest, strict=True))
     print(f"mcp server: the first /mcp request of a container imports the SDK: {_import_ms():.0f} ms (median of 5)")
+    print(f"mcp server: load average {load[0]:.1f} at the start, {os.getloadavg()[0]:.1f} at the end (the cores are shared)")
     print(
         f"mcp server: list_facts {mcp_ms:.1f} ms vs GET /api/me/facts {rest_ms:.1f} ms "
         f"(medians of {n} interleaved pairs; median ratio {ratio:.2f}x, aim 1.2x)"
@@ -128,7 +131,7 @@ def main() -> None:
     print(
         f"mcp server: where a call's time goes (means): REST {sum(rest) / n * 1000:.1f} ms = use case {use_rest:.1f} + the rest "
         f"{sum(rest) / n * 1000 - use_rest:.1f}; MCP {sum(mcp) / n * 1000:.1f} ms = use case {use_mcp:.1f} + the server's MCP "
-        f"handling {server - use_mcp:.1f} (SDK app, event loop, JSON-RPC, validation, result) + the rest "
+        f"handling {server - use_mcp:.1f} (the SDK's transport, JSON-RPC, validation, result) + the rest "
         f"{sum(mcp) / n * 1000 - server:.1f} (HTTP, gateway, route, the client SDK)"
     )
 

@@ -336,6 +336,41 @@ def _create_kms_key(ctx: CreateContext, logical_id: str, name: str, props: dict[
     return Physical("AWS::KMS::Key", meta["KeyId"], {"Arn": meta["Arn"], "KeyId": meta["KeyId"]})
 
 
+def _create_user_pool(ctx: CreateContext, logical_id: str, name: str, props: dict[str, Any]) -> Physical:
+    wanted = ("UsernameAttributes", "AutoVerifiedAttributes", "AdminCreateUserConfig", "Policies")
+    pool = ctx.client("cognito-idp").create_user_pool(PoolName=name, **{k: props[k] for k in wanted if k in props})
+    pool_id = pool["UserPool"]["Id"]
+    url = f"https://cognito-idp.{ctx.region}.amazonaws.com/{pool_id}"
+    return Physical("AWS::Cognito::UserPool", pool_id, {"Arn": pool["UserPool"]["Arn"], "ProviderURL": url})
+
+
+# CloudFormation's UserPoolClient properties that CreateUserPoolClient takes under the same name.
+_CLIENT_FIELDS = (
+    "GenerateSecret",
+    "ExplicitAuthFlows",
+    "SupportedIdentityProviders",
+    "AllowedOAuthFlowsUserPoolClient",
+    "AllowedOAuthFlows",
+    "AllowedOAuthScopes",
+    "CallbackURLs",
+    "PreventUserExistenceErrors",
+    "EnableTokenRevocation",
+    "AccessTokenValidity",
+    "IdTokenValidity",
+    "RefreshTokenValidity",
+    "TokenValidityUnits",
+)
+
+
+def _create_user_pool_client(ctx: CreateContext, logical_id: str, name: str, props: dict[str, Any]) -> Physical:
+    made = ctx.client("cognito-idp").create_user_pool_client(
+        UserPoolId=props["UserPoolId"],
+        ClientName=str(props.get("ClientName", name)),
+        **{k: props[k] for k in _CLIENT_FIELDS if k in props},
+    )["UserPoolClient"]
+    return Physical("AWS::Cognito::UserPoolClient", made["ClientId"], {"ClientId": made["ClientId"]})
+
+
 Creator = Callable[[CreateContext, str, str, dict[str, Any]], Physical]
 CREATORS: dict[str, Creator] = {
     "AWS::DynamoDB::Table": _create_table,
@@ -344,6 +379,17 @@ CREATORS: dict[str, Creator] = {
     "AWS::Scheduler::ScheduleGroup": _create_schedule_group,
     "AWS::KMS::Key": _create_kms_key,
 }
+# The user pool and its app clients, on request (`start_stack(user_pool=True)`, `python -m
+# local.stack --user-pool`): moto's cognito-idp issues their tokens (signed with moto's own key, whose
+# JWKS it serves on loopback: AUTH_JWKS_URL) and takes RFC 7591 registrations. Its managed login
+# (the hosted /oauth2/authorize and /oauth2/token pages) is not emulated.
+USER_POOL_CREATORS: dict[str, Creator] = {
+    "AWS::Cognito::UserPool": _create_user_pool,
+    "AWS::Cognito::UserPoolClient": _create_user_pool_client,
+}
+# What the functions see from the pool when there is one: the template's own values (issuer,
+# audiences, pool id) instead of the fixed empty ones.
+USER_POOL_VARIABLES = ("AUTH_ISSUER", "AUTH_AUDIENCE", "USER_POOL_ID")
 
 
 # --------------------------------------------------------------------------- the result
@@ -363,6 +409,20 @@ class Resources:
     region: str
     prefix: str
     physical: dict[str, Physical]
+    endpoint_url: str | None = None
+
+    def user_pool(self) -> str:
+        """The emulated user pool's id ('' without one)."""
+        found = [p.ref for p in self.physical.values() if p.type == "AWS::Cognito::UserPool"]
+        return found[0] if found else ""
+
+    def emulator_env(self) -> dict[str, str]:
+        """Variables the template does not set that the emulated user pool needs: where its signing
+        keys are (moto serves them on loopback, not at the issuer's AWS address) and its login base."""
+        pool = self.user_pool()
+        if not pool or not self.endpoint_url:
+            return {}
+        return {"AUTH_JWKS_URL": f"{self.endpoint_url}/{pool}/.well-known/jwks.json", "CONSOLE_LOGIN_URL": self.endpoint_url}
 
     def _get(self, logical_id: str, resource_type: str) -> Physical:
         phys = self.physical.get(logical_id)
@@ -406,6 +466,9 @@ class Resources:
             else dict(self.template.function_globals.get("Environment", {}).get("Variables", {}))
         )
         fixed = {**LOCAL_ENV_OVERRIDES, "MODEL_PROVIDER": model_provider}
+        if self.user_pool():
+            for key in USER_POOL_VARIABLES:
+                fixed.pop(key)
         resolver = self.resolver(parameters)
         out: dict[str, str] = {}
         for key, value in variables.items():
@@ -429,9 +492,12 @@ def create_resources(
     prefix: str = "engram-local",
     region: str = "us-east-1",
     endpoint_url: str | None = None,
+    user_pool: bool = False,
 ) -> Resources:
-    """Create every resource type in `CREATORS`, in dependency order; other types are cloud-only."""
-    wanted = {lid: res for lid, res in template.resources.items() if res.get("Type") in CREATORS}
+    """Create every resource type in `CREATORS` (and `USER_POOL_CREATORS` with `user_pool`), in
+    dependency order; other types are cloud-only."""
+    creators = {**CREATORS, **(USER_POOL_CREATORS if user_pool else {})}
+    wanted = {lid: res for lid, res in template.resources.items() if res.get("Type") in creators}
     physical: dict[str, Physical] = {}
     ctx = CreateContext(
         region=region, endpoint_url=endpoint_url, resolver=Resolver(template, physical, region=region, stack_name=prefix)
@@ -446,5 +512,5 @@ def create_resources(
             if "Condition" in res and not ctx.resolver.condition(res["Condition"]):
                 continue
             props = ctx.resolver.resolve(res.get("Properties", {}))
-            physical[lid] = CREATORS[res["Type"]](ctx, lid, physical_name(prefix, lid), props)
-    return Resources(template=template, region=region, prefix=prefix, physical=physical)
+            physical[lid] = creators[res["Type"]](ctx, lid, physical_name(prefix, lid), props)
+    return Resources(template=template, region=region, prefix=prefix, physical=physical, endpoint_url=endpoint_url)

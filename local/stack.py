@@ -104,15 +104,18 @@ def function_environment(
     (`HISTORY_CAP=10 make dev`)."""
     env: dict[str, str] = dict(LOCAL_DEFAULTS)
     env.update({k: v for k, v in user_env.items() if k in LOCAL_DEFAULTS})
+    # With the emulated user pool, the issuer and audiences are its own, not the shell's.
+    from_shell = () if resources.user_pool() else ISSUER_FROM_SHELL
     for spec in template.functions():
         values = resources.env(spec.logical_id, model_provider=model_provider)
         for key, value in values.items():
             from_resources = bool(references(spec.environment.get(key)) & template.resources.keys())
-            if key != "MODEL_PROVIDER" and (not from_resources or key in ISSUER_FROM_SHELL) and key in user_env:
+            if key != "MODEL_PROVIDER" and (not from_resources or key in from_shell) and key in user_env:
                 value = user_env[key]
             if env.get(key, value) != value and key not in LOCAL_DEFAULTS:
                 raise ValueError(f"{key} differs between functions; the local stack runs them in one process")
             env[key] = value
+    env.update(resources.emulator_env())
     if env.get("OTEL_EXPORTER_OTLP_ENDPOINT") and "TRACING_EXPORT" not in user_env:
         env["TRACING_EXPORT"] = "otlp"  # a local collector named: the runs' timelines go to it (OB2)
     return env
@@ -319,6 +322,7 @@ def start_stack(
     preload: bool = True,
     stream_port: int = 0,
     measure: bool = False,
+    user_pool: bool = False,
 ) -> StackHandle:
     """Start moto, create the resources, load the handlers, start the queue workers, the schedule
         loop and the HTTP front. `port=0` (and `moto_port=0`) pick free ports; `handle.url` says where
@@ -326,7 +330,9 @@ def start_stack(
         set). `workers=False` leaves the queues to `handle.drain()` and the schedules to
         `handle.fire_schedules()`. The WebSocket API listens on `stream_port` (0: a free one;
     `handle.stream_url`). `measure=True` times every AWS call and route and answers
-        `GET /@local/stats` (local/stats.py). Changes os.environ, sys.path and the layer modules in sys.modules
+        `GET /@local/stats` (local/stats.py). `user_pool=True` creates the template's Cognito user pool
+        and app clients in moto (local/resources.py USER_POOL_CREATORS): its tokens sign in, and
+        /api/oauth/register registers clients in it. Changes os.environ, sys.path and the layer modules in sys.modules
         until `stop()`."""
     from moto.server import (
         ThreadedMotoServer,  # the server part of moto is only needed here
@@ -369,7 +375,7 @@ def start_stack(
                 }
             )
         )
-        resources = create_resources(template, prefix=PREFIX, region=REGION)
+        resources = create_resources(template, prefix=PREFIX, region=REGION, endpoint_url=moto_url, user_pool=user_pool)
         env = function_environment(template, resources, provider, user_env)
         # The ports are chosen now: the functions read where the WebSocket API and its management
         # API are (STREAM_URL, STREAM_ENDPOINT) when they load.
@@ -446,6 +452,22 @@ def _mcp_lines(url: str, auth: str, json_h: str, sample_url: str | None) -> list
     ]
 
 
+def _user_pool_lines(handle: StackHandle) -> list[str]:
+    pool = handle.resources.user_pool()
+    if not pool:
+        return []
+    aws = f"aws --endpoint-url {handle.moto_url} cognito-idp"
+    return [
+        f"User pool (emulated by moto): {pool}; its access tokens sign in to /api and /mcp.",
+        f"  {aws} admin-create-user --user-pool-id {pool} --username you@example.com --temporary-password Temp-pass-123",
+        f"  {aws} admin-set-user-password --user-pool-id {pool} --username you@example.com --password Your-pass-1234 --permanent",
+        f"  {aws} admin-initiate-auth --user-pool-id {pool} --client-id <client> --auth-flow ADMIN_USER_PASSWORD_AUTH \\",
+        "       --auth-parameters USERNAME=you@example.com,PASSWORD=Your-pass-1234",
+        "  (<client>: one of AUTH_AUDIENCE, or a client_id from POST /api/oauth/register; moto has no managed login pages)",
+        "",
+    ]
+
+
 def quickstart(handle: StackHandle, sample_mcp_url: str | None = None) -> str:
     url, res, env = handle.url, handle.resources, handle.env
     if handle.model_provider == "anthropic":
@@ -476,6 +498,7 @@ def quickstart(handle: StackHandle, sample_mcp_url: str | None = None) -> str:
             'Schedules: an agent created with "schedule":"rate(1 minute)" runs its heartbeat every minute.',
             "",
             *_mcp_lines(url, auth, json_h, sample_mcp_url),
+            *_user_pool_lines(handle),
             "The engram command (clients/python; make install puts it in .venv/bin):",
             f"  .venv/bin/engram login --url {url} --key dev-alice   # or an egk_ key; stored 0600 in ~/.config/engram",
             "  .venv/bin/engram agents            # also: facts, memories AGENT, runs AGENT, usage; --json",
@@ -510,6 +533,11 @@ def main(argv: list[str] | None = None) -> int:
         "--sample-mcp-port", type=int, default=SAMPLE_MCP_PORT, help="the sample MCP server's port (0: do not start it)"
     )
     parser.add_argument(
+        "--user-pool",
+        action="store_true",
+        help="create the template's Cognito user pool in moto: its tokens sign in, /api/oauth/register registers clients",
+    )
+    parser.add_argument(
         "--stats", action="store_true", help="time AWS calls and routes, answer GET /@local/stats (bench/soak.py)"
     )
     args = parser.parse_args(argv)
@@ -530,6 +558,7 @@ def main(argv: list[str] | None = None) -> int:
             moto_port=moto_port,
             stream_port=args.stream_port,
             measure=args.stats,
+            user_pool=args.user_pool,
         )
     except (OSError, ValueError) as err:
         print(f"error: {err}", file=sys.stderr)

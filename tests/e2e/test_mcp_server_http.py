@@ -219,3 +219,56 @@ def test_without_a_valid_key_the_server_answers_401(url):
         session(url, bad, steps)
     status, body = http(url, "POST", "/mcp", user=None, body={}, headers={"authorization": f"Bearer {bad}"})
     assert status == 401 and body["error"]["data"] == {"code": "unauthorized", "field": "Authorization"}
+
+
+def test_concurrent_calls_of_several_users_are_each_answered_for_their_own_caller(url):
+    """Requests served side by side (one kept event loop per container; a request that finds it
+    busy gets one of its own): each answer is its own caller's, read-only keys stay read-only."""
+    users = {f"racer{n}": _key(url, user=f"racer{n}", scopes=("read", "write") if n % 2 else ("read",)) for n in range(6)}
+    for user in users:
+        http(url, "POST", "/api/me/facts", user=user, body={"fact": f"I am {user}"})
+
+    def calls(key: str) -> list[Any]:
+        async def steps(client: Client) -> list[Any]:
+            return [
+                *[_data(await client.call_tool("list_facts", {})) for _ in range(5)],
+                {t.name for t in (await client.list_tools()).tools},
+            ]
+
+        return session(url, key, steps)
+
+    answers: dict[str, list[Any]] = {}
+    threads = [threading.Thread(target=lambda u=user, k=key: answers.update({u: calls(k)})) for user, key in users.items()]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert answers.keys() == users.keys()
+    for n, (user, got) in enumerate(sorted(answers.items())):
+        *facts, tools = got
+        assert all([f["fact"] for f in page["items"]] == [f"I am {user}"] for page in facts), (user, facts)
+        assert tools == (READ | WRITE if n % 2 else READ)
+
+
+def test_handshake_era_requests_of_two_users_in_turn_are_each_answered_for_their_own_caller(url):
+    """A 2025 (initialize-era) client's requests take the SDK's other path (a server task in the
+    session manager's task group, which outlives one request): each is still its own caller's."""
+    keys = {user: _key(url, user=user) for user in ("turn-a", "turn-b")}
+    for user in keys:
+        http(url, "POST", "/api/me/facts", user=user, body={"fact": f"I am {user}"})
+    era = {"mcp-protocol-version": "2025-06-18", "accept": "application/json, text/event-stream"}
+    initialize = {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}},
+    }
+    call = {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "list_facts", "arguments": {}}}
+    with httpx2.Client(timeout=30) as client:
+        for user in ["turn-a", "turn-b", "turn-a", "turn-b"]:
+            headers = {**era, "authorization": f"Bearer {keys[user]}"}
+            assert client.post(f"{url}/mcp", json=initialize, headers=headers).status_code == 200
+            answer = client.post(f"{url}/mcp", json=call, headers=headers)
+            assert answer.status_code == 200, answer.text
+            items = answer.json()["result"]["structuredContent"]["items"]
+            assert [f["fact"] for f in items] == [f"I am {user}"]

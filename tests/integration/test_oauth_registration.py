@@ -164,6 +164,7 @@ def test_the_sweeper_deletes_the_cognito_client_of_a_registration_never_used(poo
     assert sweep()["oauthClientsDeleted"] == 0  # not yet expired
     ahead = stack.deps.settings.registration_unused_s + 5
     monkeypatch.setattr(oauth_clients, "_now", lambda: int(time.time()) + ahead)
+    assert not stack.deps.oauth_clients.registered(unused)  # expired: its tokens are refused before the sweep too
     result = sweep()
     assert result["oauthClientsDeleted"] == 1 and result["swept"] == 0
     assert _clients(idp, pool_id) == [used]

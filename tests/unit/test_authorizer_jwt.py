@@ -14,7 +14,8 @@ import jwt
 import pytest
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from engram.apikeys.authorizer import JwtVerifier, Refused, authorize
+from engram.apikeys.authorizer import JwtVerifier, Refused, authorize, verifier_for
+from engram.kernel.settings import Settings
 
 KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
 OTHER_KEY = rsa.generate_private_key(public_exponent=65537, key_size=2048)
@@ -162,3 +163,15 @@ def test_a_token_of_a_registered_client_passes_and_of_an_unknown_one_does_not(is
         verifier.claims(_token(url, aud="dcr-1"), registered)
     assert verifier.claims(_token(url, client_id="client-a"), registered)["sub"] == "user-1"
     assert asked == ["dcr-1", "dcr-2"]  # the configured audiences need no read
+
+
+def test_the_signing_keys_are_read_from_auth_jwks_url_where_the_issuer_cannot_be_reached(issuer):
+    """The local stack's emulated user pool: the tokens name the pool's AWS issuer, whose discovery
+    is out of reach; AUTH_JWKS_URL says where its keys are (moto serves them on loopback)."""
+    url, fetched = issuer
+    pool = "https://cognito-idp.us-east-1.amazonaws.com/us-east-1_local"
+    token = _token(pool, client_id="client-a", token_use="access")
+    settings = Settings(AUTH_ISSUER=pool, AUTH_AUDIENCE="client-a", AUTH_JWKS_URL=f"{url}/keys")
+    before = fetched[0]
+    assert verifier_for(settings).claims(token)["sub"] == "user-1"
+    assert fetched[0] == before + 1  # from there, with no discovery at the issuer's address

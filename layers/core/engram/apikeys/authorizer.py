@@ -6,8 +6,8 @@ key, `keyId`.
 - A key (`egk_...`) is looked up by its SHA-256 (one GetItem); unknown, revoked or expired keys
   are refused; its last use is noted at most once a minute.
 - A JWT is verified as API Gateway's JWT authorizer did: an RS256 signature by a key of the
-  issuer's JWKS (found through its OpenID discovery document; PyJWT's PyJWKClient keeps the keys,
-  refetching on an unknown `kid`), `iss` equal to the issuer, `exp`/`nbf`/`iat` in range, and
+  issuer's JWKS (found through its OpenID discovery document, or at AUTH_JWKS_URL where given;
+  PyJWT's PyJWKClient keeps the keys, refetching on an unknown `kid`), `iss` equal to the issuer, `exp`/`nbf`/`iat` in range, and
   `aud` or `client_id` (Cognito access tokens carry no `aud`) one of the audiences. Scopes are
   checked by the routes against REQUIRED_SCOPES, as before.
 
@@ -129,15 +129,16 @@ def usable(keys: ApiKeys, digest: str, grant: KeyGrant | None, *, now: float | N
     return grant
 
 
-_verifiers: dict[tuple[str, str], JwtVerifier] = {}
+_verifiers: dict[tuple[str, str, str], JwtVerifier] = {}
 
 
 def verifier_for(settings: Settings) -> JwtVerifier:
-    """One verifier per issuer and audience (per container: its JWKS cache is kept)."""
-    found = _verifiers.get((settings.auth_issuer, settings.auth_audience))
+    """One verifier per issuer, audience and JWKS URL (per container: its JWKS cache is kept)."""
+    which = (settings.auth_issuer, settings.auth_audience, settings.auth_jwks_url)
+    found = _verifiers.get(which)
     if found is None:
         audiences = [a.strip() for a in settings.auth_audience.split(",")]
-        found = _verifiers[(settings.auth_issuer, settings.auth_audience)] = JwtVerifier(settings.auth_issuer, audiences)
+        found = _verifiers[which] = JwtVerifier(settings.auth_issuer, audiences, jwks_url=settings.auth_jwks_url or None)
     return found
 
 

@@ -69,25 +69,30 @@ class OAuthClients:
         )
 
     def registered(self, client_id: str) -> bool:
-        """Whether `client_id` is a registered client; notes its first use (it no longer expires)."""
+        """Whether `client_id` is a registered client; notes its first use (it no longer expires).
+        A registration unused past its `unusedUntil` is not (the sweeper deletes it)."""
         if not client_id or len(client_id) > 128:
             return False
         item = self.table.get(PARTITION, _PREFIX + client_id)
         if item is None:
             return False
         if "unusedUntil" in item:
+            now = _now()
+            if int(item["unusedUntil"]) <= now:
+                return False
             try:
                 self.table.update(
                     PARTITION,
                     _PREFIX + client_id,
                     "SET #u = :now REMOVE #x",
-                    condition="attribute_exists(#x)",
+                    condition="#x > :now",
                     names={"#u": "usedAt", "#x": "unusedUntil"},
-                    values={":now": _now()},
+                    values={":now": now},
                     returns="NONE",
                 )
-            except ConditionFailed:
-                pass  # another request noted it, or the sweeper took it: the next read says which
+            except ConditionFailed:  # another request noted it (kept), or it expired or was swept meanwhile
+                again = self.table.get(PARTITION, _PREFIX + client_id)
+                return again is not None and "unusedUntil" not in again
         return True
 
     def unused_past(self, now: int) -> list[str]:

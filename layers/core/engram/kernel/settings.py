@@ -148,6 +148,9 @@ class Settings(BaseModel):
     max_api_keys: int = Field(10, ge=1, le=100, alias="MAX_API_KEYS")
     auth_issuer: str = Field("", alias="AUTH_ISSUER")
     auth_audience: str = Field("", alias="AUTH_AUDIENCE")
+    # Where the issuer's signing keys are when its OpenID discovery (`<issuer>/.well-known/...`)
+    # cannot be reached: the local stack's emulated user pool (moto serves them on loopback).
+    auth_jwks_url: str = Field("", alias="AUTH_JWKS_URL")
     # RFC 7591 registration onto the created Cognito pool (MX4; empty: no registration here). The
     # pool's managed-login domain (console_login_url) names the authorize and token endpoints.
     user_pool_id: str = Field("", alias="USER_POOL_ID")

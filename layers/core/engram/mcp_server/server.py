@@ -1,9 +1,10 @@
 """The MCP server at POST /mcp (MX1): the official SDK's `MCPServer`, served statelessly with JSON
 responses, one request per Lambda invocation.
 
-The SDK's Streamable HTTP transport is an ASGI app whose session manager runs a task group; it
-fits a Lambda handler when each invocation builds the app (a new session manager: one `run()`
-per instance), enters its `run()`, and feeds it the one request as an ASGI call. So the SDK does
+The SDK's Streamable HTTP transport is an ASGI entry (its session manager's `handle_request`)
+whose manager runs a task group: a container keeps one event loop on the thread that serves its
+requests, each server's manager running on it, and feeds it each request as one ASGI call
+(`_serve`; a loop and a manager per request where that loop is busy). So the SDK does
 all of the protocol (both eras: the handshake-era `initialize` + requests, and 2026-07-28's
 self-contained requests), tool schemas from the signatures and argument validation; Engram
 supplies the tools, which call the same services as the REST routes (validation, quotas, the
@@ -19,9 +20,13 @@ failure, arguments included, is the REST error `{code, message, field}` as the r
 
 from __future__ import annotations
 
+import asyncio
+import atexit
+import contextvars
 import functools
 import json
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -31,6 +36,7 @@ import anyio
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.mcpserver.utilities.func_metadata import ArgModelBase
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
 from mcp.server.transport_security import TransportSecuritySettings
 from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import ConfigDict, Field, ValidationError
@@ -304,10 +310,92 @@ def server_for(*, writes: bool) -> MCPServer:
 _NO_HOST_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
+def _manager(writes: bool) -> StreamableHTTPSessionManager:
+    """The SDK's stateless session manager of one of the two servers (JSON responses): its ASGI
+    entry, `handle_request`, is what the SDK's Starlette app wraps; Engram calls it directly (one
+    path, /mcp, answered by the route)."""
+    return StreamableHTTPSessionManager(
+        app=server_for(writes=writes)._lowlevel_server,
+        json_response=True,
+        stateless=True,
+        security_settings=_NO_HOST_CHECK,
+    )
+
+
+class _KeptLoop:
+    """An event loop kept between requests on the thread that serves them (a Lambda container
+    serves one at a time), with each server's session manager running on it: building a loop and
+    a manager and entering its `run()` per request was half of the server's own time
+    (bench/mcp_server.py). A manager whose `run()` has ended (its task group failed) is replaced on
+    the next request. Closed when the process exits."""
+
+    def __init__(self) -> None:
+        # Its own loop, not set as the thread's current one (asyncio.get_event_loop stays as it was).
+        self.runner = asyncio.Runner(loop_factory=asyncio.new_event_loop)
+        self._managers: dict[bool, tuple[StreamableHTTPSessionManager, asyncio.Task[None]]] = {}
+
+    async def manager(self, writes: bool) -> StreamableHTTPSessionManager:
+        found = self._managers.get(writes)
+        if found is not None and not found[1].done():
+            return found[0]
+        manager, ready = _manager(writes), asyncio.Event()
+
+        async def host() -> None:
+            async with manager.run():
+                ready.set()
+                await asyncio.Event().wait()  # until the loop closes
+
+        task = asyncio.get_running_loop().create_task(host(), name=f"engram-mcp-manager-{writes}")
+        await ready.wait()
+        self._managers[writes] = (manager, task)
+        return manager
+
+    def close(self) -> None:
+        self.runner.close()  # cancels the managers' tasks, which leave run() as the SDK expects
+
+
+_LOOP: list[_KeptLoop] = []
+_LOOP_FREE = threading.Lock()  # the kept loop serves one request at a time
+
+
+def _kept_loop() -> _KeptLoop:
+    if not _LOOP:
+        _LOOP.append(_KeptLoop())
+        atexit.register(_LOOP[0].close)
+    return _LOOP[0]
+
+
+def _serve(writes: bool, app: Callable[[StreamableHTTPSessionManager], Awaitable[None]]) -> None:
+    """`app(manager)` on the kept loop; where it is busy (another thread's request, only when
+    several run in one process: the local stack, tests) or this thread already runs a loop, on a
+    loop and manager of its own, as every request once did."""
+    try:
+        asyncio.get_running_loop()
+        nested = True
+    except RuntimeError:
+        nested = False
+    if not nested and _LOOP_FREE.acquire(blocking=False):
+        try:
+            loop = _kept_loop()
+
+            async def kept() -> None:
+                await app(await loop.manager(writes))
+
+            loop.runner.run(kept(), context=contextvars.copy_context())
+        finally:
+            _LOOP_FREE.release()
+        return
+
+    async def fresh() -> None:
+        manager = _manager(writes)
+        async with manager.run():
+            await app(manager)
+
+    run_sync(fresh)
+
+
 def handle(deps: Stores, who: Principal, headers: Mapping[str, str], body: bytes) -> tuple[int, dict[str, str], bytes]:
     """One POST /mcp: (status, headers, body) as the SDK's transport answers it."""
-    server = server_for(writes=who.may_write())
-    app = server.streamable_http_app(json_response=True, stateless_http=True, transport_security=_NO_HOST_CHECK)
     scope = {
         "type": "http",
         "asgi": {"version": "3.0"},
@@ -342,13 +430,12 @@ def handle(deps: Stores, who: Principal, headers: Mapping[str, str], body: bytes
         elif message["type"] == "http.response.body":
             chunks.append(message.get("body", b""))
 
-    async def main() -> None:
-        async with server.session_manager.run():
-            await app(scope, receive, send)
+    async def app(manager: StreamableHTTPSessionManager) -> None:
+        await manager.handle_request(scope, receive, send)
 
     token = _CALLER.set(Caller(deps, who))
     try:
-        run_sync(main)
+        _serve(who.may_write(), app)
     finally:
         _CALLER.reset(token)
     out_headers.pop("content-length", None)
