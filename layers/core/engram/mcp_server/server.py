@@ -310,16 +310,18 @@ def server_for(*, writes: bool) -> MCPServer:
 _NO_HOST_CHECK = TransportSecuritySettings(enable_dns_rebinding_protection=False)
 
 
+_BUILDING = threading.Lock()  # the SDK keeps the last manager it built on the server: read it under the lock
+
+
 def _manager(writes: bool) -> StreamableHTTPSessionManager:
-    """The SDK's stateless session manager of one of the two servers (JSON responses): its ASGI
-    entry, `handle_request`, is what the SDK's Starlette app wraps; Engram calls it directly (one
-    path, /mcp, answered by the route)."""
-    return StreamableHTTPSessionManager(
-        app=server_for(writes=writes)._lowlevel_server,
-        json_response=True,
-        stateless=True,
-        security_settings=_NO_HOST_CHECK,
-    )
+    """A new stateless session manager (JSON responses) of one of the two servers: its ASGI entry,
+    `handle_request`, is what the SDK's Starlette app wraps; Engram calls it directly (one path,
+    /mcp, answered by the route). Built through the SDK's public `streamable_http_app` and
+    `session_manager` (the app itself is not used), so no private field of the SDK is read."""
+    server = server_for(writes=writes)
+    with _BUILDING:
+        server.streamable_http_app(json_response=True, stateless_http=True, transport_security=_NO_HOST_CHECK)
+        return server.session_manager
 
 
 class _KeptLoop:
