@@ -7,6 +7,9 @@ items as a turn's commit writes them, memories, run records), then both users ta
 alternation (so a slow stretch of the shared machine hits both), and the median of each is
 printed with the machine's load average, which a 2-core machine shared by other work moves.
 
+A fourth user, "shown", has only the memories the big user's prompt shows (90): it tells growth
+with size (big vs shown) from the cost of showing memories (shown vs fresh).
+
     python -m bench.user_size [--archived 10000] [--memories 1000] [--runs 500] [--turns 30]
 """
 
@@ -24,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path[:0] = [str(ROOT / "layers" / "core"), str(ROOT)]
 
 AIM = 1.2
+SHOWN = 90  # the bench's memories the agent section shows at the default budget
 MESSAGES = ("what do you know about me?", "remember that I prefer green tea", "what time is it?", "hello again")
 
 
@@ -98,8 +102,12 @@ def main(argv: list[str] | None = None) -> int:
         # "medium": a tenth of the archive and the runs, and more memories than a prompt reads (201):
         # a cost that follows the user's size shows between medium and big, one that follows what a
         # turn reads (bounded) does not.
+        # "shown": a fresh user with as many memories as the big user's prompt shows (90 at the
+        # default budget), all of them shown: big vs shown is growth with size alone, shown vs
+        # fresh the cost of showing memories.
         sizes = {
             "fresh": (0, 0, 0),
+            "shown": (0, SHOWN, 0),
             "medium": (args.archived // 10, max(args.memories // 4, 250), args.runs // 10),
             "big": (args.archived, args.memories, args.runs),
         }
@@ -112,12 +120,26 @@ def main(argv: list[str] | None = None) -> int:
             fill(deps, tenant_key(user), agents[user]["id"], archived, memories, runs)
         print(f"  the users' rows written in {time.perf_counter() - started:.1f} s", flush=True)
         times: dict[str, list[float]] = {user: [] for user in sizes}
+        last: dict[str, str] = {}
         for i in range(args.turns * len(sizes)):
             user = list(sizes)[i % len(sizes)]
             start = time.perf_counter()
             message = MESSAGES[(i // len(sizes)) % len(MESSAGES)]
-            call(user, "POST", f"/api/agents/{agents[user]['id']}/sessions/dashboard/messages", {"message": message})
+            out = call(user, "POST", f"/api/agents/{agents[user]['id']}/sessions/dashboard/messages", {"message": message})
             times[user].append((time.perf_counter() - start) * 1000)
+            last[user] = out["runId"]
+        # the agent section's rows read on each user's last turn (its timeline's memory.read span)
+        read = {
+            user: next(
+                (
+                    s["attributes"].get("engram.memory.rows", 0)
+                    for s in call(user, "GET", f"/api/runs/{run}/trace")["spans"]
+                    if s["name"] == "memory.read agent_memory"
+                ),
+                0,
+            )
+            for user, run in last.items()
+        }
     finally:
         handle.stop()
     medians = {user: statistics.median(t[1:]) for user, t in times.items()}  # the first turn fills a container's caches
@@ -125,9 +147,13 @@ def main(argv: list[str] | None = None) -> int:
     for user, (archived, memories, runs) in sizes.items():
         print(
             f"  {user:<6} ({archived:>6,} archived, {memories:>5,} memories, {runs:>4} runs): turn median "
-            f"{medians[user]:.0f} ms ({medians[user] / medians['fresh']:.2f}x of fresh), first turn {times[user][0]:.0f} ms"
+            f"{medians[user]:.0f} ms ({medians[user] / medians['fresh']:.2f}x of fresh), first turn {times[user][0]:.0f} ms, "
+            f"{read[user]} memory rows read"
         )
-    print(f"  big vs medium {medians['big'] / medians['medium']:.2f}x (aim {AIM}x vs fresh); load average {load}")
+    print(
+        f"  big vs medium {medians['big'] / medians['medium']:.2f}x, big vs shown {medians['big'] / medians['shown']:.2f}x "
+        f"(aim {AIM}x vs fresh); load average {load}"
+    )
     return 0
 
 

@@ -1,6 +1,6 @@
 """moto, made fit to stand in for AWS in a long-running local stack: `patch_moto()`.
 
-Seven changes to moto's in-process backends, for the local stack and the tests (nothing here is
+Eight changes to moto's in-process backends, for the local stack and the tests (nothing here is
 used in AWS; none changes what a request answers, tests/unit/test_local_emulator.py compares,
 but (7) for a receipt handle deleted long before):
 
@@ -67,6 +67,15 @@ but (7) for a receipt handle deleted long before):
    its newest `DELETED_HANDLES_KEPT` deletions (a repeated delete of an older one is refused as an
    invalid handle, as SQS refuses an expired one).
 
+8. A projection of top-level attributes converts those attributes only. moto's `Item.project`
+   turns the WHOLE item into plain Python values (boto3's deserializer, attribute by attribute)
+   once per name in the ProjectionExpression, then serializes what it kept: a Query of 90 rows
+   projecting 9 of their 16 attributes deserialized ~13,000 values, so projecting cost more than
+   it saved (DynamoDB projects for free). Names without a path (no `.`, no `[i]`) take the same
+   round trip (deserialize, merge, serialize) on the attributes they name, and nothing else
+   (strings, booleans and nulls, which it leaves as they are, not even that); nested paths take
+   moto's path.
+
 The profile that found (2), (3) and (4), and the figures before and after, are in docs/ARCHITECTURE.md
 ("Local stack"); `bench/soak.py` (make bench) watches that memory and turn time stay flat.
 """
@@ -94,6 +103,7 @@ def patch_moto() -> None:
     _quick_string_casts()
     _plain_json_item_answers()
     _bounded_deleted_handles()
+    _top_level_projections()
 
 
 # --------------------------------------------------------------------------- 1. one lock
@@ -677,3 +687,38 @@ def _bounded_deleted_handles() -> None:
 
     init._engram_bounded = True  # type: ignore[attr-defined]
     Queue.__init__ = init  # type: ignore[method-assign]
+
+
+# --------------------------------------------------------------------------- 8. projections
+_AS_THEY_ARE = frozenset({"S", "BOOL", "NULL"})  # attribute types moto's projection round trip leaves alone
+
+
+def _top_level_projections() -> None:
+    from moto.dynamodb.models import dynamo_type
+    from moto.dynamodb.models.dynamo_type import Item
+
+    if getattr(Item.project, "_engram_top_level", False):
+        return
+    original = Item.project
+
+    @functools.wraps(original)
+    def project(self: Any, projection_expressions: list[list[str]]) -> Any:
+        if any(len(path) != 1 or "[" in path[0] for path in projection_expressions):
+            return original(self, projection_expressions)
+        # moto's steps (find_nested_key on the item's plain values, merged, then serialized) on
+        # the named attributes alone: the same values, in the same order. A string, a boolean and
+        # a null come back from that round trip as they went in, so they skip it.
+        kept: dict[str, Any] = {}
+        for (name,) in projection_expressions:
+            value = self.attrs.get(name)
+            if value is None:
+                continue
+            if value.type in _AS_THEY_ARE:
+                kept[name] = {value.type: value.value}
+            else:
+                plain = dynamo_type.deserializer.deserialize(value.to_regular_json())
+                kept[name] = dynamo_type.serializer.serialize(plain)
+        return Item(hash_key=self.hash_key, range_key=self.range_key, attrs=kept)
+
+    project._engram_top_level = True  # type: ignore[attr-defined]
+    Item.project = project  # type: ignore[method-assign]

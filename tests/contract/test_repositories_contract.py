@@ -703,9 +703,9 @@ def test_top_memories_in_injection_order(stores):
     ]
     for m in rows:
         stores.memories.put(T, m, "ws_1")
-    order = [m.id for m in stores.memories.top(T, "workspace", "ws_1", limit=10, session_id="s1", page=2)]
+    order = [m.id for m in stores.memories.top(T, "workspace", "ws_1", limit=10, session_id="s1")]
     assert order == ["m_pin", "m_high", "m_conv1", "m_new", "m_old", "m_low"]
-    assert [m.id for m in stores.memories.top(T, "workspace", "ws_1", limit=3, session_id=None, page=2)] == [
+    assert [m.id for m in stores.memories.top(T, "workspace", "ws_1", limit=3, session_id=None)] == [
         "m_pin",
         "m_high",
         "m_new",
@@ -736,10 +736,48 @@ def test_top_memories_read_as_many_pages_as_asked_and_more_past_skipped_rows(sto
         asked.append(len(rows))
         return 5 if len(rows) < 12 else 0
 
-    found = stores.memories.top(T, "workspace", "ws_1", limit=200, session_id="s1", page=50, wanted=wanted)
+    found = stores.memories.top_entries(T, "workspace", "ws_1", limit=200, session_id="s1", page=50, wanted=wanted)
     assert asked == [0, 0, len(found)] and 12 <= len(found) < 200  # 50 and 200 skipped, then enough
     everything = stores.memories.top(T, "workspace", "ws_1", limit=200, session_id="s1")
-    assert [m.id for m in found] == [m.id for m in everything[: len(found)]] and found[0].id == "m_k299"
+    assert [m.key for m in found] == [m.key for m in everything[: len(found)]] and found[0].key == "key-m_k299"
+
+
+def test_the_sections_rows_are_tops_with_only_what_is_shown_and_a_second_read_takes_one_query(stores, monkeypatch):
+    """`top_entries` reads the rows `top` reads (the same skips) with only a MemoryEntry's
+    attributes; an owner read page by page before is read in as many rows as that read took, in
+    one Query, with the same pages asked of `wanted` and the same rows."""
+    for i in range(40):
+        stores.memories.put(T, _memory(f"m_s{i:03d}", importance=90, category="conversation", session_id="s2"), "ws_1")
+    for i in range(160):
+        stores.memories.put(T, _memory(f"m_k{i:03d}", importance=i % 50, pinned=i % 40 == 0, source="auto"), "ws_1")
+    stores.memories.put(T, _memory("m_gone", importance=99, category="daily", expires_at=1), "ws_1")
+    from engram.memory import repository
+
+    queries: list[int] = []
+    read = repository.query_after
+
+    def counted(*args: Any, **kw: Any) -> Any:
+        queries.append(kw["limit"])
+        return read(*args, **kw)
+
+    monkeypatch.setattr(repository, "query_after", counted)
+    asked: list[list[int]] = [[], []]
+
+    def wanted(n: int) -> Any:
+        return lambda rows: asked[n].append(len(rows)) or (30 if len(rows) < 70 else 0)
+
+    reads = []
+    for n in range(2):
+        reads.append(stores.memories.top_entries(T, "workspace", "ws_1", limit=200, session_id="s1", page=20, wanted=wanted(n)))
+        reads.append(len(queries))
+        queries.clear()
+    first, pages, again, queried = reads
+    assert first == again and asked[0] == asked[1] and 70 <= len(first) < 160
+    assert pages > 1 and queried == 1  # the read before took several pages; this one asks for as many rows at once
+    full = stores.memories.top(T, "workspace", "ws_1", limit=len(first), session_id="s1")
+    assert [(m.key, m.value, m.pinned, m.source) for m in full] == [(e.key, e.value, e.pinned, e.source) for e in first]
+    shown = {"key", "value", "source", "category", "pinned", "session_id", "archived_at", "expires_at"}
+    assert set(type(first[0]).model_fields) == shown  # what a section shows and needs to tell live rows
 
 
 def test_director_learnings_are_indexed_apart(stores):

@@ -164,7 +164,7 @@ def test_failing_memory_read_leaves_the_section_out_and_the_turn_working(stack, 
     def broken(*args, **kwargs):
         raise RuntimeError("DynamoDB is having a bad day")
 
-    monkeypatch.setattr(stack.deps.memories, "top", broken)
+    monkeypatch.setattr(stack.deps.memories, "top_entries", broken)
     system = _sections(stack, agent["id"])
     assert "## Workspace Memory" not in system and "## What I know about you" in system
 

@@ -389,7 +389,7 @@ def test_the_agent_section_reads_what_it_may_show_and_shows_what_the_whole_page_
     budget = stack.deps.settings.agent_memory_token_budget
     read = load_agent_memory(ctx, budget_tokens=budget)
     whole = load_agent_memory(ctx, budget_tokens=budget, deep=True)
-    assert len(whole) == 200 and 0 < len(read) < 200 and [m.id for m in read] == [m.id for m in whole[: len(read)]]
+    assert len(whole) == 200 and 0 < len(read) < 200 and [m.key for m in read] == [m.key for m in whole[: len(read)]]
     for tokens in (120, 300, 900, budget):
         shown = [line for line in (render_agent_memory(read, tokens) or "").splitlines() if line.startswith("- ")]
         assert shown == [line for line in (render_agent_memory(whole, tokens) or "").splitlines() if line.startswith("- ")]

@@ -34,11 +34,12 @@ TABLE = "t"
 def moto_account(implementation: str, stream: bool = False) -> Iterator[Any]:
     """A fresh moto account with one table (PK, SK, GSI1 on GSI1PK/GSI1SK); `implementation` is
     "moto" (moto's own transact_write_items and query) or "local" (the emulator's)."""
-    patched = {"transact_write_items": DynamoDBBackend.transact_write_items, "query": Table.query}
+    patched = {"transact_write_items": DynamoDBBackend.transact_write_items, "query": Table.query, "project": Item.project}
     with pytest.MonkeyPatch.context() as mp, mock_aws():
         if implementation == "moto":
             mp.setattr(DynamoDBBackend, "transact_write_items", patched["transact_write_items"].__wrapped__)
             mp.setattr(Table, "query", patched["query"].__wrapped__)
+            mp.setattr(Item, "project", patched["project"].__wrapped__)
         ddb = boto3.client("dynamodb", region_name="us-east-1")
         keys = [{"AttributeName": n, "AttributeType": "S"} for n in ("PK", "SK", "GSI1PK", "GSI1SK")]
         extra: dict[str, Any] = {"StreamSpecification": {"StreamEnabled": True, "StreamViewType": "NEW_AND_OLD_IMAGES"}}
@@ -270,6 +271,12 @@ def random_items(seed: int) -> list[dict[str, Any]]:
     items = []
     for i in range(120):
         item = {**key(f"P{rng.randrange(6)}", f"{rng.randrange(1000):04d}#{i}"), "n": {"N": str(rng.randrange(50))}}
+        if rng.random() < 0.5:  # attributes of every kind for projections (8)
+            item.update(
+                kind=rng.choice([s("é✓"), {"BOOL": True}, {"NULL": True}, {"N": "-12.500"}, {"B": b"\x00\xff"}]),
+                tags={"L": [s("x"), {"N": "2"}, {"M": {"y": {"SS": ["a", "b"]}}}]},
+                deep={"M": {"inner": {"NS": ["1", "2.5"]}, "other": s("o")}},
+            )
         if rng.random() < 0.7:  # the rest are not in the index
             item.update(GSI1PK=s(f"G{rng.randrange(3)}"), GSI1SK=s(f"{rng.randrange(100):03d}"))
         items.append(item)
@@ -349,6 +356,21 @@ QUERIES: list[dict[str, Any]] = [
         "ProjectionExpression": "PK, n",
         "ExpressionAttributeValues": {":g": s("G0"), ":n": {"N": "25"}},
         "Limit": 6,
+    },
+    # (8) top-level names by placeholder, absent from some items or from all; and a
+    # nested path and a list element, which take moto's own path
+    {
+        "IndexName": "GSI1",
+        "KeyConditionExpression": "GSI1PK = :g",
+        "ProjectionExpression": "#a, #b, GSI1SK, nowhere",
+        "ExpressionAttributeNames": {"#a": "kind", "#b": "tags"},
+        "ExpressionAttributeValues": {":g": s("G1")},
+        "Limit": 9,
+    },
+    {
+        "KeyConditionExpression": "PK = :p",
+        "ProjectionExpression": "SK, deep.inner, tags[1], n",
+        "ExpressionAttributeValues": {":p": s("P2")},
     },
 ]
 

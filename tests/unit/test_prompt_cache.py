@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 from datetime import timedelta
 
@@ -289,6 +290,16 @@ def test_the_memory_snapshot_is_kept_while_its_rows_stand_and_taken_again_when_n
     cold = session_memory(grown, stored, "h1", budget_tokens=2_000, idle_s=3_600)
     assert cold.store is not None and cold.text == grown.text and cold.delta == ""
     assert session_memory(grown, stored, "h1", budget_tokens=2_000, idle_s=3_599).store is None
+
+
+def test_the_session_row_keeps_a_short_digest_a_row_and_still_reads_the_long_ones_stored_before():
+    rows = [f'agent|- "k{i:03d}": "value {i}"' for i in range(90)]
+    stored = session_memory(_view(*rows), None, "h1", budget_tokens=20_000).store.stored()
+    assert {len(d) for d in stored.block.digests} == {16}  # 64 bits a row (they were 32 hex digits)
+    # a row written with 32-character digests: rebuilt from the same rows, not taken again
+    before = {**stored.item(), "digests": [hashlib.sha256(line.encode()).hexdigest()[:32] for line in rows]}
+    memory = session_memory(_view(*rows), StoredSnapshot.of(before), "h1", budget_tokens=20_000)
+    assert memory.store is None and memory.text == _view(*rows).text
 
 
 def test_memory_added_at_cuts_stays_byte_identical_in_order_until_a_row_of_it_is_forgotten():

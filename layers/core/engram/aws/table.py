@@ -285,6 +285,7 @@ class Table:
         start: Mapping[str, object] | None = None,
         newest_first: bool = False,
         projection: str | None = None,
+        attributes: Sequence[str] = (),
         consistent: bool = False,
     ) -> tuple[list[dict[str, Any]], dict[str, Any] | None]:
         pk_attr = f"{index}PK" if index else "PK"
@@ -321,6 +322,9 @@ class Table:
             args["Limit"] = limit
         if projection:
             args["ProjectionExpression"] = projection
+        elif attributes:  # by placeholder: `key`, `value`, `source` are reserved words
+            names.update({f"#a{i}": name for i, name in enumerate(attributes)})
+            args["ProjectionExpression"] = ", ".join(f"#a{i}" for i in range(len(attributes)))
         if consistent:
             args["ConsistentRead"] = True
         if start:
@@ -437,3 +441,17 @@ class Table:
         items = self.query_all(pk, projection="PK, SK", **kw)
         self.batch_write(deletes=[(i["PK"], i["SK"]) for i in items])
         return len(items)
+
+
+def query_after(
+    table: Table, pk: str, *, index: str, after: str | None, limit: int, attributes: Sequence[str]
+) -> tuple[list[dict[str, object]], bool]:
+    """Up to `limit` items of the index key `pk` whose sort key comes after `after` (None: from
+    the first), each with only `attributes` and its sort key (every attribute: none named), and
+    whether more follow. A page is continued from its last item's sort key (which must be unique
+    in the index) rather than a token, so the keys of the table and the index need not be read:
+    a projected page carries what its reader uses. One item more than the page is read, as
+    `Table.query` does."""
+    names = [*dict.fromkeys([*attributes, f"{index}SK"])] if attributes else []
+    items, last = table._page(pk, sk_after=after, index=index, limit=limit + 1, attributes=names)
+    return items[:limit], len(items) > limit or last is not None  # DynamoDB stops at 1 MB read too

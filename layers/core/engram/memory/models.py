@@ -4,7 +4,8 @@ import hashlib
 import time
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.alias_generators import to_camel
 
 from engram.kernel.model import Body, Confidence, Resource, Topic
 
@@ -61,6 +62,26 @@ class Memory(Resource):
     superseded_by: str | None = None  # archived as `superseded`: the id of the row that replaced it
 
 
+class MemoryEntry(BaseModel):
+    """What the memory sections of a prompt show of a row and need to tell that it is live: the
+    attributes their Query projects (memory.section), about a quarter of a row's bytes."""
+
+    model_config = ConfigDict(alias_generator=to_camel, populate_by_name=True, extra="ignore", frozen=True)
+
+    key: str
+    value: str
+    source: MemorySource = "manual"
+    category: MemoryCategory = "core"
+    pinned: bool = False
+    session_id: str | None = None
+    archived_at: str | None = None
+    expires_at: int | None = None
+
+
+# The stored attributes of a MemoryEntry (a row's are named as Memory's aliases).
+ENTRY_ATTRIBUTES = tuple(to_camel(name) for name in MemoryEntry.model_fields)
+
+
 def memory_id(scope: str, owner_id: str, key: str) -> str:
     digest = hashlib.sha256(f"{scope}\x00{owner_id}\x00{key}".encode()).hexdigest()
     return f"m_{digest[:30]}"
@@ -74,7 +95,7 @@ def is_director_learning(m: Memory) -> bool:
     return m.scope == "agent" and m.source == "director" and m.key.startswith(LEARNING_KEY_PREFIX)
 
 
-def is_live(m: Memory, now: float | None = None) -> bool:
+def is_live(m: Memory | MemoryEntry, now: float | None = None) -> bool:
     """Active and not past its daily expiry (DynamoDB TTL deletes lazily, so reads check too)."""
     if m.archived_at:
         return False

@@ -7,7 +7,7 @@ from typing import Protocol
 
 from engram.agents.ports import Agents, Workspaces
 from engram.kernel.settings import Settings
-from engram.memory.models import Memory
+from engram.memory.models import Memory, MemoryEntry
 
 
 class Memories(Protocol):
@@ -31,7 +31,11 @@ class Memories(Protocol):
 
     def all(self, tenant: str, scope: str, owner_id: str) -> list[Memory]: ...
 
-    def top(
+    def top(self, tenant: str, scope: str, owner_id: str, *, limit: int, session_id: str | None) -> list[Memory]:
+        """The owner's live rows in injection order (pinned > importance > recent), at most `limit`."""
+        ...
+
+    def top_entries(
         self,
         tenant: str,
         scope: str,
@@ -40,10 +44,10 @@ class Memories(Protocol):
         limit: int,
         session_id: str | None,
         page: int = 50,
-        wanted: Callable[[list[Memory]], int] | None = None,
-    ) -> list[Memory]:
-        """The owner's live rows in injection order (pinned > importance > recent), at most `limit`;
-        with `wanted`, read page by page while it asks for more rows (how many)."""
+        wanted: Callable[[list[MemoryEntry]], int] | None = None,
+    ) -> list[MemoryEntry]:
+        """`top`'s rows with only what the prompt's sections show of them (MemoryEntry); with
+        `wanted`, read page by page while it asks for more rows (how many)."""
         ...
 
     def recent_learnings(self, tenant: str, agent_id: str, *, limit: int) -> list[Memory]:

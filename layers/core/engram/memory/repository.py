@@ -8,13 +8,15 @@ however many rows exist. Director learnings are indexed per agent on GSI1 instea
 
 from __future__ import annotations
 
+import threading
 import time
+from collections import OrderedDict
 from collections.abc import Callable
 
 from engram.aws import keys, quotas
-from engram.aws.table import ConditionFailed, Table
+from engram.aws.table import ConditionFailed, Table, query_after
 from engram.kernel.errors import Conflict, NotFound
-from engram.memory.models import Memory, is_director_learning, is_live
+from engram.memory.models import ENTRY_ATTRIBUTES, Memory, MemoryEntry, is_director_learning, is_live
 
 _CHANGED = "the memory changed while it was being updated; retry"
 
@@ -31,6 +33,7 @@ def memory_rank(m: Memory) -> str:
 class MemoryRepository:
     def __init__(self, table: Table):
         self.table = table
+        self._read = _ReadAhead()
 
     def item(self, tenant: str, m: Memory, owner_id: str) -> dict[str, object]:
         pk = owner_pk(tenant, m.scope, owner_id)
@@ -88,7 +91,13 @@ class MemoryRepository:
         items = self.table.query_all(owner_pk(tenant, scope, owner_id), sk_prefix="MEM#")
         return [Memory.model_validate(i) for i in items]
 
-    def top(
+    def top(self, tenant: str, scope: str, owner_id: str, *, limit: int, session_id: str | None) -> list[Memory]:
+        """The owner's live rows in injection order (pinned > importance > recent), at most `limit`
+        (pages of `limit` rows past skipped ones: expired, another session's conversation rows)."""
+        pages = _Pages(self.table, keys.memory_rank_pk(owner_pk(tenant, scope, owner_id)), (), None)
+        return _ranked(pages, Memory.model_validate, limit=limit, session_id=session_id, page=limit, wanted=None)
+
+    def top_entries(
         self,
         tenant: str,
         scope: str,
@@ -97,39 +106,15 @@ class MemoryRepository:
         limit: int,
         session_id: str | None,
         page: int = 50,
-        wanted: Callable[[list[Memory]], int] | None = None,
-    ) -> list[Memory]:
-        """The owner's live rows in injection order (pinned > importance > recent), at most `limit`.
+        wanted: Callable[[list[MemoryEntry]], int] | None = None,
+    ) -> list[MemoryEntry]:
+        """`top`'s rows with only the attributes of a MemoryEntry (what the prompt's sections show).
         With `wanted`, pages of `page` rows and then of as many as `wanted(rows so far)` asks for
         (more when rows were skipped, in the proportion skipped so far; at most `limit` a page),
         until it asks for none (the rows read are enough); without it, pages of `limit` rows."""
-        if limit <= 0:
-            return []
         pk = keys.memory_rank_pk(owner_pk(tenant, scope, owner_id))
-        out: list[Memory] = []
-        token = None
-        now = time.time()
-        most = max(page, limit)
-        size = page if wanted is not None else most
-        scanned = 0
-        for _ in range(20):  # bounded: expired or other-session rows are skipped, not unbounded
-            items, token = self.table.query(pk, index="GSI2", limit=size, token=token)
-            scanned += len(items)
-            for item in items:
-                m = Memory.model_validate(item)
-                if not is_live(m, now) or (m.category == "conversation" and m.session_id != session_id):
-                    continue
-                out.append(m)
-                if len(out) >= limit:
-                    return out
-            if not token:
-                break
-            if wanted is not None:
-                want = min(wanted(out), limit - len(out))
-                if want <= 0:
-                    break
-                size = min(most, -(-want * scanned // len(out))) if out else most
-        return out
+        pages = _Pages(self.table, pk, ENTRY_ATTRIBUTES, self._read if wanted is not None else None)
+        return _ranked(pages, MemoryEntry.model_validate, limit=limit, session_id=session_id, page=page, wanted=wanted)
 
     def recent_learnings(self, tenant: str, agent_id: str, *, limit: int) -> list[Memory]:
         """An agent's `limit` newest active director learnings, newest first (one bounded Query)."""
@@ -158,3 +143,102 @@ class MemoryRepository:
         self.table.batch_write(deletes=[(keys.agent_pk(tenant, agent_id), keys.memory_sk(m.id)) for m in rows])
         quotas.released(self.table, self.quota(tenant, "agent", agent_id, 0), len(rows))
         return len(rows)
+
+
+class _ReadAhead:
+    """How many rows the last ranked read of each owner took, in this process (a warm function's
+    container; the newest `KEPT` owners): the next read asks DynamoDB for that many at once, so a
+    read that took two pages (a first page, then one sized on its rows' cost) takes one Query
+    where nothing changed. The pages, and so the rows kept, stay those of `_ranked`: only how
+    they are fetched changes."""
+
+    KEPT = 1024
+
+    def __init__(self) -> None:
+        self._rows: OrderedDict[str, int] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def rows(self, pk: str) -> int:
+        with self._lock:
+            return self._rows.get(pk, 0)
+
+    def took(self, pk: str, rows: int) -> None:
+        with self._lock:
+            self._rows[pk] = rows
+            self._rows.move_to_end(pk)
+            while len(self._rows) > self.KEPT:
+                self._rows.popitem(last=False)
+
+
+class _Pages:
+    """The owner's rank index page by page (`take`), fetched from DynamoDB in as few Queries as
+    the last read of the same owner took (`_ReadAhead`): a page is served from rows read ahead
+    when they hold it. With `attributes`, each row read has only those (and its rank key)."""
+
+    def __init__(self, table: Table, pk: str, attributes: tuple[str, ...], ahead: _ReadAhead | None) -> None:
+        self.table, self.pk, self.attributes, self.ahead = table, pk, attributes, ahead
+        self.buffer: list[dict[str, object]] = []
+        self.last: str | None = None  # the rank key of the last row fetched
+        self.more = True  # rows follow those fetched
+        self.fetched = 0
+        self.taken = 0
+
+    def take(self, size: int) -> tuple[list[dict[str, object]], bool]:
+        """The next `size` rows, and whether more follow them."""
+        if len(self.buffer) < size and self.more:
+            ahead = self.ahead.rows(self.pk) - self.fetched if self.ahead is not None else 0
+            want = max(size - len(self.buffer), ahead)
+            items, self.more = query_after(
+                self.table, self.pk, index="GSI2", after=self.last, limit=want, attributes=self.attributes
+            )
+            if items:
+                self.last = str(items[-1]["GSI2SK"])
+            self.fetched += len(items)
+            self.buffer += items
+        page, self.buffer = self.buffer[:size], self.buffer[size:]
+        self.taken += len(page)
+        return page, bool(self.buffer) or self.more
+
+    def done(self) -> None:
+        if self.ahead is not None:
+            self.ahead.took(self.pk, self.taken)
+
+
+def _ranked[R: (Memory, MemoryEntry)](
+    pages: _Pages,
+    parse: Callable[[dict[str, object]], R],
+    *,
+    limit: int,
+    session_id: str | None,
+    page: int,
+    wanted: Callable[[list[R]], int] | None,
+) -> list[R]:
+    """The live rows of `pages` in their order, at most `limit` (MemoryRepository.top)."""
+    if limit <= 0:
+        return []
+    out: list[R] = []
+    now = time.time()
+    most = max(page, limit)
+    size = page if wanted is not None else most
+    scanned = 0
+    try:
+        for _ in range(20):  # bounded: expired or other-session rows are skipped, not unbounded
+            items, more = pages.take(size)
+            scanned += len(items)
+            for item in items:
+                m = parse(item)
+                if not is_live(m, now) or (m.category == "conversation" and m.session_id != session_id):
+                    continue
+                out.append(m)
+                if len(out) >= limit:
+                    return out
+            if not more:
+                break
+            if wanted is not None:
+                want = min(wanted(out), limit - len(out))
+                if want <= 0:
+                    break
+                size = min(most, -(-want * scanned // len(out))) if out else most
+        return out
+    finally:
+        pages.done()
