@@ -81,6 +81,18 @@ def test_api_handler_defers_what_only_a_few_requests_use():
     assert _probe("api")[2] == "[]"
 
 
+def test_api_handler_imports_only_the_powertools_resolver_it_uses():
+    # powertools' event_handler and data_classes packages import every resolver and event class
+    # (AppSync with asyncio, CodePipeline with zipfile...); kernel.lazy_packages imports those on
+    # first use. urllib.request (http.client, email) comes with the first JWT (issue 33, item 7).
+    # As deployed by default (TraceAwsCalls false): the X-Ray SDK, when on, imports asyncio itself.
+    code = PROBE.format(layer=str(ROOT / "layers" / "core"), path=str(ROOT / "functions" / "api" / "app.py"))
+    code += "print(sorted(m for m in ('asyncio', 'urllib.request', 'http.client', 'aws_lambda_powertools.event_handler.appsync') if m in sys.modules))"
+    env = {"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true"}
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
 def test_the_api_functions_models_evaluate_their_annotations_at_once():
     # pydantic evaluates a string annotation (`from __future__ import annotations`) with eval()
     # while it builds each model class: ~10 ms of the api function's import for its 46 models.

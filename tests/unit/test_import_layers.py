@@ -112,6 +112,10 @@ DEFERRED = {
         "engram.mcp_server.server",
     ): "the MCP SDK (and starlette) only for POST /mcp, never for the api's other routes",
     ("engram.apikeys.authorizer", "jwt"): "PyJWT and cryptography only with the first JWT: callers with API keys never load them",
+    (
+        "engram.apikeys.authorizer",
+        "urllib.request",
+    ): "as jwt: urllib.request (http.client, email: ~20 M instructions) with the first JWT's issuer discovery",
     ("engram.recall.analysis", "snowballstemmer"): "its package loads all 36 stemmers (~15 ms): with the first search's indexing",
     ("engram.recall.service", "engram.recall.index"): "the search index with the first archive search, not with the api's import",
     ("engram.wiring.stores", "engram.aws.sockets"): "the WebSocket pusher with the first push (the api never pushes)",
