@@ -84,10 +84,11 @@ def test_api_handler_defers_what_only_a_few_requests_use():
 def test_api_handler_imports_only_the_powertools_resolver_it_uses():
     # powertools' event_handler and data_classes packages import every resolver and event class
     # (AppSync with asyncio, CodePipeline with zipfile...); kernel.lazy_packages imports those on
-    # first use. urllib.request (http.client, email) comes with the first JWT (issue 33, item 7).
+    # first use. urllib.request (http.client, email) comes with the first JWT, botocore's errors with
+    # the first AWS call (issue 33, item 7).
     # As deployed by default (TraceAwsCalls false): the X-Ray SDK, when on, imports asyncio itself.
     code = PROBE.format(layer=str(ROOT / "layers" / "core"), path=str(ROOT / "functions" / "api" / "app.py"))
-    code += "print(sorted(m for m in ('asyncio', 'urllib.request', 'http.client', 'aws_lambda_powertools.event_handler.appsync') if m in sys.modules))"
+    code += "print(sorted(m for m in ('asyncio', 'urllib.request', 'http.client', 'aws_lambda_powertools.event_handler.appsync', 'botocore.exceptions') if m in sys.modules))"
     env = {"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true"}
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
     assert out.stdout.strip().splitlines()[-1] == "[]"
