@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.handler_probe import import_handler
+
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
@@ -87,11 +89,9 @@ def test_api_handler_imports_only_the_powertools_resolver_it_uses():
     # first use. urllib.request (http.client, email) comes with the first JWT, botocore's errors with
     # the first AWS call (issue 33, item 7).
     # As deployed by default (TraceAwsCalls false): the X-Ray SDK, when on, imports asyncio itself.
-    code = PROBE.format(layer=str(ROOT / "layers" / "core"), path=str(ROOT / "functions" / "api" / "app.py"))
-    code += "print(sorted(m for m in ('asyncio', 'urllib.request', 'http.client', 'aws_lambda_powertools.event_handler.appsync', 'botocore.exceptions') if m in sys.modules))"
-    env = {"PATH": "/usr/bin:/bin", "AWS_DEFAULT_REGION": "us-east-1", "POWERTOOLS_TRACE_DISABLED": "true"}
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
-    assert out.stdout.strip().splitlines()[-1] == "[]"
+    names = ("asyncio", "urllib.request", "http.client", "aws_lambda_powertools.event_handler.appsync", "botocore.exceptions")
+    loaded = import_handler("api", f"print([m for m in {names!r} if m in sys.modules])", POWERTOOLS_TRACE_DISABLED="true")
+    assert loaded == ["[]"]
 
 
 def test_the_api_functions_models_evaluate_their_annotations_at_once():
