@@ -1,8 +1,8 @@
 """Lazy package inits for two powertools packages whose `__init__` imports far more than the api
 function uses (issue 33, item 7): `aws_lambda_powertools.event_handler` imports every resolver
 (AppSync with asyncio, Bedrock agents, VPC Lattice...) and `...utilities.data_classes` every event
-class (CodePipeline with zipfile, Kinesis, SES...), ~130 M instructions of a cold start, although
-the HTTP resolver needs four of them.
+class (CodePipeline with zipfile, Kinesis, SES...): ~115 M instructions of the api function's
+import (callgrind, bench.cold_start --instructions), although the HTTP resolver uses a few.
 
 A package whose `__init__` only re-exports names of its submodules (docstring, `from .x import y`
 and `__all__`, nothing else: checked on its source) is created empty; each name is imported from
@@ -14,6 +14,7 @@ import ast
 import importlib
 import importlib.util
 import sys
+import threading
 from collections.abc import Sequence
 from importlib.abc import Loader, MetaPathFinder
 from importlib.machinery import ModuleSpec, PathFinder
@@ -42,11 +43,15 @@ class _LazyInit(Loader):
     def __init__(self, real: Loader, names: dict[str, tuple[str, str]]) -> None:
         self.real, self.names = real, names
 
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.real, name)  # get_source, is_package...: the real loader's
+
     def create_module(self, spec: ModuleSpec) -> ModuleType | None:
         return None  # the default module, with __path__ set from the spec
 
     def exec_module(self, module: ModuleType) -> None:
         package, names, real = module.__name__, self.names, self.real
+        whole = threading.Lock()
 
         def getattr_(name: str) -> object:
             if name in names:
@@ -60,9 +65,10 @@ class _LazyInit(Loader):
                 except ModuleNotFoundError as missing:
                     if missing.name != f"{package}.{name}":
                         raise
-            del module.__dict__["__getattr__"]  # the real __init__, once: every name it defines is then set
-            real.exec_module(module)
-            return module.__dict__[name] if name in module.__dict__ else object.__getattribute__(module, name)
+            with whole:  # the real __init__, once: every name it defines is then set
+                if module.__dict__.pop("__getattr__", None) is not None:
+                    real.exec_module(module)
+            return getattr(module, name)
 
         module.__dict__["__getattr__"] = getattr_
 
