@@ -86,8 +86,10 @@ print(time.perf_counter() - start)
 
 
 # What the api function cannot import less than: powertools' HTTP resolver (with request
-# validation), Logger and Metrics, and pydantic; the rest of its import is Engram's own code.
-_LIBRARIES = "import aws_lambda_powertools.event_handler.api_gateway, aws_lambda_powertools.event_handler.openapi.params, aws_lambda_powertools.logging, aws_lambda_powertools.metrics, pydantic"
+# validation), Logger and Metrics, and pydantic, as the function imports them (after `engram`'s own
+# package init, whose kernel.lazy_packages leaves out the resolvers and event classes the api does
+# not use); the rest of its import is Engram's own code.
+_LIBRARIES = "import engram, aws_lambda_powertools.event_handler.api_gateway, aws_lambda_powertools.event_handler.openapi.params, aws_lambda_powertools.logging, aws_lambda_powertools.metrics, pydantic"
 
 
 def bare_boto3(layer: Path, statement: str = "import boto3") -> float:

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from tests.handler_probe import import_handler
+
 ROOT = Path(__file__).resolve().parents[2]
 
 PROBE = """
@@ -79,6 +81,17 @@ def test_api_handler_defers_what_only_a_few_requests_use():
     # The scheduler and its expression parser, the KMS box, the run scratchpad and the secret
     # detector's rules load with the first request that needs them (issue 33, item 7).
     assert _probe("api")[2] == "[]"
+
+
+def test_api_handler_imports_only_the_powertools_resolver_it_uses():
+    # powertools' event_handler and data_classes packages import every resolver and event class
+    # (AppSync with asyncio, CodePipeline with zipfile...); kernel.lazy_packages imports those on
+    # first use. urllib.request (http.client, email) comes with the first JWT, botocore's errors with
+    # the first AWS call (issue 33, item 7).
+    # As deployed by default (TraceAwsCalls false): the X-Ray SDK, when on, imports asyncio itself.
+    names = ("asyncio", "urllib.request", "http.client", "aws_lambda_powertools.event_handler.appsync", "botocore.exceptions")
+    loaded = import_handler("api", f"print([m for m in {names!r} if m in sys.modules])", POWERTOOLS_TRACE_DISABLED="true")
+    assert loaded == ["[]"]
 
 
 def test_the_api_functions_models_evaluate_their_annotations_at_once():

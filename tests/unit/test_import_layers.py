@@ -58,6 +58,10 @@ ENGINE_MAY_IMPORT = {
 DEFERRED = {
     ("engram.aws.clients", "boto3"): "boto3 is imported with the first client, not with the module",
     ("engram.aws.clients", "botocore.config"): "as boto3",
+    (
+        "engram.aws.clients",
+        "botocore.exceptions",
+    ): "as boto3: `aws.clients.ClientError`, read by an `except` clause when an exception reaches it (~21 M instructions)",
     ("engram.aws.items", "boto3.dynamodb.types"): "as boto3: the codecs are built on first use",
     (
         "engram.engine.providers",
@@ -112,6 +116,10 @@ DEFERRED = {
         "engram.mcp_server.server",
     ): "the MCP SDK (and starlette) only for POST /mcp, never for the api's other routes",
     ("engram.apikeys.authorizer", "jwt"): "PyJWT and cryptography only with the first JWT: callers with API keys never load them",
+    (
+        "engram.apikeys.authorizer",
+        "urllib.request",
+    ): "as jwt: urllib.request (http.client, email: ~20 M instructions) with the first JWT's issuer discovery",
     ("engram.recall.analysis", "snowballstemmer"): "its package loads all 36 stemmers (~15 ms): with the first search's indexing",
     ("engram.recall.service", "engram.recall.index"): "the search index with the first archive search, not with the api's import",
     ("engram.wiring.stores", "engram.aws.sockets"): "the WebSocket pusher with the first push (the api never pushes)",

@@ -28,7 +28,6 @@ from __future__ import annotations
 import json
 import threading
 import time
-import urllib.request
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -84,6 +83,8 @@ class JwtVerifier:
 
     def _discover(self) -> str:
         """The issuer's `jwks_uri`, from its OpenID configuration (as API Gateway finds it)."""
+        import urllib.request  # with the first JWT, as PyJWT (which imports it too)
+
         with urllib.request.urlopen(
             f"{self.issuer}/.well-known/openid-configuration", timeout=FETCH_TIMEOUT_S
         ) as answer:  # the stack's own issuer

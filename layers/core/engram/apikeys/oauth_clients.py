@@ -14,8 +14,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from botocore.exceptions import ClientError
-
+from engram.aws import clients as aws_clients
 from engram.aws.clients import make_client
 from engram.aws.table import ConditionFailed, Table
 from engram.kernel.observability import logger
@@ -125,7 +124,7 @@ def sweep_unused(clients: OAuthClients, cognito: Any, user_pool_id: str, *, now:
             continue
         try:
             cognito.delete_user_pool_client(UserPoolId=user_pool_id, ClientId=client_id)
-        except ClientError as err:
+        except aws_clients.ClientError as err:
             if err.response.get("Error", {}).get("Code") != "ResourceNotFoundException":
                 raise
             # already gone: what the sweep wants

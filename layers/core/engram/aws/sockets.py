@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from botocore.exceptions import ClientError
-
+from engram.aws import clients as aws_clients
 from engram.aws.clients import make_client
 
 
@@ -37,7 +36,7 @@ class SocketPusher:
     def post(self, connection_id: str, data: bytes) -> None:
         try:
             self.client.post_to_connection(ConnectionId=connection_id, Data=data)
-        except ClientError as err:
+        except aws_clients.ClientError as err:
             if err.response.get("Error", {}).get("Code") == "GoneException":
                 raise Gone(connection_id) from None
             raise
@@ -45,6 +44,6 @@ class SocketPusher:
     def disconnect(self, connection_id: str) -> None:
         try:
             self.client.delete_connection(ConnectionId=connection_id)
-        except ClientError as err:
+        except aws_clients.ClientError as err:
             if err.response.get("Error", {}).get("Code") != "GoneException":
                 raise

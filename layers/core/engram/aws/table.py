@@ -10,13 +10,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from botocore.exceptions import ClientError
-
+from engram.aws import clients as aws_clients
 from engram.aws.clients import make_client
 from engram.aws.items import decode_token, deserialize, encode_token, serialize, set_expression
 from engram.kernel.errors import BadRequest
+
+if TYPE_CHECKING:
+    from botocore.exceptions import ClientError
 
 
 def condition_failed(err: ClientError) -> bool:
@@ -215,7 +217,7 @@ class Table:
     def _call(self, operation: str, args: Mapping[str, object]) -> Any:
         try:
             return getattr(self.client, operation)(**args)
-        except ClientError as err:
+        except aws_clients.ClientError as err:
             if condition_failed(err):
                 old = err.response.get("Item")
                 raise ConditionFailed(deserialize(old) if old else None) from None
@@ -366,7 +368,7 @@ class Table:
             if token:
                 args["ClientRequestToken"] = token
             self.client.transact_write_items(**args)
-        except ClientError as err:
+        except aws_clients.ClientError as err:
             codes = cancellation_codes(err)
             if "ConditionalCheckFailed" in codes:
                 raise ConditionFailed(codes=codes) from None

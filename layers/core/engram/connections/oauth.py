@@ -74,7 +74,7 @@ class OAuthServer(BaseModel):
     """What discovery and registration found, kept (as JSON, no secret in it) in the connection's
     row: the next authorization and every refresh need no discovery."""
 
-    model_config = ConfigDict(frozen=True)
+    model_config = ConfigDict(frozen=True, defer_build=True)  # built with the first OAuth connection
 
     resource: str
     issuer: str
@@ -90,6 +90,8 @@ class OAuthServer(BaseModel):
 
 class Tokens(BaseModel):
     """The grant, sealed as one JSON text in `sealedAuth`."""
+
+    model_config = ConfigDict(defer_build=True)  # built with the first grant read or written
 
     access_token: str
     refresh_token: str | None = None

@@ -15,8 +15,7 @@ import json
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from botocore.exceptions import ClientError
-
+from engram.aws import clients as aws_clients
 from engram.aws import keys
 from engram.aws.buckets import Bucket
 from engram.conversations.models import History
@@ -57,7 +56,7 @@ class HistoryRepository(Bucket):
         """The transcript as of the session's committed run (`lastRunId` of the session row)."""
         try:
             out = self.client.get_object(Bucket=self.bucket, Key=keys.session_object(tenant, agent_id, session_id))
-        except ClientError as err:
+        except aws_clients.ClientError as err:
             if err.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
                 return History(messages=[], etag=None)
             raise
@@ -90,7 +89,7 @@ class HistoryRepository(Bucket):
             out = self.client.put_object(
                 Bucket=self.bucket, Key=key, Body=body, ContentType="application/json", Metadata={"run-id": run_id}, **condition
             )
-        except ClientError as err:
+        except aws_clients.ClientError as err:
             if err.response.get("Error", {}).get("Code") not in ("PreconditionFailed", "ConditionalRequestConflict"):
                 raise
             written = self._written_by(key, run_id)
@@ -103,7 +102,7 @@ class HistoryRepository(Bucket):
         """The object's ETag if `run_id` wrote it (else None)."""
         try:
             head = self.client.head_object(Bucket=self.bucket, Key=key)
-        except ClientError:
+        except aws_clients.ClientError:
             return None
         return str(head["ETag"]) if head.get("Metadata", {}).get("run-id") == run_id else None
 
@@ -136,7 +135,7 @@ class HistoryRepository(Bucket):
     def get_tool_result(self, tenant: str, agent_id: str, run_id: str, tool_use_id: str) -> dict[str, object] | None:
         try:
             obj = self.client.get_object(Bucket=self.bucket, Key=keys.tool_result_object(tenant, agent_id, run_id, tool_use_id))
-        except ClientError as err:
+        except aws_clients.ClientError as err:
             if err.response.get("Error", {}).get("Code") in ("NoSuchKey", "404"):
                 return None
             raise

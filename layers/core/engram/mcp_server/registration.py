@@ -59,7 +59,7 @@ class ClientMetadata(BaseModel):
     """The client metadata Engram reads (RFC 7591 section 2); other fields are ignored, as the
     RFC asks of a server that does not support them."""
 
-    model_config = ConfigDict(extra="ignore")
+    model_config = ConfigDict(extra="ignore", defer_build=True)  # built with the first registration
 
     redirect_uris: list[str] = Field(min_length=1, max_length=10)
     client_name: str = Field("MCP client", min_length=1, max_length=100)
