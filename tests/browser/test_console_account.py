@@ -7,6 +7,8 @@ from typing import Any
 
 from playwright.sync_api import expect
 
+from tests.faults import REFUSED, inject
+
 
 def test_a_queued_turn_is_shown_until_its_run_finishes(console):
     c = console("async-turn")
@@ -53,6 +55,34 @@ def test_a_queued_turn_is_shown_once_when_the_runs_listing_sees_it_before_the_po
     expect(c.page.locator(".message.assistant")).to_contain_text("hello from the queue")
     expect(c.page.locator(".queued")).to_have_count(0)
     assert c.page.evaluate("window.mostQueuedViews") == 1  # one view of the run, never two
+
+
+def test_a_queued_turn_whose_end_never_reaches_the_socket_is_shown_once_and_ends(console):
+    """The socket's events are best-effort: a queued turn the page watches live (its reply streams
+    in below the transcript) is also followed over HTTP. When the push of its turn.completed is
+    lost, the follow ends it: the reply shows once, in the transcript, and no live view is left."""
+    c = console("async-turn-lost-end")
+    c.sign_in("jade")
+    agent = c.api("POST", "/api/agents", {"name": "Later"})
+    c.page.goto(f"/#/agents/{agent['id']}/chat")
+    expect(c.page.locator(".live-badge")).to_have_text("Live")  # the page watches the session
+    with inject() as faults:
+        faults.add(
+            "apigatewaymanagementapi",
+            "PostToConnection",
+            REFUSED,
+            times=10,
+            when=lambda params: b'"turn.completed"' in params["Data"],
+        )
+        c.page.get_by_label("Queue it (async)").check()
+        c.page.get_by_label("Message").fill("hello from the queue")
+        c.page.get_by_label("Message").press("Enter")
+        expect(c.page.get_by_label("Message")).to_have_value("")  # queued: the run is followed from here
+        expect(c.page.locator(".queued")).to_have_count(0)  # the follow saw it end...
+        expect(c.page.locator(".live-turn")).to_have_count(0)  # ...and no live view is left turning
+        expect(c.page.locator(".message.assistant")).to_contain_text("hello from the queue")  # the reply, once
+    assert ("apigatewaymanagementapi", "PostToConnection", "refused") in faults.injected  # its end was lost
+    assert not c.errors
 
 
 # Counts, at every change of the page, how many queued-run views it shows at once.

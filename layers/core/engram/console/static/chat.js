@@ -117,6 +117,10 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
     if (ended && ended.status === 'succeeded') noteRun(ended.id, ended.prompt);
     await settle(runId);
   };
+  // A queued run followed over HTTP ended: its live view (if the socket showed it) goes with it,
+  // whether or not the socket's turn.completed arrives (a push may be late or lost); the
+  // transcript then holds its reply, shown once.
+  const queuedEnded = (ended) => finished(ended.id)(ended);
   const onEvent = (event) => {
     if (!transcript.isConnected) { if (stream) stream.close(); return; }
     if (event.type === 'error') {
@@ -177,7 +181,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
       live.set(event.runId, view);
       view.runId = event.runId;
     }
-    if (!view && event.type === 'turn.started') {
+    if (!view && event.type === 'turn.started' && !settled.has(event.runId)) { // a late start of a run already ended: not shown again
       view = liveView(event);
       view.runId = event.runId;
       live.set(event.runId, view);
@@ -256,14 +260,17 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
     const started = Date.now();
     const progress = h('div', { class: 'progress', role: 'status' }, h('span', { class: 'spinner', 'aria-hidden': 'true' }), h('span', { text: ' The agent is working…' }));
     const tick = setInterval(() => { progress.lastChild.textContent = ` The agent is working… ${Math.round((Date.now() - started) / 1000)} s`; }, 1000);
-    transcript.append(messageView({ role: 'user', content: message }, new Map()), progress);
+    const sent = messageView({ role: 'user', content: message }, new Map());
+    transcript.append(sent, progress);
     transcript.scrollTop = transcript.scrollHeight;
+    let queued = false;
     try {
       const path = `/api/agents/${id(agent.id)}/sessions/${id(sessionId)}/messages`;
       if (asyncBox.checked) {
         const accepted = await post(path, { message }, { async: 'true' });
         box.value = '';
-        track(accepted.runId, 'queued', pending, reload);
+        queued = true;
+        track(accepted.runId, 'queued', pending, queuedEnded);
       } else {
         const turn = await post(path, { message });
         box.value = '';
@@ -281,7 +288,11 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
       send.disabled = false;
       box.disabled = false;
       box.focus();
-      await reload();
+      // Queued: the transcript is as it was (the run's view below follows it; its end reloads).
+      // Read again now, it could already hold the run's reply while the socket's live view of the
+      // run, its end not yet pushed, shows the reply too.
+      if (queued) sent.remove();
+      else await reload();
       renderPicker(picker, agent, sessionId);
     }
   };
@@ -291,7 +302,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   });
   // The listeners are in place before the first await: a message typed at once is not lost.
   await Promise.all([renderPicker(picker, agent, sessionId), reload()]);
-  watchQueued(agent, sessionId, pending, reload, resumedEnded);
+  watchQueued(agent, sessionId, pending, queuedEnded, resumedEnded);
   box.focus();
   stream = await openStream(onEvent, onClosed);
   if (stream && transcript.isConnected) {
