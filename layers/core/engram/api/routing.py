@@ -59,23 +59,22 @@ class Resolver(APIGatewayHttpResolver):
             self._cors_methods.update(method for spec in lazy for method in spec.methods)
 
     def include_serving(self, method: str, path: str) -> None:
-        """Includes the routers whose prefixes claim a request to `path`, once per process; a
-        thread that asks for a router another is including waits for the whole of it."""
-        if not any(spec.serves(method, path) for spec in self._waiting):
-            return
-        with self._including:
-            for spec in self._waiting:
-                if spec.serves(method, path):
-                    self.include_router(spec.load())
-                    self._waiting = tuple(other for other in self._waiting if other is not spec)
+        """Includes the routers whose prefixes claim a request to `path`, once per app; a thread
+        that asks for a router another is including waits for the whole of it."""
+        if any(spec.serves(method, path) for spec in self._waiting):
+            self._include_waiting(lambda spec: spec.serves(method, path))
 
     def include_all(self) -> None:
         """Every router not yet included: before a SnapStart snapshot, or the OpenAPI document
         (`get_openapi_schema` describes the routes included)."""
+        self._include_waiting(lambda spec: True)
+
+    def _include_waiting(self, wanted: Callable[[RouterSpec], bool]) -> None:
         with self._including:
             for spec in self._waiting:
-                self.include_router(spec.load())
-                self._waiting = tuple(other for other in self._waiting if other is not spec)
+                if wanted(spec):
+                    self.include_router(spec.load())
+                    self._waiting = tuple(other for other in self._waiting if other is not spec)
 
     def _resolve(self) -> ResponseBuilder[BaseProxyEvent]:
         self.include_serving(self.current_event.http_method.upper(), self._remove_prefix(self.current_event.path))
