@@ -25,7 +25,9 @@ api function's ten most expensive modules by their own import time (`python -X i
 import run once under valgrind's callgrind (a count that other work on the machine does not move,
 unlike a time on a shared machine): the interpreter's own start (`python -c pass`) is subtracted
 from each, then the api function's import (tracing as shipped by default, no X-Ray SDK) is given
-as a multiple of a bare `import boto3`. Needs valgrind; takes a minute or two.
+as a multiple of a bare `import boto3`; for the api function also its import followed by a first
+request (FIRST_REQUESTS: what a user's first call after a cold start waits for, as the api imports
+the router of the request's path with it). Needs valgrind; takes a few minutes.
 
     python -m bench.cold_start [--repeats 7] [--layer DIR] [--instructions]
 """
@@ -201,6 +203,49 @@ def instruction_counts(layer: Path) -> None:
         code = _PROBE.format(task_root=str(ROOT / "functions" / function), layer=str(layer)).split("init = ")[0]
         count = instructions(code, env) - empty
         print(f"   {function + ' function import':<28} {count / 1e6:>8,.0f} M  {count / boto3:.2f}x boto3", flush=True)
+        if function == "api":
+            unreachable = {
+                **env,
+                "AWS_ENDPOINT_URL": "http://127.0.0.1:9",
+                "AWS_ACCESS_KEY_ID": "bench",
+                "AWS_SECRET_ACCESS_KEY": "bench",
+            }
+            for method, path, body in FIRST_REQUESTS:
+                total = instructions(first_request_code(code, method, path, body), unreachable) - empty
+                label = f"  + first {method} {path}"
+                print(
+                    f"   {label:<28} {total / 1e6:>8,.0f} M  {total / boto3:.2f}x boto3 (the request: {(total - count) / 1e6:,.0f} M)",
+                    flush=True,
+                )
+
+
+# The first request a cold api function serves, after its import: what the user waits for. AWS is
+# a closed port on loopback (the request's DynamoDB read fails after botocore's retries, a 503),
+# so the count holds the client's creation and the request's own work, not a network.
+_FIRST_REQUEST = """
+import json
+class Context:
+    function_name, memory_limit_in_mb, aws_request_id = "engram-api", 512, "bench"
+    invoked_function_arn = "arn:aws:lambda:us-east-1:123456789012:function:engram-api"
+    def get_remaining_time_in_millis(self):
+        return 15000
+for event in json.loads({events!r}):
+    print(module.lambda_handler(event, Context())["statusCode"])
+"""
+
+FIRST_REQUESTS = (("GET", "/api/agents", None), ("POST", "/mcp", b'{{"jsonrpc": "2.0", "id": 1, "method": "tools/list"}}'))
+
+
+def first_request_code(function_code: str, method: str, path: str, body: bytes | None) -> str:
+    """`function_code` (the handler's import) followed by one request to it, signed in (JWT claims)."""
+    import json
+
+    from local.apigw import build_http_event
+
+    event = build_http_event(
+        f"{method} {path}", method, path, body=body, headers={"content-type": "application/json"}, claims={"sub": "bench"}
+    )
+    return function_code + _FIRST_REQUEST.format(events=json.dumps([event]))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -83,6 +83,15 @@ def test_api_handler_defers_what_only_a_few_requests_use():
     assert _probe("api")[2] == "[]"
 
 
+def test_api_handler_imports_no_router_service_or_repository_before_a_request():
+    # Each router, with its models, services and repositories, is imported with the first request
+    # under its prefixes (engram.api.http.RouterSpec; the stores' repositories with their first
+    # use): the import pays for none of the 16 (issue 33, item 7).
+    loaded = _probe("api")[3].split()
+    kinds = (".routes", ".service", ".repository", ".routes_models", ".models")
+    assert [m for m in loaded if m.endswith(kinds)] == []
+
+
 def test_api_handler_imports_only_the_powertools_resolver_it_uses():
     # powertools' event_handler and data_classes packages import every resolver and event class
     # (AppSync with asyncio, CodePipeline with zipfile...); kernel.lazy_packages imports those on
@@ -97,8 +106,10 @@ def test_api_handler_imports_only_the_powertools_resolver_it_uses():
 def test_the_api_functions_models_evaluate_their_annotations_at_once():
     # pydantic evaluates a string annotation (`from __future__ import annotations`) with eval()
     # while it builds each model class: ~10 ms of the api function's import for its 46 models.
+    # Its models load with its routers, on the requests that use them: all of them, here.
     core = ROOT / "layers" / "core"
-    loaded = [core / (name.replace(".", "/") + ".py") for name in _probe("api")[3].split()]
+    tail = "module.app.include_all(); print(*sorted(m for m in sys.modules if m.startswith('engram')))"
+    loaded = [core / (name.replace(".", "/") + ".py") for name in import_handler("api", tail)]
     models = [p for p in loaded if p.name in ("models.py", "model.py", "settings.py")]
     assert len(models) > 10
     postponed = re.compile(r"^from __future__ import annotations", re.M)

@@ -134,6 +134,32 @@ DEFERRED = {
         "engram.kernel.otel",
         "opentelemetry.exporter.otlp.proto.http.trace_exporter",
     ): "the OTLP exporter (protobuf, requests) only where traces go to an OTLP endpoint, not in the tests' in-memory replay",
+    # Each repository (and its feature's models) with the first use of its store: a request to the
+    # api function imports the ones it reads and writes, not all twenty (issue 33, item 7).
+    **{
+        ("engram.wiring.stores", repository): "a repository with its store's first use, not with every function's import"
+        for repository in (
+            "engram.account.objects",
+            "engram.account.repository",
+            "engram.agents.repository",
+            "engram.apikeys.oauth_clients",
+            "engram.apikeys.repository",
+            "engram.approvals.repository",
+            "engram.cards.repository",
+            "engram.connections.repository",
+            "engram.conversations.repository",
+            "engram.extraction.repository",
+            "engram.facts.repository",
+            "engram.memory.repository",
+            "engram.recall.archive",
+            "engram.run_memory.repository",
+            "engram.runs.admission",
+            "engram.runs.repository",
+            "engram.streaming.repository",
+            "engram.usage.repository",
+            "engram.conversations.transcripts",
+        )
+    },
 }
 
 

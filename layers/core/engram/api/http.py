@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Mapping, Sequence
-from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
 from aws_lambda_powertools.event_handler import APIGatewayHttpResolver, CORSConfig, Response
-from aws_lambda_powertools.event_handler.api_gateway import BaseRouter, Router
+from aws_lambda_powertools.event_handler.api_gateway import Router
 from aws_lambda_powertools.event_handler.depends import Depends
 from aws_lambda_powertools.event_handler.exceptions import NotFoundError
 from aws_lambda_powertools.event_handler.middlewares import NextMiddleware
@@ -20,6 +19,7 @@ from aws_lambda_powertools.event_handler.request import Request
 from aws_lambda_powertools.utilities.data_classes.common import BaseProxyEvent
 from pydantic import ValidationError
 
+from engram.api.routing import Resolver, RouterSpec
 from engram.aws import keys, quotas
 from engram.kernel.errors import (
     BadBody,
@@ -42,7 +42,7 @@ from engram.kernel.validation import refuse_unstorable_numbers
 from engram.wiring.stores import Stores
 
 if TYPE_CHECKING:
-    from aws_lambda_powertools.utilities.typing import LambdaContext
+    pass
 
 MAX_BODY_BYTES = 256 * 1024
 MAX_BODY_DEPTH = 32  # no request body of the API nests deeper than a few levels
@@ -330,65 +330,10 @@ def cors_of(origins: str) -> CORSConfig | None:
     )
 
 
-# The resolver serving the current invocation. A powertools Router is a module singleton that
-# points at the resolver including it (`api_resolver`, set by include_router): one per process in
-# Lambda, but the local stack runs a function's execution environments side by side in one
-# process, each with its own resolver. Reading the pointer through the invocation's context makes
-# the routers per environment: the environments' events never read each other's request. Outside
-# a resolve a router has no resolver, so an app including it (an environment's import, perhaps
-# while another environment serves a request) takes the router's own context, not the request
-# state of the resolver that included it before (which held that request).
-# Kept on the Router class, so that every copy of this module in a process (the local stack loads
-# the core afresh for each stack) sets and reads the same variable.
-_SERVING: ContextVar[BaseRouter | None] = getattr(Router, "_engram_serving", None) or ContextVar("engram_resolver", default=None)
-Router._engram_serving = _SERVING  # type: ignore[attr-defined]
-
-
-def _serving_resolver(router: Router) -> BaseRouter | None:
-    return _SERVING.get()
-
-
-def _include(router: Router, resolver: BaseRouter | None) -> None:
-    """include_router's assignment: the resolve says which resolver serves (see `_SERVING`)."""
-
-
-Router.api_resolver = property(_serving_resolver, _include)  # type: ignore[assignment]
-
-
-class _Resolver(APIGatewayHttpResolver):
-    """Each resolve names itself the serving resolver of its context (see `_SERVING`) and keeps
-    its event and Lambda context as its own: powertools stores them on the BaseRouter class (one
-    per process), which concurrent environments would overwrite for each other."""
-
-    def __init__(self, cors: CORSConfig | None) -> None:
-        super().__init__(enable_validation=True, json_body_deserializer=parse_body, cors=cors)
-
-    def _to_proxy_event(self, event: dict[str, object]) -> BaseProxyEvent:
-        proxy = super()._to_proxy_event(event)
-        self.__dict__["current_event"] = proxy  # shadows the class attribute resolve sets
-        return proxy
-
-    def include_router(self, router: Router, prefix: str | None = None) -> None:
-        """An environment imported while another serves a request (the local stack, one thread)
-        takes the router's own context, not that request's state (its resolved `Request` among it,
-        which the dependencies would read)."""
-        token = _SERVING.set(None)
-        try:
-            super().include_router(router, prefix)
-        finally:
-            _SERVING.reset(token)
-
-    def resolve(self, event: Mapping[str, object], context: LambdaContext) -> dict[str, object]:
-        self.__dict__["lambda_context"] = context
-        token = _SERVING.set(self)
-        try:
-            return super().resolve(event, context)
-        finally:
-            _SERVING.reset(token)
-
-
-def build_app(*routers: Router, cors: CORSConfig | None = None) -> APIGatewayHttpResolver:
-    app = _Resolver(cors)
+def build_app(*routers: Router | RouterSpec, cors: CORSConfig | None = None) -> Resolver:
+    """The resolver over `routers`: a Router is included now, a RouterSpec with the first request
+    one of its prefixes claims (`include_all` includes the rest)."""
+    app = Resolver(cors, parse_body, [spec for spec in routers if isinstance(spec, RouterSpec)])
     app.use(middlewares=[credential_per_request, body_limit])
     _map_body_errors(app)
 
@@ -427,7 +372,8 @@ def build_app(*routers: Router, cors: CORSConfig | None = None) -> APIGatewayHtt
         return fail(500, "internal_error", "an unexpected error occurred; it has been logged")
 
     for router in routers:
-        app.include_router(router)
+        if isinstance(router, Router):
+            app.include_router(router)
     return app
 
 

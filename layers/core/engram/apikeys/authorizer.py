@@ -58,8 +58,12 @@ class Refused(Exception):
 
 class KeyDeps(Protocol):
     settings: Settings
-    api_keys: ApiKeys
-    oauth_clients: OAuthClients | None  # where the stack registers clients (USER_POOL_ID)
+
+    @property
+    def api_keys(self) -> ApiKeys: ...
+
+    @property
+    def oauth_clients(self) -> OAuthClients | None: ...  # where the stack registers clients (USER_POOL_ID)
 
 
 class JwtVerifier:
