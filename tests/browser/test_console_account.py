@@ -85,6 +85,81 @@ def test_a_queued_turn_whose_end_never_reaches_the_socket_is_shown_once_and_ends
     assert not c.errors
 
 
+def _lose_turn_ends(faults: Any, times: int) -> None:
+    """The socket's turn.completed pushes refused (events are best-effort): the page never hears them."""
+    faults.add(
+        "apigatewaymanagementapi",
+        "PostToConnection",
+        REFUSED,
+        times=times,
+        when=lambda params: b'"turn.completed"' in params["Data"],
+    )
+
+
+def test_a_manual_run_whose_end_never_reaches_the_socket_ends_on_the_next_transcript_load(console):
+    """A run on the shared session (a heartbeat, a manual run, a webhook's turn) reaches the page
+    only over the socket: nothing follows it over HTTP. Its turn.completed lost, the live view has
+    no event for 10 s; the page then reads the session once, sees the run committed (`lastRunId`),
+    and loads the transcript: the reply shows once, and no spinner is left turning."""
+    c = console("manual-run-lost-end")
+    c.sign_in("jade")
+    agent = c.api("POST", "/api/agents", {"name": "Checker", "defaultPrompt": "Check in.", "activeMemory": True})
+    c.page.goto(f"/#/agents/{agent['id']}/chat")
+    expect(c.page.locator(".live-badge")).to_have_text("Live")
+    c.page.evaluate(COUNT_REPLIES, "look around the garden")
+    with inject() as faults:
+        _lose_turn_ends(faults, 10)
+        run = c.api("POST", f"/api/agents/{agent['id']}/runs", {"prompt": "look around the garden"})
+        c.wait_run(run["runId"])
+        expect(c.page.locator(".live-turn")).to_have_count(0)  # ended by the page's check, not by the socket
+    assert ("apigatewaymanagementapi", "PostToConnection", "refused") in faults.injected  # its end was lost
+    expect(c.page.locator(".message.user.arrived")).to_contain_text("look around the garden")
+    expect(c.page.locator(".message.assistant")).to_contain_text("look around the garden")  # the reply, once
+    expect(c.page.locator(".spinner")).to_have_count(0)
+    assert c.page.evaluate("window.mostReplies") == 1  # never two views of the reply, even for a moment
+    c.shot("manual-run-lost-end")
+    assert not c.errors
+
+
+def test_a_run_whose_end_was_lost_goes_when_a_later_turn_reloads_the_transcript(console):
+    """A manual run's turn.completed is lost; the person then chats. Their turn's end reloads the
+    transcript, whose `lastRunId` is their (later) turn: the run before it is asked over HTTP,
+    seen ended, and its live view goes in the same load. Each reply shows once."""
+    c = console("lost-end-then-chat")
+    c.sign_in("jade")
+    agent = c.api("POST", "/api/agents", {"name": "Chatter", "defaultPrompt": "Check in.", "activeMemory": True})
+    # said first: the offline model quotes a session's first message in every later reply
+    c.api("POST", f"/api/agents/{agent['id']}/sessions/dashboard/messages", {"message": "hello there"})
+    c.page.goto(f"/#/agents/{agent['id']}/chat")
+    expect(c.page.locator(".live-badge")).to_have_text("Live")
+    c.page.evaluate(COUNT_REPLIES, "water the roses")
+    with inject() as faults:
+        _lose_turn_ends(faults, 1)  # the run's end only: the chat turn's arrives
+        run = c.api("POST", f"/api/agents/{agent['id']}/runs", {"prompt": "water the roses"})
+        c.wait_run(run["runId"])
+        expect(c.page.locator(".live-turn .message.assistant")).to_contain_text("water the roses")
+        c.page.get_by_label("Message").fill("did you water them?")
+        c.page.get_by_label("Message").press("Enter")
+        expect(c.page.locator(".turn-usage")).to_contain_text("Last turn:")  # the chat turn's end arrived
+    assert ("apigatewaymanagementapi", "PostToConnection", "refused") in faults.injected
+    expect(c.page.locator(".live-turn")).to_have_count(0)
+    expect(c.page.locator(".message.assistant").filter(has_text="water the roses")).to_have_count(1)
+    expect(c.page.locator(".message.assistant").filter(has_text="did you water them?")).to_have_count(1)
+    assert c.page.evaluate("window.mostReplies") == 1
+    c.shot("lost-end-then-chat")
+    assert not c.errors
+
+
+# Counts, at every change of the page, how many views of the reply to `prompt` it shows at once
+# (the transcript's and a live view's would be two).
+COUNT_REPLIES = """(prompt) => {
+  window.mostReplies = 0;
+  new MutationObserver(() => {
+    const views = [...document.querySelectorAll('.message.assistant')].filter((m) => m.textContent.includes(prompt));
+    window.mostReplies = Math.max(window.mostReplies, views.length);
+  }).observe(document.body, { childList: true, subtree: true, characterData: true });
+}"""
+
 # Counts, at every change of the page, how many queued-run views it shows at once.
 COUNT_QUEUED_VIEWS = """() => {
   window.mostQueuedViews = 0;

@@ -316,3 +316,38 @@ def test_no_extraction_job_when_there_is_nowhere_to_store(stack):
     agent = stack.agent()  # no workspace, agentMemory off: extraction could store nothing
     assert stack.say(agent["id"], "I prefer tea").status == 200
     assert stack.queue_messages(stack.deps.settings.extract_queue_url) == []
+
+
+def test_the_session_names_the_run_its_transcript_reflects(stack):
+    """`lastRunId`: the run whose commit the transcript reflects (a page showing a turn live knows
+    from it that the turn's reply is in the transcript). A queued or failed turn leaves it as it
+    was; a chat turn and a manual run on the shared session each move it on, in time order."""
+    agent = stack.agent(defaultPrompt="Check in.", activeMemory=True)
+    path = f"/api/agents/{agent['id']}/sessions/dashboard"
+    assert stack.call("GET", path).data["lastRunId"] is None  # no turn yet
+
+    chat = stack.say(agent["id"], "first words")
+    assert chat.status == 200
+    assert stack.call("GET", path).data["lastRunId"] == chat.data["runId"]
+
+    stack.deps.provider_override = FailingProvider(ProviderError("the model provider answered 529: Overloaded"))
+    failed = stack.say(agent["id"], "this will fail")
+    stack.deps.provider_override = None
+    assert failed.status == 502
+    assert stack.call("GET", path).data["lastRunId"] == chat.data["runId"]  # nothing committed
+
+    queued = stack.call("POST", f"{path}/messages", body={"message": "later please"}, query={"async": "true"})
+    assert queued.status == 202
+    assert stack.call("GET", path).data["lastRunId"] == chat.data["runId"]  # not run yet
+    stack.drain_turns()
+    session = stack.call("GET", path).data
+    assert session["lastRunId"] == queued.data["runId"] and "later please" in json.dumps(session["messages"])
+
+    manual = stack.run_now(agent["id"], prompt="Look around.")
+    assert manual["sessionId"] == "dashboard" and manual["status"] == "succeeded"
+    assert stack.call("GET", path).data["lastRunId"] == manual["id"]
+    assert chat.data["runId"] < queued.data["runId"] < manual["id"]  # run ids sort by time
+
+    other = stack.call("POST", f"/api/agents/{agent['id']}/sessions", body={"id": "quiet"})
+    assert other.status == 201 and "lastRunId" not in other.data  # the listed shape is unchanged
+    assert stack.call("GET", f"/api/agents/{agent['id']}/sessions/quiet").data["lastRunId"] is None

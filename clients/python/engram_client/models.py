@@ -599,6 +599,7 @@ class SessionDetail(SessionWithMessages):
 
     contextFrom: int
     lastResetAt: str | None
+    lastRunId: str | None
 
 
 class ArchivedMessage(TypedDict):

@@ -83,6 +83,9 @@ def get_session(
         "messages": transcript.messages,
         "contextFrom": context_from,
         "lastResetAt": item.get("lastResetAt"),
+        # The run whose commit `messages` reflects (run ids are time-ordered): a page showing a
+        # turn live knows from it that the turn's reply is in the transcript.
+        "lastRunId": item.get("lastRunId"),
     }
 
 

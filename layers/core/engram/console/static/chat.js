@@ -20,6 +20,9 @@ import {
 import { confirmAction, dialog, field } from './forms.js';
 
 const POLL_MS = 1500;
+// A live turn with no event for this long: one GET of the session, to see whether it committed
+// (its turn.completed may have been lost; events are best-effort).
+const QUIET_MS = 10_000;
 const RECONNECT_MS = [500, 1000, 2000, 4000, 8000, 15000];
 const LIVE_HELP = 'Live: the reply streams in as the agent writes it, and turns started elsewhere (queued turns, webhooks, heartbeats) show up here as they run. HTTP: no live connection; a reply shows when its turn has finished.';
 const ASYNC_HELP = 'Queue it (async): the turn runs in the background as a run; you can leave the page, and the reply shows here when the run is done.';
@@ -71,7 +74,9 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
       const session = await get(`/api/agents/${id(agent.id)}/sessions/${id(sessionId)}`);
       const known = await callDetails(agent, toolUseIds(session.messages || []), runsRead ? null : runsSeen);
       runsRead = true;
+      const gone = await endedBy(session.lastRunId);
       if (mine !== loads) return;
+      drop(gone);
       renderTranscript(transcript, session.messages || [], session, known, turnRuns(session.messages || [], runsSeen.filter((r) => r.sessionId === sessionId)));
       for (const view of new Set(live.values())) transcript.append(view.root); // turns still running stay below
       // On a phone the page scrolls, not the transcript: after the newest message, the box to answer it.
@@ -121,8 +126,66 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   // whether or not the socket's turn.completed arrives (a push may be late or lost); the
   // transcript then holds its reply, shown once.
   const queuedEnded = (ended) => finished(ended.id)(ended);
+  // The transcript reflects the commit of `lastRunId` (a run's success and its transcript are one
+  // write; its turn.completed is pushed after, best-effort): that run's live view goes, its reply
+  // shown once by the transcript, and its later events are ignored. A live view of an earlier run
+  // (run ids are time-ordered) has most likely ended with its end lost, but a queued turn a later
+  // one overtook, or a turn paused for approval, may still be running: its run is asked, and the
+  // view goes if the run has ended. Returns the runs that ended: id -> the run (null: committed).
+  const endedBy = async (lastRunId) => {
+    const gone = new Map();
+    if (!lastRunId) return gone;
+    gone.set(lastRunId, null);
+    const earlier = new Set([...live.values()].map((v) => v.runId).filter((runId) => runId && runId < lastRunId));
+    await Promise.all([...earlier].map(async (runId) => {
+      try {
+        const run = await get(`/api/runs/${id(runId)}`);
+        if (run.status === 'succeeded' || run.status === 'failed') gone.set(runId, run);
+      } catch {
+        // kept: the next load asks again
+      }
+    }));
+    return gone;
+  };
+  const drop = (gone) => {
+    for (const runId of gone.keys()) settled.add(runId);
+    for (const [key, view] of [...live.entries()]) {
+      if (!view.runId || !gone.has(view.runId)) continue;
+      view.root.remove();
+      live.delete(key);
+      const run = gone.get(view.runId);
+      if (!run || run.status === 'succeeded') noteRun(view.runId, view.message);
+      else clear(errors, errorBox({ code: run.error?.code || 'failed', message: `${run.error?.message || 'the turn failed'} (run ${run.id})` }));
+    }
+  };
+  // A live view with no event for QUIET_MS: one session GET; if it shows the run committed, the
+  // transcript is loaded (and the view goes). Each event puts the check off again.
+  let quiet = null;
+  const armQuiet = () => {
+    clearTimeout(quiet);
+    quiet = setTimeout(async () => {
+      const waiting = [...live.values()].filter((v) => v.runId && !v.paused);
+      if (!transcript.isConnected || !waiting.length) return;
+      try {
+        const session = await get(`/api/agents/${id(agent.id)}/sessions/${id(sessionId)}`);
+        if (session.lastRunId && waiting.some((v) => v.runId <= session.lastRunId)) {
+          await reload();
+          await renderPicker(picker, agent, sessionId);
+        }
+      } catch {
+        // the next event or check tries again
+      }
+      if (live.size) armQuiet();
+    }, QUIET_MS);
+  };
   const onEvent = (event) => {
+    handle(event);
+    if (transcript.isConnected && live.size) armQuiet();
+  };
+  const handle = (event) => {
     if (!transcript.isConnected) { if (stream) stream.close(); return; }
+    // A run the page already saw end (or committed in the transcript): its late events show nothing.
+    if (event.runId && settled.has(event.runId) && event.type !== 'turn.completed' && event.type !== 'turn.failed') return;
     if (event.type === 'error') {
       const view = live.get(event.clientTurnId);
       if (view) {
@@ -339,7 +402,9 @@ function liveView(start) {
     lastSeq: 0,
     runId: null,
     clientTurnId: null,
+    paused: false,
     awaiting(runId, approvals, page) { // paused: the calls that wait, each with Approve / Deny
+      this.paused = true;
       wait.textContent = ' waiting for your approval';
       addApprovalCards(body, runId, approvals, page);
     },
@@ -347,7 +412,7 @@ function liveView(start) {
       const card = body.querySelector(`.approval[data-tool-use-id="${CSS.escape(event.toolUseId || '')}"]`);
       if (card && card.querySelector('button.approve')) card.replaceWith(decidedLine(event));
       else if (!card) body.append(decidedLine(event));
-      if (!body.querySelector('.approval button.approve')) wait.textContent = '';
+      if (!body.querySelector('.approval button.approve')) { wait.textContent = ''; this.paused = false; }
     },
     stillRunning(runId) { // the socket is gone for good: the run page says how it ends
       status.replaceWith(h('span', { class: 'muted' }, ' still running, see ', h('a', { href: `#/runs/${id(runId)}`, text: 'the run' })));
