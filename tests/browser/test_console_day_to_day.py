@@ -178,6 +178,32 @@ def test_archive_hits_link_to_their_session_by_name(console):
     no_page_errors(c)
 
 
+def test_a_transcript_that_loads_while_the_person_types_a_search_leaves_the_text_where_it_was_typed(console):
+    """The chat page gives the message box the focus when its transcript has loaded; someone who
+    has begun a search by then keeps typing into the search box (CI once saw the archive search's
+    words land in the message box). The transcript's load is held until the search is typed."""
+    c = console()
+    c.sign_in("typist")
+    agent = c.api("POST", "/api/agents", {"name": "Focus"})
+    held: list = []
+    c.page.route(re.compile(r".*/sessions/dashboard$"), lambda route: held.append(route))
+    c.page.goto(f"/#/agents/{agent['id']}/chat")
+    for _ in range(400):
+        if held:
+            break
+        c.page.wait_for_timeout(50)
+    assert held, "the page never asked for its transcript"
+    search = c.page.get_by_label("Search earlier conversations")
+    search.click()
+    search.press_sequentially("flamin")
+    held[0].continue_()
+    expect(c.page.get_by_text("No messages yet")).to_be_visible()  # the transcript has loaded
+    search.press_sequentially("go")
+    expect(search).to_have_value("flamingo")
+    expect(c.page.get_by_label("Message")).to_have_value("")
+    no_page_errors(c)
+
+
 def test_a_streamed_turn_reloads_the_data_once(console):
     c = console()
     c.sign_in("one-reload")

@@ -307,6 +307,12 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   };
   let leaving = false;
 
+  // The box to answer gets the focus when a load or a turn ends, unless the person is typing
+  // elsewhere by then (the archive search): the text they type must not land in the message.
+  const focusBox = () => {
+    const at = document.activeElement;
+    if (!at || at === document.body || composer.contains(at)) box.focus();
+  };
   const submit = async () => {
     const message = box.value.trim();
     if (!message) return;
@@ -350,7 +356,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
       progress.remove();
       send.disabled = false;
       box.disabled = false;
-      box.focus();
+      focusBox();
       // Queued: the transcript is as it was (the run's view below follows it; its end reloads).
       // Read again now, it could already hold the run's reply while the socket's live view of the
       // run, its end not yet pushed, shows the reply too.
@@ -366,7 +372,7 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   // The listeners are in place before the first await: a message typed at once is not lost.
   await Promise.all([renderPicker(picker, agent, sessionId), reload()]);
   watchQueued(agent, sessionId, pending, queuedEnded, resumedEnded);
-  box.focus();
+  focusBox();
   stream = await openStream(onEvent, onClosed);
   if (stream && transcript.isConnected) {
     stream.send({ action: 'subscribe', agentId: agent.id, sessionId });
