@@ -311,7 +311,8 @@ export async function chat(main, agentId, sessionId = 'dashboard') {
   // elsewhere by then (the archive search): the text they type must not land in the message.
   const focusBox = () => {
     const at = document.activeElement;
-    if (!at || at === document.body || composer.contains(at)) box.focus();
+    const typing = at && at.matches('input, textarea, select, [contenteditable]') && !composer.contains(at);
+    if (!typing) box.focus();
   };
   const submit = async () => {
     const message = box.value.trim();
