@@ -46,6 +46,9 @@ be condensed and the session's rows to outgrow their room more than once (issue 
 `--handover`: 72 turns of a fifth at the default cap (notes and services in runs, a fact now and
 then, lookups, long questions), written for issue 33 before its cut rules were changed and not
 used to choose them: the held-out figure of those rules.
+`--migration` (90 turns) and `--audit` (84 turns): a sixth and a seventh at the default cap, written
+for issue 33's item 8 before its last change; the sixth was played while it was made, the seventh
+only before and after it (its held-out figure).
 """
 
 from __future__ import annotations
@@ -366,6 +369,69 @@ def handover_script(turns: int) -> list[str]:
     return lines
 
 
+def migration_script(turns: int) -> list[str]:
+    """A sixth conversation (`--migration`), written for issue 33's item 8 before its last change
+    and run on the code before it: a database migration planned over a long chat at the default
+    cap; rows stored at irregular turns (a step of 7 over 11), a fact about the user on one turn in
+    eight, lookups, and questions from a few words to a paragraph."""
+    tables = ["orders", "invoices", "accounts", "events", "sessions", "audit", "payouts"]
+    lines = []
+    for i in range(turns):
+        table = tables[i % len(tables)]
+        slot = (i * 7) % 11
+        if i % 8 == 5:
+            lines.append(f"About me: I run the {table} cutover on night {i} and keep the rollback plan in my own notes")
+        elif slot in (0, 4):
+            lines.append(
+                f"Service mg{i}: the {table} replica in zone {i % 3}, port {5400 + i}, lag alarm at {i % 9 + 1} s, "
+                f"owner team {i % 4}, migrated in wave {i // 10}"
+            )
+        elif slot == 7:
+            lines.append(f"Note to self: the {table} backfill stalled at batch {i * 13}; resume from the checkpoint")
+        elif slot in (2, 9):
+            lines.append(f"Which port does mg{i - slot}?")
+        elif slot == 5:
+            lines.append(
+                f"Before we move {table}, list every dependency you know of, which of them writes to it during the "
+                f"window, how long the last backfill of {table} took, what the lag alarm says now, and what we should "
+                f"announce to the teams that read {table} in the morning, in that order."
+            )
+        else:
+            lines.append(f"Is {table} safe to cut over tonight?")
+    return lines
+
+
+def audit_script(turns: int) -> list[str]:
+    """A seventh conversation (`--audit`), written with the sixth and kept aside: not run while
+    item 8's change was made, only on the code before it and after it (the held-out figure). A
+    security review: findings stored in runs of two or three, user facts in pairs, long and short
+    questions alternating."""
+    systems = ["vault", "gateway", "ci", "wiki", "crm"]
+    lines = []
+    for i in range(turns):
+        system = systems[(i // 2) % len(systems)]
+        phase = i % 10
+        if phase in (0, 1, 2) and i % 20 < 10:
+            lines.append(
+                f"Service au{i}: {system} finding {i}, severity {['low', 'medium', 'high'][i % 3]}, port {6100 + i}, "
+                f"fix owner team {i % 6}"
+            )
+        elif phase in (3, 4) and i % 30 < 15:
+            lines.append(f"About me: I sign off the {system} review and I am reachable on channel {i % 4} until day {i + 2}")
+        elif phase == 6:
+            lines.append(
+                f"Give me the state of the {system} review: the findings still open, their owners, which ones block "
+                f"the release, and which you would close first."
+            )
+        elif phase == 8:
+            lines.append(f"Note to self: re-test the {system} finding from turn {i - 8} after the patch")
+        elif phase % 2:
+            lines.append(f"Which port does au{i - phase}?")
+        else:
+            lines.append(f"Anything new on {system}?")
+    return lines
+
+
 def mcp_server(tools: int) -> Any:
     """A real MCP server (the SDK's MCPServer on loopback) with `tools` tools of realistic size."""
     from mcp.server.mcpserver import MCPServer
@@ -414,6 +480,10 @@ CONVERSATIONS = {
     # conversation written before the issue's cut rules and held out from them.
     "long": Conversation(lambda: held_out_script(80), label=", 80 turns of the third conversation at the default cap"),
     "handover": Conversation(lambda: handover_script(72), label=", the handover conversation (held out)"),
+    # Issue 33 item 8: two more at the default cap, written before its last change; the seventh was
+    # run only before and after it.
+    "migration": Conversation(lambda: migration_script(90), label=", the migration conversation"),
+    "audit": Conversation(lambda: audit_script(84), label=", the audit conversation (held out)"),
 }
 
 
@@ -664,9 +734,11 @@ if __name__ == "__main__":
     played.add_argument("--held-out-2", action="store_true", help="HISTORY_CAP 40, 56 turns of a fourth")
     played.add_argument("--long", action="store_true", help="80 turns of the third at the default cap")
     played.add_argument("--handover", action="store_true", help="72 turns of a fifth, held out (issue 33)")
+    played.add_argument("--migration", action="store_true", help="90 turns of a sixth (issue 33, item 8)")
+    played.add_argument("--audit", action="store_true", help="84 turns of a seventh, held out (issue 33, item 8)")
     parser.add_argument("--late-summary", action="store_true", help="each summary job one turn late")
     args = parser.parse_args()
-    names = ("other", "held-out", "held-out-2", "long", "handover")
+    names = ("other", "held-out", "held-out-2", "long", "handover", "migration", "audit")
     chosen = next((name for name in names if getattr(args, name.replace("-", "_"))), "main")
     # Without tools, then with 20 MCP tools (issue 27: they lead the request, sorted, so reuse holds).
     options: dict[str, Any] = {"conversation": chosen, "late_summary": args.late_summary}
