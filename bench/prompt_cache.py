@@ -218,13 +218,20 @@ class ScriptedClaude:
 
     def _summary(self, body: dict[str, Any], request: Any) -> Any:
         """A summary as a small model writes one: a line for each thing the user said, in its words;
-        asked to condense (past 800 tokens), the newer half of the summary's lines."""
+        asked to condense (past 800 tokens), the newer half of the summary's lines, within the
+        characters its instructions allow (fewer lines when they are more)."""
+        import re
+
         import httpx2
 
         prompt = body["messages"][-1]["content"][0]["text"]
         if prompt.startswith("<condense>"):
             summary = [json.loads(line) for line in prompt.split("<summary>\n", 1)[1].rsplit("\n</summary>", 1)[0].split("\n")]
-            lines = summary[len(summary) // 2 :] or ["Nothing was said."]
+            lines = summary[len(summary) // 2 :]
+            allowed = re.search(r"at most (\d+) characters", json.dumps(body.get("system")))
+            while allowed and len(lines) > 1 and len("\n".join(lines)) > int(allowed.group(1)):
+                lines = lines[1:]
+            lines = lines or ["Nothing was said."]
         else:
             # the cut messages as JSON Lines (extraction.prompt.render_transcript): the user's are role user
             transcript = prompt.split("<transcript>\n", 1)[1].rsplit("\n</transcript>", 1)[0].split("\n")
