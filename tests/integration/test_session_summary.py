@@ -241,3 +241,51 @@ def test_the_offline_model_reads_the_persons_words_not_the_summary_after_them(st
     assert sent[0]["text"] == "which message came first?" and "User: What time is it?" in sent[-1]["text"]
     assert r.data["toolCalls"] == []
     assert 'You said: "which message came first?"' in r.data["reply"]
+
+
+def test_a_condensed_summary_keeps_its_opening_and_the_prompt_keeps_it_in_front(stack):
+    """Issue 33 item 8: past its limit the summary is condensed, but a short opening part (the
+    conversation's first fold) stays as it was: the next cut sends it byte for byte as the first
+    summary block, marked for the cache, so that prefix stays cached while the rest is rewritten."""
+    from engram.conversations.summaries.view import OPENING_MAX_TOKENS, summary_parts
+    from engram.engine.prompt import estimate_tokens
+    from engram.kernel.ids import tenant_key
+
+    stack.deps.settings = stack.deps.settings.model_copy(update={"history_cap": 8})
+    agent = stack.agent(model="claude-sonnet-4-5")  # the offline model answers; markers need the 1,024-token minimum
+    recording = _record(stack)
+
+    def parts() -> list[list[str]]:
+        return summary_parts(stack.deps.sessions.state(tenant_key("alice"), agent["id"], "dashboard").summary)
+
+    first_block, before = "", 0
+    for i in range(60):
+        long = f"Note {i} concerns the replica of table t{i} " + "and the words that describe it at length " * 4 + "."
+        assert stack.say(agent["id"], long + " More after it.").status == 200
+        shown = (
+            _summary_blocks(recording.chats[-1])
+            if any(SUMMARY_HEADING in b["text"] for b in recording.chats[-1]["system"])
+            else []
+        )
+        first_block = shown[0] if shown else first_block
+        _drain(stack)
+        now = parts()
+        if 0 < len(now) < before:
+            break
+        before = len(now)
+    else:
+        raise AssertionError("the summary was never condensed")
+    # condensed: the opening as it was (the first fold, short), the rest one part after it
+    opening = now[0]
+    assert len(now) == 2 and estimate_tokens("\n".join(opening)) <= OPENING_MAX_TOKENS
+    assert first_block.endswith("\n".join(f'- "{line}"' for line in opening[1:]) + "\n</memory>")
+    text = "\n".join(line for part in now for line in part)
+    assert text.startswith(SUMMARY_LABEL) and text.count(SUMMARY_LABEL) == 1  # the rest condensed without the label
+    # the next turn is the cut: it sends the opening's block byte for byte, first, the memory's cache
+    # marker on it, and the condensed rest after it
+    sent_at = len(recording.chats)
+    assert stack.say(agent["id"], "After the condensation. More words.").status == 200
+    request = recording.chats[sent_at]
+    blocks = _summary_blocks(request)
+    assert len(blocks) == 2 and blocks[0] == first_block
+    assert [b["text"] for b in request["system"] if b.get("cache_control")][-2:] == blocks

@@ -403,7 +403,7 @@ def test_a_fold_landing_after_the_cut_turn_waits_after_the_users_words_until_the
     nxt = session_summary(landed, cut.shown, "h3")
     assert nxt.system == render_summary(landed) and nxt.late == "" and nxt.shown.parts == 2
     # nothing changed: nothing to store
-    assert session_summary(landed, nxt.shown, "h3") == type(nxt)(nxt.system)
+    assert session_summary(landed, nxt.shown, "h3") == type(nxt)(nxt.system, kept=len(nxt.system))
     # condensed since (the parts sent cannot be rebuilt): sent as it is now
     condensed = RunningSummary("all of it, shorter", (1,))
     again = session_summary(condensed, cut.shown, "h2")
@@ -424,9 +424,9 @@ def test_a_summary_written_anew_leaves_the_memory_blocks_in_front_of_it_and_cach
     # the summary grew by a fold: its blocks extend those shown; condensed: they replace them
     parts = RunningSummary("x\ny", (1, 1))
     shown = session_summary(parts, None, "h3").shown
-    assert not session_summary(RunningSummary("x\ny\nz", (1, 1, 1)), shown, "h4").rewritten
+    assert session_summary(RunningSummary("x\ny\nz", (1, 1, 1)), shown, "h4").kept == 2
     condensed = session_summary(RunningSummary("xy, shorter"), shown, "h4")
-    assert condensed.rewritten and condensed.shown is not None
+    assert condensed.kept == 0 and condensed.shown is not None
     # at the cut that shows the condensed summary, the memory blocks move in front of it, in their
     # order, and a block of the rows stored since follows it
     three = _view('agent|- "a": "1"', 'agent|- "b": "beta"', 'user|- "tea" (fact f_1)', 'agent|- "c": "gamma"')
@@ -437,13 +437,12 @@ def test_a_summary_written_anew_leaves_the_memory_blocks_in_front_of_it_and_cach
         budget_tokens=2_000,
         position=80,
         until_cut=20,
-        summary_parts=1,
-        summary_rewritten=True,
+        summary_parts=0,
     )
     assert [(b.text, b.after) for b in moved.added[:2]] == [(b.text, 0) for b in second.added]
-    assert moved.added[2].after == 1 and '"gamma"' in moved.added[2].text
+    assert moved.added[2].after == 0 and '"gamma"' in moved.added[2].text
     blocks = session_context(["C"], moved.added)
-    assert blocks == [second.added[0].text, second.added[1].text, "C", moved.added[2].text]
+    assert blocks == [second.added[0].text, second.added[1].text, moved.added[2].text, "C"]
     # the next rewrite of the summary leaves them where they are, byte for byte
     again = session_memory(
         three,
@@ -452,7 +451,47 @@ def test_a_summary_written_anew_leaves_the_memory_blocks_in_front_of_it_and_cach
         budget_tokens=2_000,
         position=100,
         until_cut=20,
-        summary_parts=1,
-        summary_rewritten=True,
+        summary_parts=0,
     )
-    assert session_context(["C2"], again.added)[:3] == blocks[:2] + [moved.added[2].text]
+    assert session_context(["C2"], again.added)[:3] == blocks[:3]
+
+
+def test_a_condensation_that_keeps_the_opening_moves_only_the_blocks_after_it():
+    """Issue 33 item 8: a condensation keeps a short first part; the memory blocks added after it
+    stay where they are (cached), those after the parts it rewrote move in front of the new part."""
+    from engram.conversations.context import _front
+    from engram.conversations.summaries.view import OPENING_MAX_TOKENS, kept_opening, session_summary
+
+    short, rest = ["(label)", "User: the opening"], ["User: later"]
+    assert kept_opening([short, rest]) == short
+    assert kept_opening([short]) == []  # nothing after it to condense
+    assert kept_opening([["x" * (OPENING_MAX_TOKENS * 4 + 4)], rest]) == []  # too long: condensed with the rest
+    # shown: opening + two parts; condensed to opening + one part: rewritten from the second part
+    shown = session_summary(RunningSummary("o\na\nb", (1, 1, 1)), None, "h1").shown
+    view = session_summary(RunningSummary("o\nab", (1, 1)), shown, "h2")
+    assert view.kept == 1 and len(view.system) == 2
+    assert session_summary(RunningSummary("oab, shorter"), shown, "h2").kept == 0  # the opening went too
+    # memory blocks added after the opening (after 1) and after the next part (after 2)
+    start = _view('agent|- "a": "1"')
+    stored = session_memory(start, None, "h0", budget_tokens=2_000).store.stored()
+    one = _view('agent|- "a": "1"', 'agent|- "b": "beta"')
+    first = session_memory(one, stored, "h1", budget_tokens=2_000, position=30, until_cut=20, summary_parts=1)
+    two = _view('agent|- "a": "1"', 'agent|- "b": "beta"', 'user|- "tea" (fact f_1)')
+    second = session_memory(two, first.store.stored(), "h2", budget_tokens=2_000, position=56, until_cut=20, summary_parts=2)
+    assert [b.after for b in second.added] == [1, 2]
+    moved = session_memory(
+        two,
+        second.store.stored(),
+        "h3",
+        budget_tokens=2_000,
+        position=80,
+        until_cut=20,
+        summary_parts=1,
+    )
+    assert [(b.text, b.after) for b in moved.added] == [(second.added[0].text, 1), (second.added[1].text, 1)]
+    blocks = session_context(["O", "C"], moved.added)
+    assert blocks == ["O", second.added[0].text, second.added[1].text, "C"]
+    # the memory's cache marker goes after what the next condensation keeps: the opening and the blocks after it
+    assert _front(2, moved.added, opening=True) == 3
+    assert _front(2, moved.added, opening=False) == 0
+    assert _front(1, moved.added, opening=True) == 0  # one part: the summary's own marker covers it

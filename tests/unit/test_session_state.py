@@ -63,3 +63,9 @@ def test_a_commit_writes_only_what_changed():
         "summaryShown": {"head": "h", "parts": 1, "digest": "d"},
         "title": "T",
     }
+
+
+def test_the_summary_shown_keeps_its_opening_digest_and_reads_rows_written_without_one():
+    shown = SummaryShown("h", 2, "d", opening="o")
+    assert SummaryShown.of(shown.item()) == shown
+    assert SummaryShown.of({"head": "h", "parts": 2, "digest": "d"}) == SummaryShown("h", 2, "d")  # stored before it

@@ -24,7 +24,7 @@ from engram.conversations.models import History, SessionChanges, SessionState, S
 from engram.conversations.ports import Transcripts
 from engram.conversations.snapshot import AddedMemory, message_digest, session_memory, snapshot_budget
 from engram.conversations.summaries.policy import enqueue_summary
-from engram.conversations.summaries.view import session_summary
+from engram.conversations.summaries.view import kept_opening, session_summary, summary_parts
 from engram.engine import timeline
 from engram.engine.context import MemoryReads, TurnContext
 from engram.engine.tools import ToolContext
@@ -99,10 +99,9 @@ class SessionConversation:
             budget_tokens=memory.budget_tokens,
             position=self.state.trimmed_count + len(self.history.messages),
             until_cut=cap - max(2, cap // 2),
-            summary_parts=len(view.system),
+            summary_parts=view.kept,
             idle_s=_idle_s(self.state.updated_at),
             deeper=memory.deeper,
-            summary_rewritten=view.rewritten,
             ranked=lambda: set(memory.fit(memory.budget_tokens).shown),
         )
         self.snapshot = shown.store.stored() if shown.store is not None else None
@@ -112,9 +111,7 @@ class SessionConversation:
             extra = [{"type": "text", "text": text} for text in after_words]
             sent = [*sent[:-1], {**own, "content": [*own["content"], *extra]}]
         blocks = session_context(view.system, shown.added)
-        # The blocks in front of the summary (the memory added at cuts and moved there when the
-        # summary was last written anew) end where its rewrite leaves the cache: marked with the memory.
-        front = sum(1 for block in shown.added if block.after <= 0) if view.system else len(shown.added)
+        front = _front(len(view.system), shown.added, opening=bool(kept_opening(summary_parts(self.state.summary))))
         return TurnContext(memory=shown.text, messages=sent, blocks=blocks, front=front)
 
     def _window(self, incoming: dict[str, Any]) -> list[dict[str, Any]]:
@@ -205,6 +202,20 @@ def session_context(summary: list[str], added: Sequence[AddedMemory]) -> list[st
         while pending and (pending[0].after <= i or last):
             blocks.append(pending.pop(0).text)
     return blocks
+
+
+def _front(parts: int, added: Sequence[AddedMemory], *, opening: bool) -> int:
+    """How many of the blocks after the memory snapshot the summary's next condensation leaves in
+    place: the memory blocks in front of the summary (added at cuts and moved there when it was
+    last written anew), and, when a condensation keeps its opening (conversations.summaries.view),
+    that part and the memory blocks after it. They end where its rewrite leaves the cache: the
+    memory's marker goes after them, so every turn keeps that entry alive."""
+    if not parts:
+        return len(added)
+    before = sum(1 for block in added if block.after <= 0)
+    if not opening or parts < 2:
+        return before
+    return before + 1 + sum(1 for block in added if block.after == 1)
 
 
 def _idle_s(updated_at: str | None) -> float | None:

@@ -148,20 +148,32 @@ class RunningSummary:
 @dataclass(frozen=True)
 class SummaryShown:
     """Which of the summary's parts the system prompt shows since the history's first message
-    (`head`, its digest) was first sent: how many, and their digest (no text)."""
+    (`head`, its digest) was first sent: how many, their digest, and the first part's alone
+    (`opening`: a condensation may keep it, conversations.summaries.view.kept_opening); no text."""
 
     head: str
     parts: int
     digest: str
+    opening: str = ""
 
     @classmethod
     def of(cls, value: object) -> "SummaryShown | None":
         if not isinstance(value, dict) or not isinstance(value.get("parts"), int):
             return None
-        return cls(head=str(value.get("head", "")), parts=value["parts"], digest=str(value.get("digest", "")))
+        return cls(
+            head=str(value.get("head", "")),
+            parts=value["parts"],
+            digest=str(value.get("digest", "")),
+            opening=str(value.get("opening", "")),
+        )
 
     def item(self) -> dict[str, object]:
-        return {"head": self.head, "parts": self.parts, "digest": self.digest}
+        return {
+            "head": self.head,
+            "parts": self.parts,
+            "digest": self.digest,
+            **({"opening": self.opening} if self.opening else {}),
+        }
 
 
 @dataclass(frozen=True)

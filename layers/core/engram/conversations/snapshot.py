@@ -192,17 +192,17 @@ def session_memory(
     summary_parts: int = 0,
     idle_s: float | None = None,
     deeper: Callable[[], set[str]] | None = None,
-    summary_rewritten: bool = False,
     ranked: Callable[[], set[str]] | None = None,
 ) -> SessionMemory:
     """The memory of a session turn, `head` the digest of the history's first message, `position`
     how many messages the session has had (cut ones included), `until_cut` how many more it takes
-    at most until the next cut, `summary_parts` how many parts of the running summary this turn's
-    system prompt shows, `idle_s` how long ago the session's last turn was, `deeper` the entries of
-    the sections' deeper pages (read only when the snapshot cannot be rebuilt), `summary_rewritten`
-    whether the summary's parts this turn shows replace those shown before (condensed): the blocks
-    added at cuts then move in front of it (`after` 0), `ranked` the entry lines the sections show
-    on the whole budget (a block added before is kept while its rows are among them; None: `view`'s).
+    at most until the next cut, `summary_parts` how many of the running summary's parts this turn's
+    system prompt shows that it showed before (a block added at a cut goes after them, in front of
+    the parts the cut adds; when the summary was condensed, the blocks added after the parts it
+    rewrote move there too, in their order), `idle_s` how long ago the session's last turn was,
+    `deeper` the entries of the sections' deeper pages (read only when the snapshot cannot be
+    rebuilt), `ranked` the entry lines the sections show on the whole budget (a block added before
+    is kept while its rows are among them; None: `view`'s).
     See the module doc."""
     # Rebuilt from the rows this turn read: a row forgotten or changed since, or in a section whose
     # read failed, is not there, and the snapshot is taken again from what is. So it is after an
@@ -216,12 +216,16 @@ def session_memory(
     if snapshot is None:
         fresh = MemorySnapshot(text=view.text, lines=view.shown, head=head, at=position)
         return SessionMemory(view.text, (), "", fresh)
-    moved = summary_rewritten and any(block.after for block in snapshot.added)
+    # Only at a cut: between cuts the system prompt stays as it was sent.
+    moved = snapshot.head != head and any(block.after > summary_parts for block in snapshot.added)
     if moved:
-        # The summary is written anew from its first part: the blocks added among its parts go in
-        # front of it, after those already there, in their order (written anew with it once), so
-        # the summary's next rewrite leaves them, and the cache entry that ends with them, in place.
-        snapshot = replace(snapshot, added=tuple(replace(b, after=0) for b in _in_order(snapshot.added)))
+        # The summary was written anew from one of its parts (the first, or the second when the
+        # condensation kept the opening): the blocks added after it go in front of it, after those
+        # already there, in their order (written anew with it once), so the summary's next rewrite
+        # leaves them, and the cache entry that ends with them, in place.
+        snapshot = replace(
+            snapshot, added=tuple(replace(b, after=min(b.after, summary_parts)) for b in _in_order(snapshot.added))
+        )
     rows = _new_rows(view, set(snapshot.every_line))
     room = budget_tokens - snapshot.tokens
     if snapshot.head == head:

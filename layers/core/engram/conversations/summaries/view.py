@@ -10,11 +10,17 @@ from dataclasses import dataclass
 
 from engram.conversations.models import RunningSummary, SummaryShown
 from engram.conversations.snapshot import digest
-from engram.engine.prompt import LATE_SUMMARY_HEADING
+from engram.engine.prompt import LATE_SUMMARY_HEADING, estimate_tokens
 from engram.kernel.fencing import fence, quote
 
 SUMMARY_HEADING = "## Earlier in this conversation"
 SUMMARY_FENCE = "summary"
+SUMMARY_MAX_TOKENS = 800  # past this the summary is condensed (conversations.summaries.service)
+CONDENSED_TOKENS = SUMMARY_MAX_TOKENS // 2  # what a condensed summary aims at: room for the next cuts
+# A condensation keeps the summary's first part (the conversation's opening) as it is when it is
+# at most a quarter of the limit, so what the prompt shows in front of the parts after it stays
+# cached: the condensed rest still has at least a quarter.
+OPENING_MAX_TOKENS = CONDENSED_TOKENS // 2
 
 
 def summary_parts(summary: RunningSummary | None) -> list[list[str]]:
@@ -32,6 +38,14 @@ def summary_parts(summary: RunningSummary | None) -> list[list[str]]:
         parts.append(lines[at : at + n])
         at += n
     return parts
+
+
+def kept_opening(parts: list[list[str]]) -> list[str]:
+    """The lines of the summary's first part when a condensation keeps it as it is: more parts
+    follow and it is at most OPENING_MAX_TOKENS; [] otherwise."""
+    if len(parts) < 2 or estimate_tokens("\n".join(parts[0])) > OPENING_MAX_TOKENS:
+        return []
+    return parts[0]
 
 
 def render_summary(summary: RunningSummary | None) -> list[str]:
@@ -62,13 +76,18 @@ def _summary_blocks(parts: list[list[str]]) -> list[str]:
 @dataclass(frozen=True)
 class SummaryView:
     """A session turn's running summary: the system blocks, the folds shown after the user's words
-    instead, the session's new `summaryShown` (None: unchanged), and whether the blocks replace
-    those shown before rather than extend them (`rewritten`: the summary was condensed or reset)."""
+    instead, the session's new `summaryShown` (None: unchanged), and how many of the leading
+    blocks the system prompt showed before (`kept`: the cached ones; the rest are new: a fold's
+    part, or the parts a condensation rewrote, which keeps the opening or nothing)."""
 
     system: list[str]
     late: str = ""
     shown: SummaryShown | None = None
-    rewritten: bool = False
+    kept: int = 0
+
+
+def _digest_parts(parts: list[list[str]]) -> str:
+    return digest(json.dumps(parts))
 
 
 def session_summary(summary: RunningSummary | None, shown: SummaryShown | None, head: str) -> SummaryView:
@@ -79,11 +98,17 @@ def session_summary(summary: RunningSummary | None, shown: SummaryShown | None, 
     the memory stored since, until the next cut puts it in the system prompt. When the parts sent
     cannot be rebuilt (the summary was condensed or reset since), it is sent as it is."""
     parts = summary_parts(summary)
-    extends = shown is not None and 0 <= shown.parts <= len(parts) and shown.digest == digest(json.dumps(parts[: shown.parts]))
+    extends = shown is not None and 0 <= shown.parts <= len(parts) and shown.digest == _digest_parts(parts[: shown.parts])
     if shown is not None and shown.head == head and extends:
         late = parts[shown.parts :]
         text = "\n".join([LATE_SUMMARY_HEADING, *(_fenced(part) for part in late)]) if late else ""
-        return SummaryView(_summary_blocks(parts[: shown.parts]), text)
-    new = SummaryShown(head=head, parts=len(parts), digest=digest(json.dumps(parts)))
-    rewritten = shown is not None and shown.parts > 0 and not extends
-    return SummaryView(_summary_blocks(parts), "", None if shown == new else new, rewritten)
+        return SummaryView(_summary_blocks(parts[: shown.parts]), text, kept=shown.parts)
+    new = SummaryShown(
+        head=head, parts=len(parts), digest=_digest_parts(parts), opening=_digest_parts(parts[:1]) if parts else ""
+    )
+    kept = 0
+    if shown is not None and extends:
+        kept = shown.parts
+    elif shown is not None and shown.parts > 0 and parts and shown.opening == _digest_parts(parts[:1]):
+        kept = 1  # condensed, the opening kept
+    return SummaryView(_summary_blocks(parts), "", None if shown == new else new, kept)

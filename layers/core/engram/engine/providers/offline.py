@@ -440,15 +440,18 @@ def summarise_offline(prompt: str) -> str:
     """Deterministic: a new part for the `<transcript>` of a fold prompt (the first sentence of
     each `user` line, with the tools the agent called after it; what the agent and the tools said
     is left out); for a `<condense>` prompt, the label and the newest lines of the summary within
-    about 400 tokens."""
+    about 400 tokens (the label only when the summary had it: a condensation that keeps the
+    summary's opening sends the rest)."""
     if prompt.startswith("<condense>"):
-        lines = [line for line in _summary_lines(prompt) if line != SUMMARY_LABEL]
+        given = _summary_lines(prompt)
+        label = [SUMMARY_LABEL] if SUMMARY_LABEL in given else []
+        lines = [line for line in given if line != SUMMARY_LABEL]
         kept: list[str] = []
         for line in reversed(lines):
-            if len("\n".join([SUMMARY_LABEL, line, *kept])) > _CONDENSED_CHARS:
+            if len("\n".join([*label, line, *kept])) > _CONDENSED_CHARS:
                 break
             kept.insert(0, line)
-        return "\n".join([SUMMARY_LABEL, *kept])
+        return "\n".join([*label, *kept])
     out: list[str] = [] if _summary_lines(prompt) else [SUMMARY_LABEL]
     said: str | None = None
     used: list[str] = []
