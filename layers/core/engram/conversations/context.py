@@ -192,7 +192,8 @@ class SessionConversation:
 def session_context(summary: list[str], added: Sequence[AddedMemory]) -> list[str]:
     """The system blocks after the memory snapshot, in the order they were added: the running
     summary's blocks (one per part) with the memory blocks added at cuts among them, each after
-    the parts shown when it was added (fewer when the summary was condensed since)."""
+    the parts shown before the cut that added it, in front of the part that cut added (fewer
+    parts when the summary was condensed since)."""
     blocks: list[str] = []
     pending = sorted(added, key=lambda block: block.after)  # stable: blocks added at one point keep their order
     for i, part in enumerate([None, *summary]):

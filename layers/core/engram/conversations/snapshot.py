@@ -8,11 +8,11 @@ own message (engine.prompt.DELTA_HEADING), until the history's first message cha
 cap, or an Active Memory reset: the history behind the system prompt is sent anew anyway); then it
 joins the system prompt as a block of its own after the blocks already there (`AddedMemory`,
 `ADDED_HEADING`), so the prefix in front of it stays cached: the system prompt changes only at a
-cut, and there it grows by the summary's new fold and this block (conversations.context). Rows
+cut, and there it grows by this block and the summary's new fold (conversations.context). Rows
 the room cannot hold wait (a search finds them, and the ones this conversation stored are in its
 history): between cuts the highest ranked of each section are shown, and at a cut where the rows
 stored during the session no longer fit beside the blocks added before, they compete for the room
-in one new block after the summary's parts, replacing those blocks and leaving room for the rows
+in one new block after the summary's parts shown before, replacing those blocks and leaving room for the rows
 the session goes on storing until the next cut (at its rate so far), so the snapshot and what
 precedes the first replaced block stay cached. The snapshot and its added blocks are taken again,
 as one fresh snapshot, only when a row they show is gone or changed (a forgotten row is never
@@ -96,8 +96,9 @@ def _restored_block(value: StoredBlock, by_digest: Mapping[str, str]) -> tuple[s
 @dataclass(frozen=True)
 class AddedMemory:
     """Rows stored during a session, added to its system prompt at a cut as a block of their own
-    after the blocks already there (`after`: how many of the running summary's parts precede it),
-    so the cached prefix in front of it stays as it was."""
+    after the blocks already there and in front of the summary's parts the cut adds (`after`: how
+    many of the running summary's parts precede it), so the cached prefix in front of it stays as
+    it was, and so does it when the summary is later condensed and keeps its opening."""
 
     text: str
     lines: list[str]
@@ -246,7 +247,7 @@ def session_memory(
         # (the longest run of them, in the order shown, whose rows the sections still show on the
         # whole budget and that fits the room), so the cached prefix up to the first block dropped
         # stays; the session's other rows compete for what room is left, the highest ranked of
-        # each section first, in one block after the summary. The snapshot stays.
+        # each section first, in one block after the summary's parts shown before. The snapshot stays.
         during = _new_rows(view, set(snapshot.lines))
         limit = budget_tokens - estimate_tokens(snapshot.text) - coming
         still = set(view.shown) if ranked is None else ranked()
