@@ -244,13 +244,14 @@ def test_a_cut_turn_reads_tools_persona_memory_and_the_earlier_summary_from_the_
         before, cut = turns[n - 1][-1], turns[n][0]
         assert cut["tools"] == before["tools"]
         # the system blocks sent before the cut (persona, memory, summary) open the cut turn's,
-        # byte for byte: the summary gained a block of its own after them, and the memory stored
-        # since the last cut (if any) one more after that
+        # byte for byte: the memory stored since the last cut (if any) gained a block of its own
+        # after them, and the summary one more for its new fold, last
         kept = _clean(before["system"])
         assert _clean(cut["system"])[: len(kept)] == kept
         new = cut["system"][len(kept) :]
-        assert new[0]["text"].startswith('<memory scope="summary">') and "Earlier in this conversation" not in new[0]["text"]
-        assert len(new) <= 2 and all(b["text"].startswith(ADDED_HEADING) for b in new[1:])
+        fold = new[-1]["text"]
+        assert fold.startswith('<memory scope="summary">') and "Earlier in this conversation" not in fold
+        assert len(new) <= 2 and all(b["text"].startswith(ADDED_HEADING) for b in new[:-1])
         # the turn before marked the end of its system prompt, and the cut turn marks its new last
         # block: the API's lookback (20 blocks) finds the entry written before the cut
         assert "cache_control" in before["system"][-1] and "cache_control" in cut["system"][-1]
@@ -259,7 +260,7 @@ def test_a_cut_turn_reads_tools_persona_memory_and_the_earlier_summary_from_the_
     memory_blocks = {turn[0]["system"][1]["text"] for turn in turns}
     assert len(memory_blocks) == 1 and "5432" not in memory_blocks.pop()
     # ...it is shown after the user's words until the next cut, then in a system block of its own
-    # after the summary's fold, on every later turn, and never in both places
+    # in front of the summary's new fold, on every later turn, and never in both places
     row = '"the db is on 5432"'
     joined = min(n for n in cuts if n > 7)
     for n in range(7, len(turns)):
