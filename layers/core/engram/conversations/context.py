@@ -24,7 +24,7 @@ from engram.conversations.models import History, SessionChanges, SessionState, S
 from engram.conversations.ports import Transcripts
 from engram.conversations.snapshot import AddedMemory, message_digest, session_memory, snapshot_budget
 from engram.conversations.summaries.policy import enqueue_summary
-from engram.conversations.summaries.view import kept_opening, session_summary, summary_parts
+from engram.conversations.summaries.view import opening_fits, session_summary, summary_parts
 from engram.engine import timeline
 from engram.engine.context import MemoryReads, TurnContext
 from engram.engine.tools import ToolContext
@@ -92,6 +92,11 @@ class SessionConversation:
         # How many messages the session has had, and at most how many more until the next cut
         # (engine.trim.trim_in_steps): the snapshot is kept at a cut when its room lasts that long.
         cap = settings.history_cap
+        parts = summary_parts(self.state.summary)
+        opening = bool(view.system) and opening_fits(parts)
+        # A memory block added at this cut goes after the summary's parts the cached prefix held,
+        # and after a first part a condensation would keep (a short opening) even when it is new.
+        follows = max(view.kept, 1) if opening else view.kept
         shown = session_memory(
             fitted,
             self.state.memory_snapshot,
@@ -99,7 +104,7 @@ class SessionConversation:
             budget_tokens=memory.budget_tokens,
             position=self.state.trimmed_count + len(self.history.messages),
             until_cut=cap - max(2, cap // 2),
-            summary_parts=view.kept,
+            summary_parts=follows,
             idle_s=_idle_s(self.state.updated_at),
             deeper=memory.deeper,
             ranked=lambda: set(memory.fit(memory.budget_tokens).shown),
@@ -111,7 +116,7 @@ class SessionConversation:
             extra = [{"type": "text", "text": text} for text in after_words]
             sent = [*sent[:-1], {**own, "content": [*own["content"], *extra]}]
         blocks = session_context(view.system, shown.added)
-        front = _front(len(view.system), shown.added, opening=bool(kept_opening(summary_parts(self.state.summary))))
+        front = _front(len(view.system), shown.added, opening=opening)
         return TurnContext(memory=shown.text, messages=sent, blocks=blocks, front=front)
 
     def _window(self, incoming: dict[str, Any]) -> list[dict[str, Any]]:

@@ -40,12 +40,16 @@ def summary_parts(summary: RunningSummary | None) -> list[list[str]]:
     return parts
 
 
+def opening_fits(parts: list[list[str]]) -> bool:
+    """Whether the summary's first part is short enough for a condensation to keep it as it is
+    (at most OPENING_MAX_TOKENS): the prompt then treats it as lasting as what precedes it."""
+    return bool(parts) and estimate_tokens("\n".join(parts[0])) <= OPENING_MAX_TOKENS
+
+
 def kept_opening(parts: list[list[str]]) -> list[str]:
     """The lines of the summary's first part when a condensation keeps it as it is: more parts
-    follow and it is at most OPENING_MAX_TOKENS; [] otherwise."""
-    if len(parts) < 2 or estimate_tokens("\n".join(parts[0])) > OPENING_MAX_TOKENS:
-        return []
-    return parts[0]
+    follow and it fits (`opening_fits`); [] otherwise."""
+    return parts[0] if len(parts) >= 2 and opening_fits(parts) else []
 
 
 def render_summary(summary: RunningSummary | None) -> list[str]:
