@@ -34,6 +34,7 @@ bench: $(STAMP)
 	$(BIN)/python -m bench.prompt_cache
 	-$(BIN)/python -m bench.prompt_cache --held-out
 	-$(BIN)/python -m bench.prompt_cache --held-out-2
+	-$(BIN)/python -m bench.prompt_cache --audit
 	$(BIN)/python -m bench.mcp_tools
 	$(BIN)/python -m bench.mcp_matrix
 	$(BIN)/python -m bench.mcp_health
