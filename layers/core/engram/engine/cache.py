@@ -9,7 +9,11 @@ where the prefix is long enough (`min_cacheable_tokens`, by model family, with a
 default for ids it does not know). Candidates, in request order:
 
 1. the persona block (tools + persona: the same for every turn of the agent);
-2. the memory block (the session's memory snapshot, conversations.snapshot);
+2. the memory block (the session's memory snapshot, conversations.snapshot), or the last of the
+   blocks after it that the running summary's next condensation leaves in place (`TurnContext.front`:
+   memory added at cuts in front of the summary, its kept opening): every turn reads that entry,
+   so it is still there when the condensation comes (the API keeps an entry 5 minutes from its
+   last read);
 3. the last of the session's blocks after the memory (the running summary's folds, CM8, and the
    memory added at cuts; conversations.context.session_context): the end of what a cut leaves in place. A
    cut changes the history's first message; the summary gains a fold there and the memory stored
