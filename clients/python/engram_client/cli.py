@@ -554,6 +554,47 @@ def _tool_line(event: dict[str, Any]) -> str:
     return f"  [tool] {event['name']} done{took}"
 
 
+class _FailureInterrupt:
+    """Ends the main thread's wait for a line when the connection fails in the background, so a
+    wrong agent or key is named at once: a real SIGINT to the main thread interrupts its read
+    (interrupt_main alone would not). A signal that lands just before the read blocks only sets
+    Python's flag and wakes nothing, so it is sent again until the main thread has taken it."""
+
+    def __init__(self) -> None:
+        self.heard = threading.Event()
+        self.previous: Any = None  # the SIGINT handler before a failure was taken
+
+    def __call__(self) -> None:
+        import signal
+
+        for _ in range(100):
+            if hasattr(signal, "pthread_kill"):
+                signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
+            else:  # Windows
+                import _thread
+
+                _thread.interrupt_main(signal.SIGINT)
+            if self.heard.wait(0.2):
+                return
+
+    def taken(self, error: BaseException | None) -> BaseException | None:
+        """The connection's failure, on the main thread after an interrupt (None: a person's own
+        Ctrl-C); once taken, later interrupts are ignored so a repeat cannot cut its message short."""
+        if error is None:
+            return None
+        import signal
+
+        self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        self.heard.set()
+        return error
+
+    def restore(self) -> None:
+        if self.previous is not None:
+            import signal
+
+            signal.signal(signal.SIGINT, self.previous)
+
+
 def cmd_chat(args: argparse.Namespace) -> int:
     def out(text: str) -> None:
         sys.stdout.write(text)
@@ -566,19 +607,8 @@ def cmd_chat(args: argparse.Namespace) -> int:
             pass
     print(f"Chat with {args.agent}, session {args.session}. /quit or Ctrl-D leaves.", flush=True)
 
-    def stop_waiting() -> None:
-        # The prompt is already up: end the wait for a line, so a wrong agent or key is named at once
-        # (a real SIGINT to the main thread interrupts its read; interrupt_main alone would not).
-        import signal
-
-        if hasattr(signal, "pthread_kill"):
-            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGINT)
-        else:  # Windows
-            import _thread
-
-            _thread.interrupt_main(signal.SIGINT)
-
-    chat = _Chat(args, out, on_failure=stop_waiting)
+    interrupt = _FailureInterrupt()
+    chat = _Chat(args, out, on_failure=interrupt)
     try:
         while True:
             try:
@@ -588,8 +618,9 @@ def cmd_chat(args: argparse.Namespace) -> int:
                 return 0
             except KeyboardInterrupt:
                 out("\n")
-                if chat.error is not None:
-                    raise chat.error from None
+                error = interrupt.taken(chat.error)
+                if error is not None:
+                    raise error from None
                 continue
             if line in ("/quit", "/exit"):
                 return 0
@@ -598,14 +629,16 @@ def cmd_chat(args: argparse.Namespace) -> int:
             try:
                 chat.send(line)
             except KeyboardInterrupt:
-                if chat.error is not None:
-                    raise chat.error from None
+                error = interrupt.taken(chat.error)
+                if error is not None:
+                    raise error from None
                 out("\n(stopped watching; the turn goes on and is kept in the session)\n")
                 if chat.stream is not None:
                     chat.stream.close()
                     chat.stream = None
     finally:
         chat.close()
+        interrupt.restore()
 
 
 # --- parser -------------------------------------------------------------------------------------------
