@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import stat
 import uuid
 
@@ -100,6 +101,17 @@ def test_chat_with_an_unknown_agent_says_so(live, person_env):
     chat = Terminal(engram_command() + ["chat", "Nobody"], env)
     chat.expect("you> ")
     # Named at once, before the person has typed anything.
+    assert "engram: no agent 'Nobody'" in chat.expect("(see `engram agents`)")
+    assert chat.wait() == 1
+
+
+def test_a_chat_started_with_sigint_ignored_still_names_an_unknown_agent(live, person_env):
+    """Started from a background job or `nohup`, which pass SIGINT on ignored (CI caught it: the
+    failure's interrupt never arrived and the chat waited for a line)."""
+    env = {**person_env, "ENGRAM_URL": live.url.rstrip("/"), "ENGRAM_API_KEY": "dev-cli-nobody"}
+    command = " ".join(shlex.quote(part) for part in [*engram_command(), "chat", "Nobody"])
+    chat = Terminal(["sh", "-c", f"trap '' INT; exec {command}"], env)
+    chat.expect("you> ")
     assert "engram: no agent 'Nobody'" in chat.expect("(see `engram agents`)")
     assert chat.wait() == 1
 

@@ -12,9 +12,9 @@ from engram_client import cli
 
 
 def test_the_failure_interrupt_is_sent_again_until_the_main_thread_takes_it():
-    interrupt = cli._FailureInterrupt()
     error = RuntimeError("no agent 'Nobody'")
     seen: list[float] = []
+    interrupt: cli._FailureInterrupt
 
     def handler(signum, frame):  # the first two are "lost": nothing takes them
         seen.append(time.monotonic())
@@ -23,6 +23,7 @@ def test_the_failure_interrupt_is_sent_again_until_the_main_thread_takes_it():
 
     previous = signal.signal(signal.SIGINT, handler)
     try:
+        interrupt = cli._FailureInterrupt()
         sender = threading.Thread(target=interrupt)
         sender.start()
         deadline = time.monotonic() + 10
@@ -42,3 +43,15 @@ def test_a_persons_own_ctrl_c_is_not_a_failure():
     interrupt = cli._FailureInterrupt()
     assert interrupt.taken(None) is None and not interrupt.heard.is_set()
     interrupt.restore()  # nothing was changed
+
+
+def test_a_chat_started_with_sigint_ignored_gets_pythons_handler_while_it_runs():
+    """A background job or `nohup` passes SIGINT on ignored: the interrupt would never arrive."""
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        interrupt = cli._FailureInterrupt()
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        interrupt.restore()
+        assert signal.getsignal(signal.SIGINT) is signal.SIG_IGN
+    finally:
+        signal.signal(signal.SIGINT, previous)

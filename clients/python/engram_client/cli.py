@@ -558,11 +558,17 @@ class _FailureInterrupt:
     """Ends the main thread's wait for a line when the connection fails in the background, so a
     wrong agent or key is named at once: a real SIGINT to the main thread interrupts its read
     (interrupt_main alone would not). A signal that lands just before the read blocks only sets
-    Python's flag and wakes nothing, so it is sent again until the main thread has taken it."""
+    Python's flag and wakes nothing, so it is sent again until the main thread has taken it. A
+    chat started where SIGINT is ignored (from a background job or `nohup`, which pass that on)
+    gets Python's own handler while it runs: otherwise the interrupt would never arrive."""
 
     def __init__(self) -> None:
+        import signal
+
         self.heard = threading.Event()
-        self.previous: Any = None  # the SIGINT handler before a failure was taken
+        self.previous: Any = None  # the SIGINT handler before this chat changed it
+        if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+            self.previous = signal.signal(signal.SIGINT, signal.default_int_handler)
 
     def __call__(self) -> None:
         import signal
@@ -584,7 +590,8 @@ class _FailureInterrupt:
             return None
         import signal
 
-        self.previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        before = signal.signal(signal.SIGINT, signal.SIG_IGN)
+        self.previous = before if self.previous is None else self.previous
         self.heard.set()
         return error
 
