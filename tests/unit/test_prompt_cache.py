@@ -403,16 +403,16 @@ def test_a_fold_landing_after_the_cut_turn_waits_after_the_users_words_until_the
     nxt = session_summary(landed, cut.shown, "h3")
     assert nxt.system == render_summary(landed) and nxt.late == "" and nxt.shown.parts == 2
     # nothing changed: nothing to store
-    assert session_summary(landed, nxt.shown, "h3") == type(nxt)(nxt.system, kept=len(nxt.system))
+    assert session_summary(landed, nxt.shown, "h3") == type(nxt)(nxt.system, kept=len(nxt.system), lasting_opening=True)
     # condensed since (the parts sent cannot be rebuilt): sent as it is now
     condensed = RunningSummary("all of it, shorter", (1,))
     again = session_summary(condensed, cut.shown, "h2")
     assert again.system == render_summary(condensed) and again.late == "" and again.shown.parts == 1
 
 
-def test_a_summary_written_anew_leaves_the_memory_blocks_in_front_of_it_and_cached():
-    from engram.conversations.summaries.view import session_summary
-
+def _two_cuts():
+    """A session's memory after two cuts: "b" added after the summary's first part, the fact "tea"
+    after its second. The view of the rows, and the memory."""
     start = _view('agent|- "a": "1"')
     stored = session_memory(start, None, "h1", budget_tokens=2_000).store.stored()
     one = _view('agent|- "a": "1"', 'agent|- "b": "beta"')
@@ -420,6 +420,13 @@ def test_a_summary_written_anew_leaves_the_memory_blocks_in_front_of_it_and_cach
     two = _view('agent|- "a": "1"', 'agent|- "b": "beta"', 'user|- "tea" (fact f_1)')
     second = session_memory(two, first.store.stored(), "h3", budget_tokens=2_000, position=56, until_cut=20, summary_parts=2)
     assert [b.after for b in second.added] == [1, 2]
+    return two, second
+
+
+def test_a_summary_written_anew_leaves_the_memory_blocks_in_front_of_it_and_cached():
+    from engram.conversations.summaries.view import session_summary
+
+    two, second = _two_cuts()
     assert session_context(["S0", "S1"], second.added) == ["S0", second.added[0].text, "S1", second.added[1].text]
     # the summary grew by a fold: its blocks extend those shown; condensed: they replace them
     parts = RunningSummary("x\ny", (1, 1))
@@ -472,17 +479,11 @@ def test_a_condensation_that_keeps_the_opening_moves_only_the_blocks_after_it():
     assert view.kept == 1 and len(view.system) == 2
     assert session_summary(RunningSummary("oab, shorter"), shown, "h2").kept == 0  # the opening went too
     # memory blocks added after the opening (after 1) and after the next part (after 2)
-    start = _view('agent|- "a": "1"')
-    stored = session_memory(start, None, "h0", budget_tokens=2_000).store.stored()
-    one = _view('agent|- "a": "1"', 'agent|- "b": "beta"')
-    first = session_memory(one, stored, "h1", budget_tokens=2_000, position=30, until_cut=20, summary_parts=1)
-    two = _view('agent|- "a": "1"', 'agent|- "b": "beta"', 'user|- "tea" (fact f_1)')
-    second = session_memory(two, first.store.stored(), "h2", budget_tokens=2_000, position=56, until_cut=20, summary_parts=2)
-    assert [b.after for b in second.added] == [1, 2]
+    two, second = _two_cuts()
     moved = session_memory(
         two,
         second.store.stored(),
-        "h3",
+        "h4",
         budget_tokens=2_000,
         position=80,
         until_cut=20,

@@ -24,7 +24,7 @@ from engram.conversations.models import History, SessionChanges, SessionState, S
 from engram.conversations.ports import Transcripts
 from engram.conversations.snapshot import AddedMemory, message_digest, session_memory, snapshot_budget
 from engram.conversations.summaries.policy import enqueue_summary
-from engram.conversations.summaries.view import opening_fits, session_summary, summary_parts
+from engram.conversations.summaries.view import session_summary
 from engram.engine import timeline
 from engram.engine.context import MemoryReads, TurnContext
 from engram.engine.tools import ToolContext
@@ -92,8 +92,7 @@ class SessionConversation:
         # How many messages the session has had, and at most how many more until the next cut
         # (engine.trim.trim_in_steps): the snapshot is kept at a cut when its room lasts that long.
         cap = settings.history_cap
-        parts = summary_parts(self.state.summary)
-        opening = bool(view.system) and opening_fits(parts)
+        opening = bool(view.system) and view.lasting_opening
         # A memory block added at this cut goes after the summary's parts the cached prefix held,
         # and after a first part a condensation would keep (a short opening) even when it is new.
         follows = max(view.kept, 1) if opening else view.kept

@@ -254,8 +254,9 @@ def _condensed(
     """The summary condensed to about CONDENSED_TOKENS, and its parts: the opening kept as it is
     when it qualifies (view.kept_opening) and the rest rewritten as one part after it, otherwise
     the whole as one part."""
-    opening = kept_opening(summary_parts(summary))
-    rest = "\n".join([line for line in summary.text.splitlines() if line.strip()][len(opening) :])
+    parts = summary_parts(summary)
+    opening = kept_opening(parts)
+    rest = "\n".join(line for part in parts[1 if opening else 0 :] for line in part)
     room = CONDENSED_TOKENS - (estimate_tokens("\n".join(opening)) if opening else 0)
     system, request = condense_request(rest, room)
     condensed, _ = _call(deps, job, model, system, request, budget, remaining_s, started, outcome, optional=True)

@@ -82,12 +82,15 @@ class SummaryView:
     """A session turn's running summary: the system blocks, the folds shown after the user's words
     instead, the session's new `summaryShown` (None: unchanged), and how many of the leading
     blocks the system prompt showed before (`kept`: the cached ones; the rest are new: a fold's
-    part, or the parts a condensation rewrote, which keeps the opening or nothing)."""
+    part, or the parts a condensation rewrote, which keeps the opening or nothing), and whether
+    its first block is an opening a condensation keeps (`lasting_opening`: as lasting as what
+    precedes it)."""
 
     system: list[str]
     late: str = ""
     shown: SummaryShown | None = None
     kept: int = 0
+    lasting_opening: bool = False
 
 
 def _digest_parts(parts: list[list[str]]) -> str:
@@ -102,11 +105,12 @@ def session_summary(summary: RunningSummary | None, shown: SummaryShown | None, 
     the memory stored since, until the next cut puts it in the system prompt. When the parts sent
     cannot be rebuilt (the summary was condensed or reset since), it is sent as it is."""
     parts = summary_parts(summary)
+    lasting = opening_fits(parts)
     extends = shown is not None and 0 <= shown.parts <= len(parts) and shown.digest == _digest_parts(parts[: shown.parts])
     if shown is not None and shown.head == head and extends:
         late = parts[shown.parts :]
         text = "\n".join([LATE_SUMMARY_HEADING, *(_fenced(part) for part in late)]) if late else ""
-        return SummaryView(_summary_blocks(parts[: shown.parts]), text, kept=shown.parts)
+        return SummaryView(_summary_blocks(parts[: shown.parts]), text, kept=shown.parts, lasting_opening=lasting)
     new = SummaryShown(
         head=head, parts=len(parts), digest=_digest_parts(parts), opening=_digest_parts(parts[:1]) if parts else ""
     )
@@ -115,4 +119,4 @@ def session_summary(summary: RunningSummary | None, shown: SummaryShown | None, 
         kept = shown.parts
     elif shown is not None and shown.parts > 0 and parts and shown.opening == _digest_parts(parts[:1]):
         kept = 1  # condensed, the opening kept
-    return SummaryView(_summary_blocks(parts), "", None if shown == new else new, kept)
+    return SummaryView(_summary_blocks(parts), "", None if shown == new else new, kept, lasting)
